@@ -1,0 +1,37 @@
+"""FOSCAR: affine-folded decode attention over INT2/INT4 KV caches.
+
+Public API:
+
+* :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format.
+* :func:`decode` — folded decode attention (Triton kernel).
+* :func:`reference_decode`, :func:`attention_reference` — fp64/fp32 references.
+"""
+
+from foscar.decode import OPERAND_MODES, decode
+from foscar.quant import (
+    SUPPORTED_BITS,
+    SUPPORTED_GROUP_SIZES,
+    QuantizedKVCache,
+    dequantize_kv,
+    pack_codes,
+    quantize_kv,
+    unpack_codes,
+)
+from foscar.reference import attention_reference, folded_decode_torch, reference_decode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OPERAND_MODES",
+    "SUPPORTED_BITS",
+    "SUPPORTED_GROUP_SIZES",
+    "QuantizedKVCache",
+    "attention_reference",
+    "decode",
+    "dequantize_kv",
+    "folded_decode_torch",
+    "pack_codes",
+    "quantize_kv",
+    "reference_decode",
+    "unpack_codes",
+]

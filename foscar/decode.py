@@ -1,0 +1,78 @@
+"""Public decode-attention entry point over a quantized KV cache."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from foscar._validate import check_choice, check_tensor
+from foscar.quant import QuantizedKVCache
+from foscar.reference import gqa_ratio
+
+OPERAND_MODES = ("bf16",)
+
+
+def decode(
+    q: torch.Tensor,
+    cache: QuantizedKVCache,
+    *,
+    operand: str = "bf16",
+    sm_scale: float | None = None,
+    num_splits: int | None = None,
+    return_lse: bool = False,
+):
+    """Folded decode attention: one query token per sequence over an INT2/INT4 cache.
+
+    Computes ``softmax(q . k_hat^T * sm_scale) . v_hat`` for every sequence ``b``
+    over its first ``cache.seq_lens[b]`` tokens, where ``k_hat, v_hat`` are the
+    dequantized cache (:mod:`foscar.quant`) — without dequantizing: scales and
+    offsets are folded into the products (DESIGN §3). Split-KV with an fp32
+    partial-output + LSE merge; no host synchronisation (CUDA-graph capturable).
+
+    Args:
+        q: ``[batch, num_qo_heads, head_dim]`` bfloat16, last dim contiguous, on
+            the cache's device. ``num_qo_heads`` any multiple of ``num_kv_heads``
+            (GQA); query head ``h`` reads KV head ``h // (num_qo_heads // num_kv_heads)``.
+        cache: :class:`~foscar.quant.QuantizedKVCache` with ``head_dim`` in
+            {64, 128, 256}.
+        operand: tensor-core operand mode; ``"bf16"`` (codes as ``1 + q/128``).
+        sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
+        num_splits: split-KV count (default: a heuristic from batch x num_kv_heads
+            against the SM count, see ``choose_num_splits``).
+        return_lse: also return the natural-log LSE ``[batch, num_qo_heads]`` fp32
+            (``-inf`` for a sequence of length 0).
+
+    Returns:
+        ``[batch, num_qo_heads, head_dim]`` bfloat16 (a length-0 sequence gives a
+        zero row), and the LSE if asked.
+
+    Raises:
+        ValueError: wrong shapes/dtypes/devices, unsupported head_dim or operand
+            mode, ``num_qo_heads`` not a multiple of ``num_kv_heads``, a CPU tensor
+            without ``TRITON_INTERPRET=1``.
+    """
+    from foscar.kernels import decode_triton, merge_triton
+
+    cache.validate()
+    check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
+    if q.stride(-1) != 1:
+        raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
+    check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
+    check_choice("operand", operand, OPERAND_MODES)
+    gqa_ratio(q.shape[1], cache.num_kv_heads)
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+        raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
+    if q.device.type != "cuda":
+        if not decode_triton.interpreter_enabled():
+            raise ValueError(
+                f"q: the Triton kernel needs a CUDA device, got {q.device}; "
+                "set TRITON_INTERPRET=1 before importing foscar to run it in the CPU interpreter"
+            )
+        decode_triton.check_interpreter_support()
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
+    o_part, lse_part = decode_triton.folded_decode_partial(q, cache, scale, num_splits)
+    out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
+    merge_triton.merge_splits(o_part, lse_part, out, lse)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,64 @@
+"""Merge split-KV partial outputs through their LSE (flash-decoding's second pass).
+
+For each (sequence, query head) with splits ``i``::
+
+    m   = max_i lse_i                      (base 2)
+    w_i = 2 ** (lse_i - m)
+    out = sum_i w_i * o_i / sum_i w_i
+    lse = (m + log2(sum_i w_i)) * ln 2     (natural log, FlashInfer's convention)
+
+Empty splits carry ``lse_i = -inf`` and weigh zero. A sequence of length 0 has
+every split empty: its output row is all zeros and its LSE is ``-inf`` (no NaN).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+LN2 = 0.6931471805599453
+
+
+@triton.jit
+def _merge_splits_kernel(
+    O_part,  # [rows, num_splits, HEAD_DIM] fp32
+    Lse_part,  # [rows, num_splits] fp32, base 2
+    Out,  # [rows, HEAD_DIM] bf16 (rows = batch * num_qo_heads, row stride stride_out)
+    Lse_out,  # [rows] fp32, natural log
+    num_splits, stride_out,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    s_mask = offs_s < num_splits
+    lse = tl.load(Lse_part + row * num_splits + offs_s, mask=s_mask, other=float("-inf"))
+    m = tl.max(lse, axis=0)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(lse - m_safe)  # 0 for empty splits
+    o = tl.load(O_part + (row * num_splits + offs_s[:, None]) * HEAD_DIM + offs_d[None, :],
+                mask=s_mask[:, None], other=0.0)
+    den = tl.sum(w, axis=0)
+    num = tl.sum(o * w[:, None], axis=0)
+    den_safe = tl.where(den > 0, den, 1.0)
+    out = num / den_safe
+    tl.store(Out + row * stride_out + offs_d, out.to(Out.dtype.element_ty))
+    tl.store(Lse_out + row, tl.where(den > 0, (m_safe + tl.log2(den_safe)) * 0.6931471805599453, float("-inf")))
+
+
+def merge_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor, lse_out: torch.Tensor) -> None:
+    """Merge ``o_part [batch, num_qo_heads, num_splits, head_dim]`` fp32 and
+    ``lse_part [batch, num_qo_heads, num_splits]`` fp32 (base 2) into ``out
+    [batch, num_qo_heads, head_dim]`` (its dtype, e.g. bf16; contiguous) and
+    ``lse_out [batch, num_qo_heads]`` fp32 (natural log)."""
+    batch, heads, splits, head_dim = o_part.shape
+    rows = batch * heads
+    if rows == 0:
+        return
+    _merge_splits_kernel[(rows,)](
+        o_part, lse_part, out, lse_out,
+        splits, head_dim,
+        HEAD_DIM=head_dim, BLOCK_S=max(2, triton.next_power_of_2(splits)),
+        num_warps=4,
+    )

@@ -1,0 +1,191 @@
+"""Reference attention in fp64/fp32, and the folding algebra written out in torch.
+
+* :func:`attention_reference` — softmax attention of one decode query per sequence
+  over plain K/V tensors (the ground truth).
+* :func:`reference_decode` — the same over the dequantized quantized cache: what
+  every FOSCAR kernel must reproduce up to BF16 operand rounding.
+* :func:`folded_decode_torch` — DESIGN §3's folded formulas, evaluated in torch
+  with an operand encoding ``v = a * code + c``; in exact arithmetic (and in fp64
+  to rounding) it equals :func:`reference_decode`. The tests use it to check the
+  algebra the kernels implement.
+
+GQA convention (FlashInfer's): query head ``h`` reads KV head
+``h // (num_qo_heads // num_kv_heads)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from foscar._validate import check_tensor
+from foscar.quant import QuantizedKVCache, unpack_codes
+
+# Operand encodings (DESIGN §4): code q -> operand value a * q + c.
+OPERAND_ENCODINGS: dict[str, tuple[float, float]] = {
+    "bf16": (1.0 / 128.0, 1.0),  # bits 0x3F80 | q  ->  1 + q/128, exact in BF16
+    "fp8": (2.0**-9, 0.0),  # e4m3 byte q       ->  q * 2^-9 (subnormals, exact)
+}
+
+
+def gqa_ratio(num_qo_heads: int, num_kv_heads: int) -> int:
+    """Query heads per KV head.
+
+    Raises:
+        ValueError: ``num_qo_heads`` is not a positive multiple of ``num_kv_heads``.
+    """
+    if num_kv_heads <= 0 or num_qo_heads <= 0 or num_qo_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"num_qo_heads: expected a positive multiple of num_kv_heads={num_kv_heads}, got {num_qo_heads}"
+        )
+    return num_qo_heads // num_kv_heads
+
+
+def attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    seq_lens: torch.Tensor,
+    sm_scale: float | None = None,
+    dtype: torch.dtype = torch.float64,
+    return_lse: bool = False,
+):
+    """Decode attention (one query token per sequence) in ``dtype``.
+
+    Args:
+        q: ``[batch, num_qo_heads, head_dim]`` any float dtype.
+        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` (HND).
+        seq_lens: ``[batch]`` integer valid lengths; a length 0 gives a zero row.
+        sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
+        dtype: float64 (default) or float32.
+        return_lse: also return the natural-log LSE ``[batch, num_qo_heads]``
+            (``-inf`` for length 0).
+
+    Returns:
+        ``[batch, num_qo_heads, head_dim]`` in ``dtype`` (and the LSE).
+    """
+    check_tensor("q", q, ndim=3)
+    check_tensor("k", k, ndim=4)
+    batch, num_qo_heads, head_dim = q.shape
+    num_kv_heads = k.shape[1]
+    check_tensor("v", v, shape=tuple(k.shape))
+    group = gqa_ratio(num_qo_heads, num_kv_heads)
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
+    out = torch.zeros(batch, num_qo_heads, head_dim, dtype=dtype, device=q.device)
+    lse = torch.full((batch, num_qo_heads), -math.inf, dtype=dtype, device=q.device)
+    lens = [int(x) for x in seq_lens.tolist()]
+    for b, length in enumerate(lens):
+        if length == 0:
+            continue
+        o, l = _attend(q[b], k[b, :, :length], v[b, :, :length], group, scale, dtype)
+        out[b], lse[b] = o, l
+    return (out, lse) if return_lse else out
+
+
+def _attend(qb, kb, vb, group, scale, dtype):
+    # qb: [num_qo_heads, D]; kb, vb: [num_kv_heads, L, D]
+    qg = qb.to(dtype).reshape(kb.shape[0], group, -1)  # [Hkv, group, D]
+    s = torch.einsum("hgd,hld->hgl", qg, kb.to(dtype)) * scale
+    lse = torch.logsumexp(s, dim=-1)  # [Hkv, group]
+    p = torch.exp(s - lse.unsqueeze(-1))
+    o = torch.einsum("hgl,hld->hgd", p, vb.to(dtype))
+    return o.reshape(qb.shape[0], -1), lse.reshape(-1)
+
+
+def reference_decode(
+    q: torch.Tensor,
+    cache: QuantizedKVCache,
+    sm_scale: float | None = None,
+    dtype: torch.dtype = torch.float64,
+    batch_indices: Sequence[int] | None = None,
+    return_lse: bool = False,
+):
+    """Decode attention over the dequantized cache (``x_hat = s * q + z``) in ``dtype``.
+
+    Dequantizes one sequence at a time, so memory stays at one sequence's fp64 K/V.
+
+    Args:
+        q: ``[batch, num_qo_heads, head_dim]`` (any float dtype; used as given,
+            upcast to ``dtype``).
+        cache: the quantized cache.
+        sm_scale: default ``1 / sqrt(head_dim)``.
+        dtype: float64 or float32.
+        batch_indices: sequences to compute (default all); the other rows are zero.
+        return_lse: also return the LSE ``[batch, num_qo_heads]`` (natural log).
+
+    Returns:
+        ``[batch, num_qo_heads, head_dim]`` of ``dtype`` (and the LSE).
+    """
+    from foscar.quant import dequantize_kv
+
+    check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
+    group = gqa_ratio(q.shape[1], cache.num_kv_heads)
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
+    out = torch.zeros(q.shape, dtype=dtype, device=q.device)
+    lse = torch.full(q.shape[:2], -math.inf, dtype=dtype, device=q.device)
+    rows = range(cache.batch_size) if batch_indices is None else batch_indices
+    for b in rows:
+        if int(cache.seq_lens[b]) == 0:
+            continue
+        kb, vb = dequantize_kv(cache, dtype=dtype, batch_index=b)
+        out[b], lse[b] = _attend(q[b].to(q.device), kb.to(q.device), vb.to(q.device), group, scale, dtype)
+    return (out, lse) if return_lse else out
+
+
+def folded_decode_torch(
+    q: torch.Tensor,
+    cache: QuantizedKVCache,
+    operand: str = "bf16",
+    sm_scale: float | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """DESIGN §3's folded decode, token-wise K and V, evaluated in torch.
+
+    The raw operand ``v = a * code + c`` enters the products; each group's scale
+    is applied to the partial product (K) or to the probabilities (V), and each
+    group's offset as one correction term::
+
+        S_t = sum_g (s_tg / a) * (Q_g . v_tg)  +  sum_g (z_tg - s_tg * c / a) * sum(Q_g)
+        O_g = (P * s_g / a) . v_g  +  sum_t P_t * (z_tg - s_tg * c / a)
+
+    Args:
+        q: ``[batch, num_qo_heads, head_dim]``.
+        cache: quantized cache.
+        operand: ``"bf16"`` (a = 1/128, c = 1) or ``"fp8"`` (a = 2^-9, c = 0).
+        sm_scale: default ``1 / sqrt(head_dim)``.
+        dtype: arithmetic dtype (float64 to check the identity to rounding).
+
+    Returns:
+        ``[batch, num_qo_heads, head_dim]`` of ``dtype``.
+    """
+    a, c = OPERAND_ENCODINGS[operand]
+    batch, num_qo_heads, head_dim = q.shape
+    hkv, gs, ng = cache.num_kv_heads, cache.group_size, cache.num_groups
+    group = gqa_ratio(num_qo_heads, hkv)
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
+    out = torch.zeros(q.shape, dtype=dtype, device=q.device)
+    for b in range(batch):
+        length = int(cache.seq_lens[b])
+        if length == 0:
+            continue
+        qg = q[b].to(dtype).reshape(hkv, group, ng, gs)  # [Hkv, group, NG, G]
+        kop = a * unpack_codes(cache.k_codes[b, :, :length], cache.bits).to(dtype) + c
+        vop = a * unpack_codes(cache.v_codes[b, :, :length], cache.bits).to(dtype) + c
+        kop = kop.reshape(hkv, length, ng, gs)
+        vop = vop.reshape(hkv, length, ng, gs)
+        ks, kz = cache.k_scale[b, :, :length].to(dtype), cache.k_offset[b, :, :length].to(dtype)
+        vs, vz = cache.v_scale[b, :, :length].to(dtype), cache.v_offset[b, :, :length].to(dtype)
+        # scores: per-group raw dots, scaled per (token, group), plus the offset term
+        dots = torch.einsum("hqgd,hlgd->hqlg", qg, kop)  # [Hkv, group, L, NG]
+        qsum = qg.sum(-1)  # [Hkv, group, NG]
+        s = (dots * (ks / a).unsqueeze(1)).sum(-1)
+        s = s + torch.einsum("hqg,hlg->hql", qsum, kz - ks * c / a)
+        s = s * scale
+        p = torch.softmax(s, dim=-1)  # [Hkv, group, L]
+        # output: probabilities scaled per (token, group) into the raw V operand
+        pv = torch.einsum("hql,hlg,hlgd->hqgd", p, vs / a, vop)
+        pv = pv + torch.einsum("hql,hlg->hqg", p, vz - vs * c / a).unsqueeze(-1)
+        out[b] = pv.reshape(num_qo_heads, head_dim)
+    return out

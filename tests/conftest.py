@@ -1,0 +1,28 @@
+"""Test setup: without a GPU, Triton kernels run in the CPU interpreter.
+
+``TRITON_INTERPRET`` must be set before Triton decorates the kernels, i.e. before
+``foscar.kernels`` is first imported, hence here at conftest import time.
+"""
+
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on the GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device():
+    """The device kernels run on: CUDA when present, else the CPU interpreter."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
