@@ -1,0 +1,20 @@
+"""The ``foscar bench`` harness: sweep FOSCAR kernels against FlashInfer BF16.
+
+One small module per job:
+
+* :mod:`bench.errors`       the one user-facing error type (exit code 2 in the CLI)
+* :mod:`bench.arch`         which GPU is here, and which preset it runs
+* :mod:`bench.config`       TOML presets (``configs/*.toml``) and CLI overrides
+* :mod:`bench.backends`     the kernel registry (``foscar-triton`` lives here)
+* :mod:`bench.flashinfer_backend`  FlashInfer BF16 baselines (fa2, fa2 + tensor cores, XQA)
+* :mod:`bench.workload`     one sweep point's inputs: random K/V, quantized cache, reference
+* :mod:`bench.timing`       ``do_bench`` on GPU, ``perf_counter`` under the interpreter
+* :mod:`bench.hbm`          the measured HBM copy ceiling
+* :mod:`bench.results`      the results schema, speedups, geometric means, files
+* :mod:`bench.manifest`     ``meta.json``: versions, GPU, git, config
+* :mod:`bench.tables`       rich tables
+* :mod:`bench.sweep`        the loop over points
+* :mod:`bench.run`          what ``foscar bench`` does, end to end
+"""
+
+SCHEMA_VERSION = 1

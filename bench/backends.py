@@ -1,0 +1,143 @@
+"""The kernel registry (TritonBench style).
+
+A backend is one small decorated function ``build(workload, operand) -> Prepared``:
+it builds whatever it needs *outside* the timed region (plans, workspaces, caches
+in its own layout) and returns the zero-argument callable that is timed, a getter
+for the output of the last call, and the bytes one call must move. Metadata
+(kernel name, whether it reads the quantized cache, whether it is a BF16 baseline,
+what makes it unavailable) sits in the decorator, so adding a kernel variant or a
+baseline is one function::
+
+    @register_backend("my-kernel", quantized=True)
+    def my_kernel(w: Workload, operand: str) -> Prepared:
+        out = {}
+        def fn():
+            out["o"] = my_decode(w.q, w.cache, operand=operand)
+        return Prepared(fn, lambda: out["o"], w.cache.bytes_read() + w.io_bytes())
+
+Rows per point: a ``quantized`` backend gives one row per operand mode of the
+config, with ``bits`` = the point's bits; a baseline gives one row with
+``bits = None`` that reads the BF16 *dequantized* values of the same cache.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from bench.errors import FoscarError
+from bench.workload import Workload
+
+FOSCAR_TRITON = "foscar-triton"  # = foscar.kernels.decode_triton.KERNEL_NAME
+
+# modules whose import registers more backends (they import their GPU libraries lazily)
+_PLUGIN_MODULES = ("bench.flashinfer_backend",)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A backend ready to time.
+
+    Attributes:
+        fn: the timed call, no arguments, no allocation of inputs.
+        output: returns the ``[batch, num_qo_heads, head_dim]`` output of the last ``fn()``.
+        bytes: bytes one call must move (reads of K/V, scales, q; write of the output).
+    """
+
+    fn: Callable[[], object]
+    output: Callable[[], torch.Tensor]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Registry entry. ``unavailable(device)`` returns why it cannot run here, or ``None``."""
+
+    name: str
+    build: Callable[[Workload, str | None], Prepared]
+    quantized: bool  # reads the INT2/INT4 cache; False: BF16 baseline on the dequantized values
+    baseline: bool  # counts towards "FlashInfer BF16 at its best"
+    unavailable: Callable[[torch.device], str | None]
+    description: str
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def _always(device: torch.device) -> str | None:
+    return None
+
+
+def _first_line(doc: str | None) -> str:
+    return doc.strip().splitlines()[0] if doc and doc.strip() else ""
+
+
+def register_backend(
+    name: str,
+    *,
+    quantized: bool,
+    baseline: bool = False,
+    unavailable: Callable[[torch.device], str | None] | None = None,
+    description: str = "",
+):
+    """Decorator: register ``build(workload, operand) -> Prepared`` under ``name``."""
+
+    def deco(build: Callable[[Workload, str | None], Prepared]):
+        if name in _REGISTRY:
+            raise ValueError(f"backend {name!r} registered twice")
+        _REGISTRY[name] = Backend(
+            name=name,
+            build=build,
+            quantized=quantized,
+            baseline=baseline,
+            unavailable=unavailable or _always,
+            description=description or _first_line(build.__doc__),
+        )
+        return build
+
+    return deco
+
+
+def registered_backends() -> dict[str, Backend]:
+    """All backends, plugin modules included (importing them imports no GPU library)."""
+    for mod in _PLUGIN_MODULES:
+        importlib.import_module(mod)
+    return dict(_REGISTRY)
+
+
+def select_backends(names: list[str]) -> list[Backend]:
+    """The named backends, in the given order.
+
+    Raises:
+        FoscarError: an unknown name (the message lists the known ones).
+    """
+    known = registered_backends()
+    out = []
+    for n in names:
+        if n not in known:
+            raise FoscarError(f"unknown kernel {n!r}; known: {', '.join(known)}")
+        if known[n] not in out:
+            out.append(known[n])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# FOSCAR kernels
+
+
+@register_backend(FOSCAR_TRITON, quantized=True)
+def foscar_triton(w: Workload, operand: str | None) -> Prepared:
+    """foscar.decode: the folded Triton split-KV kernel on the quantized cache."""
+    import foscar
+
+    q, cache, sm_scale = w.q, w.cache, w.sm_scale
+    nbytes = cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
+    last: dict[str, torch.Tensor] = {}
+
+    def fn():
+        last["out"] = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale)
+
+    return Prepared(fn=fn, output=lambda: last["out"], bytes=nbytes)

@@ -1,0 +1,209 @@
+"""Sweep configuration: TOML presets in ``configs/`` plus command-line overrides.
+
+A preset file has four tables; every key is optional except where the preset
+needs it (unknown keys are an error, so a typo never silently falls back to a
+default)::
+
+    name = "h200"                       # label for tables and the run directory
+
+    [shape]                             # the attention shape (Qwen3-8B here)
+    num_qo_heads = 32
+    num_kv_heads = 8
+    head_dim = 128
+    page_size = 16                      # FlashInfer page size
+
+    [sweep]                             # the grid: batch x context x bits x operand
+    batch = [1, 8, 32, 64]
+    context = [8192, 32768, 131072]
+    bits = [2, 4]
+    group_size = 128
+    operand = ["bf16"]
+    kernels = ["foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+
+    [check]                             # correctness before timing
+    tolerance = 2e-2                    # max allowed max_rel_err
+    full_check_max_tokens = 262144      # batch * context up to this: check every row
+
+    [timing]
+    warmup_ms = 25                      # triton.testing.do_bench warm-up / repetition time
+    rep_ms = 100
+    cpu_reps = 3                        # interpreter: median of this many perf_counter calls
+    seed = 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from bench.errors import FoscarError
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+SMOKE_PRESET = "smoke"
+
+SUPPORTED_BITS = (2, 4)
+SUPPORTED_GROUP_SIZES = (32, 64, 128)
+SUPPORTED_OPERANDS = ("bf16", "fp8", "fp4")
+
+
+@dataclass
+class BenchConfig:
+    """A resolved sweep. Field names match the TOML keys (tables flattened)."""
+
+    name: str = "custom"
+    # [shape]
+    num_qo_heads: int = 32
+    num_kv_heads: int = 8
+    head_dim: int = 128
+    page_size: int = 16
+    # [sweep]
+    batch: list[int] = field(default_factory=lambda: [1, 8, 32, 64])
+    context: list[int] = field(default_factory=lambda: [8192, 32768, 131072])
+    bits: list[int] = field(default_factory=lambda: [2, 4])
+    group_size: int = 128
+    operand: list[str] = field(default_factory=lambda: ["bf16"])
+    kernels: list[str] = field(
+        default_factory=lambda: ["foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+    )
+    # [check]
+    tolerance: float = 2e-2
+    full_check_max_tokens: int = 262144
+    # [timing]
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    cpu_reps: int = 3
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# TOML table -> the fields it may set
+_TABLES: dict[str, tuple[str, ...]] = {
+    "": ("name",),
+    "shape": ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"),
+    "sweep": ("batch", "context", "bits", "group_size", "operand", "kernels"),
+    "check": ("tolerance", "full_check_max_tokens"),
+    "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed"),
+}
+_LIST_FIELDS = ("batch", "context", "bits", "operand", "kernels")
+
+
+def preset_path(name: str) -> Path:
+    """``configs/<name>.toml``."""
+    return CONFIG_DIR / f"{name}.toml"
+
+
+def load_config(path: str | Path) -> BenchConfig:
+    """Read a TOML preset and validate it.
+
+    Raises:
+        FoscarError: missing file, TOML syntax error, unknown key, bad value.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FoscarError(f"config file not found: {path}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise FoscarError(f"config {path}: invalid TOML: {e}") from None
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            allowed = _TABLES.get(key)
+            if allowed is None or key == "":
+                raise FoscarError(f"config {path}: unknown table [{key}]; known: {_known_tables()}")
+            for sub, subval in value.items():
+                if sub not in allowed:
+                    raise FoscarError(f"config {path}: unknown key [{key}].{sub}; known: {', '.join(allowed)}")
+                values[sub] = subval
+        elif key in _TABLES[""]:
+            values[key] = value
+        else:
+            raise FoscarError(f"config {path}: unknown top-level key {key!r}; known: name, {_known_tables()}")
+    for name in _LIST_FIELDS:
+        if name in values and not isinstance(values[name], list):
+            values[name] = [values[name]]
+    cfg = BenchConfig(**values)
+    try:
+        validate(cfg)
+    except FoscarError as e:
+        raise FoscarError(f"config {path}: {e}") from None
+    return cfg
+
+
+def _known_tables() -> str:
+    return ", ".join(f"[{t}]" for t in _TABLES if t)
+
+
+def apply_overrides(cfg: BenchConfig, **overrides: Any) -> BenchConfig:
+    """A copy of ``cfg`` with every override that is not ``None`` (or an empty list) applied.
+
+    Raises:
+        FoscarError: unknown field or an invalid resulting config.
+    """
+    names = {f.name for f in dataclasses.fields(BenchConfig)}
+    changes = {}
+    for key, value in overrides.items():
+        if key not in names:
+            raise FoscarError(f"unknown config field {key!r}")
+        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+            continue
+        changes[key] = list(value) if isinstance(value, (list, tuple)) else value
+    out = dataclasses.replace(cfg, **changes)
+    validate(out)
+    return out
+
+
+def validate(cfg: BenchConfig) -> None:
+    """Check value types and ranges.
+
+    Raises:
+        FoscarError: the first problem, as "expected X, got Y".
+    """
+
+    def positive_ints(name: str, values: list) -> None:
+        if not values:
+            raise FoscarError(f"{name}: expected at least one value, got none")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise FoscarError(f"{name}: expected positive integers, got {v!r}")
+
+    positive_ints("batch", cfg.batch)
+    positive_ints("context", cfg.context)
+    positive_ints("num_qo_heads", [cfg.num_qo_heads])
+    positive_ints("num_kv_heads", [cfg.num_kv_heads])
+    positive_ints("head_dim", [cfg.head_dim])
+    positive_ints("page_size", [cfg.page_size])
+    for b in cfg.bits:
+        if b not in SUPPORTED_BITS:
+            raise FoscarError(f"bits: expected values in {list(SUPPORTED_BITS)}, got {b!r}")
+    if not cfg.bits:
+        raise FoscarError("bits: expected at least one value, got none")
+    if cfg.group_size not in SUPPORTED_GROUP_SIZES:
+        raise FoscarError(f"group_size: expected one of {list(SUPPORTED_GROUP_SIZES)}, got {cfg.group_size!r}")
+    if cfg.head_dim % cfg.group_size != 0:
+        raise FoscarError(f"head_dim: expected a multiple of group_size={cfg.group_size}, got {cfg.head_dim}")
+    if cfg.num_qo_heads % cfg.num_kv_heads != 0:
+        raise FoscarError(
+            f"num_qo_heads: expected a multiple of num_kv_heads={cfg.num_kv_heads}, got {cfg.num_qo_heads}"
+        )
+    for op in cfg.operand:
+        if op not in SUPPORTED_OPERANDS:
+            raise FoscarError(f"operand: expected values in {list(SUPPORTED_OPERANDS)}, got {op!r}")
+    if not cfg.kernels:
+        raise FoscarError("kernels: expected at least one kernel, got none")
+    if not (isinstance(cfg.tolerance, (int, float)) and cfg.tolerance > 0):
+        raise FoscarError(f"tolerance: expected a positive number, got {cfg.tolerance!r}")
+    if cfg.cpu_reps < 1:
+        raise FoscarError(f"cpu_reps: expected >= 1, got {cfg.cpu_reps}")
+    if cfg.warmup_ms <= 0 or cfg.rep_ms <= 0:
+        raise FoscarError(f"warmup_ms/rep_ms: expected positive numbers, got {cfg.warmup_ms}/{cfg.rep_ms}")

@@ -1,0 +1,203 @@
+"""The results schema (one row per point x kernel), speedups, geometric means, files.
+
+Columns of ``results.csv`` (:data:`COLUMNS`):
+
+* what ran: ``kernel`` (backend name), ``bits`` (2/4; empty for BF16 baselines),
+  ``operand`` (FOSCAR operand mode; empty for baselines), ``kv_dtype`` (``int2``,
+  ``int4``, ``bf16``), ``is_baseline``;
+* the point: ``cache_bits`` (bits of the quantized cache the point was built from;
+  BF16 baselines read its dequantized values), ``group_size``, ``batch``,
+  ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``;
+* timing: ``median_us``, ``p20_us``, ``p80_us``, ``reps``, ``timing_mode``;
+* traffic: ``bytes`` (what one call must move), ``tbps`` (bytes / median, 1e12 B/s),
+  ``sol_fraction`` (tbps / measured HBM copy ceiling);
+* speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
+  the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
+  median_us;
+* correctness: ``max_rel_err`` (max over ``checked_rows`` of the relative L2 error
+  ``||out_b - ref_b|| / ||ref_b||`` against the fp64 reference), ``checked_rows``
+  (``all`` or ``0;32;63``);
+* ``status``: ``ok``; ``failed`` (check failed: not timed); ``error`` (raised:
+  ``error`` holds the reason); ``skipped`` (cannot run here, or the point does not
+  fit in memory); ``suspect`` (timed, but faster than the HBM ceiling allows: a
+  measurement bug, excluded from geometric means).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench import SCHEMA_VERSION
+from bench.timing import GPU_TIMING
+
+COLUMNS = [
+    "kernel", "bits", "operand", "kv_dtype", "is_baseline",
+    "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+    "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction",
+    "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
+    "max_rel_err", "checked_rows", "status", "error", "timing_mode",
+]  # fmt: skip
+POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
+TIMED = ("ok", "suspect")  # statuses that carry a time
+BASELINE_LABEL = "FlashInfer BF16 at its best: the fastest of the FlashInfer BF16 rows that passed the check, per point"
+
+
+def new_row(point, kernel: str, bits: int | None, operand: str | None, is_baseline: bool) -> dict[str, Any]:
+    """A row with the point's columns filled and every measurement empty."""
+    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row.update(
+        kernel=kernel,
+        bits=bits,
+        operand=operand,
+        kv_dtype=f"int{bits}" if bits else "bf16",
+        is_baseline=is_baseline,
+        cache_bits=point.bits,
+        group_size=point.group_size,
+        batch=point.batch,
+        context=point.context,
+        num_qo_heads=point.num_qo_heads,
+        num_kv_heads=point.num_kv_heads,
+        head_dim=point.head_dim,
+        page_size=point.page_size,
+    )
+    return row
+
+
+def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None) -> None:
+    """Fill time, bandwidth and roofline fraction; mark ``suspect`` above the HBM ceiling.
+
+    Interpreter timings get no bandwidth (``tbps``/``sol_fraction`` stay empty).
+    """
+    row.update(
+        median_us=timing.median_us,
+        p20_us=timing.p20_us,
+        p80_us=timing.p80_us,
+        reps=timing.reps,
+        timing_mode=timing.mode,
+        bytes=nbytes,
+    )
+    row["status"] = "ok"
+    if timing.mode != GPU_TIMING:  # interpreter time: bandwidth would be meaningless
+        return
+    row["tbps"] = nbytes / (timing.median_us * 1e-6) / 1e12 if timing.median_us > 0 else math.nan
+    if hbm_tbps:
+        row["sol_fraction"] = row["tbps"] / hbm_tbps
+        if row["sol_fraction"] > 1.0:
+            row["status"] = "suspect"
+            row["error"] = f"implied {row['tbps']:.2f} TB/s exceeds the measured HBM ceiling {hbm_tbps:.2f} TB/s"
+
+
+def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
+              "head_dim", "page_size", "reps", "bytes"):  # fmt: skip
+        df[c] = pd.to_numeric(df[c]).astype("Int64")
+    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us",
+              "speedup_vs_flashinfer_bf16", "max_rel_err"):  # fmt: skip
+        df[c] = pd.to_numeric(df[c]).astype("float64")
+    df["is_baseline"] = df["is_baseline"].astype(bool)
+    return df
+
+
+def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
+    """Fill ``baseline_kernel``, ``baseline_us`` and ``speedup_vs_flashinfer_bf16`` per point.
+
+    The baseline of a point is its fastest ``is_baseline`` row with status ``ok``;
+    speed-ups are given to every timed row (baselines included). Points without a
+    passing baseline get NaN.
+    """
+    df = df.copy()
+    df["baseline_kernel"] = df["baseline_kernel"].astype(object)
+    for _, idx in df.groupby(POINT_KEYS, dropna=False).groups.items():
+        grp = df.loc[idx]
+        base = grp[grp["is_baseline"] & (grp["status"] == "ok") & grp["median_us"].notna()]
+        if base.empty:
+            continue
+        best = base.loc[base["median_us"].idxmin()]
+        timed = grp.index[grp["status"].isin(TIMED) & grp["median_us"].notna()]
+        df.loc[idx, "baseline_kernel"] = best["kernel"]
+        df.loc[idx, "baseline_us"] = best["median_us"]
+        df.loc[timed, "speedup_vs_flashinfer_bf16"] = best["median_us"] / df.loc[timed, "median_us"]
+    return df
+
+
+def variant_key(kernel: str, bits: Any, operand: Any) -> str:
+    """``"<kernel>/int<bits>/<operand>"``, the key of a quantized kernel variant in summary.json."""
+    return f"{kernel}/int{int(bits)}/{operand}"
+
+
+def geomean(values) -> float:
+    xs = [float(v) for v in values]
+    if not xs:
+        return math.nan
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def summarize(df: pd.DataFrame) -> dict[str, Any]:
+    """Geometric-mean speed-ups of every quantized kernel variant.
+
+    ``geomean_speedup[key]`` is over the points where the variant has status ``ok``
+    and the point has a passing baseline; ``num_points[key]`` counts them (a
+    variant with none gets ``null``). ``geomean_speedup_vs[key][baseline]`` is the
+    same against each FlashInfer row's own time.
+    """
+    quant = df[df["bits"].notna() & ~df["is_baseline"]]
+    bases = df[df["is_baseline"] & (df["status"] == "ok")]
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "baseline": BASELINE_LABEL,
+        "geomean_speedup": {},
+        "num_points": {},
+        "geomean_speedup_vs": {},
+        "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
+    }
+    for (kernel, bits, operand), grp in quant.groupby(["kernel", "bits", "operand"], dropna=False, sort=True):
+        key = variant_key(kernel, bits, operand)
+        ok = grp[(grp["status"] == "ok") & grp["speedup_vs_flashinfer_bf16"].notna()]
+        out["geomean_speedup"][key] = None if ok.empty else geomean(ok["speedup_vs_flashinfer_bf16"])
+        out["num_points"][key] = int(len(ok))
+        per_base: dict[str, Any] = {}
+        mine = grp[grp["status"] == "ok"]
+        for bname, bgrp in bases.groupby("kernel", sort=True):
+            both = mine.merge(bgrp[POINT_KEYS + ["median_us"]], on=POINT_KEYS, suffixes=("", "_base"))
+            per_base[str(bname)] = (
+                {"geomean_speedup": geomean(both["median_us_base"] / both["median_us"]), "num_points": len(both)}
+                if len(both)
+                else {"geomean_speedup": None, "num_points": 0}
+            )
+        out["geomean_speedup_vs"][key] = per_base
+    return out
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> None:
+    """Write atomically (temporary file, then rename), so a crash never leaves half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def write_json(obj: Any, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=_json_default, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _json_default(x: Any) -> Any:
+    if hasattr(x, "item"):
+        return x.item()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def read_results(path: Path) -> pd.DataFrame:
+    """Read a ``results.csv`` back with the schema's dtypes."""
+    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str})
+    return to_frame(df.to_dict("records"))

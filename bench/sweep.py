@@ -1,0 +1,177 @@
+"""The loop over sweep points.
+
+For every point (batch x context x bits, in that nesting):
+
+1. estimate the point's device memory and skip it (with the reason in every row)
+   if it does not fit in what ``torch.cuda.mem_get_info`` reports free;
+2. build its inputs (:func:`bench.workload.build_workload`): random BF16 K/V,
+   quantized in chunks, random q, fp64 reference for the checked rows;
+3. for every kernel row: skip it with the reason if the backend cannot run here;
+   build it, run it once, check it against the reference (NaN or ``max_rel_err >
+   tolerance`` fails, and a failed row is not timed); then time it;
+4. add the point's speed-ups, rewrite ``results.csv`` (so nothing measured is lost
+   if a later point crashes the process), print the point's table, free memory.
+
+A point or row that raises (out of memory, compile error, unsupported shape) is
+recorded with ``status = "error"`` and the reason, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from rich.console import Console
+
+from bench.backends import Backend
+from bench.config import BenchConfig
+from bench.results import add_speedups, new_row, set_timing, to_frame, write_csv
+from bench.tables import point_table
+from bench.timing import time_fn
+from bench.workload import Point, build_workload, describe_rows, estimate_bytes, max_rel_err
+
+GIB = float(1 << 30)
+
+
+@dataclass
+class Sweep:
+    """What the loop needs: the config, the kernels, where to run and where to write."""
+
+    cfg: BenchConfig
+    backends: list[Backend]
+    device: torch.device
+    hbm_tbps: float | None
+    results_path: Path
+    console: Console | None  # None: print nothing
+
+
+def grid(cfg: BenchConfig) -> list[Point]:
+    """All points, batch-major, then context, then bits."""
+    return [
+        Point(
+            batch=b,
+            context=c,
+            bits=bits,
+            group_size=cfg.group_size,
+            num_qo_heads=cfg.num_qo_heads,
+            num_kv_heads=cfg.num_kv_heads,
+            head_dim=cfg.head_dim,
+            page_size=cfg.page_size,
+        )
+        for b, c, bits in itertools.product(cfg.batch, cfg.context, cfg.bits)
+    ]
+
+
+def row_specs(point: Point, backends: list[Backend], operands: list[str]) -> list[tuple[Backend, int | None, str | None]]:
+    """(backend, bits, operand) of every row of a point: quantized kernels once per operand, baselines once."""
+    specs: list[tuple[Backend, int | None, str | None]] = []
+    for be in backends:
+        if be.quantized:
+            specs.extend((be, point.bits, op) for op in operands)
+        else:
+            specs.append((be, None, None))
+    return specs
+
+
+def error_reason(e: BaseException, limit: int = 300) -> str:
+    """``"Type: message"`` on one line, whitespace squashed, at most ``limit`` characters."""
+    msg = " ".join(str(e).split())
+    text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_sweep(sweep: Sweep) -> pd.DataFrame:
+    """Run every point; return all rows (also written to ``results_path`` after each point)."""
+    points = grid(sweep.cfg)
+    rows: list[dict[str, Any]] = []
+    df = to_frame(rows)
+    for i, point in enumerate(points, 1):
+        if sweep.console:
+            sweep.console.print(f"[bold][{i}/{len(points)}][/] {point.label()}")
+        point_rows = run_point(point, sweep)
+        rows.extend(point_rows)
+        df = add_speedups(to_frame(rows))
+        write_csv(df, sweep.results_path)
+        if sweep.console:
+            sweep.console.print(point_table(df.tail(len(point_rows)), point.label(), sweep.hbm_tbps))
+        _free(sweep.device)
+    return df
+
+
+def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
+    """All rows of one point (never raises for a kernel's or the point's own failure)."""
+    cfg, dev = sweep.cfg, sweep.device
+    specs = row_specs(point, sweep.backends, cfg.operand)
+    rows = [new_row(point, be.name, bits, op, be.baseline) for be, bits, op in specs]
+
+    # cannot run here at all: say why, per row
+    runnable = []
+    for (be, bits, op), row in zip(specs, rows):
+        reason = be.unavailable(dev)
+        if reason:
+            row.update(status="skipped", error=reason)
+        else:
+            runnable.append((be, op, row))
+    if not runnable:
+        return rows
+
+    # does the point fit?
+    if dev.type == "cuda":
+        need = estimate_bytes(point, with_bf16_cache=any(not be.quantized for be, _, _ in runnable))
+        free, _ = torch.cuda.mem_get_info(dev)
+        if need > free:
+            reason = f"point needs ~{need / GIB:.1f} GiB of device memory, {free / GIB:.1f} GiB free"
+            for _, _, row in runnable:
+                row.update(status="skipped", error=reason)
+            return rows
+
+    try:
+        w = build_workload(point, dev, cfg.seed, cfg.full_check_max_tokens)
+    except Exception as e:  # OOM, a quantizer error: the point's inputs could not be built
+        reason = "building inputs: " + error_reason(e)
+        for _, _, row in runnable:
+            row.update(status="error", error=reason)
+        return rows
+
+    checked = describe_rows(w.rows, point.batch)
+    for be, op, row in runnable:
+        _run_row(be, op, row, w, checked, sweep)
+        _free(dev, collect=False)
+    del w
+    return rows
+
+
+def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: str, sweep: Sweep) -> None:
+    cfg, dev = sweep.cfg, sweep.device
+    prep = None
+    try:
+        prep = be.build(w, operand)
+        prep.fn()  # first call: compiles/JITs outside any timing
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        err = max_rel_err(prep.output(), w.reference, w.rows)
+        row.update(max_rel_err=err, checked_rows=checked)
+        if not err == err:  # NaN
+            row.update(status="failed", error="output has NaN/Inf in a checked row; not timed")
+            return
+        if err > cfg.tolerance:
+            row.update(status="failed", error=f"max_rel_err {err:.3g} > tolerance {cfg.tolerance:g}; not timed")
+            return
+        timing = time_fn(prep.fn, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)
+        set_timing(row, timing, prep.bytes, sweep.hbm_tbps)
+    except Exception as e:
+        row.update(status="error", error=error_reason(e))
+    finally:
+        del prep
+
+
+def _free(dev: torch.device, collect: bool = True) -> None:
+    if collect:
+        gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()

@@ -1,0 +1,90 @@
+"""Rich tables: one per point while the sweep runs, and the geometric means at the end."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "error": "red", "skipped": "yellow", "suspect": "magenta"}
+
+
+def _num(x: Any, fmt: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
+        return "-"
+    return format(x, fmt)
+
+
+def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
+    """One point's rows: time (p20-p80), TB/s, fraction of the HBM ceiling, speed-up, error."""
+    modes = set(df["timing_mode"].dropna())
+    notes = [TIMING_LABELS[m] for m in sorted(modes) if m in TIMING_LABELS]
+    if hbm_tbps:
+        notes.append(f"SOL = TB/s / HBM copy ceiling {hbm_tbps:.2f} TB/s")
+    checked = df["checked_rows"].dropna()
+    if len(checked):
+        title += f"  (checked rows: {checked.iloc[0]})"
+    records = df.to_dict("records")
+    columns: list[tuple[str, str, list[str]]] = [  # (header, justify, cells)
+        ("kernel", "left", [r["kernel"] for r in records]),
+        ("kv/op", "left", [r["kv_dtype"] + (f"/{r['operand']}" if isinstance(r["operand"], str) else "") for r in records]),
+        ("status", "left", [_status(r["status"]) for r in records]),
+        ("median us", "right", [_num(r["median_us"], ".1f") for r in records]),
+        ("p20-p80 us", "right", [_spread(r) for r in records]),
+        ("TB/s", "right", [_num(r["tbps"], ".2f") for r in records]),
+        ("SOL", "right", [_num(r["sol_fraction"], ".0%") for r in records]),
+        ("vs FI BF16", "right", [_num(r["speedup_vs_flashinfer_bf16"], ".2f") for r in records]),
+        ("rel err", "right", [_num(r["max_rel_err"], ".1e") for r in records]),
+        ("note", "left", [r["error"] if isinstance(r["error"], str) else "" for r in records]),
+    ]
+    # drop measurement columns that are empty for the whole point (e.g. TB/s under the interpreter)
+    columns = [c for c in columns if c[0] in ("kernel", "status") or any(v not in ("-", "") for v in c[2])]
+    table = Table(title=title, caption="; ".join(notes) or None, title_justify="left")
+    for header, justify, _ in columns:
+        if header == "note":
+            table.add_column(header, overflow="ellipsis", no_wrap=True, max_width=60)
+        else:
+            table.add_column(header, justify=justify, no_wrap=True)
+    for i in range(len(records)):
+        table.add_row(*(c[2][i] for c in columns))
+    return table
+
+
+def _status(status: Any) -> str:
+    status = status if isinstance(status, str) else "-"
+    style = STATUS_STYLE.get(status)
+    return f"[{style}]{status}[/]" if style else status
+
+
+def _spread(r: dict[str, Any]) -> str:
+    if _num(r["p20_us"], ".1f") == "-":
+        return "-"
+    return f"{r['p20_us']:.1f}-{r['p80_us']:.1f}"
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that is wide enough for the tables also when output goes to a file or pipe."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+
+
+def summary_table(summary: dict[str, Any], interpreter: bool) -> Table:
+    """Geometric-mean speed-up per quantized kernel variant vs FlashInfer BF16 at its best."""
+    table = Table(
+        title="Geomean speed-up vs FlashInfer BF16 at its best",
+        caption=TIMING_LABELS[INTERPRETER_TIMING] if interpreter else None,
+        title_justify="left",
+    )
+    table.add_column("kernel/bits/operand")
+    table.add_column("geomean speed-up", justify="right")
+    table.add_column("points", justify="right")
+    for key, value in summary["geomean_speedup"].items():
+        n = summary["num_points"][key]
+        table.add_row(key, "-" if value is None else f"{value:.3f}", str(n))
+    return table

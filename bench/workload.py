@@ -1,0 +1,188 @@
+"""One sweep point's inputs, built outside every timed region.
+
+* K and V are fresh ``torch.randn`` in BF16 (never zeros), generated and quantized
+  in chunks of batch rows so a large point never holds its whole BF16 cache plus
+  the quantizer's fp32 temporaries. All sequences have length ``context``.
+* ``q`` is random BF16 ``[batch, num_qo_heads, head_dim]``.
+* The reference is :func:`foscar.reference.reference_decode` (fp64) on the
+  dequantized cache, for the checked batch rows only (:func:`check_rows`).
+* Inputs that several backends share (FlashInfer's BF16 paged cache) are built
+  once per point through :meth:`Workload.shared`.
+
+The error metric, ``max_rel_err``: for every checked batch row ``b``,
+``||out[b] - ref[b]||_2 / ||ref[b]||_2`` over all query heads and channels of that
+row (out upcast to fp64), then the maximum over the checked rows. Any NaN/Inf in
+a checked row makes it NaN (a failure).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+# Quantize at most this many K (or V) values per chunk: with the quantizer's fp32
+# temporaries (~20 bytes per value at peak) that is ~5 GB of scratch.
+CHUNK_VALUES = 1 << 28
+QUANT_SCRATCH_BYTES_PER_VALUE = 20
+WORKSPACE_BYTES = (128 << 20) * 2 + (256 << 20) + (256 << 20)  # FlashInfer x2, XQA, do_bench L2 flush
+MARGIN_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Point:
+    """One sweep point: a shape and a quantized format."""
+
+    batch: int
+    context: int
+    bits: int
+    group_size: int
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    page_size: int
+
+    def label(self) -> str:
+        return f"batch {self.batch} x context {self.context}, int{self.bits} G={self.group_size}"
+
+
+@dataclass
+class Workload:
+    """Everything a backend needs for one point.
+
+    Attributes:
+        point: the sweep point.
+        q: ``[batch, num_qo_heads, head_dim]`` bfloat16.
+        cache: the quantized cache (``foscar.quant.QuantizedKVCache``).
+        sm_scale: ``1 / sqrt(head_dim)``.
+        rows: the batch rows checked against the reference.
+        reference: ``[batch, num_qo_heads, head_dim]`` float64; rows outside ``rows`` are zero.
+    """
+
+    point: Point
+    q: torch.Tensor
+    cache: Any
+    sm_scale: float
+    rows: list[int]
+    reference: torch.Tensor
+    _shared: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def device(self) -> torch.device:
+        return self.q.device
+
+    def shared(self, key: Any, build: Callable[[], Any]) -> Any:
+        """Build an input once per point and hand the same object to every backend asking for ``key``."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
+
+    def io_bytes(self) -> int:
+        """Bytes of ``q`` read plus the BF16 output written."""
+        return 2 * self.q.numel() * self.q.element_size()
+
+
+def bytes_per_token(bits: int, group_size: int, head_dim: int) -> int:
+    """Quantized bytes per (token, KV head): K and V codes + fp32 scale/offset per group."""
+    return 2 * head_dim * bits // 8 + 2 * 2 * 4 * (head_dim // group_size)
+
+
+def check_rows(batch: int, context: int, full_check_max_tokens: int) -> list[int]:
+    """Batch rows to check: all of them for small points, else first, middle and last."""
+    if batch * context <= full_check_max_tokens:
+        return list(range(batch))
+    return sorted({0, batch // 2, batch - 1})
+
+
+def describe_rows(rows: list[int], batch: int) -> str:
+    """``"all"`` or the row indices joined by ``;`` (CSV-safe)."""
+    return "all" if rows == list(range(batch)) else ";".join(str(r) for r in rows)
+
+
+def estimate_bytes(point: Point, with_bf16_cache: bool) -> int:
+    """Device memory one point needs at its peak (an estimate, erring high).
+
+    Quantized cache + the larger of (one quantization chunk's scratch) and (the BF16
+    paged cache FlashInfer reads + one row dequantized in fp32) + fp64 reference of
+    one row + workspaces + a margin.
+    """
+    p = point
+    hsd = p.num_kv_heads * p.context * p.head_dim  # values per batch row, K or V
+    quant = p.batch * p.num_kv_heads * p.context * bytes_per_token(p.bits, p.group_size, p.head_dim)
+    rows_per_chunk = max(1, min(p.batch, CHUNK_VALUES // max(hsd, 1)))
+    chunk = rows_per_chunk * hsd * QUANT_SCRATCH_BYTES_PER_VALUE
+    bf16 = 0
+    if with_bf16_cache:
+        pages = math.ceil(p.context / p.page_size)
+        bf16 = p.batch * p.num_kv_heads * pages * p.page_size * p.head_dim * 2 * 2 + hsd * 4 * 2
+    reference = hsd * 8 * 2 * 2  # one row's K and V in fp64, plus temporaries
+    return quant + max(chunk, bf16) + reference + WORKSPACE_BYTES + MARGIN_BYTES
+
+
+def build_cache(point: Point, device: torch.device, generator: torch.Generator):
+    """Random BF16 K/V quantized chunk by chunk into one ``QuantizedKVCache``."""
+    from foscar.quant import QuantizedKVCache, quantize_kv
+
+    p = point
+    shape = (p.batch, p.num_kv_heads, p.context)
+    packed = p.head_dim * p.bits // 8
+    groups = p.head_dim // p.group_size
+    cache = QuantizedKVCache(
+        k_codes=torch.empty(*shape, packed, dtype=torch.uint8, device=device),
+        v_codes=torch.empty(*shape, packed, dtype=torch.uint8, device=device),
+        k_scale=torch.empty(*shape, groups, dtype=torch.float32, device=device),
+        k_offset=torch.empty(*shape, groups, dtype=torch.float32, device=device),
+        v_scale=torch.empty(*shape, groups, dtype=torch.float32, device=device),
+        v_offset=torch.empty(*shape, groups, dtype=torch.float32, device=device),
+        seq_lens=torch.full((p.batch,), p.context, dtype=torch.int32, device=device),
+        bits=p.bits,
+        group_size=p.group_size,
+        head_dim=p.head_dim,
+    )
+    hsd = p.num_kv_heads * p.context * p.head_dim
+    step = max(1, CHUNK_VALUES // hsd)
+    for b0 in range(0, p.batch, step):
+        b1 = min(p.batch, b0 + step)
+        kv_shape = (b1 - b0, p.num_kv_heads, p.context, p.head_dim)
+        k = torch.randn(kv_shape, dtype=torch.bfloat16, device=device, generator=generator)
+        v = torch.randn(kv_shape, dtype=torch.bfloat16, device=device, generator=generator)
+        part = quantize_kv(k, v, bits=p.bits, group_size=p.group_size)
+        del k, v
+        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+            getattr(cache, name)[b0:b1].copy_(getattr(part, name))
+        del part
+    return cache
+
+
+def build_workload(point: Point, device: torch.device, seed: int, full_check_max_tokens: int) -> Workload:
+    """Random data, quantized cache, query and fp64 reference for one point."""
+    from foscar.reference import reference_decode
+
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    cache = build_cache(point, device, gen)
+    q = torch.randn(
+        (point.batch, point.num_qo_heads, point.head_dim), dtype=torch.bfloat16, device=device, generator=gen
+    )
+    sm_scale = 1.0 / math.sqrt(point.head_dim)
+    rows = check_rows(point.batch, point.context, full_check_max_tokens)
+    reference = reference_decode(q, cache, sm_scale=sm_scale, dtype=torch.float64, batch_indices=rows)
+    return Workload(point=point, q=q, cache=cache, sm_scale=sm_scale, rows=rows, reference=reference)
+
+
+def max_rel_err(out: torch.Tensor, reference: torch.Tensor, rows: list[int]) -> float:
+    """Max over ``rows`` of ``||out[b] - ref[b]||_2 / ||ref[b]||_2``; NaN if any checked value is not finite."""
+    if tuple(out.shape) != tuple(reference.shape):
+        raise ValueError(f"output: expected shape {list(reference.shape)}, got {list(out.shape)}")
+    worst = 0.0
+    for b in rows:
+        o = out[b].to(torch.float64)
+        r = reference[b].to(device=o.device)
+        if not bool(torch.isfinite(o).all()):
+            return math.nan
+        denom = float(torch.linalg.vector_norm(r))
+        err = float(torch.linalg.vector_norm(o - r)) / max(denom, 1e-300)
+        worst = max(worst, err)
+    return worst

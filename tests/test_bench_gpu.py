@@ -1,0 +1,61 @@
+"""The harness on a GPU (`pytest -m gpu` on the GPU machine): FlashInfer adapters and a real run.
+
+Small shapes with the Hopper preset's heads (32 query, 8 KV, head_dim 128); a
+context that is not a multiple of the page size exercises the last partial page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from bench.backends import select_backends
+from bench.config import BenchConfig
+from bench.sweep import Sweep, run_sweep
+
+pytestmark = pytest.mark.gpu
+
+ALL = ["foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+
+
+def small_config(**kw) -> BenchConfig:
+    base = dict(name="gpu-test", batch=[1, 3], context=[1000], bits=[2, 4], kernels=ALL)
+    base.update(kw)
+    return BenchConfig(**base)
+
+
+def test_flashinfer_rows_pass_their_check(tmp_path):
+    pytest.importorskip("flashinfer")
+    cfg = small_config()
+    df = run_sweep(Sweep(cfg, select_backends(ALL), torch.device("cuda"), None, tmp_path / "r.csv", console=None))
+    fi = df[df["kernel"].str.startswith("flashinfer")]
+    bad = fi[fi["status"] != "ok"]
+    assert bad.empty, bad[["kernel", "batch", "cache_bits", "status", "error"]].to_string()
+    assert (fi["max_rel_err"] < 1e-2).all(), fi[["kernel", "max_rel_err"]]
+    assert (fi["median_us"] > 0).all()
+    ours = df[df["kernel"] == "foscar-triton"]
+    assert ours["speedup_vs_flashinfer_bf16"].notna().all()
+
+
+def test_cli_run_on_gpu(tmp_path):
+    from foscar_cli import main
+
+    out = tmp_path / "run"
+    try:
+        main(["bench", "--arch", "auto", "--batch", "2", "--context", "4096", "--bits", "2", "--out", str(out),
+              "--format", "quiet"])  # fmt: skip
+    except SystemExit as e:
+        assert e.code in (0, None)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["gpu"]["sm_count"] > 0 and meta["gpu"]["name"]
+    assert meta["hbm_ceiling_tbps"] > 0.5
+    df = pd.read_csv(out / "results.csv")
+    ok = df[df["status"] == "ok"]
+    assert (ok["timing_mode"] == "do_bench").all()
+    assert ok["tbps"].map(math.isfinite).all() and (ok["sol_fraction"] <= 1.0).all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert "foscar-triton/int2/bf16" in summary["geomean_speedup"]

@@ -1,0 +1,97 @@
+"""The sweep loop on CPU with fake backends: checks before timing, failures recorded, the sweep goes on."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+import bench.sweep
+from bench.backends import Backend, Prepared
+from bench.config import BenchConfig
+from bench.sweep import Sweep, run_sweep
+
+
+def fake(name: str, make_out, *, quantized=True, baseline=False, calls=None, unavailable=None) -> Backend:
+    """A backend whose output is ``make_out(reference)``; counts its calls in ``calls[name]``."""
+
+    def build(w, operand):
+        last = {}
+
+        def fn():
+            if calls is not None:
+                calls[name] = calls.get(name, 0) + 1
+            last["out"] = make_out(w.reference.clone()).to(torch.bfloat16)
+
+        return Prepared(fn=fn, output=lambda: last["out"], bytes=1000)
+
+    return Backend(
+        name=name,
+        build=build,
+        quantized=quantized,
+        baseline=baseline,
+        unavailable=unavailable or (lambda dev: None),
+        description=name,
+    )
+
+
+def boom(ref):
+    raise RuntimeError("compile error\n  at line 3")
+
+
+@pytest.fixture
+def cfg() -> BenchConfig:
+    return BenchConfig(
+        name="t", num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16, batch=[2], context=[17, 40],
+        bits=[2], group_size=32, operand=["bf16"], kernels=["unused"], cpu_reps=2,
+    )  # fmt: skip
+
+
+def test_sweep_records_every_outcome(cfg, tmp_path):
+    calls: dict[str, int] = {}
+    backends = [
+        fake("good", lambda r: r, calls=calls),
+        fake("off", lambda r: r * 1.1, calls=calls),  # 10% off: fails the check
+        fake("nan", lambda r: r * math.nan, calls=calls),
+        fake("raises", boom, calls=calls),
+        fake("absent", lambda r: r, quantized=False, baseline=True, unavailable=lambda dev: "not here"),
+        fake("base", lambda r: r, quantized=False, baseline=True, calls=calls),
+    ]
+    path = tmp_path / "results.csv"
+    df = run_sweep(Sweep(cfg, backends, torch.device("cpu"), None, path, console=None))
+    assert len(df) == 2 * len(backends)
+    by = {k: g for k, g in df.groupby("kernel")}
+    assert (by["good"]["status"] == "ok").all() and (by["good"]["max_rel_err"] < 1e-2).all()
+    assert (by["off"]["status"] == "failed").all()
+    assert by["off"]["max_rel_err"].iloc[0] == pytest.approx(0.1, rel=0.05)
+    assert by["off"]["median_us"].isna().all()  # a failed row is not timed
+    assert (by["nan"]["status"] == "failed").all() and by["nan"]["error"].str.contains("NaN").all()
+    assert (by["raises"]["status"] == "error").all()
+    assert by["raises"]["error"].iloc[0] == "RuntimeError: compile error at line 3"
+    assert (by["absent"]["status"] == "skipped").all() and (by["absent"]["error"] == "not here").all()
+    assert calls["good"] == 2 * (1 + cfg.cpu_reps)  # one checked run + timed runs, per point
+    assert calls["off"] == 2 and calls["nan"] == 2
+    assert by["good"]["speedup_vs_flashinfer_bf16"].notna().all()
+    assert (by["base"]["is_baseline"]).all() and by["base"]["bits"].isna().all()
+    assert (df["cache_bits"] == 2).all()
+    on_disk = pd.read_csv(path)
+    assert len(on_disk) == len(df)
+
+
+def test_a_point_that_cannot_be_built_does_not_stop_the_sweep(cfg, tmp_path, monkeypatch):
+    real = bench.sweep.build_workload
+
+    def flaky(point, *args, **kwargs):
+        if point.context == 17:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
+        return real(point, *args, **kwargs)
+
+    monkeypatch.setattr(bench.sweep, "build_workload", flaky)
+    backends = [fake("good", lambda r: r)]
+    df = run_sweep(Sweep(cfg, backends, torch.device("cpu"), None, tmp_path / "r.csv", console=None))
+    first, second = df.iloc[0], df.iloc[1]
+    assert first["status"] == "error" and "OutOfMemoryError" in first["error"]
+    assert first["error"].startswith("building inputs: ")
+    assert second["status"] == "ok"

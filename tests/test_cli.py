@@ -1,0 +1,174 @@
+"""The `foscar` command line: help, argument errors, the no-GPU message, and a smoke run end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import bench.run
+import foscar_cli
+from bench.arch import DeviceInfo
+from bench.results import COLUMNS
+
+REPO = Path(__file__).resolve().parent.parent
+H200 = DeviceInfo(name="NVIDIA H200", capability=(9, 0), sm_count=132, total_memory=141 << 30)
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    """Call foscar_cli.main in-process; return (exit code, stdout, stderr)."""
+    code = 0
+    try:
+        foscar_cli.main(list(args))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(autouse=True)
+def _reset_debug():
+    foscar_cli._state["debug"] = False
+    yield
+    foscar_cli._state["debug"] = False
+
+
+def test_help():
+    runner = CliRunner()
+    top = runner.invoke(foscar_cli.app, ["--help"])
+    assert top.exit_code == 0
+    assert "bench" in top.output
+    sub = runner.invoke(foscar_cli.app, ["bench", "--help"])
+    assert sub.exit_code == 0
+    for flag in ("--arch", "--bits", "--batch", "--context", "--config", "--out", "--smoke"):
+        assert flag in sub.output
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["bench", "--bits", "3"], "'3' is not one of"),
+        (["bench", "--arch", "x100"], "'x100' is not one of"),
+        (["bench", "--batch", "0"], "--batch"),
+        (["bench", "--operand", "int8"], "'int8' is not one of"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(args, needle):
+    result = CliRunner().invoke(foscar_cli.app, args)
+    assert result.exit_code == 2
+    assert needle in result.output
+
+
+def _one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_no_gpu_without_smoke_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    code, out, err = run_main(capsys, "bench", "--out", str(tmp_path / "run"))
+    _one_line_error(code, err, "no CUDA GPU detected", "--smoke")
+    assert not (tmp_path / "run").exists()
+
+
+def test_b200_on_hopper_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(bench.run, "detect_device", lambda: H200)
+    code, out, err = run_main(capsys, "bench", "--arch", "b200", "--out", str(tmp_path / "run"))
+    _one_line_error(code, err, "--arch b200 needs an sm_100", "detected NVIDIA H200 (sm_90)")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--config", "does-not-exist.toml"], "config file not found: does-not-exist.toml"),
+        (["--group-size", "48"], "group_size: expected one of [32, 64, 128], got 48"),
+        (["--kernel", "nope"], "unknown kernel 'nope'; known: foscar-triton"),
+    ],
+)
+def test_config_errors_are_one_line(capsys, monkeypatch, tmp_path, args, needle):
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    code, out, err = run_main(capsys, "bench", "--smoke", "--out", str(tmp_path / "run"), *args)
+    _one_line_error(code, err, needle)
+
+
+def test_bad_config_key_is_one_line(capsys, monkeypatch, tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[sweep]\nbatchs = [1]\n")
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    code, out, err = run_main(capsys, "bench", "--smoke", "--config", str(cfg), "--out", str(tmp_path / "run"))
+    _one_line_error(code, err, "unknown key [sweep].batchs")
+
+
+def test_debug_shows_the_exception(capsys, monkeypatch, tmp_path):
+    from bench.errors import FoscarError
+
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    with pytest.raises(FoscarError, match="no CUDA GPU detected"):
+        foscar_cli.main(["bench", "--debug", "--out", str(tmp_path / "run")])
+
+
+def test_refuses_to_overwrite_results(capsys, monkeypatch, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.csv").write_text("kernel\n")
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    code, out, err = run_main(capsys, "bench", "--smoke", "--out", str(run))
+    _one_line_error(code, err, "already holds results.csv")
+
+
+def test_smoke_run_writes_results(tmp_path):
+    """`foscar bench --smoke` in a fresh process (the interpreter must be chosen before triton loads)."""
+    out = tmp_path / "smoke"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "foscar_cli", "bench", "--smoke", "--out", str(out), "--format", "quiet"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == str(out)
+
+    df = pd.read_csv(out / "results.csv")
+    assert list(df.columns) == COLUMNS
+    ours = df[df["kernel"] == "foscar-triton"]
+    assert sorted(ours["bits"].unique().tolist()) == [2, 4]
+    assert len(ours) == 2 * 2 * 2  # batch {1, 2} x context {17, 64} x bits {2, 4}
+    assert (ours["status"] == "ok").all(), ours[["status", "error"]]
+    assert ours["max_rel_err"].map(math.isfinite).all()
+    assert (ours["max_rel_err"] < 2e-2).all()
+    assert (ours["median_us"] > 0).all()
+    assert (ours["checked_rows"] == "all").all()
+    # every FlashInfer row says why it did not run, or ran and was checked
+    fi = df[df["kernel"].str.startswith("flashinfer")]
+    assert set(fi["status"]) <= {"ok", "failed", "error", "skipped"}
+    assert fi.loc[fi["status"] != "ok", "error"].notna().all()
+
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["smoke"] is True
+    assert meta["config"]["head_dim"] == 64
+    assert {"torch", "triton", "flashinfer", "cuda"} <= set(meta["versions"])
+    assert {"commit", "dirty"} <= set(meta["git"])
+    assert meta["command"].startswith("foscar bench --smoke")
+    if meta["gpu"] is None:
+        assert meta["triton_interpreter"] is True
+        assert "not a performance number" in meta["timing"]
+        assert (ours["timing_mode"] == "interpreter").all()
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["geomean_speedup"]) == {"foscar-triton/int2/bf16", "foscar-triton/int4/bf16"}
+    assert set(summary["num_points"]) == set(summary["geomean_speedup"])
