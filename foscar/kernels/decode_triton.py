@@ -85,27 +85,154 @@ def _round_to_bf16_as_fp32(x):
     return bits.to(tl.float32, bitcast=True)
 
 
+# One PTX block per (bits, plane): 4 packed bytes in one 32-bit register -> the
+# BF16 operands 1 + code/128 of that plane for the 4 bytes, as two registers of
+# two BF16 each. shr (plane select, omitted for plane 0), then per output register
+# one prmt (bytes 0,1 or 2,3 into the low byte of each 16-bit half) and one lop3
+# ((x & mask) | 0x3F80 in both halves; immLut 0xEA = (a & b) | c): 5 instructions
+# per 4 values (DESIGN §4, §5).
+_PLANE_ASM = (
+    "{{ .reg .b32 t, lo, hi;\n"
+    "{shift}"
+    "prmt.b32 lo, t, 0, 0x4140;\n"
+    "prmt.b32 hi, t, 0, 0x4342;\n"
+    "lop3.b32 $0, lo, {mask}, 0x3F803F80, 0xEA;\n"
+    "lop3.b32 $1, hi, {mask}, 0x3F803F80, 0xEA; }}"
+)
+_PLANE_ASM_TABLE = {
+    (bits, shift): _PLANE_ASM.format(
+        shift="mov.b32 t, $2;\n" if shift == 0 else f"shr.b32 t, $2, {shift};\n",
+        mask="0x00030003" if bits == 2 else "0x000F000F",
+    )
+    for bits, shifts in ((2, (0, 2, 4, 6)), (4, (0, 4)))
+    for shift in shifts
+}
+_ASM_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0)])
+_ASM_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2)])
+_ASM_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4)])
+_ASM_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6)])
+_ASM_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0)])
+_ASM_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4)])
+
+
+@triton.jit
+def _plane_operand(x, BITS: tl.constexpr, PLANE: tl.constexpr, INTERPRET: tl.constexpr):
+    """BF16 operand ``1 + code/128`` of plane ``PLANE`` of packed bytes ``x`` (uint8).
+
+    GPU: the PTX above, 4 bytes per call. Interpreter (no inline asm there): the
+    same values by arithmetic, in fp32."""
+    if INTERPRET:
+        codes = (x.to(tl.int32) >> (BITS * PLANE)) & ((1 << BITS) - 1)
+        return 1.0 + codes.to(tl.float32) * (1.0 / 128.0)
+    else:
+        SHIFT: tl.constexpr = BITS * PLANE
+        if BITS == 2:
+            if SHIFT == 0:
+                asm: tl.constexpr = _ASM_2_0
+            elif SHIFT == 2:
+                asm: tl.constexpr = _ASM_2_2
+            elif SHIFT == 4:
+                asm: tl.constexpr = _ASM_2_4
+            else:
+                asm: tl.constexpr = _ASM_2_6
+        else:
+            if SHIFT == 0:
+                asm: tl.constexpr = _ASM_4_0
+            else:
+                asm: tl.constexpr = _ASM_4_4
+        return tl.inline_asm_elementwise(asm, "=r,=r,r", [x], dtype=tl.bfloat16, is_pure=True, pack=4)
+
+
+@triton.jit
+def _group_operand(x, g, BITS: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, PPG: tl.constexpr,
+                   INTERPRET: tl.constexpr):
+    """Raw operand ``[R, group_size]`` of group ``g`` from a ``[R, CW]`` uint8 byte chunk.
+
+    ``x`` holds, for each row, the bytes ``[c * CW, (c + 1) * CW)`` of one packed
+    row (``c = g % C``). Group ``g`` spans planes ``p0 .. p0 + PPG - 1``
+    (``p0 = (g // C) * PPG``). Planes are interleaved with ``tl.join`` (no data
+    moves between lanes), giving the columns in "join order";
+    :func:`_group_channels` applies the same joins to channel indices, so
+    operands, queries and outputs always agree on the order.
+    """
+    p0: tl.constexpr = (g // C) * PPG
+    c0 = _plane_operand(x, BITS, p0, INTERPRET)
+    if PPG == 1:
+        return c0
+    else:
+        c1 = _plane_operand(x, BITS, p0 + 1, INTERPRET)
+        if PPG == 2:
+            return tl.reshape(tl.join(c0, c1), [x.shape[0], 2 * CW])
+        else:
+            c2 = _plane_operand(x, BITS, p0 + 2, INTERPRET)
+            c3 = _plane_operand(x, BITS, p0 + 3, INTERPRET)
+            return tl.reshape(tl.join(tl.join(c0, c1), tl.join(c2, c3)), [x.shape[0], 4 * CW])
+
+
+@triton.jit
+def _group_channels(g, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, PPG: tl.constexpr):
+    """``[1, group_size]`` channel indices of group ``g`` in :func:`_group_gather`'s order."""
+    p0 = (g // C) * PPG
+    j = ((g % C) * CW + tl.arange(0, CW))[None, :]
+    if PPG == 1:
+        return p0 * W + j
+    else:
+        if PPG == 2:
+            return tl.reshape(tl.join(p0 * W + j, (p0 + 1) * W + j), [1, 2 * CW])
+        else:
+            return tl.reshape(tl.join(tl.join(p0 * W + j, (p0 + 1) * W + j),
+                                      tl.join((p0 + 2) * W + j, (p0 + 3) * W + j)), [1, 4 * CW])
+
+
+@triton.jit
+def _pv_group(p, g, v_bytes, vs, vz, BITS: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
+              C: tl.constexpr, PPG: tl.constexpr, INTERPRET: tl.constexpr):
+    """One group's folded PV for one tile: ``[BLOCK_H, group_size]`` fp32.
+
+    ``(P * s / a) . v  -  c * sum(P')  +  sum_t P_t * z_t`` with the BF16-rounded
+    ``P'`` in both the dot and the bias (DESIGN §9, rule 1); a fresh accumulator
+    per tile (rule 2)."""
+    p_scaled = p * (vs * 128.0)[None, :]
+    if INTERPRET:
+        p_op = _round_to_bf16_as_fp32(p_scaled)
+    else:
+        p_op = p_scaled.to(tl.bfloat16)
+    vop = _group_operand(v_bytes, g, BITS, CW, C, PPG, INTERPRET)  # [BLOCK_N, G]
+    pv = tl.dot(p_op, vop)
+    corr = tl.sum(p * vz[None, :] - p_op.to(tl.float32), axis=1)  # offset minus bias
+    return pv + corr[:, None]
+
+
 @triton.jit
 def _folded_decode_split_kernel(
     # pointers
     Q,  # [batch, num_qo_heads, head_dim] bf16
     K_codes, V_codes,  # [batch, num_kv_heads, max_seq_len, PACKED] uint8
-    K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NUM_GROUPS] fp32
+    K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NG] fp32
     Seq_lens,  # [batch] int32
-    O_part,  # [batch, num_qo_heads, num_splits, head_dim] fp32
+    O_part,  # [batch, num_qo_heads, num_splits, HEAD_DIM] fp32
     Lse_part,  # [batch, num_qo_heads, num_splits] fp32 (base 2)
     # sizes and strides (elements)
     num_kv_heads, num_splits, tokens_per_split,
     stride_qb, stride_qh,
     stride_cb, stride_ch,  # codes (token stride is PACKED)
-    stride_sb, stride_sh,  # scales/offsets (token stride is NUM_GROUPS)
+    stride_sb, stride_sh,  # scales/offsets (token stride is NG)
     qk_scale_log2,  # sm_scale * log2(e)
     # meta-parameters
     GQA: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-    BITS: tl.constexpr, PACKED: tl.constexpr, NUM_GROUPS: tl.constexpr,
-    SEGB: tl.constexpr, NSEG: tl.constexpr, CHUNKS: tl.constexpr, SEG_PER_GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr,
     INTERPRET: tl.constexpr,
 ):
+    # plane-split geometry (foscar.quant): P planes of W channels; a group is PPG
+    # whole planes (GROUP >= W) or one chunk of CW bytes of a plane (GROUP < W)
+    P: tl.constexpr = 8 // BITS
+    W: tl.constexpr = HEAD_DIM // P
+    PACKED: tl.constexpr = W
+    NG: tl.constexpr = HEAD_DIM // GROUP
+    CW: tl.constexpr = W if GROUP >= W else GROUP
+    C: tl.constexpr = W // CW
+    PPG: tl.constexpr = GROUP // CW
+
     pid_bh = tl.program_id(0)
     split = tl.program_id(1)
     b = pid_bh // num_kv_heads
@@ -114,52 +241,48 @@ def _folded_decode_split_kernel(
     start = split * tokens_per_split
     end = tl.minimum(start + tokens_per_split, seq_len)
 
-    offs_seg = tl.arange(0, NSEG)
     offs_h = tl.arange(0, BLOCK_H)
-    offs_j = tl.arange(0, SEGB)
     h_mask = offs_h < GQA
-    mask_bits = (1 << BITS) - 1
-    seg_shift = ((offs_seg // CHUNKS) * BITS).to(tl.int32)  # plane of each segment
-    seg_byte = (offs_seg % CHUNKS) * SEGB  # byte chunk of each segment
-    seg_group = offs_seg // SEG_PER_GROUP
-
-    # query as [NSEG, BLOCK_H, SEGB]: channel = seg * SEGB + j
-    q_ptrs = (Q + b.to(tl.int64) * stride_qb + (hkv * GQA + offs_h)[None, :, None] * stride_qh
-              + (offs_seg[:, None, None] * SEGB + offs_j[None, None, :]))
-    q = tl.load(q_ptrs, mask=h_mask[None, :, None], other=0.0)
-    q_sum = tl.sum(q.to(tl.float32), axis=2)  # [NSEG, BLOCK_H], sums of the BF16 values the dot reads
-    if INTERPRET:
-        q = q.to(tl.float32)
-
+    q_rows = Q + b.to(tl.int64) * stride_qb + (hkv * GQA + offs_h)[:, None] * stride_qh  # [BLOCK_H, 1]
     code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
     scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
 
+    if NG == 1:  # loop-invariant query and its sum, loaded once
+        q_all = tl.load(q_rows + _group_channels(0, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
+        q_sum_all = tl.sum(q_all.to(tl.float32), axis=1)
+        if INTERPRET:
+            q_all = q_all.to(tl.float32)
+
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([NSEG, BLOCK_H, SEGB], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)  # columns in _pv_group join order
 
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         n_mask = offs_n < end
         tok = offs_n.to(tl.int64)
 
-        # ---- K: raw operand [NSEG, SEGB, BLOCK_N] straight from packed bytes
-        kb = tl.load(K_codes + code_base + tok[None, None, :] * PACKED
-                     + (seg_byte[:, None, None] + offs_j[None, :, None]),
-                     mask=n_mask[None, None, :], other=0)
-        kcode = (kb.to(tl.int32) >> seg_shift[:, None, None]) & mask_bits
-        if INTERPRET:
-            kop = 1.0 + kcode.to(tl.float32) * (1.0 / 128.0)
-        else:
-            kop = (kcode.to(tl.int16) | 0x3F80).to(tl.bfloat16, bitcast=True)
-        dots = tl.dot(q, kop)  # [NSEG, BLOCK_H, BLOCK_N] fp32: Q_seg . (1 + code/128)
-
-        s_ptrs = scale_base + tok[None, :] * NUM_GROUPS + seg_group[:, None]
-        ks = tl.load(K_scale + s_ptrs, mask=n_mask[None, :], other=0.0)  # [NSEG, BLOCK_N]
-        kz = tl.load(K_offset + s_ptrs, mask=n_mask[None, :], other=0.0)
-        # S = sum_seg s*128*(Q.v - sum Q) + z*sum Q   (= sum_seg s * Q.code + z * sum Q)
-        qk = (dots - q_sum[:, :, None]) * (ks * 128.0)[:, None, :] + kz[:, None, :] * q_sum[:, :, None]
-        scores = tl.sum(qk, axis=0) * qk_scale_log2  # [BLOCK_H, BLOCK_N], log2 domain
+        # ---- scores: per group, raw dot on tensor cores, then scale and offset per token
+        scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
+        for g in tl.static_range(NG):
+            kb = tl.load(K_codes + code_base + tok[:, None] * PACKED + (g % C) * CW + tl.arange(0, CW)[None, :],
+                         mask=n_mask[:, None], other=0)
+            kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET)  # [BLOCK_N, G]
+            if NG == 1:
+                q_g = q_all
+                q_sum = q_sum_all
+            else:
+                q_g = tl.load(q_rows + _group_channels(g, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
+                q_sum = tl.sum(q_g.to(tl.float32), axis=1)  # of the BF16 values the dot reads
+                if INTERPRET:
+                    q_g = q_g.to(tl.float32)
+            dots = tl.dot(q_g, tl.trans(kop))  # [BLOCK_H, BLOCK_N] = Q_g . (1 + code/128)
+            ks = tl.load(K_scale + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+            kz = tl.load(K_offset + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+            # s*128*(Q.v) + (z - s*128)*sum(Q) = s*(Q.code) + z*sum(Q), times sm_scale*log2(e)
+            a_t = ks * (128.0 * qk_scale_log2)
+            b_t = (kz - ks * 128.0) * qk_scale_log2
+            scores += dots * a_t[None, :] + q_sum[:, None] * b_t[None, :]
         scores = tl.where(n_mask[None, :], scores, float("-inf"))
 
         # ---- online softmax (base 2)
@@ -169,35 +292,88 @@ def _folded_decode_split_kernel(
         l_i = l_i * alpha + tl.sum(p, axis=1)
         m_i = m_new
 
-        # ---- V: P scaled per (token, segment) into the raw operand; bias and offset per tile
-        vs = tl.load(V_scale + s_ptrs, mask=n_mask[None, :], other=0.0)  # [NSEG, BLOCK_N]
-        vz = tl.load(V_offset + s_ptrs, mask=n_mask[None, :], other=0.0)
-        p_scaled = p[None, :, :] * (vs * 128.0)[:, None, :]  # [NSEG, BLOCK_H, BLOCK_N]
-        vb = tl.load(V_codes + code_base + tok[None, :, None] * PACKED
-                     + (seg_byte[:, None, None] + offs_j[None, None, :]),
-                     mask=n_mask[None, :, None], other=0)
-        vcode = (vb.to(tl.int32) >> seg_shift[:, None, None]) & mask_bits
-        if INTERPRET:
-            vop = 1.0 + vcode.to(tl.float32) * (1.0 / 128.0)
-            p_op = _round_to_bf16_as_fp32(p_scaled)
+        # ---- PV per group, joined into the accumulator's column order
+        v_rows = V_codes + code_base + tok[:, None] * PACKED  # [BLOCK_N, 1] pointers
+        if NG == 1:
+            vb = tl.load(v_rows + tl.arange(0, W)[None, :], mask=n_mask[:, None], other=0)
+            vs = tl.load(V_scale + scale_base + tok, mask=n_mask, other=0.0)
+            vz = tl.load(V_offset + scale_base + tok, mask=n_mask, other=0.0)
+            tile = _pv_group(p, 0, vb, vs, vz, BITS, W, CW, C, PPG, INTERPRET)
         else:
-            vop = (vcode.to(tl.int16) | 0x3F80).to(tl.bfloat16, bitcast=True)
-            p_op = p_scaled.to(tl.bfloat16)
-        pv = tl.dot(p_op, vop)  # fresh accumulator: [NSEG, BLOCK_H, SEGB]
-        bias = tl.sum(p_op.to(tl.float32), axis=2)  # sum of the rounded P' the dot consumed
-        offset = tl.sum(p[None, :, :] * vz[:, None, :], axis=2)  # sum_t P_t * z_t per segment
-        acc = acc * alpha[None, :, None] + pv + (offset - bias)[:, :, None]
+            tile = _pv_tile_groups(p, v_rows, V_scale, V_offset, scale_base, tok, n_mask,
+                                   NG, BITS, W, CW, C, PPG, INTERPRET)
+        acc = acc * alpha[:, None] + tile
 
     # ---- partial output (normalized) and base-2 LSE; an empty split gives 0 and -inf
     has = l_i > 0
     l_safe = tl.where(has, l_i, 1.0)
-    out = acc / l_safe[None, :, None]
+    out = acc / l_safe[:, None]
     lse = tl.where(has, m_i + tl.log2(l_safe), float("-inf"))
-    row = (b * num_kv_heads + hkv).to(tl.int64) * GQA + offs_h  # flat (batch, qo_head) index
-    o_ptrs = (O_part + (row[None, :, None] * num_splits + split) * (NSEG * SEGB)
-              + offs_seg[:, None, None] * SEGB + offs_j[None, None, :])
-    tl.store(o_ptrs, out, mask=h_mask[None, :, None])
+    row = (b * num_kv_heads + hkv).to(tl.int64) * GQA + offs_h  # flat (batch, qo_head)
+    cols = _tile_channels(NG, W, CW, C, PPG)
+    o_ptrs = O_part + (row[:, None] * num_splits + split) * HEAD_DIM + cols
+    tl.store(o_ptrs, out, mask=h_mask[:, None])
     tl.store(Lse_part + row * num_splits + split, lse, mask=h_mask)
+
+
+@triton.jit
+def _pv_tile_groups(p, vb, V_scale, V_offset, scale_base, tok, n_mask, NG: tl.constexpr,
+                    BITS: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr,
+                    PPG: tl.constexpr, INTERPRET: tl.constexpr):
+    """PV of a tile for NG in {2, 4, 8} groups (``vb``: ``[BLOCK_N, 1]`` row pointers),
+    joined like :func:`_tile_channels`."""
+    t0 = _pv_one(p, 0, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+    t1 = _pv_one(p, 1, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+    if NG == 2:
+        return tl.reshape(tl.join(t0, t1), [p.shape[0], 2 * t0.shape[1]])
+    else:
+        t2 = _pv_one(p, 2, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+        t3 = _pv_one(p, 3, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+        lo = tl.reshape(tl.join(tl.join(t0, t1), tl.join(t2, t3)), [p.shape[0], 4 * t0.shape[1]])
+        if NG == 4:
+            return lo
+        else:
+            t4 = _pv_one(p, 4, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t5 = _pv_one(p, 5, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t6 = _pv_one(p, 6, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t7 = _pv_one(p, 7, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            hi = tl.reshape(tl.join(tl.join(t4, t5), tl.join(t6, t7)), [p.shape[0], 4 * t0.shape[1]])
+            return tl.reshape(tl.join(lo, hi), [p.shape[0], 8 * t0.shape[1]])
+
+
+@triton.jit
+def _pv_one(p, g: tl.constexpr, vb, V_scale, V_offset, scale_base, tok, n_mask, NG: tl.constexpr,
+            BITS: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr,
+            PPG: tl.constexpr, INTERPRET: tl.constexpr):
+    vs = tl.load(V_scale + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+    vz = tl.load(V_offset + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+    chunk = tl.load(vb + (g % C) * CW + tl.arange(0, CW)[None, :], mask=n_mask[:, None], other=0)
+    return _pv_group(p, g, chunk, vs, vz, BITS, W, CW, C, PPG, INTERPRET)
+
+
+@triton.jit
+def _tile_channels(NG: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, PPG: tl.constexpr):
+    """``[1, HEAD_DIM]`` channel of each accumulator column (the joins of :func:`_pv_tile_groups`)."""
+    c0 = _group_channels(0, W, CW, C, PPG)
+    if NG == 1:
+        return c0
+    else:
+        c1 = _group_channels(1, W, CW, C, PPG)
+        if NG == 2:
+            return tl.reshape(tl.join(c0, c1), [1, 2 * c0.shape[1]])
+        else:
+            c2 = _group_channels(2, W, CW, C, PPG)
+            c3 = _group_channels(3, W, CW, C, PPG)
+            lo = tl.reshape(tl.join(tl.join(c0, c1), tl.join(c2, c3)), [1, 4 * c0.shape[1]])
+            if NG == 4:
+                return lo
+            else:
+                c4 = _group_channels(4, W, CW, C, PPG)
+                c5 = _group_channels(5, W, CW, C, PPG)
+                c6 = _group_channels(6, W, CW, C, PPG)
+                c7 = _group_channels(7, W, CW, C, PPG)
+                hi = tl.reshape(tl.join(tl.join(c4, c5), tl.join(c6, c7)), [1, 4 * c0.shape[1]])
+                return tl.reshape(tl.join(lo, hi), [1, 8 * c0.shape[1]])
 
 
 @functools.lru_cache(maxsize=None)
@@ -213,29 +389,19 @@ def device_sm_count(device: torch.device) -> int:
     return _num_sms(idx)
 
 
-def block_sizes(head_dim: int, bits: int, group_size: int, gqa: int) -> dict[str, int]:
-    """Tile shape of the split kernel for one format.
+def launch_config(head_dim: int, bits: int, group_size: int, gqa: int) -> dict[str, int]:
+    """Tile shape and launch parameters of the split kernel for one format.
 
-    Returns the constexpr meta-parameters: ``SEGB`` (channels per segment),
-    ``NSEG``, ``CHUNKS`` (byte chunks per plane), ``SEG_PER_GROUP``, ``BLOCK_H``
-    (query heads padded to Triton's 16-row dot minimum, a power of two) and
-    ``BLOCK_N`` (tokens per tile: 128, halved while the fp32 score tile
-    ``NSEG x BLOCK_N`` would exceed 512 per row, to bound registers).
+    ``BLOCK_H``: the query heads of one KV head, padded to Triton's 16-row dot
+    minimum (a power of two). ``BLOCK_N``: tokens per tile. ``num_warps`` and
+    ``num_stages`` (software-pipelining depth). Chosen by measurement on the H200
+    (bench/NOTES.md, "Triton tile sweep"); ``bench/kernel_sweep.py`` re-measures.
     """
-    planes = 8 // bits
-    width = head_dim // planes
-    segb = min(width, group_size)
-    nseg = head_dim // segb
-    block_n = 128
-    while nseg * block_n > 512 and block_n > 32:
-        block_n //= 2
     return dict(
-        SEGB=segb,
-        NSEG=nseg,
-        CHUNKS=width // segb,
-        SEG_PER_GROUP=group_size // segb,
         BLOCK_H=max(16, triton.next_power_of_2(gqa)),
-        BLOCK_N=block_n,
+        BLOCK_N=64 if head_dim > 128 else 128,
+        num_warps=4,
+        num_stages=3,
     )
 
 
@@ -267,8 +433,11 @@ def folded_decode_partial(
     cache,
     sm_scale: float,
     num_splits: int | None = None,
+    config: dict[str, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch the split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
+
+    ``config`` overrides entries of :func:`launch_config` (for tile sweeps).
 
     Returns:
         ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
@@ -277,7 +446,8 @@ def folded_decode_partial(
     batch, num_qo_heads, head_dim = q.shape
     hkv = cache.num_kv_heads
     gqa = num_qo_heads // hkv
-    meta = block_sizes(head_dim, cache.bits, cache.group_size, gqa)
+    meta = launch_config(head_dim, cache.bits, cache.group_size, gqa)
+    meta.update(config or {})
     if num_splits is None:
         splits, per = choose_num_splits(batch, hkv, cache.max_seq_len, meta["BLOCK_N"], device_sm_count(q.device))
     else:
@@ -294,9 +464,8 @@ def folded_decode_partial(
         cache.k_codes.stride(0), cache.k_codes.stride(1),
         cache.k_scale.stride(0), cache.k_scale.stride(1),
         sm_scale * LOG2E,
-        GQA=gqa, BITS=cache.bits, PACKED=cache.k_codes.shape[-1], NUM_GROUPS=cache.num_groups,
+        GQA=gqa, HEAD_DIM=head_dim, BITS=cache.bits, GROUP=cache.group_size,
         INTERPRET=interpreter_enabled(),
-        num_warps=4, num_stages=2,
         **meta,
     )
     return o_part, lse_part
