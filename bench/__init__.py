@@ -9,7 +9,7 @@ One small module per job:
 * :mod:`bench.flashinfer_backend`  FlashInfer BF16 baselines (fa2, fa2 + tensor cores, XQA)
 * :mod:`bench.workload`     one sweep point's inputs: random K/V, quantized cache, reference
 * :mod:`bench.timing`       ``do_bench`` on GPU, ``perf_counter`` under the interpreter
-* :mod:`bench.hbm`          the measured HBM copy ceiling
+* :mod:`bench.hbm`          the measured HBM ceiling
 * :mod:`bench.results`      the results schema, speedups, geometric means, files
 * :mod:`bench.manifest`     ``meta.json``: versions, GPU, git, config
 * :mod:`bench.tables`       rich tables

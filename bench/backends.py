@@ -45,11 +45,14 @@ class Prepared:
         fn: the timed call, no arguments, no allocation of inputs.
         output: returns the ``[batch, num_qo_heads, head_dim]`` output of the last ``fn()``.
         bytes: bytes one call must move (reads of K/V, scales, q; write of the output).
+        replica: builds another call like ``fn`` over its own copy of the inputs, for
+            rotating buffers so that every timed call reads from HBM (None: no copies).
     """
 
     fn: Callable[[], object]
     output: Callable[[], torch.Tensor]
     bytes: int
+    replica: Callable[[], Callable[[], object]] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,11 +136,29 @@ def foscar_triton(w: Workload, operand: str | None) -> Prepared:
     """foscar.decode: the folded Triton split-KV kernel on the quantized cache."""
     import foscar
 
-    q, cache, sm_scale = w.q, w.cache, w.sm_scale
-    nbytes = cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
+    sm_scale = w.sm_scale
+    nbytes = w.cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
     last: dict[str, torch.Tensor] = {}
 
-    def fn():
-        last["out"] = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale)
+    def make(q, cache, keep: bool):
+        def fn():
+            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale)
+            if keep:
+                last["out"] = out
 
-    return Prepared(fn=fn, output=lambda: last["out"], bytes=nbytes)
+        return fn
+
+    def replica():
+        return make(w.q.clone(), clone_cache(w.cache), keep=False)
+
+    return Prepared(fn=make(w.q, w.cache, keep=True), output=lambda: last["out"], bytes=nbytes, replica=replica)
+
+
+def clone_cache(cache):
+    """An independent copy of a ``QuantizedKVCache`` (same contents, new memory)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        cache, **{f.name: getattr(cache, f.name).clone() for f in dataclasses.fields(cache)
+                  if isinstance(getattr(cache, f.name), torch.Tensor)}
+    )

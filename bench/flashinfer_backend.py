@@ -124,13 +124,15 @@ def _wrapper(w: Workload, use_tensor_cores: bool) -> Prepared:
         kv_data_type=torch.bfloat16,
         sm_scale=w.sm_scale,
     )
-    q, k, v = w.q, kv["k"], kv["v"]
-    out = torch.empty_like(q)
+    out = torch.empty_like(w.q)
 
-    def fn():
-        wrapper.run(q, (k, v), out=out)
+    def make(q, k, v, o):
+        return lambda: wrapper.run(q, (k, v), out=o)
 
-    return Prepared(fn=fn, output=lambda: out, bytes=bf16_bytes(w))
+    def replica():  # same plan (page table), own copy of q and of the K/V pages
+        return make(w.q.clone(), kv["k"].clone(), kv["v"].clone(), torch.empty_like(out))
+
+    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=bf16_bytes(w), replica=replica)
 
 
 @register_backend("flashinfer-fa2", quantized=False, baseline=True, unavailable=flashinfer_unavailable)
@@ -152,24 +154,29 @@ def flashinfer_xqa(w: Workload, operand: str | None) -> Prepared:
 
     kv = paged_bf16_cache(w, "HND")
     workspace = torch.zeros(XQA_WORKSPACE_BYTES, dtype=torch.uint8, device=w.device)  # its own, zeroed
-    q, k, v = w.q, kv["k"], kv["v"]
     block_tables, seq_lens, max_seq_len = kv["block_tables"], kv["seq_lens"], kv["max_seq_len"]
-    out = torch.empty_like(q)
+    out = torch.empty_like(w.q)
     sm_scale = w.sm_scale
 
-    def fn():
-        trtllm_batch_decode_with_kv_cache(
-            q,
-            (k, v),
-            workspace,
-            block_tables,
-            seq_lens,
-            max_seq_len,
-            bmm1_scale=sm_scale,  # q_scale * k_scale * sm_scale, with unit q/k scales
-            bmm2_scale=1.0,
-            out=out,
-            kv_layout="HND",
-            backend="auto",
-        )
+    def make(q, k, v, o):
+        def fn():
+            trtllm_batch_decode_with_kv_cache(
+                q,
+                (k, v),
+                workspace,  # calls run one after another on one stream: one workspace serves all copies
+                block_tables,
+                seq_lens,
+                max_seq_len,
+                bmm1_scale=sm_scale,  # q_scale * k_scale * sm_scale, with unit q/k scales
+                bmm2_scale=1.0,
+                out=o,
+                kv_layout="HND",
+                backend="auto",
+            )
 
-    return Prepared(fn=fn, output=lambda: out, bytes=bf16_bytes(w))
+        return fn
+
+    def replica():
+        return make(w.q.clone(), kv["k"].clone(), kv["v"].clone(), torch.empty_like(out))
+
+    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=bf16_bytes(w), replica=replica)

@@ -113,7 +113,7 @@ def build_manifest(
         "timing_mode": timing_mode,
         "timing": timing_label,
         "hbm_ceiling_tbps": hbm_tbps,
-        "hbm_ceiling_method": "device-to-device copy of a 1 GiB buffer, bytes read + written, do_bench median"
+        "hbm_ceiling_method": "max of a 1 GiB device-to-device copy (bytes read + written) and a read-only stream of the same buffer, do_bench medians (bench/hbm.py)"
         if hbm_tbps
         else None,
         "gpu": gpu,

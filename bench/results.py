@@ -10,7 +10,7 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``;
 * timing: ``median_us``, ``p20_us``, ``p80_us``, ``reps``, ``timing_mode``;
 * traffic: ``bytes`` (what one call must move), ``tbps`` (bytes / median, 1e12 B/s),
-  ``sol_fraction`` (tbps / measured HBM copy ceiling);
+  ``sol_fraction`` (tbps / measured HBM ceiling);
 * speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
   the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
   median_us;
@@ -34,18 +34,21 @@ from typing import Any
 import pandas as pd
 
 from bench import SCHEMA_VERSION
-from bench.timing import GPU_TIMING
+from bench.timing import DEVICE_TIMINGS
 
 COLUMNS = [
     "kernel", "bits", "operand", "kv_dtype", "is_baseline",
     "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
     "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
-    "max_rel_err", "checked_rows", "status", "error", "timing_mode",
+    "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
 ]  # fmt: skip
 POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
 TIMED = ("ok", "suspect")  # statuses that carry a time
-BASELINE_LABEL = "FlashInfer BF16 at its best: the fastest of the FlashInfer BF16 rows that passed the check, per point"
+BASELINE_LABEL = (
+    "FlashInfer BF16 at its best: the fastest of the FlashInfer BF16 rows that passed the check, per point "
+    "(rows flagged suspect included)"
+)
 
 
 def new_row(point, kernel: str, bits: int | None, operand: str | None, is_baseline: bool) -> dict[str, Any]:
@@ -83,7 +86,7 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
         bytes=nbytes,
     )
     row["status"] = "ok"
-    if timing.mode != GPU_TIMING:  # interpreter time: bandwidth would be meaningless
+    if timing.mode not in DEVICE_TIMINGS:  # interpreter time: bandwidth would be meaningless
         return
     row["tbps"] = nbytes / (timing.median_us * 1e-6) / 1e12 if timing.median_us > 0 else math.nan
     if hbm_tbps:
@@ -109,7 +112,9 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
     """Fill ``baseline_kernel``, ``baseline_us`` and ``speedup_vs_flashinfer_bf16`` per point.
 
-    The baseline of a point is its fastest ``is_baseline`` row with status ``ok``;
+    The baseline of a point is its fastest timed ``is_baseline`` row (status ``ok``,
+    or ``suspect``: a baseline that looks faster than the ceiling still counts, so a
+    mis-measured ceiling can only make FOSCAR's speed-ups smaller, never larger);
     speed-ups are given to every timed row (baselines included). Points without a
     passing baseline get NaN.
     """
@@ -117,7 +122,7 @@ def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
     df["baseline_kernel"] = df["baseline_kernel"].astype(object)
     for _, idx in df.groupby(POINT_KEYS, dropna=False).groups.items():
         grp = df.loc[idx]
-        base = grp[grp["is_baseline"] & (grp["status"] == "ok") & grp["median_us"].notna()]
+        base = grp[grp["is_baseline"] & grp["status"].isin(TIMED) & grp["median_us"].notna()]
         if base.empty:
             continue
         best = base.loc[base["median_us"].idxmin()]
@@ -149,7 +154,7 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
     same against each FlashInfer row's own time.
     """
     quant = df[df["bits"].notna() & ~df["is_baseline"]]
-    bases = df[df["is_baseline"] & (df["status"] == "ok")]
+    bases = df[df["is_baseline"] & df["status"].isin(TIMED)]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "baseline": BASELINE_LABEL,

@@ -118,29 +118,33 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     import torch
 
     from bench.backends import select_backends
-    from bench.hbm import measure_hbm_tbps
+    from bench.hbm import measure_hbm
     from bench.manifest import build_manifest, git_state
     from bench.results import summarize, write_json
     from bench.sweep import Sweep, run_sweep
     from bench.tables import make_console, summary_table
-    from bench.timing import GPU_TIMING, INTERPRETER_TIMING, TIMING_LABELS
+    from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
     backends = select_backends(cfg.kernels)
     out = run_dir(opts.out, arch, opts.smoke, git_state().get("short"))
     console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
     dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
-    timing_mode = INTERPRETER_TIMING if interpreter else GPU_TIMING
+    timing_mode = INTERPRETER_TIMING if interpreter else GRAPH_TIMING  # rows fall back to do_bench where capture fails
 
     if console:
         what = "smoke grid" if opts.smoke else f"{arch} grid"
         console.print(f"foscar bench: {what} from {cfg_path} on {info.describe() if info else 'CPU'} -> {out}")
         if interpreter:
             console.print("[yellow]Triton interpreter on CPU: interpreter timing, not a performance number[/]")
-    hbm = None
+    hbm, hbm_detail = None, None
     if dev.type == "cuda":
-        hbm = measure_hbm_tbps(dev)
+        hbm_detail = measure_hbm(dev)
+        hbm = hbm_detail["ceiling_tbps"]
         if console:
-            console.print(f"HBM copy ceiling: {hbm:.2f} TB/s (read + write)")
+            console.print(
+                f"HBM ceiling: {hbm:.2f} TB/s (copy {hbm_detail['copy_tbps']:.2f} TB/s read + write, "
+                f"read-only stream {hbm_detail['read_tbps']:.2f} TB/s)"
+            )
 
     meta = build_manifest(
         arch=arch,
@@ -155,6 +159,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         argv=opts.argv,
     )
     meta["backends"] = {b.name: b.description for b in backends}
+    if hbm_detail:
+        meta["hbm_copy_tbps"], meta["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
     write_json(meta, out / "meta.json")
 
     df = run_sweep(Sweep(cfg, backends, dev, hbm, out / "results.csv", console))

@@ -26,7 +26,7 @@ def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
     modes = set(df["timing_mode"].dropna())
     notes = [TIMING_LABELS[m] for m in sorted(modes) if m in TIMING_LABELS]
     if hbm_tbps:
-        notes.append(f"SOL = TB/s / HBM copy ceiling {hbm_tbps:.2f} TB/s")
+        notes.append(f"SOL = TB/s / HBM ceiling {hbm_tbps:.2f} TB/s")
     checked = df["checked_rows"].dropna()
     if len(checked):
         title += f"  (checked rows: {checked.iloc[0]})"
