@@ -3,12 +3,19 @@
 GPU name, SM count, driver, CUDA, torch, triton, flashinfer versions, the
 project's git commit and dirty flag, the command line, the resolved config, the
 date, the measured HBM ceiling and how times were taken.
+
+The GPU machine may run a copy of the tree without ``.git`` (or without git), with
+the project on ``PYTHONPATH`` rather than pip-installed (``scripts/gpu_offline.sh``).
+Then the commit comes from ``FOSCAR_GIT_COMMIT`` / ``FOSCAR_GIT_DIRTY`` (which that
+script exports) and the foscar version from ``foscar.__version__``; ``git.source``
+in the manifest says where the commit came from.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
+import os
 import platform
 import shlex
 import subprocess
@@ -29,12 +36,38 @@ def package_version(dist: str) -> str | None:
         return None
 
 
-def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
-    """``{"commit": sha or None, "short": 7 chars or None, "dirty": bool or None}``.
+def foscar_version() -> str | None:
+    """The installed distribution's version, else the imported package's ``__version__``.
 
-    Dirty means the working tree differs from the commit: a modified tracked file, or
-    an untracked file that git does not ignore, outside ``results/`` (the run's own
-    output must not count).
+    On the GPU machine the project usually runs from ``PYTHONPATH`` without being
+    pip-installed, so there is no distribution metadata.
+    """
+    version = package_version("foscar")
+    if version is not None:
+        return version
+    try:
+        import foscar
+    except Exception:
+        return None
+    return getattr(foscar, "__version__", None)
+
+
+GIT_COMMIT_ENV = "FOSCAR_GIT_COMMIT"
+GIT_DIRTY_ENV = "FOSCAR_GIT_DIRTY"
+
+
+def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """``{"commit", "short", "dirty", "source"}`` of the project tree at ``root``.
+
+    ``source`` is ``"git"`` when git answered for ``root`` itself; ``"env"`` when git
+    is missing or ``root`` is not the top of a git work tree (a copy without
+    ``.git``, possibly inside some other repository) and ``FOSCAR_GIT_COMMIT`` is
+    set, with ``dirty`` from ``FOSCAR_GIT_DIRTY`` ("1" dirty, "0" clean, otherwise
+    ``None``); ``None`` when neither gives a commit (then every field is ``None``).
+
+    Dirty (from git) means the working tree differs from the commit: a modified
+    tracked file, or an untracked file that git does not ignore, outside
+    ``results/`` (the run's own output must not count).
     """
 
     def git(*args: str) -> str | None:
@@ -44,11 +77,17 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
             return None
         return res.stdout.strip() if res.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
+    toplevel = git("rev-parse", "--show-toplevel")
+    commit = git("rev-parse", "HEAD") if toplevel and Path(toplevel).resolve() == Path(root).resolve() else None
+    if commit is not None:
+        status = git("status", "--porcelain", "--", ".", ":(exclude)results")
+        dirty = bool(status) if status is not None else None
+        return {"commit": commit, "short": commit[:7], "dirty": dirty, "source": "git"}
+    commit = os.environ.get(GIT_COMMIT_ENV, "").strip() or None
     if commit is None:
-        return {"commit": None, "short": None, "dirty": None}
-    status = git("status", "--porcelain", "--", ".", ":(exclude)results")
-    return {"commit": commit, "short": commit[:7], "dirty": bool(status) if status is not None else None}
+        return {"commit": None, "short": None, "dirty": None, "source": None}
+    dirty = {"1": True, "0": False}.get(os.environ.get(GIT_DIRTY_ENV, "").strip())
+    return {"commit": commit, "short": commit[:7], "dirty": dirty, "source": "env"}
 
 
 def driver_version() -> str | None:
@@ -123,7 +162,7 @@ def build_manifest(
             "cuda": torch.version.cuda,
             "triton": package_version("triton"),
             "flashinfer": package_version("flashinfer-python"),
-            "foscar": package_version("foscar"),
+            "foscar": foscar_version(),
         },
         "git": git_state(),
         "config_source": config_source,
