@@ -46,8 +46,9 @@ fetch() {
   record_git
 }
 
-own_git() {  # git answers for $ROOT itself (not for a repository that merely contains the copy)
-  [ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$ROOT" && pwd -P)" ]
+own_git() {  # git answers for $ROOT itself (not for a repository that merely contains the copy), with a commit
+  [ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$ROOT" && pwd -P)" ] &&
+    git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1
 }
 
 git_dirty() {  # 1 when the tree differs from HEAD outside results/ (as bench/manifest.py counts it), else 0
