@@ -1,0 +1,370 @@
+"""``foscar compare``: did a run get slower than a baseline run? And ``foscar export-gab``.
+
+Rows of the two runs are matched by :data:`MATCH_KEYS`. Per matched row, with
+``ratio = new median / base median`` and the spreads being the p20..p80 intervals:
+
+* ``slower``: ``ratio > 1 + threshold`` and the spreads do not overlap
+  (new p20 > base p80);
+* ``faster``: ``1 / ratio > 1 + threshold`` (the speed grew by more than the
+  threshold) and the spreads do not overlap (new p80 < base p20);
+* ``noisy``: the change exceeds the threshold but the spreads overlap;
+* ``same``: the change is within the threshold.
+
+A row without a recorded spread is judged on the threshold alone. Per series
+(``kernel/int<bits>/<operand>``, or the baseline kernel's name) the geometric mean of
+the ratios gets the same verdict, its spreads being the geometric means of
+``p20 / base median`` and ``p80 / base median`` of each side. Any ``slower`` row or
+geometric mean is a regression (exit status 1 in the CLI); the overall verdict is the
+most alarming verdict of any row or geometric mean (slower, noisy, faster, same).
+
+Rows timed in only one run (or in neither) are listed as unmatched; they fail the
+comparison only under ``--strict``.
+
+:func:`export_gab` writes a run in the JSON that github-action-benchmark's
+``customSmallerIsBetter`` tool reads: a list of ``{name, unit, value, range, extra}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from bench import SCHEMA_VERSION
+from bench.errors import FoscarError
+from bench.results import geomean
+from bench.rundir import Run, point_label, series_label, timed_rows
+
+# cache_bits is part of the key: the BF16 baselines run once per cache bit width at the same shape
+MATCH_KEYS = ["kernel", "bits", "operand", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
+              "head_dim", "cache_bits"]  # fmt: skip
+VERDICT_ORDER = ("slower", "noisy", "faster", "same")  # most to least alarming
+VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "faster": "green", "same": "dim"}
+
+
+def verdict(base: tuple[float, float, float], new: tuple[float, float, float], threshold: float) -> str:
+    """``slower``/``faster``/``noisy``/``same`` for ``(median, p20, p80)`` of base and new (see module doc)."""
+    b_med, b_lo, b_hi = base
+    n_med, n_lo, n_hi = new
+    ratio = n_med / b_med
+    spread_known = all(_finite(x) for x in (b_lo, b_hi, n_lo, n_hi))
+    if ratio > 1 + threshold:
+        return "slower" if not spread_known or n_lo > b_hi else "noisy"
+    if 1 / ratio > 1 + threshold:
+        return "faster" if not spread_known or n_hi < b_lo else "noisy"
+    return "same"
+
+
+def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]:
+    """Compare ``new`` against ``base``; a JSON-ready dict (``rows``, ``geomeans``, ``unmatched``, ``verdict``)."""
+    b = _keyed(base.df)
+    n = _keyed(new.df)
+    rows: list[dict[str, Any]] = []
+    unmatched: list[dict[str, Any]] = []
+    for key in sorted(set(b) | set(n), key=_sort_key):
+        rb, rn = b.get(key), n.get(key)
+        b_timed = rb is not None and _is_timed(rb)
+        n_timed = rn is not None and _is_timed(rn)
+        ref = rb if rb is not None else rn
+        ident = _identity(ref)
+        if not (b_timed and n_timed):
+            unmatched.append({
+                **ident,
+                "base_status": _status(rb),
+                "new_status": _status(rn),
+                "reason": _unmatched_reason(rb, rn, b_timed, n_timed),
+            })  # fmt: skip
+            continue
+        bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
+        nt = (float(rn["median_us"]), _f(rn["p20_us"]), _f(rn["p80_us"]))
+        rows.append({
+            **ident,
+            "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],
+            "new_median_us": nt[0], "new_p20_us": nt[1], "new_p80_us": nt[2],
+            "ratio": nt[0] / bt[0],
+            "verdict": verdict(bt, nt, threshold),
+        })  # fmt: skip
+
+    geomeans = []
+    for series in sorted({r["series"] for r in rows}):
+        mine = [r for r in rows if r["series"] == series]
+        gm = {side: tuple(_gm_rel(mine, side, q) for q in ("median_us", "p20_us", "p80_us")) for side in ("base", "new")}
+        geomeans.append({
+            "series": series,
+            "kernel": mine[0]["kernel"], "bits": mine[0]["bits"], "operand": mine[0]["operand"],
+            "num_points": len(mine),
+            "ratio": gm["new"][0],
+            "base_p20_rel": gm["base"][1], "base_p80_rel": gm["base"][2],
+            "new_p20_rel": gm["new"][1], "new_p80_rel": gm["new"][2],
+            "verdict": verdict(gm["base"], gm["new"], threshold),
+        })  # fmt: skip
+
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
+    gcounts = {v: sum(g["verdict"] == v for g in geomeans) for v in VERDICT_ORDER}
+    found = [v for v in VERDICT_ORDER if counts[v] or gcounts[v]]
+    overall = found[0] if found else "same"  # the most alarming verdict of any row or geomean
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "base": _run_info(base),
+        "new": _run_info(new),
+        "threshold": threshold,
+        "verdict": overall,
+        "regression": bool(counts["slower"] or gcounts["slower"]),
+        "counts": {"rows": counts, "geomeans": gcounts, "unmatched": len(unmatched)},
+        "geomeans": geomeans,
+        "rows": rows,
+        "unmatched": unmatched,
+        "notes": _notes(base, new),
+    }
+
+
+def to_json(obj: Any) -> str:
+    """JSON text with NaN turned into ``null`` (strict JSON)."""
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(obj), indent=2, allow_nan=False) + "\n"
+
+
+def save_json(obj: Any, path: Path) -> None:
+    """Write :func:`to_json` text to ``path`` (parents created).
+
+    Raises:
+        FoscarError: the file cannot be written.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_json(obj))
+    except OSError as e:
+        raise FoscarError(f"cannot write {path}: {e.strerror}") from None
+
+
+def exit_code(result: dict[str, Any], strict: bool = False) -> int:
+    """1 for a regression (or, under ``strict``, any unmatched row), else 0."""
+    return 1 if result["regression"] or (strict and result["unmatched"]) else 0
+
+
+# ---------------------------------------------------------------------------
+# matching
+
+
+def _keyed(df: pd.DataFrame) -> dict[tuple, pd.Series]:
+    out: dict[tuple, pd.Series] = {}
+    for _, row in df.iterrows():
+        key = tuple(_norm(row[k]) for k in MATCH_KEYS)
+        if key in out:  # keep the timed one if a run holds the same row twice
+            if _is_timed(out[key]) or not _is_timed(row):
+                continue
+        out[key] = row
+    return out
+
+
+def _norm(x: Any) -> Any:
+    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
+        return None
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x.item() if hasattr(x, "item") else x
+
+
+def _sort_key(key: tuple) -> tuple:
+    return tuple((v is None, str(v) if isinstance(v, str) else v if v is not None else 0) for v in key)
+
+
+def _is_timed(row: pd.Series) -> bool:
+    return row["status"] in ("ok", "suspect") and _finite(row["median_us"]) and float(row["median_us"]) > 0
+
+
+def _identity(row: pd.Series) -> dict[str, Any]:
+    ident = {k: _norm(row[k]) for k in MATCH_KEYS}
+    ident["series"] = series_label(row["kernel"], row["bits"], row["operand"])
+    ident["point"] = point_label(row["batch"], row["context"])
+    return ident
+
+
+def _status(row: pd.Series | None) -> str | None:
+    if row is None:
+        return None
+    return row["status"] if isinstance(row["status"], str) else "no status"
+
+
+def _unmatched_reason(rb, rn, b_timed: bool, n_timed: bool) -> str:
+    def why(row, name):
+        if row is None:
+            return f"not in {name}"
+        err = row["error"] if isinstance(row.get("error"), str) else ""
+        return f"{_status(row)} in {name}" + (f" ({err})" if err else "")
+
+    parts = [why(rb, "base") if not b_timed else None, why(rn, "new") if not n_timed else None]
+    return "; ".join(p for p in parts if p)
+
+
+def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
+    vals = [r[f"{side}_{q}"] / r["base_median_us"] for r in rows]
+    if not all(_finite(v) and v > 0 for v in vals):
+        return math.nan
+    return geomean(vals)
+
+
+def _f(x: Any) -> float:
+    return float(x) if _finite(x) else math.nan
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and x is not pd.NA and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _run_info(run: Run) -> dict[str, Any]:
+    return {
+        "path": str(run.path),
+        "label": run.label,
+        "gpu": run.gpu_name,
+        "commit": run.commit,
+        "date": run.meta.get("date"),
+        "timing_mode": run.timing_mode,
+        "hbm_ceiling_tbps": run.hbm_tbps,
+    }
+
+
+def _notes(base: Run, new: Run) -> list[str]:
+    notes = []
+    if base.gpu_name != new.gpu_name:
+        notes.append(f"different GPUs: base {base.gpu_name}, new {new.gpu_name}")
+    if base.timing_mode != new.timing_mode:
+        notes.append(f"different timing modes: base {base.timing_mode}, new {new.timing_mode}")
+    if "interpreter" in (base.timing_mode, new.timing_mode):
+        notes.append("interpreter timing: not a performance number")
+    for run, name in ((base, "base"), (new, "new")):
+        notes += [f"{name}: {n}" for n in run.notes if "meta.json" in n]
+    return notes
+
+
+# ---------------------------------------------------------------------------
+# output
+
+
+def render(result: dict[str, Any], console: Console, show_all: bool = False) -> None:
+    """Rich tables: geometric means, rows (most alarming first; ``same`` ones only with ``show_all``),
+    unmatched rows, then the verdict."""
+    t = result["threshold"]
+    console.print(
+        f"base [bold]{result['base']['label']}[/] ({result['base']['gpu']}, {result['base']['commit']})  vs  "
+        f"new [bold]{result['new']['label']}[/] ({result['new']['gpu']}, {result['new']['commit']}); "
+        f"threshold {t:.0%}; ratio = new time / base time (lower is better)"
+    )
+    for note in result["notes"]:
+        console.print(f"[yellow]note:[/] {note}")
+
+    gt = Table(title="Geometric mean per series", title_justify="left",
+               caption="spreads: geometric means of p20 and p80 over the base median")  # fmt: skip
+    for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
+                      ("base spread", "right"), ("new spread", "right"), ("verdict", "left")):  # fmt: skip
+        gt.add_column(col, justify=just, no_wrap=True)
+    for g in result["geomeans"]:
+        gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
+                   _rel(g["base_p20_rel"], g["base_p80_rel"]), _rel(g["new_p20_rel"], g["new_p80_rel"]),
+                   _verdict(g["verdict"]))  # fmt: skip
+    console.print(gt)
+
+    shown = [r for r in result["rows"] if show_all or r["verdict"] != "same"]
+    hidden = len(result["rows"]) - len(shown)
+    caption = f"{hidden} rows within ±{t:.0%} (same) not shown; --all lists them" if hidden else None
+    rt = Table(title="Rows (most alarming first)", title_justify="left", caption=caption)
+    for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
+                      ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"), ("verdict", "left")):  # fmt: skip
+        rt.add_column(col, justify=just, no_wrap=True)
+    for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
+        rt.add_row(r["series"], r["point"], f"int{r['cache_bits']}" if r["cache_bits"] is not None else "-",
+                   _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
+                   _us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
+                   f"{r['ratio']:.3f}", _change(r["ratio"]), _verdict(r["verdict"]))  # fmt: skip
+    if shown:
+        console.print(rt)
+    elif result["rows"]:
+        console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
+
+    if result["unmatched"]:
+        ut = Table(title="Unmatched rows (not compared)", title_justify="left")
+        for col in ("series", "point", "cache", "base", "new", "reason"):
+            ut.add_column(col, overflow="ellipsis", no_wrap=True, max_width=70 if col == "reason" else None)
+        for u in result["unmatched"]:
+            ut.add_row(u["series"], u["point"], f"int{u['cache_bits']}" if u["cache_bits"] is not None else "-",
+                       u["base_status"] or "-", u["new_status"] or "-", u["reason"])  # fmt: skip
+        console.print(ut)
+
+    c = result["counts"]
+    parts = ", ".join(f"{c['rows'][v]} {v}" for v in VERDICT_ORDER if c["rows"][v])
+    summary = f"verdict: {_verdict(result['verdict'])} ({parts or 'no rows'}; {c['unmatched']} unmatched)"
+    if result["regression"]:
+        summary += " [bold red]REGRESSION[/]"
+    console.print(summary)
+
+
+def _verdict(v: str) -> str:
+    return f"[{VERDICT_STYLE[v]}]{v}[/]"
+
+
+def _change(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _rel(lo: float, hi: float) -> str:
+    return "-" if not (_finite(lo) and _finite(hi)) else f"{lo:.3f}-{hi:.3f}"
+
+
+def _us(med: float, lo: float, hi: float) -> str:
+    spread = f" ({lo:.1f}-{hi:.1f})" if _finite(lo) and _finite(hi) else ""
+    return f"{med:.1f}{spread}"
+
+
+# ---------------------------------------------------------------------------
+# github-action-benchmark export
+
+
+def export_gab(run: Run) -> list[dict[str, Any]]:
+    """Timed rows as github-action-benchmark ``customSmallerIsBetter`` entries (median time in us).
+
+    ``name`` is stable across runs of the same grid: series, point, cache (for the BF16
+    baselines, which run once per cache bit width), heads, head_dim and group size.
+    ``range`` is half the p20..p80 spread; ``extra`` carries the spread, TB/s,
+    speed-up, error, status, GPU and commit.
+    """
+    entries = []
+    for _, r in timed_rows(run.df).iterrows():
+        series = series_label(r["kernel"], r["bits"], r["operand"])
+        cache = f" (int{int(r['cache_bits'])} cache)" if bool(r["is_baseline"]) and pd.notna(r["cache_bits"]) else ""
+        shape = f"{int(r['num_qo_heads'])}/{int(r['num_kv_heads'])} heads, d{int(r['head_dim'])}, g{int(r['group_size'])}"
+        name = f"{series}{cache} {point_label(r['batch'], r['context'])} [{shape}]"
+        lo, hi = _f(r["p20_us"]), _f(r["p80_us"])
+        extra = [f"p20-p80 {lo:.2f}-{hi:.2f} us" if _finite(lo) and _finite(hi) else "no spread recorded"]
+        if _finite(r["tbps"]):
+            extra.append(f"{r['tbps']:.2f} TB/s")
+        if _finite(r["speedup_vs_flashinfer_bf16"]):
+            extra.append(f"speed-up vs FlashInfer BF16 {r['speedup_vs_flashinfer_bf16']:.3f}x")
+        if _finite(r["max_rel_err"]):
+            extra.append(f"max_rel_err {r['max_rel_err']:.2e}")
+        extra.append(f"status {r['status']}")
+        extra.append(f"{run.gpu_name}, commit {run.commit}, timing {run.timing_mode or 'not recorded'}")
+        entries.append({
+            "name": name,
+            "unit": "us",
+            "value": float(r["median_us"]),
+            "range": f"± {(hi - lo) / 2:.2f}" if _finite(lo) and _finite(hi) else "",
+            "extra": "\n".join(extra),
+        })  # fmt: skip
+    return entries
