@@ -4,6 +4,9 @@
     foscar bench --arch auto --bits 2 --batch 8 --context 32768
     foscar bench --config my.toml --out results/my-run
     foscar bench --smoke                          # tiny grid; Triton interpreter when there is no GPU
+    foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
+    foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
+    foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
@@ -80,6 +83,29 @@ KernelOpt = Annotated[
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", help="table: tables as it runs; json: summary.json on stdout; quiet: the run directory only.")
 ]
+RunDirArg = Annotated[
+    Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `foscar bench` (holds results.csv).")
+]
+RunDirsArg = Annotated[
+    list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run directories written by `foscar bench`.")
+]
+BaseArg = Annotated[Path, typer.Argument(metavar="BASE", help="The run directory to compare against (the baseline).")]
+NewArg = Annotated[Path, typer.Argument(metavar="NEW", help="The run directory under test.")]
+ReportOutOpt = Annotated[
+    Optional[Path],
+    typer.Option("--out", help="Directory for report.md and the PNGs (default: the run directory; needed for several runs)."),
+]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", min=0.0, help="Relative change of the median time that counts (0.05 = 5%).")
+]
+CompareFormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
+AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs.")]
+GabOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write the JSON to this file (default: stdout).")]
 
 
 @app.callback()
@@ -129,6 +155,82 @@ def bench(
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
     )
+
+
+@app.command()
+def report(run_dirs: RunDirsArg, out: ReportOutOpt = None, debug: DebugOpt = False) -> None:
+    """Plot runs (speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed) into report.md.
+
+    Several run directories are overlaid in the speed-up plot (labelled by
+    directory name) and drawn one by one in the others.
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.report import write_report
+    from bench.rundir import load_runs
+
+    runs = load_runs(run_dirs)
+    if out is None and len(runs) > 1:
+        raise FoscarError(f"{len(runs)} run directories given: pass --out DIR for the combined report")
+    written = write_report(runs, out if out is not None else runs[0].path)
+    n = len(written.plots)
+    typer.echo(f"wrote {written.report} and {n} plot{'' if n == 1 else 's'}")
+
+
+@app.command()
+def compare(
+    base: BaseArg,
+    new: NewArg,
+    threshold: ThresholdOpt = 0.05,
+    output_format: CompareFormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    out: CompareOutOpt = None,
+    strict: StrictOpt = False,
+    show_all: AllRowsOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare NEW against BASE row by row; exit status 1 when anything got slower.
+
+    slower/faster: the median time changed by more than the threshold and the
+    p20-p80 spreads do not overlap; noisy: it changed by more, but the spreads
+    overlap; same: within the threshold. Each series' geometric mean gets the
+    same verdict. Rows timed in only one run are listed (a failure with --strict).
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.compare import compare_runs, exit_code, render, save_json, to_json
+    from bench.rundir import load_run
+    from bench.tables import make_console
+
+    result = compare_runs(load_run(base), load_run(new), threshold)
+    if out is not None:
+        save_json(result, out)
+    fmt = OutputFormat.json if as_json else output_format
+    if fmt is OutputFormat.json:
+        typer.echo(to_json(result), nl=False)
+    elif fmt is OutputFormat.quiet:
+        typer.echo(result["verdict"])
+    else:
+        render(result, make_console(), show_all)
+    code = exit_code(result, strict)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("export-gab")
+def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = False) -> None:
+    """Export a run's median times as github-action-benchmark `customSmallerIsBetter` JSON."""
+    if debug:
+        _state["debug"] = True
+    from bench.compare import export_gab as export, save_json, to_json
+    from bench.rundir import load_run
+
+    entries = export(load_run(run_dir))
+    if out is None:
+        typer.echo(to_json(entries), nl=False)
+    else:
+        save_json(entries, out)
+        typer.echo(f"wrote {out} ({len(entries)} entries)")
 
 
 def main(argv: list[str] | None = None) -> None:

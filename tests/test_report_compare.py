@@ -1,0 +1,275 @@
+"""`foscar report`, `foscar compare` and `foscar export-gab` on small synthetic run directories (no GPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import foscar_cli
+from bench.compare import MATCH_KEYS, verdict
+from bench.results import add_speedups, new_row, summarize, to_frame, write_csv, write_json
+from bench.workload import Point
+
+HBM = 4.0
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PLOTS = ("speedup.png", "bandwidth.png", "heatmap.png", "error_vs_speed.png")
+
+
+def make_run(
+    path: Path,
+    *,
+    slow: float = 1.0,
+    spread: float = 0.01,
+    failed: bool = False,
+    drop_xqa: bool = False,
+    interpreter: bool = False,
+) -> Path:
+    """A run directory: batch {1, 8} x context {8K, 32K} x bits {2, 4}; FOSCAR rows take ``slow`` x their time."""
+    rows = []
+    for batch in (1, 8):
+        for context in (8192, 32768):
+            for bits in (2, 4):
+                p = Point(batch, context, bits, 128, 32, 8, 128, 16)
+                base_us = 10.0 + batch * context / 2000.0
+                specs = [("foscar-triton", bits, "bf16", False, base_us * (0.85 if bits == 2 else 0.95) * slow)]
+                if not interpreter:
+                    specs += [("flashinfer-fa2", None, None, True, base_us * 1.3), ("flashinfer-xqa", None, None, True, base_us)]
+                for kernel, b, op, is_base, us in specs:
+                    if drop_xqa and kernel == "flashinfer-xqa" and batch == 8 and context == 32768:
+                        continue
+                    r = new_row(p, kernel, b, op, is_base)
+                    nbytes = batch * context * 8 * 128 * 2 * 2 // (1 if is_base else 16 // bits)
+                    r.update(median_us=us, p20_us=us * (1 - spread), p80_us=us * (1 + spread), reps=15,
+                             bytes=nbytes, max_rel_err=4e-3 if is_base else 5e-3 * bits / 2, checked_rows="all",
+                             status="ok", timing_mode="interpreter" if interpreter else "cuda_graph")  # fmt: skip
+                    if not interpreter:
+                        r["tbps"] = nbytes / (us * 1e-6) / 1e12
+                        r["sol_fraction"] = r["tbps"] / HBM
+                        if r["sol_fraction"] > 1:
+                            r["status"], r["error"] = "suspect", "implied TB/s exceeds the ceiling"
+                    if failed and kernel == "foscar-triton" and bits == 4 and batch == 8 and context == 8192:
+                        r.update(status="failed", median_us=None, p20_us=None, p80_us=None, tbps=None,
+                                 sol_fraction=None, max_rel_err=0.5, error="max_rel_err 5.0e-01 > tolerance 2.0e-02")  # fmt: skip
+                    rows.append(r)
+    df = add_speedups(to_frame(rows))
+    path.mkdir(parents=True)
+    write_csv(df, path / "results.csv")
+    meta = {
+        "date": "2026-11-30T00:00:00+00:00",
+        "command": "foscar bench --arch h200 --out " + str(path),
+        "timing_mode": "interpreter" if interpreter else "cuda_graph",
+        "hbm_ceiling_tbps": None if interpreter else HBM,
+        "hbm_ceiling_method": "synthetic",
+        "gpu": None if interpreter else {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132},
+        "versions": {"torch": "2.x", "triton": "3.x"},
+        "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "short": "0123456", "dirty": False},
+        "config": {"tolerance": 0.02},
+    }
+    write_json(meta, path / "meta.json")
+    write_json(summarize(df), path / "summary.json")
+    return path
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        foscar_cli.main([str(a) for a in args])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(autouse=True)
+def _reset_debug():
+    foscar_cli._state["debug"] = False
+    yield
+    foscar_cli._state["debug"] = False
+
+
+def _one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------
+# report
+
+
+def test_report_writes_plots_and_markdown(capsys, tmp_path):
+    run = make_run(tmp_path / "run-a", failed=True)
+    code, out, err = run_main(capsys, "report", run)
+    assert code == 0, err
+    assert "report.md" in out
+    md = (run / "report.md").read_text()
+    for name in PLOTS:
+        png = run / name
+        assert png.is_file() and png.stat().st_size > 1000, name
+        assert png.read_bytes()[:8] == PNG_MAGIC
+        assert f"]({name})" in md  # relative path
+    for needle in ("NVIDIA H200", "0123456789abcdef", "foscar bench --arch h200", "4.00 TB/s",
+                   "`foscar-triton/int2/bf16`", "`foscar-triton/int4/bf16`", "TB/s", "(log"):  # fmt: skip
+        assert needle in md, needle
+    # the failed row is left out of the plots and listed with its error
+    not_measured = md.split("## Not measured", 1)[1].split("## Suspect rows", 1)[0]
+    assert "b8 x 8K" in not_measured and "failed" in not_measured and "tolerance 2.0e-02" in not_measured
+
+
+def test_report_overlays_several_runs(capsys, tmp_path):
+    a = make_run(tmp_path / "a" / "run")
+    b = make_run(tmp_path / "b" / "run", slow=1.1)  # same directory name: labels get the parent
+    code, out, err = run_main(capsys, "report", a, b)
+    _one_line_error(code, err, "pass --out DIR")
+
+    out_dir = tmp_path / "combined"
+    code, out, err = run_main(capsys, "report", a, b, "--out", out_dir)
+    assert code == 0, err
+    md = (out_dir / "report.md").read_text()
+    assert "](speedup.png)" in md
+    for label in ("a_run", "b_run"):
+        for kind in ("bandwidth", "heatmap", "error_vs_speed"):
+            name = f"{kind}-{label}.png"
+            assert (out_dir / name).stat().st_size > 1000
+            assert f"]({name})" in md
+    assert "`a/run`" in md and "`b/run`" in md
+
+
+def test_report_without_baselines_or_bandwidth(capsys, tmp_path):
+    """An interpreter run (no FlashInfer, no TB/s) still gives a report: what cannot be drawn is said."""
+    run = make_run(tmp_path / "smoke", interpreter=True)
+    code, out, err = run_main(capsys, "report", run)
+    assert code == 0, err
+    md = (run / "report.md").read_text()
+    assert "not a performance number" in md
+    assert "No speed-ups to plot" in md and "No bandwidth to plot" in md
+    assert "](error_vs_speed.png)" in md  # against median time instead of speed-up
+    assert not (run / "speedup.png").exists()
+
+
+# ---------------------------------------------------------------------------
+# compare
+
+
+def test_verdicts():
+    assert verdict((100, 99, 101), (100.5, 99.5, 101.5), 0.05) == "same"
+    assert verdict((100, 99, 101), (110, 109, 111), 0.05) == "slower"
+    assert verdict((100, 90, 120), (110, 100, 125), 0.05) == "noisy"
+    assert verdict((100, 99, 101), (90, 89, 91), 0.05) == "faster"
+    assert verdict((100, 80, 101), (90, 89, 91), 0.05) == "noisy"
+    assert verdict((100, math.nan, math.nan), (110, math.nan, math.nan), 0.05) == "slower"  # no spread: threshold only
+
+
+def test_compare_equal_runs_is_same(capsys, tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b")
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert code == 0, err
+    assert "verdict: same" in out
+    code, out, err = run_main(capsys, "compare", a, b, "--format", "quiet")
+    assert (code, out.strip()) == (0, "same")
+
+
+def test_compare_flags_a_regression(capsys, tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", slow=1.10)  # +10 %, spreads +-1 %: no overlap
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert code == 1, err
+    assert "slower" in out and "REGRESSION" in out
+
+    report_file = tmp_path / "cmp" / "compare.json"
+    code, out, err = run_main(capsys, "compare", a, b, "--json", "--out", report_file)
+    assert code == 1
+    result = json.loads(out)
+    assert json.loads(report_file.read_text()) == result
+    assert result["verdict"] == "slower" and result["regression"] is True
+    ours = [r for r in result["rows"] if r["kernel"] == "foscar-triton"]
+    assert len(ours) == 8 and all(r["verdict"] == "slower" for r in ours)
+    assert all(r["ratio"] == pytest.approx(1.10) for r in ours)
+    assert all(r["verdict"] == "same" for r in result["rows"] if r["kernel"] != "foscar-triton")
+    gm = {g["series"]: g for g in result["geomeans"]}
+    assert gm["foscar-triton/int2/bf16"]["verdict"] == "slower"
+    assert gm["foscar-triton/int2/bf16"]["ratio"] == pytest.approx(1.10)
+    assert gm["flashinfer-xqa"]["verdict"] == "same"
+    assert set(MATCH_KEYS) <= set(ours[0])
+
+    # the same change the other way round is an improvement, not a failure
+    code, out, err = run_main(capsys, "compare", b, a, "--format", "quiet")
+    assert (code, out.strip()) == (0, "faster")
+
+
+def test_compare_overlapping_spreads_are_noisy(capsys, tmp_path):
+    a = make_run(tmp_path / "a", spread=0.2)
+    b = make_run(tmp_path / "b", slow=1.10, spread=0.2)
+    code, out, err = run_main(capsys, "compare", a, b, "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["verdict"] == "noisy" and result["regression"] is False
+    assert {r["verdict"] for r in result["rows"] if r["kernel"] == "foscar-triton"} == {"noisy"}
+
+
+def test_compare_threshold(capsys, tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", slow=1.10)
+    code, out, err = run_main(capsys, "compare", a, b, "--threshold", "0.2", "--format", "quiet")
+    assert (code, out.strip()) == (0, "same")
+
+
+def test_compare_lists_unmatched_rows(capsys, tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", failed=True, drop_xqa=True)
+    code, out, err = run_main(capsys, "compare", a, b, "--json")
+    assert code == 0, err
+    unmatched = json.loads(out)["unmatched"]
+    reasons = {(u["series"], u["point"]): u["reason"] for u in unmatched}
+    assert "failed in new" in reasons[("foscar-triton/int4/bf16", "b8 x 8K")]
+    assert reasons[("flashinfer-xqa", "b8 x 32K")] == "not in new"
+    code, out, err = run_main(capsys, "compare", a, b, "--strict", "--format", "quiet")
+    assert code == 1
+
+
+@pytest.mark.parametrize("command", [("compare", "{run}", "{bad}"), ("report", "{bad}"), ("export-gab", "{bad}")])
+def test_missing_run_dir_is_one_line(capsys, tmp_path, command):
+    run = make_run(tmp_path / "run")
+    args = [c.format(run=run, bad=tmp_path / "nope") for c in command]
+    code, out, err = run_main(capsys, *args)
+    _one_line_error(code, err, "run directory not found", "nope")
+
+
+def test_dir_without_results_is_one_line(capsys, tmp_path):
+    run = make_run(tmp_path / "run")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run_main(capsys, "compare", empty, run)
+    _one_line_error(code, err, "has no results.csv", "foscar bench")
+    (empty / "results.csv").write_text("a,b\n1,2\n")
+    code, out, err = run_main(capsys, "report", empty)
+    _one_line_error(code, err, "lacks the column(s)")
+
+
+# ---------------------------------------------------------------------------
+# github-action-benchmark export
+
+
+def test_export_gab(capsys, tmp_path):
+    run = make_run(tmp_path / "run", failed=True)
+    code, out, err = run_main(capsys, "export-gab", run)
+    assert code == 0, err
+    entries = json.loads(out)
+    assert len(entries) == 8 * 3 - 1  # 8 FOSCAR rows + 16 baseline rows, one FOSCAR row failed
+    for e in entries:
+        assert set(e) == {"name", "unit", "value", "range", "extra"}
+        assert e["unit"] == "us" and isinstance(e["value"], float) and e["value"] > 0
+        assert e["range"].startswith("± ")
+    assert len({e["name"] for e in entries}) == len(entries)  # names are unique (charts keyed by name)
+    assert any(e["name"].startswith("foscar-triton/int2/bf16 b1 x 8K") for e in entries)
+
+    target = tmp_path / "gab" / "out.json"
+    code, out, err = run_main(capsys, "export-gab", run, "--out", target)
+    assert code == 0 and json.loads(target.read_text()) == entries
