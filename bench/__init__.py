@@ -15,6 +15,9 @@ One small module per job:
 * :mod:`bench.tables`       rich tables
 * :mod:`bench.sweep`        the loop over points
 * :mod:`bench.run`          what ``foscar bench`` does, end to end
+* :mod:`bench.rundir`       reading a run directory back (for report and compare)
+* :mod:`bench.report`       ``foscar report``: PNG plots and report.md
+* :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
 """
 
 SCHEMA_VERSION = 1
