@@ -11,6 +11,7 @@ from foscar.quant import QuantizedKVCache
 from foscar.reference import gqa_ratio
 
 OPERAND_MODES = ("bf16",)
+BACKENDS = ("auto", "triton", "cuda")
 
 
 def decode(
@@ -21,6 +22,7 @@ def decode(
     sm_scale: float | None = None,
     num_splits: int | None = None,
     return_lse: bool = False,
+    backend: str = "auto",
 ):
     """Folded decode attention: one query token per sequence over an INT2/INT4 cache.
 
@@ -42,6 +44,9 @@ def decode(
             against the SM count, see ``choose_num_splits``).
         return_lse: also return the natural-log LSE ``[batch, num_qo_heads]`` fp32
             (``-inf`` for a sequence of length 0).
+        backend: ``"cuda"`` (the sm_90 CUDA C++ kernel, compiled at first use;
+            GQA <= 8), ``"triton"`` (portable), or ``"auto"``: CUDA where it can run
+            (sm_90 GPU, GQA <= 8, nvcc present), else Triton.
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` bfloat16 (a length-0 sequence gives a
@@ -50,9 +55,10 @@ def decode(
     Raises:
         ValueError: wrong shapes/dtypes/devices, unsupported head_dim or operand
             mode, ``num_qo_heads`` not a multiple of ``num_kv_heads``, a CPU tensor
-            without ``TRITON_INTERPRET=1``.
+            without ``TRITON_INTERPRET=1``, ``backend="cuda"`` where it cannot run
+            (the message says why).
     """
-    from foscar.kernels import decode_triton, merge_triton
+    from foscar.kernels import decode_cuda, decode_triton, merge_triton
 
     cache.validate()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
@@ -60,10 +66,11 @@ def decode(
         raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
     check_choice("operand", operand, OPERAND_MODES)
-    gqa_ratio(q.shape[1], cache.num_kv_heads)
+    check_choice("backend", backend, BACKENDS)
+    gqa = gqa_ratio(q.shape[1], cache.num_kv_heads)
     if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
-    if q.device.type != "cuda":
+    if q.device.type != "cuda" and backend != "cuda":
         if not decode_triton.interpreter_enabled():
             raise ValueError(
                 f"q: the Triton kernel needs a CUDA device, got {q.device}; "
@@ -71,7 +78,13 @@ def decode(
             )
         decode_triton.check_interpreter_support()
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
-    o_part, lse_part = decode_triton.folded_decode_partial(q, cache, scale, num_splits)
+    why_not_cuda = decode_cuda.unavailable(q.device, gqa) if backend != "triton" else "not asked for"
+    if backend == "cuda" and why_not_cuda:
+        raise ValueError(f"backend='cuda': {why_not_cuda}; use backend='triton' or 'auto'")
+    if why_not_cuda is None:
+        o_part, lse_part = decode_cuda.folded_decode_partial(q, cache, scale, num_splits)
+    else:
+        o_part, lse_part = decode_triton.folded_decode_partial(q, cache, scale, num_splits)
     out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
     merge_triton.merge_splits(o_part, lse_part, out, lse)

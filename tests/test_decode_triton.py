@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import foscar
-from foscar.kernels import decode_triton
+from foscar.kernels import decode_triton, splits
 
 TOL = 1e-2  # BF16 operands: relative L2 error lands near 1e-3..1e-2 (DESIGN, "How we work")
 
@@ -26,8 +26,8 @@ def _case(device, *, batch, num_qo_heads, num_kv_heads, head_dim, seq_lens, bits
     return q.to(torch.bfloat16).to(device), cache
 
 
-def _check(q, cache, num_splits=None, tol=TOL):
-    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True)
+def _check(q, cache, num_splits=None, tol=TOL, backend="triton"):
+    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True, backend=backend)
     assert out.shape == q.shape and out.dtype == torch.bfloat16
     assert not torch.isnan(out).any() and not torch.isnan(lse).any()
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
@@ -55,7 +55,7 @@ def test_formats_head_dim_128(device, bits, group_size):
 def test_context_one(device):
     q, cache = _case(device, batch=2, num_qo_heads=2, num_kv_heads=1, head_dim=128,
                      seq_lens=[1, 1], bits=2, group_size=128)
-    out = foscar.decode(q, cache)
+    out = foscar.decode(q, cache, backend="triton")
     # one token: softmax weight 1, the output is that token's dequantized V
     _, v = foscar.dequantize_kv(cache, torch.float64)
     expect = v[:, 0, 0].unsqueeze(1).expand(-1, 2, -1)
@@ -104,12 +104,12 @@ def test_long_range_single_split_keeps_error(device):
 
 
 def test_split_heuristic():
-    splits, per = decode_triton.choose_num_splits(batch=1, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
-    assert splits * 8 >= 3 * 132 and per % 128 == 0 and splits * per >= 32768
-    splits, per = decode_triton.choose_num_splits(batch=64, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
-    assert splits == 2 and per == 16384
-    splits, per = decode_triton.choose_num_splits(batch=1, num_kv_heads=1, max_seq_len=100, block_n=128, num_sms=132)
-    assert (splits, per) == (1, 128)
+    n, per = splits.choose_num_splits(batch=1, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
+    assert n * 8 >= 3 * 132 and per % 128 == 0 and n * per >= 32768
+    n, per = splits.choose_num_splits(batch=64, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
+    assert n == 2 and per == 16384
+    n, per = splits.choose_num_splits(batch=1, num_kv_heads=1, max_seq_len=100, block_n=128, num_sms=132)
+    assert (n, per) == (1, 128)
 
 
 def test_decode_rejects_bad_inputs(device, monkeypatch):

@@ -33,13 +33,13 @@ head_dim]`` (normalized) and base-2 LSE ``[batch, num_qo_heads, num_splits]``
 
 from __future__ import annotations
 
-import functools
-import math
 import os
 
 import torch
 import triton
 import triton.language as tl
+
+from foscar.kernels.splits import choose_num_splits, device_sm_count, split_tokens
 
 KERNEL_NAME = "foscar-triton"
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
@@ -376,19 +376,6 @@ def _tile_channels(NG: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.co
                 return tl.reshape(tl.join(lo, hi), [1, 8 * c0.shape[1]])
 
 
-@functools.lru_cache(maxsize=None)
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def device_sm_count(device: torch.device) -> int:
-    """Multiprocessors of a CUDA device; 4 for the CPU interpreter (so splits still get exercised)."""
-    if device.type != "cuda":
-        return 4
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    return _num_sms(idx)
-
-
 def launch_config(head_dim: int, bits: int, group_size: int, gqa: int) -> dict[str, int]:
     """Tile shape and launch parameters of the split kernel for one format.
 
@@ -403,29 +390,6 @@ def launch_config(head_dim: int, bits: int, group_size: int, gqa: int) -> dict[s
         num_warps=4,
         num_stages=3,
     )
-
-
-def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
-    """Split-KV heuristic: enough programs for ~4 per SM, each at least 2 tiles long.
-
-    Uses ``max_seq_len`` (a shape, known on the host), so it needs no device sync;
-    shorter sequences leave their tail splits empty (LSE ``-inf``, weight zero).
-
-    Returns:
-        ``(num_splits, tokens_per_split)``, ``tokens_per_split`` a multiple of ``block_n``.
-    """
-    if max_seq_len <= 0:
-        return 1, block_n
-    programs = max(1, batch * num_kv_heads)
-    want = max(1, math.ceil(4 * num_sms / programs))
-    most = max(1, math.ceil(max_seq_len / (2 * block_n)))
-    return split_tokens(max_seq_len, min(want, most), block_n)
-
-
-def split_tokens(max_seq_len: int, num_splits: int, block_n: int) -> tuple[int, int]:
-    """Round a requested split count to whole tiles: ``(num_splits, tokens_per_split)``."""
-    per = triton.cdiv(max(1, triton.cdiv(max(max_seq_len, 1), num_splits)), block_n) * block_n
-    return max(1, triton.cdiv(max(max_seq_len, 1), per)), per
 
 
 def folded_decode_partial(

@@ -1,0 +1,111 @@
+"""The sm_90 CUDA C++ folded decode kernel: build at first use, launch, heuristics.
+
+Source: ``csrc/folded_decode_sm90.cu`` (kernel, no torch headers) and
+``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
+ninja through ``torch.utils.cpp_extension.load`` the first time it is used (about
+a minute), into ``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``),
+under a name that includes a hash of the sources, so a changed source rebuilds and
+an unchanged one loads in a second. ``scripts/gpu_offline.sh`` saves and restores
+that directory.
+
+Why a CUDA kernel beside the Triton one: bench/NOTES.md ("Triton ceiling").
+Supported: INT2/INT4, head_dim 64/128/256, group_size 32/64/128, 1 <= GQA <= 8,
+compute capability 9.x. Output layout matches :mod:`foscar.kernels.decode_triton`
+(normalized fp32 partials + base-2 LSE), merged by :mod:`foscar.kernels.merge_triton`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+from pathlib import Path
+
+import torch
+
+from foscar.kernels.splits import choose_num_splits, device_sm_count, split_tokens
+
+KERNEL_NAME = "foscar-cuda"
+CSRC = Path(__file__).parent / "csrc"
+SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu")
+NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")
+TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
+MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
+
+
+def source_hash() -> str:
+    """Short hash of the kernel sources and flags (part of the extension's name)."""
+    h = hashlib.sha256()
+    for src in SOURCES:
+        h.update(src.read_bytes())
+    h.update(" ".join(NVCC_FLAGS).encode())
+    return h.hexdigest()[:12]
+
+
+def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
+    """Why the CUDA kernel cannot run on ``device`` (or for this GQA ratio), or ``None``."""
+    if device.type != "cuda":
+        return f"the CUDA kernel needs a CUDA device, got {device}"
+    why = _device_unavailable(device.index if device.index is not None else torch.cuda.current_device())
+    if why is None and gqa is not None and not 1 <= gqa <= MAX_GQA:
+        why = f"the CUDA kernel handles 1..{MAX_GQA} query heads per KV head, got {gqa}"
+    return why
+
+
+@functools.lru_cache(maxsize=None)
+def _device_unavailable(index: int) -> str | None:
+    major, minor = torch.cuda.get_device_capability(index)
+    if major != 9:
+        return f"the CUDA kernel is built for sm_90 (Hopper); this GPU is sm_{major}{minor}"
+    if find_nvcc() is None:
+        return "nvcc not found (the CUDA kernel is compiled at first use; set CUDA_HOME)"
+    return None
+
+
+def find_nvcc() -> str | None:
+    """Path of nvcc (``$CUDA_HOME/bin/nvcc`` or on PATH), or ``None``."""
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if CUDA_HOME and Path(CUDA_HOME, "bin", "nvcc").exists():
+        return str(Path(CUDA_HOME, "bin", "nvcc"))
+    return shutil.which("nvcc")
+
+
+@functools.lru_cache(maxsize=1)
+def extension():
+    """The compiled extension module (builds it on first call; raises on a compile error)."""
+    from torch.utils.cpp_extension import load
+
+    return load(
+        name=f"foscar_sm90_{source_hash()}",
+        sources=[str(s) for s in SOURCES],
+        extra_cflags=["-O3", "-std=c++17"],
+        extra_cuda_cflags=list(NVCC_FLAGS),
+        verbose=False,
+    )
+
+
+def plan_splits(batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
+                num_splits: int | None = None) -> tuple[int, int]:
+    """``(num_splits, tokens_per_split)`` in whole CTA iterations (256 tokens)."""
+    if num_splits is None:
+        return choose_num_splits(batch, num_kv_heads, max_seq_len, TOKENS_PER_CTA_ITERATION, device_sm_count(device))
+    return split_tokens(max_seq_len, num_splits, TOKENS_PER_CTA_ITERATION)
+
+
+def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None):
+    """Launch the CUDA split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
+
+    Returns:
+        ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
+        (normalized) and ``[batch, num_qo_heads, num_splits]`` fp32 (base-2 LSE).
+    """
+    batch, num_qo_heads, head_dim = q.shape
+    splits, per = plan_splits(batch, cache.num_kv_heads, cache.max_seq_len, q.device, num_splits)
+    o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
+    lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
+    extension().folded_decode(
+        q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
+        cache.seq_lens, o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
+    )
+    return o_part, lse_part
