@@ -32,6 +32,7 @@ from bench.errors import FoscarError
 from bench.workload import Workload
 
 FOSCAR_TRITON = "foscar-triton"  # = foscar.kernels.decode_triton.KERNEL_NAME
+FOSCAR_CUDA = "foscar-cuda"  # = foscar.kernels.decode_cuda.KERNEL_NAME
 
 # modules whose import registers more backends (they import their GPU libraries lazily)
 _PLUGIN_MODULES = ("bench.flashinfer_backend",)
@@ -131,9 +132,25 @@ def select_backends(names: list[str]) -> list[Backend]:
 # FOSCAR kernels
 
 
+def _cuda_unavailable(device: torch.device) -> str | None:
+    from foscar.kernels import decode_cuda
+
+    return decode_cuda.unavailable(device)
+
+
 @register_backend(FOSCAR_TRITON, quantized=True)
 def foscar_triton(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode: the folded Triton split-KV kernel on the quantized cache."""
+    """foscar.decode(backend="triton"): the folded Triton split-KV kernel on the quantized cache."""
+    return _foscar(w, operand, "triton")
+
+
+@register_backend(FOSCAR_CUDA, quantized=True, unavailable=_cuda_unavailable)
+def foscar_cuda(w: Workload, operand: str | None) -> Prepared:
+    """foscar.decode(backend="cuda"): the folded sm_90 CUDA C++ split-KV kernel (mma.sync) on the quantized cache."""
+    return _foscar(w, operand, "cuda")
+
+
+def _foscar(w: Workload, operand: str | None, backend: str) -> Prepared:
     import foscar
 
     sm_scale = w.sm_scale
@@ -142,7 +159,7 @@ def foscar_triton(w: Workload, operand: str | None) -> Prepared:
 
     def make(q, cache, keep: bool):
         def fn():
-            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale)
+            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale, backend=backend)
             if keep:
                 last["out"] = out
 

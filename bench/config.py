@@ -18,7 +18,7 @@ default)::
     bits = [2, 4]
     group_size = 128
     operand = ["bf16"]
-    kernels = ["foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+    kernels = ["foscar-cuda", "foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
 
     [check]                             # correctness before timing
     tolerance = 2e-2                    # max allowed max_rel_err
@@ -71,7 +71,7 @@ class BenchConfig:
     group_size: int = 128
     operand: list[str] = field(default_factory=lambda: ["bf16"])
     kernels: list[str] = field(
-        default_factory=lambda: ["foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+        default_factory=lambda: ["foscar-cuda", "foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
     )
     # [check]
     tolerance: float = 2e-2
