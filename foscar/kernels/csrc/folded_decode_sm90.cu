@@ -35,9 +35,19 @@
 
 namespace foscar {
 
+// Tuning knobs, overridable with -D for experiments (bench/NOTES.md records what was tried).
+#ifndef FOSCAR_STAGES
+#define FOSCAR_STAGES 2
+#endif
+#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM
+#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
+#else  // (a min-blocks of 1 is not the same: ptxas then used 167 registers instead of 128)
+#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
+#endif
+
 constexpr int kWarps = 4;
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
-constexpr int kStages = 2;
+constexpr int kStages = FOSCAR_STAGES;
 
 template <int BITS, int HEAD_DIM, int GROUP>
 struct Fmt {
@@ -74,7 +84,8 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -154,7 +165,7 @@ struct Params {
 };
 
 template <int BITS, int HEAD_DIM, int GROUP>
-__global__ void __launch_bounds__(kWarps * 32) folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -224,7 +235,7 @@ __global__ void __launch_bounds__(kWarps * 32) folded_decode_kernel(const Params
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
-  auto issue = [&](int it) {  // cp.async one 64-token sub-tile into stage it % 2 (zero-fill past end)
+  auto issue = [&](int it) {  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end)
     uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
     const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
@@ -265,13 +276,16 @@ __global__ void __launch_bounds__(kWarps * 32) folded_decode_kernel(const Params
     }
   };
 
-  if (iters > 0) issue(0);
-  cp_async_commit();
+#pragma unroll
+  for (int s0 = 0; s0 < kStages - 1; ++s0) {  // prologue: the first kStages - 1 sub-tiles in flight
+    if (s0 < iters) issue(s0);
+    cp_async_commit();
+  }
 
   for (int it = 0; it < iters; ++it) {
-    if (it + 1 < iters) issue(it + 1);
+    if (it + kStages - 1 < iters) issue(it + kStages - 1);
     cp_async_commit();
-    cp_async_wait1();
+    cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
     const uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
     const uint8_t* ksm = st;
