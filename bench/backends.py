@@ -33,6 +33,7 @@ from bench.workload import Workload
 
 FOSCAR_TRITON = "foscar-triton"  # = foscar.kernels.decode_triton.KERNEL_NAME
 FOSCAR_CUDA = "foscar-cuda"  # = foscar.kernels.decode_cuda.KERNEL_NAME
+FOSCAR_CUDA_PER_VALUE = "foscar-cuda-per-value"  # the same CUDA kernel, per-value reconstruction
 
 # modules whose import registers more backends (they import their GPU libraries lazily)
 _PLUGIN_MODULES = ("bench.flashinfer_backend",)
@@ -150,7 +151,13 @@ def foscar_cuda(w: Workload, operand: str | None) -> Prepared:
     return _foscar(w, operand, "cuda")
 
 
-def _foscar(w: Workload, operand: str | None, backend: str) -> Prepared:
+@register_backend(FOSCAR_CUDA_PER_VALUE, quantized=True, unavailable=_cuda_unavailable)
+def foscar_cuda_per_value(w: Workload, operand: str | None) -> Prepared:
+    """foscar.decode(backend="cuda", method="per-value"): the same CUDA kernel reconstructing every value as bf16(s*q+z) (ablation baseline)."""
+    return _foscar(w, operand, "cuda", method="per-value")
+
+
+def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded") -> Prepared:
     import foscar
 
     sm_scale = w.sm_scale
@@ -159,7 +166,7 @@ def _foscar(w: Workload, operand: str | None, backend: str) -> Prepared:
 
     def make(q, cache, keep: bool):
         def fn():
-            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale, backend=backend)
+            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale, backend=backend, method=method)
             if keep:
                 last["out"] = out
 

@@ -12,6 +12,7 @@ from foscar.reference import gqa_ratio
 
 OPERAND_MODES = ("bf16",)
 BACKENDS = ("auto", "triton", "cuda")
+METHODS = ("folded", "per-value")
 
 
 def decode(
@@ -23,6 +24,7 @@ def decode(
     num_splits: int | None = None,
     return_lse: bool = False,
     backend: str = "auto",
+    method: str = "folded",
 ):
     """Folded decode attention: one query token per sequence over an INT2/INT4 cache.
 
@@ -47,6 +49,10 @@ def decode(
         backend: ``"cuda"`` (the sm_90 CUDA C++ kernel, compiled at first use;
             GQA <= 8), ``"triton"`` (portable), or ``"auto"``: CUDA where it can run
             (sm_90 GPU, GQA <= 8, nvcc present), else Triton.
+        method: ``"folded"`` (scales and offsets folded into the other operand, codes
+            turned into operands by bit operations) or ``"per-value"`` (the same CUDA
+            kernel reconstructing every value as ``bf16(s * code + z)`` before the
+            mma: the ablation baseline; CUDA backend only).
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` bfloat16 (a length-0 sequence gives a
@@ -67,6 +73,7 @@ def decode(
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
     check_choice("operand", operand, OPERAND_MODES)
     check_choice("backend", backend, BACKENDS)
+    check_choice("method", method, METHODS)
     gqa = gqa_ratio(q.shape[1], cache.num_kv_heads)
     if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
@@ -81,8 +88,10 @@ def decode(
     why_not_cuda = decode_cuda.unavailable(q.device, gqa) if backend != "triton" else "not asked for"
     if backend == "cuda" and why_not_cuda:
         raise ValueError(f"backend='cuda': {why_not_cuda}; use backend='triton' or 'auto'")
+    if method == "per-value" and why_not_cuda:
+        raise ValueError(f"method='per-value' exists in the CUDA kernel only, which cannot run here: {why_not_cuda}")
     if why_not_cuda is None:
-        o_part, lse_part = decode_cuda.folded_decode_partial(q, cache, scale, num_splits)
+        o_part, lse_part = decode_cuda.folded_decode_partial(q, cache, scale, num_splits, per_value=method == "per-value")
     else:
         o_part, lse_part = decode_triton.folded_decode_partial(q, cache, scale, num_splits)
     out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)

@@ -25,16 +25,29 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
     entries = re.split(r"Compiling entry function", report)
     checked = 0
     for e in entries:
-        m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)E", e)
+        m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)ELb([01])E", e)
         if m and m.group(2) == "128":
             spill = re.search(r"(\d+) bytes spill stores", e)
             assert spill and int(spill.group(1)) == 0, e[:400]
             checked += 1
-    assert checked == 6  # INT2/INT4 x group 32/64/128
+    assert checked == 12  # INT2/INT4 x group 32/64/128 x folded/per-value
 
 
 def test_unavailable_reasons():
     assert "CUDA device" in decode_cuda.unavailable(torch.device("cpu"))
+
+
+def test_per_value_needs_the_cuda_kernel(device):
+    import foscar
+
+    q, cache = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
+                     seq_lens=[10], bits=2, group_size=64)
+    if decode_cuda.unavailable(device, 2) is None:
+        pytest.skip("the CUDA kernel runs here")
+    with pytest.raises(ValueError, match="per-value' exists in the CUDA kernel only"):
+        foscar.decode(q, cache, method="per-value")
+    with pytest.raises(ValueError, match="method: expected one of"):
+        foscar.decode(q, cache, method="dequant")
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -42,14 +55,15 @@ def test_unavailable_reasons():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("method", ["folded", "per-value"])
 @pytest.mark.parametrize("bits", [2, 4])
 @pytest.mark.parametrize("group_size", [32, 64, 128])
-def test_gpu_cuda_qwen3_8b_shape(bits, group_size):
+def test_gpu_cuda_qwen3_8b_shape(bits, group_size, method):
     dev = torch.device("cuda")
     q, cache = _case(dev, batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
                      seq_lens=[32768, 0, 1, 20001], bits=bits, group_size=group_size)
-    _check(q, cache, backend="cuda")
-    _check(q, cache, num_splits=1, backend="cuda")
+    _check(q, cache, backend="cuda", method=method)
+    _check(q, cache, num_splits=1, backend="cuda", method=method)
 
 
 @pytest.mark.gpu
@@ -63,6 +77,7 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
                      seq_lens=[5001, 129, 63], bits=bits, group_size=group_size)
     _check(q, cache, backend="cuda")
     _check(q, cache, num_splits=7, backend="cuda")
+    _check(q, cache, backend="cuda", method="per-value")
 
 
 @pytest.mark.gpu

@@ -26,8 +26,8 @@ def _case(device, *, batch, num_qo_heads, num_kv_heads, head_dim, seq_lens, bits
     return q.to(torch.bfloat16).to(device), cache
 
 
-def _check(q, cache, num_splits=None, tol=TOL, backend="triton"):
-    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True, backend=backend)
+def _check(q, cache, num_splits=None, tol=TOL, backend="triton", method="folded"):
+    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True, backend=backend, method=method)
     assert out.shape == q.shape and out.dtype == torch.bfloat16
     assert not torch.isnan(out).any() and not torch.isnan(lse).any()
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)

@@ -93,8 +93,12 @@ def plan_splits(batch: int, num_kv_heads: int, max_seq_len: int, device: torch.d
     return split_tokens(max_seq_len, num_splits, TOKENS_PER_CTA_ITERATION)
 
 
-def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None):
+def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None,
+                          per_value: bool = False):
     """Launch the CUDA split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
+
+    ``per_value=True`` runs the same kernel with per-value reconstruction of the
+    operands (bf16(s * code + z)) instead of folding: the ablation baseline.
 
     Returns:
         ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
@@ -107,5 +111,6 @@ def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: i
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         cache.seq_lens, o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
+        per_value,
     )
     return o_part, lse_part

@@ -120,6 +120,18 @@ __device__ __forceinline__ uint32_t operand_pair(uint32_t x) {
   return r;
 }
 
+// Per-value reconstruction (the ablation baseline, DESIGN §4): convert each code, then
+// s * code + z, then round the pair to BF16. Codes at bits 0.. and 16.. of x.
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t x, float s_lo, float z_lo, float s_hi, float z_hi) {
+  constexpr uint32_t ONE = MASK & 0xFFFFu;
+  const float lo = fmaf(s_lo, __uint2float_rn(x & ONE), z_lo);
+  const float hi = fmaf(s_hi, __uint2float_rn((x >> 16) & ONE), z_hi);
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -164,7 +176,11 @@ struct Params {
   float qk_scale_log2;  // sm_scale * log2(e)
 };
 
-template <int BITS, int HEAD_DIM, int GROUP>
+// PER_VALUE = false: the folded kernel. PER_VALUE = true: the same kernel (tiling,
+// pipeline, split-KV, softmax, merge) with only the operand construction swapped for
+// per-value reconstruction: K and V operands are bf16(s * code + z), the query and the
+// probabilities enter the mma unscaled, and there is no offset/bias correction.
+template <int BITS, int HEAD_DIM, int GROUP, bool PER_VALUE>
 __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
@@ -316,13 +332,23 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 #pragma unroll
         for (int pl = 0; pl < P; ++pl) {
           const int sh = BITS * pl;
-          uint32_t a[4];
-          a[0] = operand_pair<F::MASK>(w[0] >> sh);        // row g,   k 2tig..: bytes 0, 2
-          a[1] = operand_pair<F::MASK>(w[1] >> sh);        // row g+8
-          a[2] = operand_pair<F::MASK>(w[0] >> (sh + 8));  // row g,   k 2tig+8..: bytes 1, 3
-          a[3] = operand_pair<F::MASK>(w[1] >> (sh + 8));
           const int k = c * P + pl;
           const int gr = (pl * RB + 16 * c) / GROUP;
+          uint32_t a[4];
+          if constexpr (PER_VALUE) {
+            const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
+            const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
+            const float s1 = ks[t_hi * NG + gr], z1 = kz[t_hi * NG + gr];
+            a[0] = dequant_pair<F::MASK>(w[0] >> sh, s0, z0, s0, z0);
+            a[1] = dequant_pair<F::MASK>(w[1] >> sh, s1, z1, s1, z1);
+            a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s0, z0, s0, z0);
+            a[3] = dequant_pair<F::MASK>(w[1] >> (sh + 8), s1, z1, s1, z1);
+          } else {
+            a[0] = operand_pair<F::MASK>(w[0] >> sh);        // row g,   k 2tig..: bytes 0, 2
+            a[1] = operand_pair<F::MASK>(w[1] >> sh);        // row g+8
+            a[2] = operand_pair<F::MASK>(w[0] >> (sh + 8));  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = operand_pair<F::MASK>(w[1] >> (sh + 8));
+          }
           mma_bf16(acc[gr], a, qf[k][0], qf[k][1]);
         }
       }
@@ -334,11 +360,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
         const bool valid = t0 + tl < end;
 #pragma unroll
         for (int gr = 0; gr < NG; ++gr) {
-          const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
-          const float a_t = sc * (128.f * p.qk_scale_log2);
-          const float b_t = (zo - 128.f * sc) * p.qk_scale_log2;
-          s[mt][2 * half + 0] += acc[gr][2 * half + 0] * a_t + qsum[gr][0] * b_t;
-          s[mt][2 * half + 1] += acc[gr][2 * half + 1] * a_t + qsum[gr][1] * b_t;
+          if constexpr (PER_VALUE) {  // the mma already saw s * code + z
+            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
+            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
+          } else {
+            const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
+            const float a_t = sc * (128.f * p.qk_scale_log2);
+            const float b_t = (zo - 128.f * sc) * p.qk_scale_log2;
+            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * a_t + qsum[gr][0] * b_t;
+            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * a_t + qsum[gr][1] * b_t;
+          }
         }
         if (!valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
       }
@@ -382,17 +413,23 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int tl = mt * 16 + g + 8 * half;
-          const float sv = 128.f * vs[tl * NG + gr], zv = vz[tl * NG + gr];
           const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
-          x[half] = pack_bf16x2(p0 * sv, p1 * sv);
-          corr[gr][0] += p0 * zv - bf16_lo(x[half]);
-          corr[gr][1] += p1 * zv - bf16_hi(x[half]);
+          if constexpr (PER_VALUE) {  // P itself is the operand
+            x[half] = pack_bf16x2(p0, p1);
+          } else {
+            const float sv = 128.f * vs[tl * NG + gr], zv = vz[tl * NG + gr];
+            x[half] = pack_bf16x2(p0 * sv, p1 * sv);
+            corr[gr][0] += p0 * zv - bf16_lo(x[half]);
+            corr[gr][1] += p1 * zv - bf16_hi(x[half]);
+          }
         }
         pb[gr][mt][0] = movmatrix_trans(x[0]);  // k = tokens 2tig, 2tig+1 of the tile, n = head g
         pb[gr][mt][1] = movmatrix_trans(x[1]);  // tokens 2tig+8, 2tig+9
       }
-      corr[gr][0] = warp_sum_over_rows(corr[gr][0]);
-      corr[gr][1] = warp_sum_over_rows(corr[gr][1]);
+      if constexpr (!PER_VALUE) {
+        corr[gr][0] = warp_sum_over_rows(corr[gr][0]);
+        corr[gr][1] = warp_sum_over_rows(corr[gr][1]);
+      }
     }
 
     // ---- PV into a fresh accumulator per m16 channel block (chunk c, plane pl), then fold in
@@ -412,15 +449,32 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
           uint32_t a[4];
-          a[0] = operand_pair<F::MASK>(vw[mt][0] >> sh);        // row g:   channel byte 16c+2g,   tokens 2tig, +1
-          a[1] = operand_pair<F::MASK>(vw[mt][0] >> (sh + 8));  // row g+8: channel byte 16c+2g+1
-          a[2] = operand_pair<F::MASK>(vw[mt][1] >> sh);        // row g,   tokens 2tig+8, +9
-          a[3] = operand_pair<F::MASK>(vw[mt][1] >> (sh + 8));
+          if constexpr (PER_VALUE) {  // tokens 2tig, 2tig+1 (a[0], a[1]) and +8, +9 (a[2], a[3])
+            const int t0 = mt * 16 + 2 * tig;
+            const float s0 = vs[t0 * NG + gr], z0 = vz[t0 * NG + gr];
+            const float s1 = vs[(t0 + 1) * NG + gr], z1 = vz[(t0 + 1) * NG + gr];
+            const float s8 = vs[(t0 + 8) * NG + gr], z8 = vz[(t0 + 8) * NG + gr];
+            const float s9 = vs[(t0 + 9) * NG + gr], z9 = vz[(t0 + 9) * NG + gr];
+            a[0] = dequant_pair<F::MASK>(vw[mt][0] >> sh, s0, z0, s1, z1);
+            a[1] = dequant_pair<F::MASK>(vw[mt][0] >> (sh + 8), s0, z0, s1, z1);
+            a[2] = dequant_pair<F::MASK>(vw[mt][1] >> sh, s8, z8, s9, z9);
+            a[3] = dequant_pair<F::MASK>(vw[mt][1] >> (sh + 8), s8, z8, s9, z9);
+          } else {
+            a[0] = operand_pair<F::MASK>(vw[mt][0] >> sh);        // row g:   channel byte 16c+2g,   tokens 2tig, +1
+            a[1] = operand_pair<F::MASK>(vw[mt][0] >> (sh + 8));  // row g+8: channel byte 16c+2g+1
+            a[2] = operand_pair<F::MASK>(vw[mt][1] >> sh);        // row g,   tokens 2tig+8, +9
+            a[3] = operand_pair<F::MASK>(vw[mt][1] >> (sh + 8));
+          }
           mma_bf16(tmp, a, pb[gr][mt][0], pb[gr][mt][1]);
         }
         const int k = c * P + pl;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + (tmp[i] + corr[gr][i & 1]);
+        for (int i = 0; i < 4; ++i) {
+          if constexpr (PER_VALUE)
+            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + tmp[i];
+          else
+            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + (tmp[i] + corr[gr][i & 1]);
+        }
       }
     }
     __syncwarp();  // every lane is done with this stage before it is refilled
@@ -472,12 +526,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   }
 }
 
-template <int BITS, int HEAD_DIM, int GROUP>
+template <int BITS, int HEAD_DIM, int GROUP, bool PER_VALUE>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
   constexpr int smem = F::SMEM_BYTES > merge_bytes ? F::SMEM_BYTES : merge_bytes;
-  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP>;
+  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, PER_VALUE>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   dim3 grid(batch * p.num_kv_heads, p.num_splits);
@@ -487,21 +541,24 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
 
 }  // namespace foscar
 
-// C entry point for the torch binding (and anything else): dispatch on the format.
-// Returns cudaErrorInvalidValue for an unsupported (bits, head_dim, group_size, gqa).
+// C entry point for the torch binding (and anything else): dispatch on the format and
+// on per_value (0: folded, 1: per-value reconstruction). Returns cudaErrorInvalidValue
+// for an unsupported (bits, head_dim, group_size, gqa).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* seq_lens, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
-    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, cudaStream_t stream) {
+    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int per_value,
+    cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8) return cudaErrorInvalidValue;
   Params p{static_cast<const __nv_bfloat16*>(q), static_cast<const uint8_t*>(k_codes),
            static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, seq_lens, o_part, lse_part,
            num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split,
            (max_seq_len * (head_dim / group_size)) % 4 == 0, q_stride_b, q_stride_h, qk_scale_log2};
-#define FOSCAR_CASE(B, D, G) \
-  if (bits == B && head_dim == D && group_size == G) return launch<B, D, G>(p, batch, stream);
+#define FOSCAR_CASE(B, D, G)                                       \
+  if (bits == B && head_dim == D && group_size == G)               \
+    return per_value ? launch<B, D, G, true>(p, batch, stream) : launch<B, D, G, false>(p, batch, stream);
   FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
   FOSCAR_CASE(4, 128, 128) FOSCAR_CASE(4, 128, 64) FOSCAR_CASE(4, 128, 32)
   FOSCAR_CASE(2, 64, 64) FOSCAR_CASE(2, 64, 32) FOSCAR_CASE(4, 64, 64) FOSCAR_CASE(4, 64, 32)
