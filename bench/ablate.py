@@ -1,0 +1,360 @@
+"""``foscar ablate``: isolate each idea on the same points and report its own speed-up.
+
+Axes (each compared with its reference setting, everything else held fixed):
+
+* ``reconstruction``: folded vs per-value reconstruction in the *same* CUDA kernel
+  (``foscar.decode(method=...)``); reference ``per-value``, so the folded row's
+  speed-up is what folding buys.
+* ``group_size``: 32 / 64 / 128 channels per scale and offset (folded); reference 128.
+  Smaller groups move more scale bytes and do more fold work per token.
+* ``split_kv``: off (1 split) / fixed (16 splits) / auto (``choose_num_splits``);
+  reference off.
+
+Not yet ablated (the kernels do not exist yet): BF16 vs FP8 operands, token-wise vs
+channel-wise K. Rows for them are not invented.
+
+Per point and setting: build the point's quantized cache (fresh random data), check
+the output against the fp64 reference, time with CUDA-graph replay over rotating
+copies (:mod:`bench.timing`). ``results.csv`` has one row per (point, axis, setting);
+``summary.json`` the geometric-mean speed-up of every setting over its axis'
+reference, with the min and max per-point speed-up. Same run-directory format as
+``foscar bench`` (plus ``ablation.png`` and ``ablate.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from bench.backends import Prepared, clone_cache
+from bench.sweep import error_reason, rotation
+from bench.timing import DEVICE_TIMINGS, time_fn
+from bench.workload import Point, build_workload, max_rel_err
+
+TOLERANCE = 2e-2
+FULL_CHECK_MAX_TOKENS = 262144
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ablation setting: the decode call's knobs."""
+
+    axis: str
+    name: str
+    method: str = "folded"
+    group_size: int = 128
+    num_splits: int | None = None  # None: the heuristic
+    reference: bool = False
+
+
+SETTINGS = (
+    Setting("reconstruction", "folded"),
+    Setting("reconstruction", "per-value", method="per-value", reference=True),
+    Setting("group_size", "G=32", group_size=32),
+    Setting("group_size", "G=64", group_size=64),
+    Setting("group_size", "G=128", group_size=128, reference=True),
+    Setting("split_kv", "off", num_splits=1, reference=True),
+    Setting("split_kv", "fixed-16", num_splits=16),
+    Setting("split_kv", "auto"),
+)
+
+COLUMNS = [
+    "axis", "setting", "is_reference", "backend", "method", "bits", "group_size", "num_splits",
+    "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim",
+    "median_us", "p20_us", "p80_us", "bytes", "tbps", "speedup_vs_reference", "max_rel_err",
+    "status", "error", "timing_mode",
+]  # fmt: skip
+
+
+def _prepared(w, s: Setting, backend: str) -> Prepared:
+    import foscar
+
+    last: dict[str, torch.Tensor] = {}
+    sm_scale = w.sm_scale
+
+    def make(q, cache, keep: bool):
+        def fn():
+            out = foscar.decode(q, cache, sm_scale=sm_scale, num_splits=s.num_splits, backend=backend, method=s.method)
+            if keep:
+                last["out"] = out
+
+        return fn
+
+    return Prepared(
+        fn=make(w.q, w.cache, True),
+        output=lambda: last["out"],
+        bytes=w.cache.bytes_read() + w.io_bytes(),
+        replica=lambda: make(w.q.clone(), clone_cache(w.cache), False),
+    )
+
+
+def run_ablation(
+    points: list[tuple[int, int, int]],
+    shape: tuple[int, int, int],
+    device: torch.device,
+    backend: str,
+    seed: int = 0,
+    warmup_ms: float = 25,
+    rep_ms: float = 100,
+    cpu_reps: int = 3,
+    csv_path: Path | None = None,
+    console=None,
+) -> pd.DataFrame:
+    """Measure every setting at every ``(batch, context, bits)`` point.
+
+    Args:
+        points: ``(batch, context, bits)`` tuples.
+        shape: ``(num_qo_heads, num_kv_heads, head_dim)``.
+        device: where to run (CPU only under the Triton interpreter).
+        backend: ``"cuda"`` or ``"triton"`` (per-value rows are skipped with the
+            reason where the CUDA kernel cannot run).
+        csv_path: rewritten after every point, so nothing measured is lost.
+
+    Returns:
+        One row per (point, setting) with :data:`COLUMNS`.
+    """
+    from foscar.kernels import decode_cuda
+
+    qo, kv, hd = shape
+    rows: list[dict[str, Any]] = []
+    for batch, context, bits in points:
+        by_group: dict[int, Any] = {}
+        for s in SETTINGS:
+            row = dict(axis=s.axis, setting=s.name, is_reference=s.reference, backend=backend, method=s.method,
+                       bits=bits, group_size=s.group_size, num_splits=s.num_splits, batch=batch, context=context,
+                       num_qo_heads=qo, num_kv_heads=kv, head_dim=hd)
+            rows.append(row)
+            if s.method == "per-value" and decode_cuda.unavailable(device, qo // kv):
+                row.update(status="skipped", error=decode_cuda.unavailable(device, qo // kv))
+                continue
+            try:
+                if s.group_size not in by_group:
+                    pt = Point(batch, context, bits, s.group_size, qo, kv, hd, 16)
+                    by_group[s.group_size] = build_workload(pt, device, seed, FULL_CHECK_MAX_TOKENS)
+                w = by_group[s.group_size]
+                prep = _prepared(w, s, backend)
+                prep.fn()
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                err = max_rel_err(prep.output(), w.reference, w.rows)
+                row["max_rel_err"] = err
+                if not err <= TOLERANCE:
+                    row.update(status="failed", error=f"max_rel_err {err:.3g} > {TOLERANCE:g} (or NaN); not timed")
+                    continue
+                fns = rotation(prep, device)
+                t = time_fn(fns, device.type, warmup_ms=warmup_ms, rep_ms=rep_ms, cpu_reps=cpu_reps)
+                row.update(median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, bytes=prep.bytes,
+                           timing_mode=t.mode, status="ok")
+                if t.mode in DEVICE_TIMINGS:
+                    row["tbps"] = prep.bytes / (t.median_us * 1e-6) / 1e12
+                del fns, prep
+            except Exception as e:  # a failing setting is recorded, the ablation goes on
+                row.update(status="error", error=error_reason(e))
+        del by_group
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        df = add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
+        if csv_path is not None:
+            df.to_csv(csv_path, index=False)
+        if console is not None:
+            console.print(f"ablate: batch {batch} x context {context}, int{bits} done")
+    return add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
+
+
+def add_reference_speedups(df: pd.DataFrame) -> pd.DataFrame:
+    """``speedup_vs_reference`` = reference setting's time / this setting's time, per point and axis."""
+    df = df.copy()
+    key = ["axis", "bits", "batch", "context"]
+    for _, idx in df.groupby(key, dropna=False).groups.items():
+        grp = df.loc[idx]
+        ref = grp[grp["is_reference"] & (grp["status"] == "ok")]
+        if ref.empty:
+            continue
+        t_ref = float(ref["median_us"].iloc[0])
+        ok = grp.index[grp["status"] == "ok"]
+        df.loc[ok, "speedup_vs_reference"] = t_ref / df.loc[ok, "median_us"].astype(float)
+    return df
+
+
+def summarize_ablation(df: pd.DataFrame) -> dict[str, Any]:
+    """``{"ablation": {axis: {int<bits>: {setting: {geomean_speedup, min, max, points}}}}}``."""
+    out: dict[str, Any] = {}
+    ok = df[(df["status"] == "ok") & df["speedup_vs_reference"].notna()]
+    for (axis, bits, setting), grp in ok.groupby(["axis", "bits", "setting"], sort=False):
+        x = grp["speedup_vs_reference"].astype(float)
+        out.setdefault(axis, {}).setdefault(f"int{int(bits)}", {})[setting] = {
+            "geomean_speedup": math.exp(float(x.map(math.log).mean())),
+            "min": float(x.min()),
+            "max": float(x.max()),
+            "points": int(len(x)),
+        }
+    return {"ablation": out, "reference": {s.axis: s.name for s in SETTINGS if s.reference}}
+
+
+def plot_ablation(summary: dict[str, Any], path: Path) -> Path | None:
+    """Bars of the geometric-mean speed-up per setting (one panel per axis), whiskers
+    from the smallest to the largest per-point speed-up. Returns the PNG path, or
+    None when there is nothing to plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axes_data = summary["ablation"]
+    if not axes_data:
+        return None
+    fig, axs = plt.subplots(1, len(axes_data), figsize=(4.6 * len(axes_data), 3.8), squeeze=False)
+    for ax, (axis, by_bits) in zip(axs[0], axes_data.items()):
+        bits_keys = sorted(by_bits)
+        settings = list(dict.fromkeys(s for b in bits_keys for s in by_bits[b]))
+        width = 0.8 / max(len(bits_keys), 1)
+        for i, b in enumerate(bits_keys):
+            xs, ys, lo, hi = [], [], [], []
+            for j, s in enumerate(settings):
+                if s in by_bits[b]:
+                    v = by_bits[b][s]
+                    xs.append(j + (i - (len(bits_keys) - 1) / 2) * width)
+                    ys.append(v["geomean_speedup"])
+                    lo.append(v["geomean_speedup"] - v["min"])
+                    hi.append(v["max"] - v["geomean_speedup"])
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=b)
+        ax.axhline(1.0, color="0.4", ls="--", lw=1)
+        ax.set_xticks(range(len(settings)))
+        ax.set_xticklabels(settings)
+        ax.set_title(f"{axis} (reference: {summary['reference'][axis]})")
+        ax.set_ylabel("speed-up vs reference (x)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("foscar ablate: geometric mean over points; whiskers: min-max over points")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(df: pd.DataFrame, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Write results.csv, summary.json, meta.json, ablation.png and ablate.md into ``out``."""
+    df.to_csv(out / "results.csv", index=False)
+    summary = summarize_ablation(df)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    png = plot_ablation(summary, out / "ablation.png")
+    lines = ["# foscar ablate", "", f"Command: `{meta.get('command', '')}`", ""]
+    lines += ["| axis | bits | setting | geomean speed-up vs reference (x) | min | max | points |", "|---|---|---|---|---|---|---|"]
+    for axis, by_bits in summary["ablation"].items():
+        for b, settings in by_bits.items():
+            for s, v in settings.items():
+                lines.append(f"| {axis} | {b} | {s} | {v['geomean_speedup']:.3f} | {v['min']:.3f} | {v['max']:.3f} | {v['points']} |")
+    skipped = df[df["status"] != "ok"]
+    if not skipped.empty:
+        lines += ["", "Not measured:", ""]
+        lines += [f"- {r.axis}/{r.setting} int{r.bits} b{r.batch} x {r.context}: {r.status} ({r.error})" for r in skipped.itertuples()]
+    if png:
+        lines += ["", "![ablation](ablation.png)", "",
+                  "*Bars: geometric-mean speed-up of each setting over its axis' reference (x, higher is better); "
+                  "whiskers: smallest and largest per-point speed-up.*"]
+    (out / "ablate.md").write_text("\n".join(lines) + "\n")
+    return summary
+
+
+def setting_dicts() -> list[dict[str, Any]]:
+    """The settings as plain dicts (for meta.json)."""
+    return [dataclasses.asdict(s) for s in SETTINGS]
+
+
+DEFAULT_POINTS = [(1, 32768), (8, 32768), (64, 32768), (8, 131072)]
+SMOKE_POINTS = [(1, 64), (2, 200)]
+DEFAULT_SHAPE = (32, 8, 128)  # Qwen3-8B attention
+SMOKE_SHAPE = (4, 1, 128)
+
+
+def run_ablate(
+    out: Path | None,
+    bits: list[int] | None,
+    batch: list[int] | None,
+    context: list[int] | None,
+    smoke: bool,
+    argv: list[str] | None = None,
+    console=None,
+) -> Path:
+    """The ``foscar ablate`` command: points, device, run directory, outputs.
+
+    Without ``--batch``/``--context`` the points are batch x context of
+    :data:`DEFAULT_POINTS` (smoke: :data:`SMOKE_POINTS`, tiny, through the Triton
+    interpreter when there is no GPU, times not performance numbers).
+
+    Raises:
+        FoscarError: no GPU without ``--smoke``; an output directory that already
+            holds results.
+    """
+    import datetime as _dt
+
+    from bench.arch import detect_device
+    from bench.errors import FoscarError
+    from bench.run import RESULTS_DIR, SCRATCH_DIR, enable_interpreter
+
+    info = detect_device()
+    if info is None and not smoke:
+        raise FoscarError("foscar ablate needs a CUDA GPU (none detected); use --smoke for the tiny CPU grid")
+    if info is None:
+        enable_interpreter()
+    pairs = SMOKE_POINTS if smoke else DEFAULT_POINTS
+    if batch or context:
+        pairs = [(b, c) for b in (batch or sorted({b for b, _ in pairs})) for c in (context or sorted({c for _, c in pairs}))]
+    points = [(b, c, n) for n in (bits or [2, 4]) for b, c in pairs]
+    shape = SMOKE_SHAPE if smoke else DEFAULT_SHAPE
+
+    if out is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = (SCRATCH_DIR if smoke else RESULTS_DIR) / f"{stamp}-ablate{'-smoke' if smoke else ''}"
+    out = Path(out)
+    if (out / "results.csv").exists():
+        raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
+    out.mkdir(parents=True, exist_ok=True)
+
+    import torch
+
+    from bench.manifest import git_state
+    from foscar.kernels import decode_cuda
+
+    device = torch.device("cuda", torch.cuda.current_device()) if info else torch.device("cpu")
+    backend = "cuda" if decode_cuda.unavailable(device, shape[0] // shape[1]) is None else "triton"
+    df = run_ablation(points, shape, device, backend, csv_path=out / "results.csv", console=console)
+    meta = {
+        "command": "foscar " + " ".join(argv or []),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": info.describe() if info else None,
+        "smoke": smoke,
+        "triton_interpreter": info is None,
+        "backend": backend,
+        "shape": dict(zip(("num_qo_heads", "num_kv_heads", "head_dim"), shape)),
+        "points": points,
+        "settings": setting_dicts(),
+        "git": git_state(),
+        "timing": "CUDA-graph replay over rotating input copies" if info else "interpreter timing, not a performance number",
+        "versions": {"torch": torch.__version__},
+    }
+    summary = write_outputs(df, out, meta)
+    if console is not None:
+        from rich.table import Table
+
+        t = Table(
+            title="foscar ablate: geomean speed-up vs each axis' reference",
+            caption=None if info else "interpreter timing, not a performance number",
+        )
+        for col in ("axis", "bits", "setting", "speed-up (x)", "min", "max", "points"):
+            t.add_column(col)
+        for axis, by_bits in summary["ablation"].items():
+            for b, settings in by_bits.items():
+                for s, v in settings.items():
+                    t.add_row(axis, b, s, f"{v['geomean_speedup']:.3f}", f"{v['min']:.3f}", f"{v['max']:.3f}", str(v["points"]))
+        console.print(t)
+        console.print(f"wrote {out / 'results.csv'}, summary.json, meta.json, ablate.md")
+    return out
