@@ -1,4 +1,8 @@
-"""Sweep configuration: TOML presets in ``configs/`` plus command-line overrides.
+"""Sweep configuration: TOML presets in ``configs/``, model shapes in
+``configs/models/``, plus command-line overrides.
+
+Resolution order (later wins): the arch preset (or ``--config FILE``), then a model
+preset's ``[shape]`` (``--model NAME``), then the command-line flags.
 
 A preset file has four tables; every key is optional except where the preset
 needs it (unknown keys are an error, so a typo never silently falls back to a
@@ -29,11 +33,22 @@ default)::
     rep_ms = 100
     cpu_reps = 3                        # interpreter: median of this many perf_counter calls
     seed = 0
+
+A model preset (``configs/models/<name>.toml``) holds only ``name`` and the
+attention shape, ``[shape]`` with ``num_qo_heads``, ``num_kv_heads`` and
+``head_dim``: it replaces those three fields of the arch preset and keeps its
+grid (and its ``page_size``, a serving-engine choice rather than a model's).
+
+:func:`config_hash` fingerprints a resolved config (sha256 of its canonical JSON);
+``meta.json`` records it, and a rerun into the same run directory resumes only when
+the hashes match.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +62,7 @@ else:  # pragma: no cover
 from bench.errors import FoscarError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+MODEL_DIR = CONFIG_DIR / "models"
 SMOKE_PRESET = "smoke"
 
 SUPPORTED_BITS = (2, 4)
@@ -59,6 +75,7 @@ class BenchConfig:
     """A resolved sweep. Field names match the TOML keys (tables flattened)."""
 
     name: str = "custom"
+    model: str | None = None  # the model preset that set the shape (--model), or None
     # [shape]
     num_qo_heads: int = 32
     num_kv_heads: int = 8
@@ -100,6 +117,95 @@ _LIST_FIELDS = ("batch", "context", "bits", "operand", "kernels")
 def preset_path(name: str) -> Path:
     """``configs/<name>.toml``."""
     return CONFIG_DIR / f"{name}.toml"
+
+
+MODEL_SHAPE_KEYS = ("num_qo_heads", "num_kv_heads", "head_dim")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A model preset: the attention shape of one GPU's share of a model."""
+
+    name: str
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    source: Path
+
+
+def model_names() -> list[str]:
+    """Names of the presets in ``configs/models/`` (file stems), sorted."""
+    return sorted(p.stem for p in MODEL_DIR.glob("*.toml"))
+
+
+def load_model(name: str | Path) -> ModelShape:
+    """Read a model preset: a name from ``configs/models/`` or a path to a TOML file.
+
+    Raises:
+        FoscarError: unknown name, missing file, TOML syntax error, a key other than
+            ``name`` and ``[shape].num_qo_heads/num_kv_heads/head_dim``, a bad value.
+    """
+    text = str(name)
+    path = Path(text) if text.endswith(".toml") or "/" in text else MODEL_DIR / f"{text}.toml"
+    if not path.is_file():
+        if path.parent == MODEL_DIR:
+            raise FoscarError(f"unknown model {text!r}; known: {', '.join(model_names()) or 'none'} (configs/models/)")
+        raise FoscarError(f"model file not found: {path}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise FoscarError(f"model {path}: invalid TOML: {e}") from None
+    shape = raw.get("shape")
+    for key in raw:
+        if key not in ("name", "shape"):
+            raise FoscarError(
+                f"model {path}: unknown key {key!r}; a model preset holds only name and [shape] "
+                f"({', '.join(MODEL_SHAPE_KEYS)}); the grid belongs to the arch preset"
+            )
+    if not isinstance(shape, dict):
+        raise FoscarError(f"model {path}: expected a [shape] table with {', '.join(MODEL_SHAPE_KEYS)}, got none")
+    for key in shape:
+        if key not in MODEL_SHAPE_KEYS:
+            raise FoscarError(
+                f"model {path}: unknown key [shape].{key}; known: {', '.join(MODEL_SHAPE_KEYS)} "
+                "(page_size and the grid belong to the arch preset)"
+            )
+    missing = [k for k in MODEL_SHAPE_KEYS if k not in shape]
+    if missing:
+        raise FoscarError(f"model {path}: [shape] lacks {', '.join(missing)}")
+    for key in MODEL_SHAPE_KEYS:
+        v = shape[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise FoscarError(f"model {path}: [shape].{key}: expected a positive integer, got {v!r}")
+    label = raw.get("name", path.stem)
+    if not isinstance(label, str) or not label:
+        raise FoscarError(f"model {path}: name: expected a non-empty string, got {label!r}")
+    return ModelShape(name=label, source=path, **{k: shape[k] for k in MODEL_SHAPE_KEYS})
+
+
+def apply_model(cfg: BenchConfig, model: ModelShape) -> BenchConfig:
+    """A copy of ``cfg`` with the model's shape (and ``model`` = its name); the grid is kept.
+
+    Raises:
+        FoscarError: the shape does not fit the grid (e.g. head_dim not a multiple of group_size).
+    """
+    out = dataclasses.replace(cfg, model=model.name, **{k: getattr(model, k) for k in MODEL_SHAPE_KEYS})
+    try:
+        validate(out)
+    except FoscarError as e:
+        raise FoscarError(f"model {model.name}: {e}") from None
+    return out
+
+
+def config_hash(cfg: BenchConfig | dict[str, Any]) -> str:
+    """sha256 (hex) of the canonical JSON of a resolved config: keys sorted, no spaces, ASCII.
+
+    Two configs hash alike exactly when every field (grid, shape, model, tolerance,
+    timing, seed, name) is equal.
+    """
+    d = cfg.to_dict() if isinstance(cfg, BenchConfig) else cfg
+    canonical = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def load_config(path: str | Path) -> BenchConfig:
