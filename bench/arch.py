@@ -40,6 +40,7 @@ class DeviceInfo:
     capability: tuple[int, int]  # (major, minor)
     sm_count: int
     total_memory: int  # bytes
+    uuid: str | None = None  # "GPU-xxxxxxxx-...", as NVML and nvidia-smi print it; None if torch does not say
 
     @property
     def sm(self) -> str:
@@ -61,12 +62,22 @@ def detect_device() -> DeviceInfo | None:
         return None
     idx = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(idx)
+    uuid = getattr(props, "uuid", None)  # torch >= 2.1; lets NVML find this device whatever CUDA_VISIBLE_DEVICES says
     return DeviceInfo(
         name=props.name,
         capability=(props.major, props.minor),
         sm_count=props.multi_processor_count,
         total_memory=props.total_memory,
+        uuid=_gpu_uuid(uuid),
     )
+
+
+def _gpu_uuid(uuid) -> str | None:
+    """torch's device UUID as NVML writes it: ``GPU-`` + the 8-4-4-4-12 hex form."""
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith("GPU-") else f"GPU-{text}"
 
 
 def arch_of(device: DeviceInfo) -> Arch | None:

@@ -2,7 +2,15 @@
 
 GPU name, SM count, driver, CUDA, torch, triton, flashinfer versions, the
 project's git commit and dirty flag, the command line, the resolved config, the
-date, the measured HBM ceiling and how times were taken.
+date, the measured HBM ceiling and how times were taken; the GPU's UUID, its SM and
+memory clocks and temperature at the start and at the end of the sweep (NVML); and
+``config_hash``, the sha256 of the resolved config's canonical JSON
+(:func:`bench.config.config_hash`), which decides whether a rerun into the same run
+directory may resume it.
+
+NVML comes from the optional ``nvidia-ml-py`` package (module ``pynvml``). Without it
+(or without a GPU, or when NVML fails) ``gpu.uuid`` and the readings are ``null``
+and ``gpu_state.reason`` says why.
 
 The GPU machine may run a copy of the tree without ``.git`` (or without git), with
 the project on ``PYTHONPATH`` rather than pip-installed (``scripts/gpu_offline.sh``).
@@ -20,6 +28,7 @@ import platform
 import shlex
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +126,92 @@ def driver_version() -> str | None:
     return None
 
 
+NVML_MISSING = "pynvml not installed (pip install nvidia-ml-py)"
+
+
+@contextmanager
+def _nvml():
+    """``pynvml``, initialized for the block and shut down after it.
+
+    Raises:
+        ImportError: the package is not installed.
+        Exception: whatever NVML raises (``pynvml.NVMLError``: no driver, ...).
+    """
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        yield pynvml
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _text(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def _handle(nvml, uuid: str | None, index: int):
+    """The NVML handle of the run's GPU: by UUID when torch told it (right under any
+    ``CUDA_VISIBLE_DEVICES``), else by index."""
+    if uuid:
+        return nvml.nvmlDeviceGetHandleByUUID(uuid.encode() if isinstance(uuid, str) else uuid)
+    return nvml.nvmlDeviceGetHandleByIndex(index)
+
+
+def _nvml_reason(e: BaseException) -> str:
+    if isinstance(e, ImportError):
+        return NVML_MISSING
+    msg = " ".join(str(e).split())
+    return f"NVML: {type(e).__name__}: {msg}" if msg else f"NVML: {type(e).__name__}"
+
+
+def gpu_reading(uuid: str | None = None, index: int = 0) -> tuple[dict[str, Any] | None, str | None]:
+    """``(reading, reason)``: the GPU's UUID, SM and memory clocks (MHz) and temperature
+    (deg C) now, via NVML; ``(None, why)`` when NVML cannot say.
+
+    A reading is ``{"time", "uuid", "sm_clock_mhz", "memory_clock_mhz", "temperature_c"}``.
+    """
+    try:
+        with _nvml() as nvml:
+            h = _handle(nvml, uuid, index)
+            reading = {
+                "time": _now(),
+                "uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+                "sm_clock_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                "memory_clock_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+                "temperature_c": int(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+            }
+    except Exception as e:  # ImportError, NVMLError, a driver without the query
+        return None, _nvml_reason(e)
+    return reading, None
+
+
+def record_gpu_state(meta: dict[str, Any], when: str, device=None, index: int = 0) -> None:
+    """Put a :func:`gpu_reading` into ``meta["gpu_state"][when]`` (``"start"`` or ``"end"``).
+
+    ``meta["gpu_state"]`` is ``{"start", "end", "reason"}``; ``reason`` (null when
+    both readings were taken) says why a reading is missing. The first reading that
+    gets a UUID also fills ``meta["gpu"]["uuid"]``. A CPU run records no reading.
+    """
+    state = meta.setdefault("gpu_state", {"start": None, "end": None, "reason": None})
+    if device is None:
+        state[when], state["reason"] = None, "no GPU (CPU run)"
+        return
+    reading, reason = gpu_reading(getattr(device, "uuid", None), index)
+    state[when] = reading
+    if reason is not None and not state.get("reason"):  # keep the first reason
+        state["reason"] = reason
+    if reading is not None and meta.get("gpu") is not None and not meta["gpu"].get("uuid"):
+        meta["gpu"]["uuid"] = reading["uuid"]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
 def build_manifest(
     *,
     arch: str,
@@ -129,22 +224,31 @@ def build_manifest(
     smoke: bool,
     interpreter: bool,
     argv: list[str] | None = None,
+    config_hash: str | None = None,
+    device_index: int = 0,
 ) -> dict[str, Any]:
-    """The run's manifest as a JSON-ready dict."""
+    """The run's manifest as a JSON-ready dict, with the GPU's state now as ``gpu_state.start``.
+
+    ``config_hash`` defaults to :func:`bench.config.config_hash` of ``config``;
+    ``device_index`` is the CUDA device, used to find it in NVML when ``device`` has no UUID.
+    """
     import torch
+
+    from bench.config import config_hash as hash_config
 
     gpu = None
     if device is not None:
         gpu = {
             "name": device.name,
+            "uuid": getattr(device, "uuid", None),
             "compute_capability": f"{device.capability[0]}.{device.capability[1]}",
             "sm_count": device.sm_count,
             "total_memory_bytes": device.total_memory,
             "driver": driver_version(),
         }
-    return {
+    meta = {
         "schema_version": SCHEMA_VERSION,
-        "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "date": _now(),
         "command": shlex.join(argv if argv is not None else sys.argv),
         "arch": arch,
         "smoke": smoke,
@@ -166,5 +270,8 @@ def build_manifest(
         },
         "git": git_state(),
         "config_source": config_source,
+        "config_hash": config_hash if config_hash is not None else hash_config(config),
         "config": config,
     }
+    record_gpu_state(meta, "start", device, device_index)
+    return meta
