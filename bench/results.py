@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bench import SCHEMA_VERSION
@@ -145,13 +146,46 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+CI_LEVEL = 0.95
+CI_METHOD = (
+    f"{CI_LEVEL:.0%} percentile bootstrap of the geometric mean over points: {BOOTSTRAP_RESAMPLES} resamples "
+    f"of the points with replacement, seed {BOOTSTRAP_SEED}; it shows how much the mean depends on which points "
+    "were measured, not the timing noise within a point"
+)
+
+
+def geomean_ci(
+    values, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = CI_LEVEL
+) -> list[float] | None:
+    """``[lo, hi]``: percentile bootstrap interval of the geometric mean of positive ``values``.
+
+    Draws ``resamples`` samples of ``len(values)`` values with replacement (a fixed
+    ``seed``: the same values give the same interval), takes each sample's geometric
+    mean, and returns the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles
+    (linear interpolation). One value gives ``[v, v]``; none gives ``None``.
+    """
+    logs = np.log(np.asarray([float(v) for v in values], dtype=np.float64))
+    if logs.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, logs.size, size=(resamples, logs.size))
+    means = np.exp(logs[idx].mean(axis=1))
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(means, [tail, 100.0 - tail])
+    return [float(lo), float(hi)]
+
+
 def summarize(df: pd.DataFrame) -> dict[str, Any]:
-    """Geometric-mean speed-ups of every quantized kernel variant.
+    """Geometric-mean speed-ups of every quantized kernel variant, with bootstrap intervals.
 
     ``geomean_speedup[key]`` is over the points where the variant has status ``ok``
     and the point has a passing baseline; ``num_points[key]`` counts them (a
-    variant with none gets ``null``). ``geomean_speedup_vs[key][baseline]`` is the
-    same against each FlashInfer row's own time.
+    variant with none gets ``null``); ``geomean_ci95[key]`` is its ``[lo, hi]``
+    (:func:`geomean_ci`, method in ``geomean_ci95_method``).
+    ``geomean_speedup_vs[key][baseline]`` is the same against each FlashInfer row's
+    own time (with its own ``geomean_ci95``).
     """
     quant = df[df["bits"].notna() & ~df["is_baseline"]]
     bases = df[df["is_baseline"] & df["status"].isin(TIMED)]
@@ -159,6 +193,8 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "baseline": BASELINE_LABEL,
         "geomean_speedup": {},
+        "geomean_ci95": {},
+        "geomean_ci95_method": CI_METHOD,
         "num_points": {},
         "geomean_speedup_vs": {},
         "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
@@ -167,15 +203,17 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
         key = variant_key(kernel, bits, operand)
         ok = grp[(grp["status"] == "ok") & grp["speedup_vs_flashinfer_bf16"].notna()]
         out["geomean_speedup"][key] = None if ok.empty else geomean(ok["speedup_vs_flashinfer_bf16"])
+        out["geomean_ci95"][key] = geomean_ci(ok["speedup_vs_flashinfer_bf16"])
         out["num_points"][key] = int(len(ok))
         per_base: dict[str, Any] = {}
         mine = grp[grp["status"] == "ok"]
         for bname, bgrp in bases.groupby("kernel", sort=True):
             both = mine.merge(bgrp[POINT_KEYS + ["median_us"]], on=POINT_KEYS, suffixes=("", "_base"))
+            ratios = both["median_us_base"] / both["median_us"]
             per_base[str(bname)] = (
-                {"geomean_speedup": geomean(both["median_us_base"] / both["median_us"]), "num_points": len(both)}
+                {"geomean_speedup": geomean(ratios), "geomean_ci95": geomean_ci(ratios), "num_points": len(both)}
                 if len(both)
-                else {"geomean_speedup": None, "num_points": 0}
+                else {"geomean_speedup": None, "geomean_ci95": None, "num_points": 0}
             )
         out["geomean_speedup_vs"][key] = per_base
     return out
