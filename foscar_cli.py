@@ -4,6 +4,8 @@
     foscar bench --arch auto --bits 2 --batch 8 --context 32768
     foscar bench --config my.toml --out results/my-run
     foscar bench --smoke                          # tiny grid; Triton interpreter when there is no GPU
+    foscar bench --arch h200 --model llama-3.1-70b-tp8    # a model's shape (configs/models/) on the h200 grid
+    foscar bench --arch h200 --dry-run            # the grid, memory per point, estimated time; runs nothing
     foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
@@ -102,6 +104,19 @@ CompareFormatOpt = Annotated[
     OutputFormat, typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+ModelOpt = Annotated[
+    Optional[str],
+    typer.Option("--model", metavar="NAME", help="A model's attention shape over the arch preset's grid: "
+                 "qwen3-8b, llama-3.1-8b, llama-3.1-70b-tp8 (configs/models/NAME.toml) or a TOML path."),
+]  # fmt: skip
+QoHeadsOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (overrides preset and --model).")]
+KvHeadsOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (overrides preset and --model).")]
+HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", min=1, help="Head dimension (overrides preset and --model).")]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the resolved grid, the device memory per point and an estimated run time; "
+                 "run nothing, touch no GPU, write nothing."),
+]  # fmt: skip
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs.")]
@@ -127,13 +142,20 @@ def bench(
     group_size: GroupOpt = None,
     operand: OperandOpt = None,
     kernel: KernelOpt = None,
+    model: ModelOpt = None,
+    num_qo_heads: QoHeadsOpt = None,
+    num_kv_heads: KvHeadsOpt = None,
+    head_dim: HeadDimOpt = None,
+    dry_run: DryRunOpt = False,
     output_format: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Benchmark FOSCAR decode kernels against FlashInfer BF16 over a batch x context x bits grid.
 
     Every kernel is checked against an fp64 reference before it is timed. Writes
-    results.csv, meta.json and summary.json to the run directory.
+    results.csv, meta.json and summary.json to the run directory. Rerunning the same
+    command with the same --out DIR resumes it (finished points are not run again).
     """
     if debug:
         _state["debug"] = True
@@ -151,7 +173,12 @@ def bench(
             group_size=group_size,
             operand=[o.value for o in operand or []],
             kernels=list(kernel or []),
-            output=output_format,
+            model=model,
+            num_qo_heads=num_qo_heads,
+            num_kv_heads=num_kv_heads,
+            head_dim=head_dim,
+            dry_run=dry_run,
+            output=OutputFormat.json if as_json else output_format,
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
     )

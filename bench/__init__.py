@@ -4,16 +4,20 @@ One small module per job:
 
 * :mod:`bench.errors`       the one user-facing error type (exit code 2 in the CLI)
 * :mod:`bench.arch`         which GPU is here, and which preset it runs
-* :mod:`bench.config`       TOML presets (``configs/*.toml``) and CLI overrides
+* :mod:`bench.config`       TOML presets (``configs/*.toml``, model shapes in ``configs/models/``),
+  CLI overrides, the config hash
 * :mod:`bench.backends`     the kernel registry (``foscar-triton`` lives here)
 * :mod:`bench.flashinfer_backend`  FlashInfer BF16 baselines (fa2, fa2 + tensor cores, XQA)
 * :mod:`bench.workload`     one sweep point's inputs: random K/V, quantized cache, reference
 * :mod:`bench.timing`       ``do_bench`` on GPU, ``perf_counter`` under the interpreter
 * :mod:`bench.hbm`          the measured HBM ceiling
 * :mod:`bench.results`      the results schema, speedups, geometric means, files
-* :mod:`bench.manifest`     ``meta.json``: versions, GPU, git, config
+* :mod:`bench.manifest`     ``meta.json``: versions, GPU (NVML: UUID, clocks, temperature), git, config
 * :mod:`bench.tables`       rich tables
 * :mod:`bench.sweep`        the loop over points
+* :mod:`bench.plan`         what a sweep will do: ``--dry-run``, memory per point, the run-time estimate
+* :mod:`bench.progress`     the progress bar and ETA of a sweep
+* :mod:`bench.resume`       resuming a run directory (config hash check, finished points)
 * :mod:`bench.run`          what ``foscar bench`` does, end to end
 * :mod:`bench.rundir`       reading a run directory back (for report and compare)
 * :mod:`bench.report`       ``foscar report``: PNG plots and report.md

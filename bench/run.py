@@ -1,11 +1,17 @@
 """``foscar bench`` end to end: resolve arch and config, measure the ceiling, sweep, write.
 
-The run directory (``results/<timestamp>-<arch>-<git short>``, smoke runs under
-``results/_scratch/``, or ``--out DIR``) receives:
+The run directory (``results/<timestamp>-<arch>[-<model>]-<git short>``, smoke runs
+under ``results/_scratch/``, or ``--out DIR``) receives:
 
-* ``meta.json``     written first (GPU, versions, git, command, config, HBM ceiling)
+* ``meta.json``     written first (GPU, versions, git, command, config and its hash,
+                    HBM ceiling, GPU clocks/temperature), again at the end (or on
+                    Ctrl-C / a crash) with the GPU's state then
 * ``results.csv``   rewritten after every point (schema in :mod:`bench.results`)
-* ``summary.json``  geometric-mean speed-ups, written at the end
+* ``summary.json``  geometric-mean speed-ups with bootstrap intervals, written at the end
+
+An ``--out DIR`` that already holds results.csv is resumed (:mod:`bench.resume`)
+when the resolved config hashes the same as its meta.json says, else refused.
+``--dry-run`` (:func:`dry_run`) only prints the plan (:mod:`bench.plan`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,17 @@ from enum import Enum
 from pathlib import Path
 
 from bench.arch import Arch, DeviceInfo, detect_device, resolve_arch
-from bench.config import SMOKE_PRESET, apply_overrides, load_config, preset_path
+from bench.config import (
+    MODEL_SHAPE_KEYS,
+    SMOKE_PRESET,
+    BenchConfig,
+    apply_model,
+    apply_overrides,
+    config_hash,
+    load_config,
+    load_model,
+    preset_path,
+)
 from bench.errors import FoscarError
 
 RESULTS_DIR = Path("results")
@@ -48,6 +64,11 @@ class BenchOptions:
     group_size: int | None = None
     operand: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
+    model: str | None = None  # configs/models/<model>.toml (or a path): its [shape] over the preset's
+    num_qo_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    dry_run: bool = False
     output: OutputFormat = OutputFormat.table
     argv: list[str] | None = None
 
@@ -68,21 +89,54 @@ def enable_interpreter() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-def run_dir(out: Path | None, arch: str, smoke: bool, git_short: str | None) -> Path:
-    """Create the run directory (refusing one that already holds results)."""
-    if out is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = SCRATCH_DIR if smoke else RESULTS_DIR
-        name = f"{stamp}-{arch}{'-smoke' if smoke else ''}-{git_short or 'nogit'}"
-        out = base / name
-    out = Path(out)
-    if (out / "results.csv").exists():
-        raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
+def run_dir_path(out: Path | None, arch: str, smoke: bool, git_short: str | None, model: str | None = None) -> Path:
+    """``out``, or ``results/<timestamp>-<arch>[-<model>][-smoke]-<git short>`` (smoke runs under ``results/_scratch/``)."""
+    if out is not None:
+        return Path(out)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = SCRATCH_DIR if smoke else RESULTS_DIR
+    model_part = f"-{model.split(' ')[0]}" if model else ""
+    return base / f"{stamp}-{arch}{model_part}{'-smoke' if smoke else ''}-{git_short or 'nogit'}"
+
+
+def make_run_dir(out: Path) -> Path:
+    """Create the run directory (a resumed one already exists)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
     return out
+
+
+def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
+    """The resolved config and the file it came from: the arch preset (or ``--config``),
+    then ``--model``'s shape, then the flags.
+
+    Raises:
+        FoscarError: no preset for the arch, a bad config or model file, a bad flag value.
+    """
+    cfg_path = opts.config or preset_path(SMOKE_PRESET if opts.smoke else arch)
+    if opts.config is None and not cfg_path.is_file():
+        raise FoscarError(f"no preset for arch {arch!r} ({cfg_path} not found); pass --config FILE")
+    cfg = load_config(cfg_path)
+    if opts.model:
+        cfg = apply_model(cfg, load_model(opts.model))
+    modelled = {k: getattr(cfg, k) for k in MODEL_SHAPE_KEYS}
+    cfg = apply_overrides(
+        cfg,
+        bits=opts.bits,
+        batch=opts.batch,
+        context=opts.context,
+        group_size=opts.group_size,
+        operand=opts.operand,
+        kernels=opts.kernels,
+        num_qo_heads=opts.num_qo_heads,
+        num_kv_heads=opts.num_kv_heads,
+        head_dim=opts.head_dim,
+    )
+    if cfg.model and any(getattr(cfg, k) != v for k, v in modelled.items()):
+        cfg = apply_overrides(cfg, model=f"{cfg.model} (shape overridden by flags)")
+    return cfg, cfg_path
 
 
 def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> Path:
@@ -95,45 +149,45 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     Raises:
         FoscarError: anything the user can fix (arch, config, flags, output directory).
     """
+    if opts.dry_run:
+        return dry_run(opts, device)
     info = detect_device() if device == "detect" else device
     arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None)
     interpreter = info is None
     if interpreter:
         enable_interpreter()
 
-    cfg_path = opts.config or preset_path(SMOKE_PRESET if opts.smoke else arch)
-    if opts.config is None and not cfg_path.is_file():
-        raise FoscarError(f"no preset for arch {arch!r} ({cfg_path} not found); pass --config FILE")
-    cfg = apply_overrides(
-        load_config(cfg_path),
-        bits=opts.bits,
-        batch=opts.batch,
-        context=opts.context,
-        group_size=opts.group_size,
-        operand=opts.operand,
-        kernels=opts.kernels,
-    )
+    cfg, cfg_path = resolve_config(opts, arch)
+    cfg_hash = config_hash(cfg)
 
     # heavy imports only now (torch; triton stays lazy inside the kernels and timing)
     import torch
 
     from bench.backends import select_backends
     from bench.hbm import measure_hbm
-    from bench.manifest import build_manifest, git_state
+    from bench.manifest import build_manifest, git_state, record_gpu_state
     from bench.results import summarize, write_json
-    from bench.sweep import Sweep, run_sweep
+    from bench.resume import gpu_mismatch, load_prior, session_record
+    from bench.sweep import Sweep, finished_points, run_sweep
     from bench.tables import make_console, summary_table
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
     backends = select_backends(cfg.kernels)
-    out = run_dir(opts.out, arch, opts.smoke, git_state().get("short"))
+    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
+    prior = load_prior(out, cfg_hash, cfg.to_dict())
+    if prior is not None:
+        why = gpu_mismatch(prior[1], info)
+        if why:
+            raise FoscarError(f"cannot resume {out}: {why}; pass a new --out DIR")
+    make_run_dir(out)
     console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
     dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
     timing_mode = INTERPRETER_TIMING if interpreter else GRAPH_TIMING  # rows fall back to do_bench where capture fails
 
     if console:
         what = "smoke grid" if opts.smoke else f"{arch} grid"
-        console.print(f"foscar bench: {what} from {cfg_path} on {info.describe() if info else 'CPU'} -> {out}")
+        model = f", {cfg.model} shape" if cfg.model else ""
+        console.print(f"foscar bench: {what}{model} from {cfg_path} on {info.describe() if info else 'CPU'} -> {out}")
         if interpreter:
             console.print("[yellow]Triton interpreter on CPU: interpreter timing, not a performance number[/]")
     hbm, hbm_detail = None, None
@@ -146,7 +200,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
                 f"read-only stream {hbm_detail['read_tbps']:.2f} TB/s)"
             )
 
-    meta = build_manifest(
+    manifest = build_manifest(
         arch=arch,
         device=info,
         config=cfg.to_dict(),
@@ -157,13 +211,33 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         smoke=opts.smoke,
         interpreter=interpreter,
         argv=opts.argv,
+        config_hash=cfg_hash,
+        device_index=dev.index or 0,
     )
-    meta["backends"] = {b.name: b.description for b in backends}
+    manifest["backends"] = {b.name: b.description for b in backends}
     if hbm_detail:
-        meta["hbm_copy_tbps"], meta["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
+        manifest["hbm_copy_tbps"], manifest["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
+    if prior is None:
+        meta = session = manifest
+        prior_rows = None
+    else:  # keep the first session's manifest; record this one under "resumes"
+        prior_rows, meta = prior
+        done = len(finished_points(cfg, backends, prior_rows))
+        session = session_record(manifest, done)
+        meta.setdefault("resumes", []).append(session)
     write_json(meta, out / "meta.json")
 
-    df = run_sweep(Sweep(cfg, backends, dev, hbm, out / "results.csv", console))
+    sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=prior_rows,
+                  progress=opts.output is OutputFormat.table)  # fmt: skip
+    try:
+        df = run_sweep(sweep)
+    except KeyboardInterrupt:
+        hint = f"interrupted: {out / 'results.csv'} holds every finished point; rerun with --out {out} to resume"
+        print(hint, file=sys.stderr)
+        raise
+    finally:  # the GPU's state at the end, also after Ctrl-C or a crash
+        record_gpu_state(session, "end", info, dev.index or 0)
+        write_json(meta, out / "meta.json")
     summary = summarize(df)
     summary["timing_mode"] = timing_mode
     summary["smoke"] = opts.smoke
@@ -177,3 +251,85 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     else:
         print(out)
     return out
+
+
+def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> None:
+    """``--dry-run``: print the resolved grid, each point's device memory and an estimated
+    run time; touch no GPU, build no data, write nothing.
+
+    The GPU is detected only for ``--arch auto`` without ``--config``/``--smoke`` (to
+    pick the preset); no arch/GPU compatibility is checked. An ``--out DIR`` holding
+    results.csv is checked as a real run would (resume or refuse) and its finished
+    points are shown as done.
+
+    Raises:
+        FoscarError: what a real run would refuse (config, flags, an --out of another config),
+            or ``--arch auto`` with no GPU to pick the preset from.
+    """
+    from bench.backends import select_backends
+    from bench.plan import plan_json, plan_points, plan_table
+    from bench.resume import load_prior
+    from bench.sweep import finished_points, grid
+    from bench.tables import make_console
+
+    info = None if device == "detect" else device
+    if opts.smoke:
+        arch = "smoke"
+    elif opts.arch is not Arch.auto:
+        arch = opts.arch.value
+    elif opts.config is not None:
+        arch = "custom"
+    else:
+        if device == "detect":
+            info = detect_device()
+        if info is None:
+            raise FoscarError(
+                "--dry-run with --arch auto needs a GPU to pick the preset, and none was detected; "
+                "pass --arch h100/h200/b200, --config FILE or --smoke"
+            )
+        arch = resolve_arch(Arch.auto, info, smoke=False)
+    cfg, cfg_path = resolve_config(opts, arch)
+    cfg_hash = config_hash(cfg)
+    backends = select_backends(cfg.kernels)
+
+    interpreter = False
+    if opts.smoke:
+        if device == "detect":
+            import torch
+
+            interpreter = not torch.cuda.is_available()  # no CUDA context is created
+        else:
+            interpreter = info is None
+    runnable = None
+    if interpreter:
+        import torch
+
+        runnable = {be.name: be.unavailable(torch.device("cpu")) is None for be in backends}
+    plans = plan_points(cfg, backends, interpreter, runnable)
+
+    resume = None
+    if opts.out is not None:
+        prior = load_prior(Path(opts.out), cfg_hash, cfg.to_dict())
+        if prior is not None:
+            points = grid(cfg)
+            done = sorted(finished_points(cfg, backends, prior[0]))
+            resume = {
+                "run_dir": str(opts.out),
+                "points_done": len(done),
+                "done_points": [[points[i].batch, points[i].context, points[i].bits] for i in done],
+            }
+    kernels = [be.name for be in backends]
+    total_memory = info.total_memory if info is not None else None
+    if opts.output is OutputFormat.json:
+        print(json.dumps(plan_json(cfg, cfg_hash, plans, kernels, interpreter, total_memory, resume), indent=2))
+    elif opts.output is OutputFormat.quiet:
+        from bench.plan import format_duration, still_to_run, total_seconds
+
+        left = format_duration(total_seconds(still_to_run(plans, resume), interpreter))
+        print(f"{len(plans)} points x {len(kernels)} kernels, ~{left} (estimate)")
+    else:
+        console = make_console()
+        console.print(f"foscar bench --dry-run: {cfg_path}" + (f" + model {cfg.model}" if cfg.model else "")
+                      + f", config hash {cfg_hash[:12]}")  # fmt: skip
+        console.print(plan_table(cfg, plans, kernels, interpreter, total_memory, resume))
+    return None

@@ -15,12 +15,18 @@ For every point (batch x context x bits, in that nesting):
 
 A point or row that raises (out of memory, compile error, unsupported shape) is
 recorded with ``status = "error"`` and the reason, and the sweep goes on.
+
+Resuming (:mod:`bench.resume`): points whose rows are all in the previous
+``results.csv`` with a final status are taken from it and not run again. Progress
+(:mod:`bench.progress`): each point's header line carries an ETA, and a rich bar
+on stderr shows the current point where stderr is a terminal.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,9 @@ from rich.console import Console
 
 from bench.backends import Backend, Prepared
 from bench.config import BenchConfig
+from bench.plan import plan_points
+from bench.progress import Eta, SweepProgress, bar_wanted
+from bench.resume import finished_rows, row_key
 from bench.results import add_speedups, new_row, set_timing, to_frame, write_csv
 from bench.tables import point_table
 from bench.timing import time_fn
@@ -49,6 +58,8 @@ class Sweep:
     hbm_tbps: float | None
     results_path: Path
     console: Console | None  # None: print nothing
+    prior: pd.DataFrame | None = None  # rows of the run being resumed (bench.resume.load_prior)
+    progress: bool = False  # a rich bar on stderr (where stderr is a terminal)
 
 
 def grid(cfg: BenchConfig) -> list[Point]:
@@ -86,21 +97,64 @@ def error_reason(e: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def expected_rows(point: Point, backends: list[Backend], operands: list[str]) -> list[tuple[str, int | None, str | None]]:
+    """``(kernel, bits, operand)`` of every row of a point (:func:`bench.resume.row_key` form)."""
+    return [row_key(be.name, bits, op) for be, bits, op in row_specs(point, backends, operands)]
+
+
+def finished_points(cfg: BenchConfig, backends: list[Backend], prior: pd.DataFrame | None) -> dict[int, list[dict[str, Any]]]:
+    """Grid index -> the point's rows from ``prior``, for every point that need not run again."""
+    done: dict[int, list[dict[str, Any]]] = {}
+    if prior is None or not len(prior):
+        return done
+    for i, point in enumerate(grid(cfg)):
+        rows = finished_rows(prior, point, expected_rows(point, backends, cfg.operand))
+        if rows is not None:
+            done[i] = rows
+    return done
+
+
 def run_sweep(sweep: Sweep) -> pd.DataFrame:
-    """Run every point; return all rows (also written to ``results_path`` after each point)."""
-    points = grid(sweep.cfg)
-    rows: list[dict[str, Any]] = []
-    df = to_frame(rows)
-    for i, point in enumerate(points, 1):
-        if sweep.console:
-            sweep.console.print(f"[bold][{i}/{len(points)}][/] {point.label()}")
-        point_rows = run_point(point, sweep)
-        rows.extend(point_rows)
-        df = add_speedups(to_frame(rows))
+    """Run every point not already finished in ``sweep.prior``; return all rows, in grid order
+    (also written to ``results_path`` after each point)."""
+    cfg = sweep.cfg
+    points = grid(cfg)
+    by_point = finished_points(cfg, sweep.backends, sweep.prior)
+    todo = [i for i in range(len(points)) if i not in by_point]
+    if sweep.console and by_point:
+        sweep.console.print(
+            f"resuming: {len(by_point)} of {len(points)} points already in {sweep.results_path}; "
+            f"running the other {len(todo)}"
+        )
+
+    def all_rows() -> pd.DataFrame:
+        return add_speedups(to_frame([r for i in sorted(by_point) for r in by_point[i]]))
+
+    runnable = {be.name: be.unavailable(sweep.device) is None for be in sweep.backends}
+    plans = plan_points(cfg, sweep.backends, interpreter=sweep.device.type != "cuda", runnable=runnable)
+    eta = Eta([plans[i].seconds for i in todo])
+    df = all_rows()
+    with SweepProgress(eta, len(points)) if sweep.progress and bar_wanted() else nullcontext() as bar:
+        for i in todo:
+            point = points[i]
+            if bar:
+                bar.point_started(i + 1, point.label())
+            if sweep.console:
+                sweep.console.print(f"[bold][{i + 1}/{len(points)}][/] {point.label()}  [dim]({eta.text()})[/]")
+            point_rows = run_point(point, sweep)
+            by_point[i] = point_rows
+            df = all_rows()
+            write_csv(df, sweep.results_path)
+            eta.point_done()
+            if bar:
+                bar.point_done()
+            if sweep.console:
+                start = sum(len(by_point[j]) for j in by_point if j < i)
+                mine = df.iloc[start : start + len(point_rows)]
+                sweep.console.print(point_table(mine, point.label(), sweep.hbm_tbps))
+            _free(sweep.device)
+    if not todo:
         write_csv(df, sweep.results_path)
-        if sweep.console:
-            sweep.console.print(point_table(df.tail(len(point_rows)), point.label(), sweep.hbm_tbps))
-        _free(sweep.device)
     return df
 
 

@@ -1,0 +1,130 @@
+"""Resuming a run: the same command with the same ``--out DIR`` picks up where it stopped.
+
+``results.csv`` is rewritten after every point, so after a crash or Ctrl-C it holds
+every point that finished. Rerunning into that directory:
+
+* is allowed only when the resolved config hashes (:func:`bench.config.config_hash`)
+  to the ``config_hash`` in the directory's ``meta.json``; otherwise it stops with
+  both hashes and the fields that differ (a mixed results.csv would be wrong);
+* skips every point whose rows (kernel x operand) are all in ``results.csv`` with a
+  final status (``ok``, ``failed``, ``error``, ``skipped``, ``suspect``: an error
+  or a skip is a result too; remove those rows, or use a new ``--out``, to redo
+  them); any other point runs again from scratch;
+* appends a record of the session to ``meta.json["resumes"]`` (date, command, git,
+  GPU UUID and state, HBM ceiling), keeping the first session's manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench.errors import FoscarError
+
+FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")
+POINT_COLUMNS = ("batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size")
+
+
+def load_prior(out: Path, cfg_hash: str, config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """``(rows, meta)`` of the run in ``out`` to resume, or ``None`` when ``out`` holds no results.csv.
+
+    Raises:
+        FoscarError: results.csv without a readable meta.json or its config_hash, or a
+            config hash that differs from ``cfg_hash`` (the message names both).
+    """
+    out = Path(out)
+    csv = out / "results.csv"
+    if not csv.exists():
+        return None
+    meta_path = out / "meta.json"
+    if not meta_path.is_file():
+        raise FoscarError(f"{out} already holds results.csv but no meta.json, so it cannot be resumed; pass a new --out DIR")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FoscarError(f"cannot parse {meta_path}: {str(e).splitlines()[0]}; pass a new --out DIR") from None
+    old = meta.get("config_hash") if isinstance(meta, dict) else None
+    if not old:
+        raise FoscarError(
+            f"{out} already holds results.csv from a run without a config_hash in meta.json "
+            "(written before runs could resume); pass a new --out DIR"
+        )
+    if old != cfg_hash:
+        fields = differing_fields(meta.get("config") or {}, config)
+        which = f" (differs in: {', '.join(fields)})" if fields else ""
+        raise FoscarError(
+            f"{out} holds a run of another config: config hash {old} in its meta.json, "
+            f"{cfg_hash} for this command{which}; rerun with that run's flags to resume it, or pass a new --out DIR"
+        )
+    from bench.results import read_results
+
+    try:
+        rows = read_results(csv)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError, KeyError) as e:
+        raise FoscarError(f"cannot read {csv} to resume it: {str(e).splitlines()[0]}; pass a new --out DIR") from None
+    return rows, meta
+
+
+def differing_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Config fields whose values differ (or that only one side has), sorted."""
+    return sorted(k for k in set(old) | set(new) if old.get(k, _MISSING) != new.get(k, _MISSING))
+
+
+_MISSING = object()
+
+
+def _opt(x: Any) -> Any:
+    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return x
+
+
+def row_key(kernel: Any, bits: Any, operand: Any) -> tuple[str, int | None, str | None]:
+    """``(kernel, bits, operand)`` with missing values as ``None`` (baselines have no bits/operand)."""
+    bits, operand = _opt(bits), _opt(operand)
+    return str(kernel), None if bits is None else int(bits), None if operand is None else str(operand)
+
+
+def point_values(point) -> tuple[int, ...]:
+    """The :data:`POINT_COLUMNS` of a :class:`bench.workload.Point` (``cache_bits`` = its bits)."""
+    return (point.batch, point.context, point.bits, point.group_size, point.num_qo_heads, point.num_kv_heads,
+            point.head_dim, point.page_size)  # fmt: skip
+
+
+def finished_rows(prior: pd.DataFrame, point, expected: list[tuple[str, int | None, str | None]]) -> list[dict] | None:
+    """The rows of ``point`` in ``prior`` (one per expected row key, in that order) when every
+    expected row is there with a final status; ``None`` when the point must run (again)."""
+    mask = pd.Series(True, index=prior.index)
+    for col, value in zip(POINT_COLUMNS, point_values(point)):
+        mask &= prior[col] == value
+    mine = prior[mask.fillna(False).astype(bool) & prior["status"].isin(FINAL_STATUSES)]
+    found: dict[tuple, dict] = {}
+    for rec in mine.astype(object).where(mine.notna(), None).to_dict("records"):
+        found[row_key(rec["kernel"], rec["bits"], rec["operand"])] = rec  # the last one wins
+    if not expected or any(k not in found for k in expected):
+        return None
+    return [found[k] for k in expected]
+
+
+def session_record(manifest: dict[str, Any], points_done_before: int) -> dict[str, Any]:
+    """What ``meta.json["resumes"]`` keeps of a resuming session's own manifest."""
+    keep = ("date", "command", "git", "versions", "hbm_ceiling_tbps", "timing_mode", "gpu_state")
+    rec = {k: manifest.get(k) for k in keep}
+    gpu = manifest.get("gpu") or {}
+    rec["gpu"] = {"name": gpu.get("name"), "uuid": gpu.get("uuid"), "driver": gpu.get("driver")} if gpu else None
+    rec["points_done_before"] = points_done_before
+    return rec
+
+
+def gpu_mismatch(meta: dict[str, Any], device) -> str | None:
+    """Why a session on ``device`` (:class:`bench.arch.DeviceInfo` or ``None`` for the CPU)
+    may not resume the run of ``meta``: another kind of GPU. ``None`` when it may."""
+    old = (meta.get("gpu") or {}).get("name")
+    new = device.name if device is not None else None
+    if old != new:
+        return f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"
+    return None
