@@ -5,6 +5,11 @@ Public API:
 * :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format.
 * :func:`decode` — folded decode attention (Triton kernel).
 * :func:`reference_decode`, :func:`attention_reference` — fp64/fp32 references.
+
+Accuracy tooling (submodules, imported on demand): :mod:`foscar.accuracy` (error
+metrics, attention KL), :mod:`foscar.data` (synthetic K/V), :mod:`foscar.rotation`
+(randomized Hadamard), :mod:`foscar.mixed` (BF16 sinks + recent tokens, quantized
+middle, LSE merge).
 """
 
 from foscar.decode import OPERAND_MODES, decode
