@@ -9,6 +9,7 @@
     foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
+    foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
@@ -258,6 +259,103 @@ def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = Fals
     else:
         save_json(entries, out)
         typer.echo(f"wrote {out} ({len(entries)} entries)")
+
+
+# --- foscar accuracy -----------------------------------------------------------
+
+from bench.accuracy import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES  # noqa: E402  (no torch import)
+
+DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
+AccKernel = Enum("AccKernel", {n: n for n in VARIANT_NAMES}, type=str)
+Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
+
+AccOutOpt = Annotated[
+    Optional[Path],
+    typer.Option("--out", help="Run directory (default results/<timestamp>-<arch>-accuracy-<git short>; "
+                 "smoke: results/_scratch/...)."),
+]  # fmt: skip
+AccSmokeOpt = Annotated[
+    bool,
+    typer.Option("--smoke", help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
+                 "group size 128) that the Triton interpreter runs on CPU in seconds."),
+]  # fmt: skip
+AccGroupOpt = Annotated[
+    Optional[list[int]], typer.Option("--group-size", help="Group size: 32, 64, 128 (repeat; default all, smoke 128).")
+]
+AccDataOpt = Annotated[Optional[list[DataKind]], typer.Option("--data", help="Synthetic data kind (repeat; default all).")]
+AccKernelOpt = Annotated[Optional[list[AccKernel]], typer.Option("--kernel", help="Variant (repeat; default all).")]
+AccRotationOpt = Annotated[Optional[list[Rotation]], typer.Option("--rotation", help="Rotation (repeat; default both).")]
+AccBatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Batch size (default 4; smoke 1).")]
+AccContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens per sequence (default 8192).")]
+AccQoOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (default 32).")]
+AccKvOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (default 8).")]
+AccDimOpt = Annotated[Optional[int], typer.Option("--head-dim", min=1, help="Head dimension (default 128).")]
+SinkOpt = Annotated[Optional[int], typer.Option("--num-sink", min=0, help="Leading tokens kept in BF16 (default 64).")]
+RecentOpt = Annotated[Optional[int], typer.Option("--num-recent", min=0, help="Trailing tokens kept in BF16 (default 256).")]
+NoMixedOpt = Annotated[bool, typer.Option("--no-mixed", help="Leave out the sink + recent mixed-precision layout.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the rotation's signs.")]
+NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no PNGs and no accuracy.md.")]
+
+
+@app.command()
+def accuracy(
+    smoke: AccSmokeOpt = False,
+    out: AccOutOpt = None,
+    bits: BitsOpt = None,
+    group_size: AccGroupOpt = None,
+    data: AccDataOpt = None,
+    kernel: AccKernelOpt = None,
+    rotation: AccRotationOpt = None,
+    batch: AccBatchOpt = None,
+    context: AccContextOpt = None,
+    num_qo_heads: AccQoOpt = None,
+    num_kv_heads: AccKvOpt = None,
+    head_dim: AccDimOpt = None,
+    num_sink: SinkOpt = None,
+    num_recent: RecentOpt = None,
+    no_mixed: NoMixedOpt = False,
+    seed: SeedOpt = 0,
+    no_plots: NoPlotsOpt = False,
+    output_format: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Accuracy next to speed: every kernel variant's error against exact attention.
+
+    For each synthetic data kind x bits x group size x rotation (none, randomized
+    Hadamard) x layout (whole cache quantized; first/last tokens kept in BF16), the
+    output of each variant (foscar-cuda, foscar-triton, foscar-cuda-per-value, and
+    the fp64 reference on the dequantized cache) is compared with (a) fp64 attention
+    on the unquantized BF16 cache and (b) fp64 attention on the cache the kernel
+    reads: relative L2, max abs, cosine, and the attention-probability KL. Writes
+    results.csv, meta.json, summary.json, PNGs and accuracy.md to the run directory.
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.accuracy import AccuracyOptions, run_accuracy
+
+    run_accuracy(
+        AccuracyOptions(
+            out=out,
+            smoke=smoke,
+            bits=[int(b.value) for b in bits or []],
+            group_sizes=list(group_size or []),
+            data=[d.value for d in data or []],
+            kernels=[k.value for k in kernel or []],
+            rotations=[r.value for r in rotation or []],
+            batch=batch,
+            context=context,
+            num_qo_heads=num_qo_heads,
+            num_kv_heads=num_kv_heads,
+            head_dim=head_dim,
+            num_sink=num_sink,
+            num_recent=num_recent,
+            no_mixed=no_mixed,
+            seed=seed,
+            plots=not no_plots,
+            output=output_format,
+            argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

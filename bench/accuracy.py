@@ -1,0 +1,600 @@
+"""``foscar accuracy``: how far each kernel variant's output is from exact attention.
+
+Grid: data kind (:data:`foscar.data.DATA_KINDS`) x bits x group size x rotation
+(``none``, ``hadamard``: :mod:`foscar.rotation`) x layout (``quantized``: the whole
+cache quantized; ``sink<S>+recent<R>``: :mod:`foscar.mixed`) x kernel variant
+(:data:`VARIANTS`). Per cache configuration two references, both fp64:
+
+* (a) ``vs_bf16``: exact attention of the original query over the unquantized BF16
+  cache (``foscar.attention_reference``) — what quantization + kernel cost in total;
+* (b) ``vs_deq``: the same over the cache the kernel actually reads (the dequantized
+  cache; rotated query and cache, the result rotated back, with rotation; BF16 sinks
+  and recent tokens with the mixed layout) — the kernel's own error.
+
+The variant ``fp64-dequant`` *is* reference (b) (for the mixed layout: the fp64
+reference on the middle, merged through the LSE with the fp64 exact pass), so its
+``vs_bf16`` columns are the quantization error alone.
+
+Run directory (same format as ``foscar bench``): ``results.csv`` (:data:`COLUMNS`,
+one row per (data, bits, group_size, kernel, rotation, layout)), ``meta.json``
+(versions, GPU, git, command, config), ``summary.json`` (headline numbers), plus
+``accuracy.md`` and PNGs (:mod:`bench.accuracy_report`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+import json
+import math
+import platform
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bench import SCHEMA_VERSION
+from bench.errors import FoscarError
+from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat, enable_interpreter
+
+KIND = "accuracy"
+ROTATIONS = ("none", "hadamard")
+PLAIN_LAYOUT = "quantized"
+TOLERANCE = 2e-2  # a kernel further than this from reference (b) is marked failed (as foscar bench)
+REFERENCE_VARIANT = "fp64-dequant"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The decode problem every configuration is measured on."""
+
+    batch: int
+    context: int
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    num_sink: int
+    num_recent: int
+
+
+DEFAULT_SHAPE = Shape(batch=4, context=8192, num_qo_heads=32, num_kv_heads=8, head_dim=128, num_sink=64, num_recent=256)
+SMOKE_SHAPE = Shape(batch=1, context=64, num_qo_heads=4, num_kv_heads=1, head_dim=128, num_sink=8, num_recent=16)
+SMOKE_GROUP_SIZES = (128,)  # the interpreter takes ~0.2 s per kernel call: keep the smoke grid small
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A way to compute the output: a FOSCAR kernel (``backend``, ``method``) or the reference."""
+
+    name: str
+    backend: str | None  # foscar.decode backend; None: the fp64 reference
+    method: str | None  # foscar.decode method ("per-value"); None: the default (folded)
+    description: str
+
+
+VARIANTS = (
+    Variant(REFERENCE_VARIANT, None, None, "fp64 reference on the dequantized cache (quantization error alone)"),
+    Variant("foscar-cuda", "cuda", None, "foscar.decode backend='cuda' (sm_90 CUDA C++ kernel, folded)"),
+    Variant("foscar-triton", "triton", None, "foscar.decode backend='triton' (folded)"),
+    Variant("foscar-cuda-per-value", "cuda", "per-value",
+            "foscar.decode backend='cuda', method='per-value' (same kernel, every value reconstructed)"),  # fmt: skip
+)
+VARIANT_NAMES = tuple(v.name for v in VARIANTS)
+DATA_KIND_NAMES = ("gaussian", "outlier-rope", "student-t")  # foscar.data.DATA_KINDS, without importing torch
+
+COLUMNS = [
+    "data", "data_label", "bits", "group_size", "kernel", "rotation", "layout", "num_sink", "num_recent",
+    "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "seed",
+    "rel_l2_vs_bf16_max", "rel_l2_vs_bf16_mean", "max_abs_vs_bf16", "cosine_vs_bf16_min",
+    "rel_l2_vs_deq_max", "rel_l2_vs_deq_mean", "max_abs_vs_deq", "cosine_vs_deq_min",
+    "attn_kl_mean", "attn_kl_max", "status", "error",
+]  # fmt: skip
+COLUMN_DOCS = {
+    "data": "synthetic data kind (foscar.data.DATA_KINDS)",
+    "data_label": "what the data is, in words",
+    "kernel": f"variant: {', '.join(VARIANT_NAMES)}",
+    "rotation": "none, or hadamard (randomized Hadamard on q, K, V per head; output rotated back)",
+    "layout": "quantized (whole cache) or sink<S>+recent<R> (first S and last R tokens BF16, the middle quantized)",
+    "rel_l2_vs_bf16_max": "max over batch rows of ||out_b - ref_b|| / ||ref_b||, ref = fp64 attention on the BF16 cache",
+    "rel_l2_vs_bf16_mean": "mean over batch rows of the same",
+    "max_abs_vs_bf16": "max |out - ref| over all rows, heads, channels",
+    "cosine_vs_bf16_min": "min over batch rows of the cosine similarity of out_b and ref_b",
+    "rel_l2_vs_deq_max": "as rel_l2_vs_bf16_max, ref = fp64 attention on the cache the kernel reads (dequantized)",
+    "attn_kl_mean": "mean over rows of KL(p || p_hat) in nats (mean over query heads), p from exact q and BF16 K, "
+    "p_hat from the kernel's query and the K it reads; a property of the cache, equal for all kernels",
+    "attn_kl_max": "max over rows of the same",
+    "status": "ok; failed (rel_l2_vs_deq_max > tolerance or non-finite); error (raised); skipped (cannot run here)",
+}
+METRIC_COLUMNS = COLUMNS[COLUMNS.index("rel_l2_vs_bf16_max") : COLUMNS.index("status")]
+
+
+@dataclass
+class AccuracyOptions:
+    """The ``foscar accuracy`` flags, parsed. Empty lists / ``None`` mean the defaults."""
+
+    out: Path | None = None
+    smoke: bool = False
+    bits: list[int] = field(default_factory=list)
+    group_sizes: list[int] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    rotations: list[str] = field(default_factory=list)
+    batch: int | None = None
+    context: int | None = None
+    num_qo_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    num_sink: int | None = None
+    num_recent: int | None = None
+    no_mixed: bool = False
+    seed: int = 0
+    plots: bool = True
+    output: OutputFormat = OutputFormat.table
+    argv: list[str] | None = None
+
+
+# ---------------------------------------------------------------------------
+# what can run here
+
+
+def per_value_unavailable() -> str | None:
+    """Why ``foscar.decode`` cannot be asked for the per-value variant, or ``None``.
+
+    Checked with :mod:`inspect`: ``foscar.decode`` needs a ``method`` parameter; if
+    ``foscar.decode`` (the module) lists its methods in ``METHODS``, ``"per-value"``
+    must be one.
+    """
+    import foscar
+    import foscar.decode as decode_mod
+
+    params = inspect.signature(foscar.decode).parameters
+    if "method" not in params:
+        return "foscar.decode has no `method` parameter: the per-value variant is not exposed"
+    methods = getattr(decode_mod, "METHODS", None)
+    if methods is not None and "per-value" not in methods:
+        return f"foscar.decode's METHODS {list(methods)} has no 'per-value'"
+    return None
+
+
+def variant_unavailable(variant: Variant, device, gqa: int) -> str | None:
+    """Why ``variant`` cannot run on ``device`` (a ``torch.device``), or ``None``."""
+    if variant.backend is None:
+        return None
+    if variant.method == "per-value":
+        why = per_value_unavailable()
+        if why:
+            return why
+    if variant.backend == "cuda":
+        from foscar.kernels import decode_cuda
+
+        return decode_cuda.unavailable(device, gqa)
+    if device.type != "cuda":
+        from foscar.kernels import decode_triton
+
+        if not decode_triton.interpreter_enabled():
+            return "no CUDA device and TRITON_INTERPRET is not set"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# measuring one cache configuration
+
+
+def _decode_fn(variant: Variant) -> Callable:
+    """``f(q, cache, sm_scale) -> (out, lse)`` for a quantized cache."""
+    from foscar import decode, reference_decode
+
+    if variant.backend is None:
+        return lambda q, cache, scale: reference_decode(q, cache, sm_scale=scale, return_lse=True)
+    extra = {"method": variant.method} if variant.method else {}
+    return lambda q, cache, scale: decode(q, cache, sm_scale=scale, return_lse=True, backend=variant.backend, **extra)
+
+
+def _metrics(out, ref_bf16, ref_deq) -> dict[str, float]:
+    from foscar.accuracy import aggregate, output_errors
+
+    row: dict[str, float] = {}
+    for tag, ref in (("bf16", ref_bf16), ("deq", ref_deq)):
+        e = output_errors(out, ref)
+        row[f"rel_l2_vs_{tag}_max"], row[f"rel_l2_vs_{tag}_mean"] = aggregate(e.rel_l2)
+        row[f"max_abs_vs_{tag}"] = aggregate(e.max_abs)[0]
+        row[f"cosine_vs_{tag}_min"] = aggregate(e.cosine, worst="min")[0]
+    return row
+
+
+def measure_config(data, bits: int, group_size: int, rotation: str, layout: str, shape: Shape, variants, device,
+                   ref_bf16, signs) -> list[dict[str, Any]]:  # fmt: skip
+    """Rows for one (data, bits, group_size, rotation, layout), one per variant.
+
+    Args:
+        data: :class:`foscar.data.KVData` on ``device``.
+        variants: ``[(Variant, reason or None)]``: a reason makes a ``skipped`` row.
+        ref_bf16: ``[batch, num_qo_heads, head_dim]`` float64, reference (a).
+        signs: ``[head_dim]`` +-1, the rotation's sign vector.
+    """
+    import torch
+
+    from foscar import attention_reference, dequantize_kv, quantize_kv
+    from foscar.accuracy import aggregate, attention_kl
+    from foscar.mixed import build_mixed_cache, dequantize_mixed, mixed_decode
+    from foscar.rotation import rotate, unrotate
+
+    scale = 1.0 / math.sqrt(shape.head_dim)
+    bf = torch.bfloat16
+    if rotation == "hadamard":
+        q, k, v = (rotate(x, signs).to(bf) for x in (data.q, data.k, data.v))
+        back = lambda o: unrotate(o, signs)  # noqa: E731
+    else:
+        q, k, v = data.q, data.k, data.v
+        back = lambda o: o.to(torch.float64)  # noqa: E731
+    mixed = layout != PLAIN_LAYOUT
+    if mixed:
+        cache = build_mixed_cache(k, v, bits, group_size, data.seq_lens, shape.num_sink, shape.num_recent)
+        k_eff, v_eff = dequantize_mixed(cache, torch.float64)
+    else:
+        cache = quantize_kv(k, v, bits=bits, group_size=group_size, seq_lens=data.seq_lens)
+        k_eff, v_eff = dequantize_kv(cache, torch.float64)
+    ref_deq = back(attention_reference(q, k_eff, v_eff, data.seq_lens, sm_scale=scale))
+    kl_mean, kl_max = aggregate(attention_kl(data.q, data.k, q, k_eff, data.seq_lens, sm_scale=scale))
+    del k_eff, v_eff
+
+    base = {
+        "data": data.name, "data_label": data.label, "bits": bits, "group_size": group_size, "rotation": rotation,
+        "layout": layout, "num_sink": shape.num_sink if mixed else None, "num_recent": shape.num_recent if mixed else None,
+        "batch": shape.batch, "context": shape.context, "num_qo_heads": shape.num_qo_heads,
+        "num_kv_heads": shape.num_kv_heads, "head_dim": shape.head_dim,
+    }  # fmt: skip
+    rows = []
+    for variant, why_not in variants:
+        row: dict[str, Any] = {c: None for c in COLUMNS}
+        row.update(base, kernel=variant.name)
+        if why_not:
+            row.update(status="skipped", error=why_not)
+            rows.append(row)
+            continue
+        fn = _decode_fn(variant)
+        try:
+            if mixed:
+                is_ref = variant.backend is None
+                out = mixed_decode(q, cache, sm_scale=scale, middle_decode=fn,
+                                   dtype=torch.float64 if is_ref else torch.float32)  # fmt: skip
+                if not is_ref:  # a serving engine hands BF16 on, like the kernel
+                    out = out.to(bf)
+            else:
+                out = fn(q, cache, scale)[0]
+        except (ValueError, RuntimeError) as e:
+            row.update(status="error", error=f"{type(e).__name__}: {e}".splitlines()[0][:300])
+            rows.append(row)
+            continue
+        row.update(_metrics(back(out), ref_bf16, ref_deq), attn_kl_mean=kl_mean, attn_kl_max=kl_max)
+        err = row["rel_l2_vs_deq_max"]
+        if not math.isfinite(err) or err > TOLERANCE:
+            row.update(status="failed", error=f"rel_l2_vs_deq_max {err:.3g} > tolerance {TOLERANCE:g}")
+        else:
+            row["status"] = "ok"
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# the grid
+
+
+@dataclass
+class Grid:
+    shape: Shape
+    bits: list[int]
+    group_sizes: list[int]
+    data: list[str]
+    kernels: list[str]
+    rotations: list[str]
+    layouts: list[str]
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "shape": asdict(self.shape), "tolerance": TOLERANCE}
+
+    def num_configs(self) -> int:
+        return len(self.data) * len(self.bits) * len(self.group_sizes) * len(self.rotations) * len(self.layouts)
+
+
+def resolve_grid(opts: AccuracyOptions) -> Grid:
+    """Defaults (``--smoke``: :data:`SMOKE_SHAPE`, else :data:`DEFAULT_SHAPE`) with the flags applied.
+
+    Raises:
+        FoscarError: an unknown data kind, kernel or rotation; a shape that does not fit.
+    """
+    from foscar.data import DATA_KINDS
+    from foscar.quant import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES
+
+    s = SMOKE_SHAPE if opts.smoke else DEFAULT_SHAPE
+    shape = Shape(
+        batch=opts.batch or s.batch,
+        context=opts.context or s.context,
+        num_qo_heads=opts.num_qo_heads or s.num_qo_heads,
+        num_kv_heads=opts.num_kv_heads or s.num_kv_heads,
+        head_dim=opts.head_dim or s.head_dim,
+        num_sink=s.num_sink if opts.num_sink is None else opts.num_sink,
+        num_recent=s.num_recent if opts.num_recent is None else opts.num_recent,
+    )
+    for name, given, allowed in (
+        ("--data", opts.data, list(DATA_KINDS)),
+        ("--kernel", opts.kernels, list(VARIANT_NAMES)),
+        ("--rotation", opts.rotations, list(ROTATIONS)),
+        ("--bits", opts.bits, list(SUPPORTED_BITS)),
+        ("--group-size", opts.group_sizes, list(SUPPORTED_GROUP_SIZES)),
+    ):
+        bad = [x for x in given if x not in allowed]
+        if bad:
+            raise FoscarError(f"{name} {bad[0]}: expected one of {allowed}")
+    if shape.num_qo_heads % shape.num_kv_heads:
+        raise FoscarError(f"--num-qo-heads {shape.num_qo_heads} must be a multiple of --num-kv-heads {shape.num_kv_heads}")
+    if shape.head_dim not in (64, 128, 256):
+        raise FoscarError(f"--head-dim {shape.head_dim}: FOSCAR's kernels take 64, 128 or 256")
+    groups = sorted(set(opts.group_sizes or (SMOKE_GROUP_SIZES if opts.smoke else SUPPORTED_GROUP_SIZES)))
+    too_big = [g for g in groups if shape.head_dim % g]
+    if too_big:
+        if opts.group_sizes:
+            raise FoscarError(f"--group-size {too_big[0]} does not divide --head-dim {shape.head_dim}")
+        groups = [g for g in groups if g not in too_big]
+    layouts = [PLAIN_LAYOUT]
+    if not opts.no_mixed:
+        layouts.append(f"sink{shape.num_sink}+recent{shape.num_recent}")
+    return Grid(
+        shape=shape,
+        bits=sorted(set(opts.bits or SUPPORTED_BITS)),
+        group_sizes=groups,
+        data=list(dict.fromkeys(opts.data or DATA_KINDS)),
+        kernels=list(dict.fromkeys(opts.kernels or VARIANT_NAMES)),
+        rotations=list(dict.fromkeys(opts.rotations or ROTATIONS)),
+        layouts=layouts,
+        seed=opts.seed,
+    )
+
+
+def run_grid(grid: Grid, device, on_config: Callable[[list[dict[str, Any]]], None] | None = None):
+    """Measure every configuration; return the rows as a DataFrame (:data:`COLUMNS`)."""
+    import torch
+
+    from foscar import attention_reference
+    from foscar.data import make_kv
+    from foscar.rotation import random_signs
+
+    s = grid.shape
+    chosen = [v for v in VARIANTS if v.name in grid.kernels]
+    variants = [(v, variant_unavailable(v, device, s.num_qo_heads // s.num_kv_heads)) for v in chosen]
+    signs = random_signs(s.head_dim, seed=grid.seed + 1).to(device)
+    rows: list[dict[str, Any]] = []
+    for kind in grid.data:
+        data = make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context, s.head_dim, seed=grid.seed, device=device)
+        ref_bf16 = attention_reference(data.q, data.k, data.v, data.seq_lens)
+        for bits in grid.bits:
+            for g in grid.group_sizes:
+                for rotation in grid.rotations:
+                    for layout in grid.layouts:
+                        new = measure_config(data, bits, g, rotation, layout, s, variants, device, ref_bf16, signs)
+                        for r in new:
+                            r["seed"] = grid.seed
+                        rows.extend(new)
+                        if on_config:
+                            on_config(new)
+        del data, ref_bf16
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return to_frame(rows)
+
+
+def to_frame(rows: list[dict[str, Any]]):
+    """Rows as a DataFrame with exactly :data:`COLUMNS` and numeric metric columns."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in ("bits", "group_size", "num_sink", "num_recent", "batch", "context", "num_qo_heads", "num_kv_heads",
+              "head_dim", "seed"):  # fmt: skip
+        df[c] = pd.to_numeric(df[c]).astype("Int64")
+    for c in METRIC_COLUMNS:
+        df[c] = pd.to_numeric(df[c]).astype("float64")
+    return df
+
+
+def read_accuracy(path: Path):
+    """Read an accuracy ``results.csv`` back with the schema's dtypes."""
+    import pandas as pd
+
+    df = pd.read_csv(path, dtype={c: str for c in ("data", "data_label", "kernel", "rotation", "layout", "status", "error")})
+    return to_frame(df.to_dict("records"))
+
+
+# ---------------------------------------------------------------------------
+# summary and manifest
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def summarize(df, grid: Grid) -> dict[str, Any]:
+    """``summary.json``: the headline numbers.
+
+    * ``kernel_max_rel_l2_vs_deq[kernel]``: the worst ``rel_l2_vs_deq_max`` of each
+      kernel over its ``ok``/``failed`` rows (the kernel's own error), ``rows``;
+    * ``quantization_error``: per (data, bits, group_size, layout, rotation), the
+      ``fp64-dequant`` row's ``rel_l2_vs_bf16_max``, ``cosine_vs_bf16_min`` and
+      ``attn_kl_mean`` (the cache's error, whatever the kernel);
+    * ``rotation_gain["<data>/int<bits>/g<G>/<layout>"]`` = error without rotation /
+      error with it (> 1: the rotation removes error);
+    * ``status_counts``.
+    """
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "shape": asdict(grid.shape),
+        "references": {
+            "vs_bf16": "fp64 attention of the original query over the unquantized BF16 cache",
+            "vs_deq": "fp64 attention over the cache the kernel reads (dequantized; rotated and rotated back; "
+            "BF16 sinks/recent in the mixed layout)",
+        },
+        "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
+        "kernel_max_rel_l2_vs_deq": {},
+        "quantization_error": [],
+        "rotation_gain": {},
+    }
+    measured = df[df["status"].isin(["ok", "failed"])]
+    for kernel, grp in measured.groupby("kernel", sort=False):
+        out["kernel_max_rel_l2_vs_deq"][str(kernel)] = {
+            "max": _finite(grp["rel_l2_vs_deq_max"].max()),
+            "rows": int(len(grp)),
+        }
+    ref = measured[measured["kernel"] == REFERENCE_VARIANT]
+    for r in ref.to_dict("records"):
+        out["quantization_error"].append(
+            {
+                "data": r["data"], "bits": int(r["bits"]), "group_size": int(r["group_size"]), "layout": r["layout"],
+                "rotation": r["rotation"], "rel_l2_vs_bf16_max": _finite(r["rel_l2_vs_bf16_max"]),
+                "cosine_vs_bf16_min": _finite(r["cosine_vs_bf16_min"]), "attn_kl_mean": _finite(r["attn_kl_mean"]),
+            }
+        )  # fmt: skip
+    if {"none", "hadamard"} <= set(ref["rotation"]):
+        keys = ["data", "bits", "group_size", "layout"]
+        piv = ref.pivot_table(index=keys, columns="rotation", values="rel_l2_vs_bf16_max", aggfunc="first")
+        for (data, bits, g, layout), r in piv.iterrows():
+            gain = r["none"] / r["hadamard"] if r["hadamard"] > 0 else math.nan
+            out["rotation_gain"][f"{data}/int{int(bits)}/g{int(g)}/{layout}"] = _finite(gain)
+    return out
+
+
+def build_accuracy_manifest(grid: Grid, device_info, interpreter: bool, smoke: bool, arch: str,
+                            variants: dict[str, str], argv: list[str] | None) -> dict[str, Any]:  # fmt: skip
+    """``meta.json`` for an accuracy run: bench's manifest fields that apply (no timing, no HBM ceiling)."""
+    import torch
+
+    from bench.manifest import driver_version, foscar_version, git_state, package_version
+
+    gpu = None
+    if device_info is not None:
+        gpu = {
+            "name": device_info.name,
+            "compute_capability": f"{device_info.capability[0]}.{device_info.capability[1]}",
+            "sm_count": device_info.sm_count,
+            "total_memory_bytes": device_info.total_memory,
+            "driver": driver_version(),
+        }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "command": shlex.join(argv if argv is not None else sys.argv),
+        "arch": arch,
+        "smoke": smoke,
+        "triton_interpreter": interpreter,
+        "gpu": gpu,
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "triton": package_version("triton"),
+            "foscar": foscar_version(),
+        },
+        "git": git_state(),
+        "config": grid.to_dict(),
+        "variants": variants,
+        "columns": COLUMN_DOCS,
+    }
+
+
+# ---------------------------------------------------------------------------
+# end to end
+
+
+def make_out_dir(out: Path) -> Path:
+    """Create the run directory, refusing one that already holds results.
+
+    Raises:
+        FoscarError: ``out`` holds a results.csv, or cannot be created.
+    """
+    if (out / "results.csv").exists():
+        raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
+    return out
+
+
+def run_accuracy(opts: AccuracyOptions, device: Any = "detect") -> Path:
+    """Do the whole ``foscar accuracy`` run; return the run directory.
+
+    Args:
+        opts: parsed flags.
+        device: a :class:`bench.arch.DeviceInfo`, ``None`` (no GPU), or ``"detect"``.
+
+    Raises:
+        FoscarError: no GPU without ``--smoke``; bad flags; an unusable output directory.
+    """
+    from bench.arch import Arch, detect_device, resolve_arch
+
+    info = detect_device() if device == "detect" else device
+    if info is None and not opts.smoke:
+        raise FoscarError(
+            "no CUDA GPU detected; the default accuracy grid (batch 4 x 8192 tokens x 32/8 heads) needs one. "
+            "Use --smoke for the tiny grid through the Triton interpreter on CPU."
+        )
+    arch = resolve_arch(Arch.auto, info, smoke=True)  # a label only: accuracy runs on any GPU
+    interpreter = info is None
+    if interpreter:
+        enable_interpreter()
+    grid = resolve_grid(opts)
+
+    import torch
+
+    from bench.manifest import git_state
+    from bench.results import write_csv, write_json
+    from bench.tables import make_console
+
+    dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
+    out = opts.out
+    if out is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = SCRATCH_DIR if opts.smoke else RESULTS_DIR
+        out = base / f"{stamp}-{arch}-accuracy{'-smoke' if opts.smoke else ''}-{git_state().get('short') or 'nogit'}"
+    out = make_out_dir(Path(out))
+    console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
+    if console:
+        s = grid.shape
+        console.print(
+            f"foscar accuracy: {grid.num_configs()} cache configurations x {len(grid.kernels)} variants, batch {s.batch} x "
+            f"{s.context} tokens, {s.num_qo_heads}/{s.num_kv_heads} heads, head_dim {s.head_dim} on "
+            f"{info.describe() if info else 'CPU (Triton interpreter)'} -> {out}"
+        )
+    variants = {v.name: v.description for v in VARIANTS if v.name in grid.kernels}
+    write_json(build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv), out / "meta.json")
+
+    done: list[dict[str, Any]] = []
+
+    def on_config(rows):  # rewrite results.csv after every configuration: a crash loses nothing measured
+        done.extend(rows)
+        write_csv(to_frame(done), out / "results.csv")
+
+    df = run_grid(grid, dev, on_config)
+    write_csv(df, out / "results.csv")
+    summary = summarize(df, grid)
+    summary["smoke"] = opts.smoke
+    write_json(summary, out / "summary.json")
+    written = []
+    if opts.plots:
+        from bench.accuracy_report import write_accuracy_report
+
+        written = write_accuracy_report(out, df, summary, grid)
+
+    if opts.output is OutputFormat.json:
+        print(json.dumps(summary, indent=2))
+    elif console:
+        from bench.accuracy_report import accuracy_table
+
+        console.print(accuracy_table(df))
+        names = ", ".join(str(p.name) for p in written)
+        console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
+    else:
+        print(out)
+    return out

@@ -1,0 +1,115 @@
+"""`foscar accuracy` (bench/accuracy.py) end to end on CPU, and folded vs per-value on GPU."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+import foscar
+import foscar_cli
+from bench import accuracy as acc
+from foscar import attention_reference, quantize_kv, reference_decode
+from foscar.accuracy import output_errors
+from foscar.data import DATA_KINDS, make_kv
+
+
+def test_data_kind_names_match_the_library():
+    assert list(DATA_KINDS) == list(acc.DATA_KIND_NAMES)
+
+
+# ---------------------------------------------------------------------------
+# folded vs per-value (CUDA kernel only)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(acc.per_value_unavailable() is not None, reason=str(acc.per_value_unavailable()))
+def test_folded_and_per_value_errors_agree_within_rounding():
+    dev = torch.device("cuda")
+    from foscar.kernels import decode_cuda
+
+    why = decode_cuda.unavailable(dev, 4)
+    if why:
+        pytest.skip(why)
+    for kind in DATA_KINDS:
+        d = make_kv(kind, 2, 16, 4, 2048, 128, seed=11, device=dev)
+        ref = attention_reference(d.q, d.k, d.v, d.seq_lens)
+        for bits in (2, 4):
+            cache = quantize_kv(d.k, d.v, bits=bits, group_size=64)
+            deq = reference_decode(d.q, cache)
+            e = {}
+            for method in ("folded", "per-value"):
+                out = foscar.decode(d.q, cache, backend="cuda", method=method)
+                e[method] = (output_errors(out, ref).rel_l2.max().item(), output_errors(out, deq).rel_l2.max().item())
+            # each is within BF16 rounding of the dequantized reference, so their totals agree to that rounding
+            assert e["folded"][1] < 2e-2 and e["per-value"][1] < 2e-2, (kind, bits, e)
+            assert abs(e["folded"][0] - e["per-value"][0]) <= 2e-2 * max(1.0, e["folded"][0]), (kind, bits, e)
+
+
+# ---------------------------------------------------------------------------
+# foscar accuracy end to end
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        foscar_cli.main(list(args))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):
+    out = tmp_path / "acc"
+    code, stdout, err = run_main(capsys, "accuracy", "--smoke", "--out", str(out))
+    assert code == 0, err
+    for name in ("results.csv", "meta.json", "summary.json", "accuracy.md", "accuracy_error.png",
+                 "accuracy_rotation.png", "accuracy_kernels.png"):  # fmt: skip
+        assert (out / name).is_file(), name
+    df = pd.read_csv(out / "results.csv")
+    assert list(df.columns) == acc.COLUMNS
+    configs = 3 * 2 * 1 * 2 * 2  # data x bits x group (smoke: 128) x rotation x layout
+    assert len(df) == configs * len(acc.VARIANTS)
+    assert set(df["layout"]) == {"quantized", "sink8+recent16"} and set(df["rotation"]) == {"none", "hadamard"}
+    ok = df[df["status"] == "ok"]
+    assert set(ok["kernel"]) >= {"fp64-dequant", "foscar-triton"}
+    assert (ok["rel_l2_vs_deq_max"] < acc.TOLERANCE).all()
+    assert (ok.loc[ok["kernel"] == "fp64-dequant", "rel_l2_vs_deq_max"] < 1e-12).all()
+    assert (ok["rel_l2_vs_bf16_max"] > 0).all() and (ok["attn_kl_mean"] >= 0).all()
+    if not torch.cuda.is_available():
+        skipped = df[df["status"] == "skipped"]
+        assert set(skipped["kernel"]) == {"foscar-cuda", "foscar-cuda-per-value"}
+        assert skipped["error"].str.len().gt(0).all()
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["kind"] == "accuracy" and meta["smoke"] is True and meta["config"]["shape"]["context"] == 64
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kernel_max_rel_l2_vs_deq"]["foscar-triton"]["max"] < acc.TOLERANCE
+    assert len(summary["quantization_error"]) == configs
+    assert set(summary["rotation_gain"]) == {f"{d}/int{b}/g128/{lay}" for d in acc.DATA_KIND_NAMES for b in (2, 4)
+                                             for lay in ("quantized", "sink8+recent16")}  # fmt: skip
+    assert "Accuracy vs exact attention" in stdout
+    assert "![" in (out / "accuracy.md").read_text()
+
+
+def test_cli_accuracy_errors_are_one_line(capsys, monkeypatch, tmp_path):
+    import bench.arch
+
+    monkeypatch.setattr(bench.arch, "detect_device", lambda: None)
+    code, _, err = run_main(capsys, "accuracy", "--out", str(tmp_path / "x"))
+    assert code == 2 and err.startswith("error: no CUDA GPU") and "--smoke" in err
+    code, _, err = run_main(capsys, "accuracy", "--smoke", "--group-size", "48", "--out", str(tmp_path / "y"))
+    assert code == 2 and "--group-size 48" in err
+    code, _, err = run_main(capsys, "accuracy", "--smoke", "--head-dim", "64", "--group-size", "128")
+    assert code == 2 and "does not divide" in err
+
+
+def test_cli_accuracy_help_lists_choices():
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(foscar_cli.app, ["accuracy", "--help"])
+    assert res.exit_code == 0
+    for flag in ("--smoke", "--data", "--kernel", "--rotation", "--num-sink", "--num-recent"):
+        assert flag in res.output
