@@ -10,6 +10,7 @@
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
     foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
+    foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
@@ -243,6 +244,36 @@ def compare(
     code = exit_code(result, strict)
     if code:
         raise typer.Exit(code)
+
+
+@app.command()
+def ablate(
+    bits: BitsOpt = None,
+    batch: BatchOpt = None,
+    context: ContextOpt = None,
+    out: OutOpt = None,
+    smoke: SmokeOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Isolate each idea on the same points: folded vs per-value reconstruction, group
+    size 32/64/128, split-KV off/fixed/auto; geometric-mean speed-up per setting.
+
+    Default points: batch {1, 8, 64} x 32K and 8 x 128K, INT2 and INT4, Qwen3-8B shape.
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.ablate import run_ablate
+    from bench.tables import make_console
+
+    run_ablate(
+        out,
+        [int(b.value) for b in bits] if bits else None,
+        batch,
+        context,
+        smoke,
+        argv=_state["argv"] if _state["argv"] is not None else sys.argv[1:],
+        console=make_console(),
+    )
 
 
 @app.command("export-gab")

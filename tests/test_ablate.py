@@ -1,0 +1,54 @@
+"""foscar ablate: the CPU smoke run writes its files; speed-ups are relative to each axis' reference."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from bench.ablate import SETTINGS, add_reference_speedups, summarize_ablation
+
+
+def test_reference_speedups_and_summary():
+    rows = []
+    for batch, t_pv, t_fold in ((1, 30.0, 10.0), (8, 90.0, 45.0)):
+        for s, t in (("per-value", t_pv), ("folded", t_fold)):
+            rows.append(dict(axis="reconstruction", setting=s, is_reference=s == "per-value", bits=2, batch=batch,
+                             context=1024, median_us=t, status="ok"))
+    rows.append(dict(axis="reconstruction", setting="folded", is_reference=False, bits=4, batch=1, context=1024,
+                     median_us=5.0, status="ok"))  # no reference at this point: no speed-up
+    df = add_reference_speedups(pd.DataFrame(rows).assign(speedup_vs_reference=float("nan")))
+    fold = df[(df["setting"] == "folded") & (df["bits"] == 2)]["speedup_vs_reference"].tolist()
+    assert fold == [3.0, 2.0]
+    summary = summarize_ablation(df)
+    v = summary["ablation"]["reconstruction"]["int2"]["folded"]
+    assert v["geomean_speedup"] == pytest.approx(6 ** 0.5) and (v["min"], v["max"], v["points"]) == (2.0, 3.0, 2)
+    assert "int4" not in summary["ablation"]["reconstruction"]
+    assert summary["reference"] == {"reconstruction": "per-value", "group_size": "G=128", "split_kv": "off"}
+
+
+def test_every_axis_has_one_reference():
+    axes = {s.axis for s in SETTINGS}
+    assert all(sum(s.reference for s in SETTINGS if s.axis == a) == 1 for a in axes)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")
+def test_ablate_smoke_writes_files(tmp_path):
+    from foscar_cli import main
+
+    out = tmp_path / "abl"
+    try:
+        main(["ablate", "--smoke", "--bits", "2", "--batch", "1", "--context", "64", "--out", str(out)])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    for name in ("results.csv", "summary.json", "meta.json", "ablate.md"):
+        assert (out / name).is_file(), name
+    df = pd.read_csv(out / "results.csv")
+    assert len(df) == len(SETTINGS)
+    pv = df[df["setting"] == "per-value"]
+    assert (pv["status"] == "skipped").all() and pv["error"].str.contains("CUDA").all()
+    ok = df[df["status"] == "ok"]
+    assert len(ok) == len(SETTINGS) - 1 and (ok["max_rel_err"] < 2e-2).all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["ablation"]) == {"group_size", "split_kv"}
+    assert json.loads((out / "meta.json").read_text())["triton_interpreter"] is True
