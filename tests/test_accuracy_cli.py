@@ -92,6 +92,10 @@ def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):
                                              for lay in ("quantized", "sink8+recent16")}  # fmt: skip
     assert "Accuracy vs exact attention" in stdout
     assert "![" in (out / "accuracy.md").read_text()
+    # rebuilding from results.csv + meta.json gives the same summary
+    (out / "summary.json").unlink()
+    acc.rebuild(out)
+    assert json.loads((out / "summary.json").read_text()) == summary
 
 
 def test_cli_accuracy_errors_are_one_line(capsys, monkeypatch, tmp_path):
