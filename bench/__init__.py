@@ -22,6 +22,8 @@ One small module per job:
 * :mod:`bench.rundir`       reading a run directory back (for report and compare)
 * :mod:`bench.report`       ``foscar report``: PNG plots and report.md
 * :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
+* :mod:`bench.accuracy`     ``foscar accuracy``: kernel error vs exact attention (data x bits x group x rotation x layout)
+* :mod:`bench.accuracy_report`  its rich table, PNGs and accuracy.md
 """
 
 SCHEMA_VERSION = 1
