@@ -40,7 +40,11 @@ def _check(q, cache, num_splits=None, tol=TOL, backend="triton", method="folded"
         err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
         errs.append(err)
         assert err < tol, f"sequence {b} (length {length}): relative L2 error {err:.3g} >= {tol}"
-        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3)
+        # LSE: folded keeps codes exact and scales in fp32 (1e-3); per-value rounds every
+        # reconstructed K value to BF16 (relative 2^-9), which moves scores, hence the LSE,
+        # by a few 1e-3 (measured up to 5.6e-3 on the H200)
+        lse_tol = 1e-2 if method == "per-value" else 1e-3
+        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=lse_tol)
     return max(errs) if errs else 0.0
 
 
