@@ -321,7 +321,7 @@ def run_ablate(
 
     import torch
 
-    from bench.manifest import git_state
+    from bench.manifest import git_state, software_versions
     from foscar.kernels import decode_cuda
 
     device = torch.device("cuda", torch.cuda.current_device()) if info else torch.device("cpu")
@@ -339,7 +339,7 @@ def run_ablate(
         "settings": setting_dicts(),
         "git": git_state(),
         "timing": "CUDA-graph replay over rotating input copies" if info else "interpreter timing, not a performance number",
-        "versions": {"torch": torch.__version__},
+        "versions": software_versions(flashinfer=False),
     }
     summary = write_outputs(df, out, meta)
     if console is not None:

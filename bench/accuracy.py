@@ -27,7 +27,6 @@ import datetime as _dt
 import inspect
 import json
 import math
-import platform
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field
@@ -467,9 +466,7 @@ def summarize(df, grid: Grid) -> dict[str, Any]:
 def build_accuracy_manifest(grid: Grid, device_info, interpreter: bool, smoke: bool, arch: str,
                             variants: dict[str, str], argv: list[str] | None) -> dict[str, Any]:  # fmt: skip
     """``meta.json`` for an accuracy run: bench's manifest fields that apply (no timing, no HBM ceiling)."""
-    import torch
-
-    from bench.manifest import driver_version, foscar_version, git_state, package_version
+    from bench.manifest import driver_version, git_state, software_versions
 
     gpu = None
     if device_info is not None:
@@ -489,13 +486,7 @@ def build_accuracy_manifest(grid: Grid, device_info, interpreter: bool, smoke: b
         "smoke": smoke,
         "triton_interpreter": interpreter,
         "gpu": gpu,
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "triton": package_version("triton"),
-            "foscar": foscar_version(),
-        },
+        "versions": software_versions(flashinfer=False),
         "git": git_state(),
         "config": grid.to_dict(),
         "variants": variants,

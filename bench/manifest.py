@@ -65,6 +65,22 @@ GIT_COMMIT_ENV = "FOSCAR_GIT_COMMIT"
 GIT_DIRTY_ENV = "FOSCAR_GIT_DIRTY"
 
 
+def software_versions(flashinfer: bool = True) -> dict[str, str | None]:
+    """Python, torch, CUDA (torch's), triton, flashinfer (if asked) and foscar versions."""
+    import torch
+
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "triton": package_version("triton"),
+    }
+    if flashinfer:
+        out["flashinfer"] = package_version("flashinfer-python")
+    out["foscar"] = foscar_version()
+    return out
+
+
 def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     """``{"commit", "short", "dirty", "source"}`` of the project tree at ``root``.
 
@@ -232,8 +248,6 @@ def build_manifest(
     ``config_hash`` defaults to :func:`bench.config.config_hash` of ``config``;
     ``device_index`` is the CUDA device, used to find it in NVML when ``device`` has no UUID.
     """
-    import torch
-
     from bench.config import config_hash as hash_config
 
     gpu = None
@@ -260,14 +274,7 @@ def build_manifest(
         if hbm_tbps
         else None,
         "gpu": gpu,
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "triton": package_version("triton"),
-            "flashinfer": package_version("flashinfer-python"),
-            "foscar": foscar_version(),
-        },
+        "versions": software_versions(),
         "git": git_state(),
         "config_source": config_source,
         "config_hash": config_hash if config_hash is not None else hash_config(config),

@@ -14,6 +14,7 @@ from bench import accuracy as acc
 from foscar import attention_reference, quantize_kv, reference_decode
 from foscar.accuracy import output_errors
 from foscar.data import DATA_KINDS, make_kv
+from tests.cli_helpers import run_main
 
 
 def test_data_kind_names_match_the_library():
@@ -52,14 +53,6 @@ def test_folded_and_per_value_errors_agree_within_rounding():
 # foscar accuracy end to end
 
 
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        foscar_cli.main(list(args))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):

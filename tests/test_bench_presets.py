@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import bench.run
-import foscar_cli
 from bench.arch import Arch, DeviceInfo
 from bench.config import (
     apply_model,
@@ -23,25 +22,12 @@ from bench.errors import FoscarError
 from bench.plan import GRAPH_REPLAYS, REPLAY_S, call_bytes, format_duration, plan_points, row_seconds
 from bench.run import BenchOptions, OutputFormat, resolve_config
 from bench.workload import Point
-
-H200 = DeviceInfo(name="NVIDIA H200", capability=(9, 0), sm_count=132, total_memory=141 << 30)
-
-
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        foscar_cli.main(list(args))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli_helpers import run_main
 
 
-@pytest.fixture(autouse=True)
-def _reset_debug():
-    foscar_cli._state["debug"] = False
-    yield
-    foscar_cli._state["debug"] = False
+
+
+
 
 
 # ---------------------------------------------------------------------------

@@ -15,29 +15,14 @@ from typer.testing import CliRunner
 
 import bench.run
 import foscar_cli
-from bench.arch import DeviceInfo
 from bench.results import COLUMNS
+from tests.cli_helpers import run_main, H200
 
 REPO = Path(__file__).resolve().parent.parent
-H200 = DeviceInfo(name="NVIDIA H200", capability=(9, 0), sm_count=132, total_memory=141 << 30)
 
 
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    """Call foscar_cli.main in-process; return (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        foscar_cli.main(list(args))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-@pytest.fixture(autouse=True)
-def _reset_debug():
-    foscar_cli._state["debug"] = False
-    yield
-    foscar_cli._state["debug"] = False
 
 
 def test_help():

@@ -4,13 +4,12 @@ Without a GPU these run under ``TRITON_INTERPRET=1`` (tests/conftest.py) on tiny
 shapes; the ``gpu``-marked cases run the same checks at full size on the GPU.
 """
 
-import math
 
 import pytest
 import torch
 
 import foscar
-from foscar.kernels import decode_triton, splits
+from foscar.kernels import splits
 
 TOL = 1e-2  # BF16 operands: relative L2 error lands near 1e-3..1e-2 (DESIGN, "How we work")
 

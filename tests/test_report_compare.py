@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import foscar_cli
 from bench.compare import MATCH_KEYS, verdict
 from bench.results import add_speedups, new_row, summarize, to_frame, write_csv, write_json
 from bench.workload import Point
+from tests.cli_helpers import run_main
 
 HBM = 4.0
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -73,21 +73,8 @@ def make_run(
     return path
 
 
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        foscar_cli.main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-@pytest.fixture(autouse=True)
-def _reset_debug():
-    foscar_cli._state["debug"] = False
-    yield
-    foscar_cli._state["debug"] = False
 
 
 def _one_line_error(code: int, err: str, *needles: str) -> None:
