@@ -114,6 +114,11 @@ ModelOpt = Annotated[
 QoHeadsOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (overrides preset and --model).")]
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (overrides preset and --model).")]
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", min=1, help="Head dimension (overrides preset and --model).")]
+NearestOpt = Annotated[
+    bool,
+    typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
+                 "preset (h100 below sm_100, b200 from it) instead of stopping with an error."),
+]  # fmt: skip
 DryRunOpt = Annotated[
     bool,
     typer.Option("--dry-run", help="Print the resolved grid, the device memory per point and an estimated run time; "
@@ -149,6 +154,7 @@ def bench(
     num_kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
     dry_run: DryRunOpt = False,
+    nearest_preset: NearestOpt = False,
     output_format: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
@@ -180,6 +186,7 @@ def bench(
             num_kv_heads=num_kv_heads,
             head_dim=head_dim,
             dry_run=dry_run,
+            nearest_preset=nearest_preset,
             output=OutputFormat.json if as_json else output_format,
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )

@@ -94,7 +94,18 @@ def arch_of(device: DeviceInfo) -> Arch | None:
     return None
 
 
-def resolve_arch(requested: Arch | str, device: DeviceInfo | None, smoke: bool, custom_config: bool = False) -> str:
+def nearest_arch(device: DeviceInfo) -> Arch:
+    """The preset closest to a GPU no preset names: ``b200`` from sm_100 up, else ``h100``."""
+    return Arch.b200 if device.capability[0] >= 10 else Arch.h100
+
+
+def resolve_arch(
+    requested: Arch | str,
+    device: DeviceInfo | None,
+    smoke: bool,
+    custom_config: bool = False,
+    nearest_preset: bool = False,
+) -> str:
     """Decide the run's arch label (``h100``/``h200``/``b200``, or ``cpu`` for a CPU smoke run).
 
     Args:
@@ -104,6 +115,8 @@ def resolve_arch(requested: Arch | str, device: DeviceInfo | None, smoke: bool, 
             the label is what is here (``cpu``, the detected preset, or ``sm_XY``).
         custom_config: ``--config FILE`` was given: with ``--arch auto`` a GPU that
             no preset names is allowed (labelled by its ``sm_XY``).
+        nearest_preset: ``--nearest-preset``: with ``--arch auto`` a GPU that no preset
+            names runs the nearest one (:func:`nearest_arch`); only when asked.
 
     Raises:
         FoscarError: no GPU without ``--smoke``; a GPU no preset supports; an
@@ -127,9 +140,12 @@ def resolve_arch(requested: Arch | str, device: DeviceInfo | None, smoke: bool, 
             return detected.value
         if custom_config:
             return device.sm.replace("_", "")
+        if nearest_preset:
+            return nearest_arch(device).value
         raise FoscarError(
             f"detected {device.describe()}; foscar bench has presets for sm_90 (h100, h200) and "
-            "sm_100 (b200) only. Pass --config FILE to run a grid on another GPU."
+            f"sm_100 (b200) only. Pass --config FILE to run a grid on another GPU, or --nearest-preset "
+            f"to run the nearest preset ({nearest_arch(device).value})."
         )
     major, need = ARCH_NEEDS[requested]
     if device.capability[0] != major:

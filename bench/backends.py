@@ -133,6 +133,23 @@ def select_backends(names: list[str]) -> list[Backend]:
 # FOSCAR kernels
 
 
+def operand_unavailable(device: torch.device, operand: str | None) -> str | None:
+    """Why a FOSCAR row with this operand mode cannot run here, or ``None``.
+
+    ``fp4`` needs FP4 tensor cores (sm_100, Blackwell; DESIGN §4) and is not built yet;
+    ``fp8`` is not built yet. Such rows are recorded as skipped with this reason.
+    """
+    if operand in (None, "bf16"):
+        return None
+    if operand == "fp4":
+        if device.type != "cuda":
+            return "operand fp4 needs FP4 tensor cores (sm_100, Blackwell); no GPU here"
+        major, minor = torch.cuda.get_device_capability(device)
+        if major < 10:
+            return f"operand fp4 needs FP4 tensor cores (sm_100, Blackwell); this GPU is sm_{major}{minor}"
+    return f"operand {operand} is not implemented yet (only bf16)"
+
+
 def _cuda_unavailable(device: torch.device) -> str | None:
     from foscar.kernels import decode_cuda
 

@@ -69,6 +69,7 @@ class BenchOptions:
     num_kv_heads: int | None = None
     head_dim: int | None = None
     dry_run: bool = False
+    nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
     output: OutputFormat = OutputFormat.table
     argv: list[str] | None = None
 
@@ -152,7 +153,9 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     if opts.dry_run:
         return dry_run(opts, device)
     info = detect_device() if device == "detect" else device
-    arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None)
+    arch = resolve_arch(
+        opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset
+    )
     interpreter = info is None
     if interpreter:
         enable_interpreter()

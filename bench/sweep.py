@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 from rich.console import Console
 
-from bench.backends import Backend, Prepared
+from bench.backends import Backend, Prepared, operand_unavailable
 from bench.config import BenchConfig
 from bench.plan import plan_points
 from bench.progress import Eta, SweepProgress, bar_wanted
@@ -167,7 +167,7 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
     # cannot run here at all: say why, per row
     runnable = []
     for (be, bits, op), row in zip(specs, rows):
-        reason = be.unavailable(dev)
+        reason = be.unavailable(dev) or (operand_unavailable(dev, op) if be.quantized else None)
         if reason:
             row.update(status="skipped", error=reason)
         else:

@@ -331,3 +331,21 @@ def test_paged_cache_holds_the_dequantized_values(layout, context):
             flat = flat.reshape(2, pps * 16, 64)[:, :context]
             torch.testing.assert_close(flat, src.to(torch.bfloat16), rtol=0, atol=0)
     assert bf16_bytes(w) == 3 * context * 2 * 64 * 2 * 2 + 2 * q.numel() * 2
+
+
+def test_nearest_preset_only_when_asked():
+    a100 = DeviceInfo("NVIDIA A100-SXM4-80GB", (8, 0), 108, 80 << 30)
+    with pytest.raises(FoscarError, match="--nearest-preset to run the nearest preset \\(h100\\)"):
+        resolve_arch("auto", a100, smoke=False)
+    assert resolve_arch("auto", a100, smoke=False, nearest_preset=True) == "h100"
+    future = DeviceInfo("NVIDIA X300", (12, 0), 200, 300 << 30)
+    assert resolve_arch("auto", future, smoke=False, nearest_preset=True) == "b200"
+
+
+def test_operand_rows_skipped_with_the_reason():
+    from bench.backends import operand_unavailable
+
+    cpu = torch.device("cpu")
+    assert operand_unavailable(cpu, "bf16") is None
+    assert "sm_100" in operand_unavailable(cpu, "fp4")
+    assert "not implemented" in operand_unavailable(cpu, "fp8")

@@ -160,3 +160,16 @@ def test_smoke_run_writes_results(tmp_path):
     if meta["gpu"] is None:  # the sm_90 CUDA kernel cannot run here: skipped with the reason
         assert (cuda["status"] == "skipped").all() and cuda["error"].str.contains("CUDA").all()
     assert set(summary["num_points"]) == set(summary["geomean_speedup"])
+
+
+def test_smoke_fp4_rows_skipped_with_reason(tmp_path, capsys):
+    out = tmp_path / "fp4"
+    code, _, err = run_main(capsys, "bench", "--smoke", "--bits", "2", "--batch", "1", "--context", "17",
+                            "--operand", "bf16", "--operand", "fp4", "--kernel", "foscar-triton", "--out", out,
+                            "--format", "quiet")
+    assert code == 0, err
+    df = pd.read_csv(out / "results.csv")
+    fp4 = df[df["operand"] == "fp4"]
+    assert len(fp4) == 1 and fp4["status"].iloc[0] == "skipped"
+    assert "FP4 tensor cores (sm_100" in fp4["error"].iloc[0]
+    assert (df.loc[df["operand"] == "bf16", "status"] == "ok").all()
