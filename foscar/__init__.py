@@ -3,7 +3,9 @@
 Public API:
 
 * :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format.
-* :func:`decode` — folded decode attention (Triton kernel).
+* :func:`decode` — folded decode attention (CUDA kernel on Hopper, Triton elsewhere).
+* :func:`append_kv` — quantize new tokens into the cache on the GPU (bit-exact with
+  :func:`quantize_kv`).
 * :func:`reference_decode`, :func:`attention_reference` — fp64/fp32 references.
 
 Accuracy tooling (submodules, imported on demand): :mod:`foscar.accuracy` (error
@@ -12,6 +14,7 @@ metrics, attention KL), :mod:`foscar.data` (synthetic K/V), :mod:`foscar.rotatio
 middle, LSE merge).
 """
 
+from foscar.append import append_kv
 from foscar.decode import OPERAND_MODES, decode
 from foscar.quant import (
     SUPPORTED_BITS,
@@ -30,6 +33,7 @@ __all__ = [
     "OPERAND_MODES",
     "SUPPORTED_BITS",
     "SUPPORTED_GROUP_SIZES",
+    "append_kv",
     "QuantizedKVCache",
     "attention_reference",
     "decode",

@@ -1,0 +1,60 @@
+"""Append new tokens' K/V to a quantized cache (quantize-on-append, GPU kernel)."""
+
+from __future__ import annotations
+
+import torch
+
+from foscar._validate import check_tensor
+from foscar.quant import FLOAT_DTYPES, QuantizedKVCache
+
+
+def append_kv(
+    cache: QuantizedKVCache,
+    k_new: torch.Tensor,
+    v_new: torch.Tensor,
+    check_capacity: bool = True,
+) -> QuantizedKVCache:
+    """Quantize ``n_new`` tokens per sequence into ``cache`` in place, after its current ends.
+
+    Token ``t`` of sequence ``b`` lands at position ``seq_lens[b] + t``; then
+    ``seq_lens += n_new``. The codes, scales and offsets are bit for bit those of
+    :func:`foscar.quantize_kv` on the same values (``foscar/kernels/quantize_triton.py``).
+
+    Args:
+        cache: the cache to extend (modified in place).
+        k_new, v_new: ``[batch, num_kv_heads, n_new, head_dim]`` float16/bfloat16/float32
+            on the cache's device, finite (not checked: a NaN/Inf gives NaN scales).
+        check_capacity: raise if a sequence would pass ``max_seq_len`` (one device sync).
+            Pass False inside a CUDA graph: the caller then guarantees the room, and
+            tokens past ``max_seq_len`` are not written.
+
+    Returns:
+        ``cache`` (the same object).
+
+    Raises:
+        ValueError: shapes, dtypes or device that do not match the cache; no room left.
+    """
+    cache.validate()
+    shape = (cache.batch_size, cache.num_kv_heads, None, cache.head_dim)
+    check_tensor("k_new", k_new, shape=shape, dtypes=FLOAT_DTYPES, device=cache.device)
+    check_tensor("v_new", v_new, shape=tuple(k_new.shape), dtypes=(k_new.dtype,), device=cache.device)
+    n_new = k_new.shape[2]
+    if check_capacity and cache.batch_size and n_new:
+        longest = int(cache.seq_lens.max()) + n_new
+        if longest > cache.max_seq_len:
+            raise ValueError(
+                f"k_new: appending {n_new} tokens needs max_seq_len >= {longest}, the cache has {cache.max_seq_len}"
+            )
+    if cache.device.type != "cuda":
+        from foscar.kernels import decode_triton
+
+        if not decode_triton.interpreter_enabled():
+            raise ValueError(
+                f"k_new: the append kernel needs a CUDA device, got {cache.device}; "
+                "set TRITON_INTERPRET=1 before importing foscar to run it in the CPU interpreter"
+            )
+        decode_triton.check_interpreter_support()
+    from foscar.kernels.quantize_triton import append_kv_
+
+    append_kv_(cache, k_new.contiguous(), v_new.contiguous())
+    return cache
