@@ -2,7 +2,8 @@
 
 Public API:
 
-* :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format.
+* :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format;
+  :class:`PagedQuantizedKVCache`, :func:`paginate` — the same in pages.
 * :func:`decode` — folded decode attention (CUDA kernel on Hopper, Triton elsewhere).
 * :func:`append_kv` — quantize new tokens into the cache on the GPU (bit-exact with
   :func:`quantize_kv`).
@@ -16,6 +17,7 @@ middle, LSE merge).
 
 from foscar.append import append_kv
 from foscar.decode import OPERAND_MODES, decode
+from foscar.paged import PagedQuantizedKVCache, paginate
 from foscar.quant import (
     SUPPORTED_BITS,
     SUPPORTED_GROUP_SIZES,
@@ -31,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OPERAND_MODES",
+    "PagedQuantizedKVCache",
     "SUPPORTED_BITS",
     "SUPPORTED_GROUP_SIZES",
     "append_kv",
@@ -40,6 +43,7 @@ __all__ = [
     "dequantize_kv",
     "folded_decode_torch",
     "pack_codes",
+    "paginate",
     "quantize_kv",
     "reference_decode",
     "unpack_codes",

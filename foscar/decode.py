@@ -7,6 +7,7 @@ import math
 import torch
 
 from foscar._validate import check_choice, check_tensor
+from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import QuantizedKVCache
 from foscar.reference import gqa_ratio
 
@@ -17,7 +18,7 @@ METHODS = ("folded", "per-value")
 
 def decode(
     q: torch.Tensor,
-    cache: QuantizedKVCache,
+    cache: QuantizedKVCache | PagedQuantizedKVCache,
     *,
     operand: str = "bf16",
     sm_scale: float | None = None,
@@ -38,8 +39,9 @@ def decode(
         q: ``[batch, num_qo_heads, head_dim]`` bfloat16, last dim contiguous, on
             the cache's device. ``num_qo_heads`` any multiple of ``num_kv_heads``
             (GQA); query head ``h`` reads KV head ``h // (num_qo_heads // num_kv_heads)``.
-        cache: :class:`~foscar.quant.QuantizedKVCache` with ``head_dim`` in
-            {64, 128, 256}.
+        cache: :class:`~foscar.quant.QuantizedKVCache` (contiguous) or
+            :class:`~foscar.paged.PagedQuantizedKVCache` (FlashInfer-style page table;
+            Triton kernel only so far), ``head_dim`` in {64, 128, 256}.
         operand: tensor-core operand mode; ``"bf16"`` (codes as ``1 + q/128``).
         sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
         num_splits: split-KV count (default: a heuristic from batch x num_kv_heads
@@ -85,7 +87,13 @@ def decode(
             )
         decode_triton.check_interpreter_support()
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
-    why_not_cuda = decode_cuda.unavailable(q.device, gqa) if backend != "triton" else "not asked for"
+    paged = hasattr(cache, "kv_indptr")
+    if backend == "triton":
+        why_not_cuda = "not asked for"
+    elif paged:
+        why_not_cuda = "paged caches run on the Triton kernel only so far"
+    else:
+        why_not_cuda = decode_cuda.unavailable(q.device, gqa)
     if backend == "cuda" and why_not_cuda:
         raise ValueError(f"backend='cuda': {why_not_cuda}; use backend='triton' or 'auto'")
     if method == "per-value" and why_not_cuda:

@@ -210,18 +210,19 @@ def _folded_decode_split_kernel(
     K_codes, V_codes,  # [batch, num_kv_heads, max_seq_len, PACKED] uint8
     K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NG] fp32
     Seq_lens,  # [batch] int32
+    Kv_indptr, Kv_indices,  # PAGED: [batch + 1], [num_used_pages] int32 (else unused)
     O_part,  # [batch, num_qo_heads, num_splits, HEAD_DIM] fp32
     Lse_part,  # [batch, num_qo_heads, num_splits] fp32 (base 2)
     # sizes and strides (elements)
     num_kv_heads, num_splits, tokens_per_split,
     stride_qb, stride_qh,
-    stride_cb, stride_ch,  # codes (token stride is PACKED)
-    stride_sb, stride_sh,  # scales/offsets (token stride is NG)
+    stride_cb, stride_ch,  # codes: sequence (PAGED: page) and head strides (token stride is PACKED)
+    stride_sb, stride_sh,  # scales/offsets: the same (token stride is NG)
     qk_scale_log2,  # sm_scale * log2(e)
     # meta-parameters
     GQA: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
     HEAD_DIM: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr,
-    INTERPRET: tl.constexpr,
+    INTERPRET: tl.constexpr, PAGED: tl.constexpr = False, PAGE: tl.constexpr = 1,
 ):
     # plane-split geometry (foscar.quant): P planes of W channels; a group is PPG
     # whole planes (GROUP >= W) or one chunk of CW bytes of a plane (GROUP < W)
@@ -244,8 +245,13 @@ def _folded_decode_split_kernel(
     offs_h = tl.arange(0, BLOCK_H)
     h_mask = offs_h < GQA
     q_rows = Q + b.to(tl.int64) * stride_qb + (hkv * GQA + offs_h)[:, None] * stride_qh  # [BLOCK_H, 1]
-    code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
-    scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
+    if PAGED:  # [num_pages, num_kv_heads, PAGE, ...]: a page per PAGE tokens, looked up per token
+        code_base = hkv.to(tl.int64) * stride_ch
+        scale_base = hkv.to(tl.int64) * stride_sh
+        page_base = tl.load(Kv_indptr + b)
+    else:  # [batch, num_kv_heads, max_seq_len, ...]
+        code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
+        scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
 
     if NG == 1:  # loop-invariant query and its sum, loaded once
         q_all = tl.load(q_rows + _group_channels(0, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
@@ -261,11 +267,19 @@ def _folded_decode_split_kernel(
         offs_n = n0 + tl.arange(0, BLOCK_N)
         n_mask = offs_n < end
         tok = offs_n.to(tl.int64)
+        if PAGED:
+            page = tl.load(Kv_indices + page_base + offs_n // PAGE, mask=n_mask, other=0).to(tl.int64)
+            slot = tok % PAGE
+            crow = code_base + (page * stride_cb + slot * PACKED)[:, None]  # [BLOCK_N, 1]: code rows
+            srow = scale_base + page * stride_sb + slot * NG  # [BLOCK_N]: scale/offset rows
+        else:
+            crow = code_base + tok[:, None] * PACKED
+            srow = scale_base + tok * NG
 
         # ---- scores: per group, raw dot on tensor cores, then scale and offset per token
         scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
         for g in tl.static_range(NG):
-            kb = tl.load(K_codes + code_base + tok[:, None] * PACKED + (g % C) * CW + tl.arange(0, CW)[None, :],
+            kb = tl.load(K_codes + crow + (g % C) * CW + tl.arange(0, CW)[None, :],
                          mask=n_mask[:, None], other=0)
             kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET)  # [BLOCK_N, G]
             if NG == 1:
@@ -277,8 +291,8 @@ def _folded_decode_split_kernel(
                 if INTERPRET:
                     q_g = q_g.to(tl.float32)
             dots = tl.dot(q_g, tl.trans(kop))  # [BLOCK_H, BLOCK_N] = Q_g . (1 + code/128)
-            ks = tl.load(K_scale + scale_base + tok * NG + g, mask=n_mask, other=0.0)
-            kz = tl.load(K_offset + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+            ks = tl.load(K_scale + srow + g, mask=n_mask, other=0.0)
+            kz = tl.load(K_offset + srow + g, mask=n_mask, other=0.0)
             # s*128*(Q.v) + (z - s*128)*sum(Q) = s*(Q.code) + z*sum(Q), times sm_scale*log2(e)
             a_t = ks * (128.0 * qk_scale_log2)
             b_t = (kz - ks * 128.0) * qk_scale_log2
@@ -293,14 +307,14 @@ def _folded_decode_split_kernel(
         m_i = m_new
 
         # ---- PV per group, joined into the accumulator's column order
-        v_rows = V_codes + code_base + tok[:, None] * PACKED  # [BLOCK_N, 1] pointers
+        v_rows = V_codes + crow  # [BLOCK_N, 1] pointers
         if NG == 1:
             vb = tl.load(v_rows + tl.arange(0, W)[None, :], mask=n_mask[:, None], other=0)
-            vs = tl.load(V_scale + scale_base + tok, mask=n_mask, other=0.0)
-            vz = tl.load(V_offset + scale_base + tok, mask=n_mask, other=0.0)
+            vs = tl.load(V_scale + srow, mask=n_mask, other=0.0)
+            vz = tl.load(V_offset + srow, mask=n_mask, other=0.0)
             tile = _pv_group(p, 0, vb, vs, vz, BITS, W, CW, C, PPG, INTERPRET)
         else:
-            tile = _pv_tile_groups(p, v_rows, V_scale, V_offset, scale_base, tok, n_mask,
+            tile = _pv_tile_groups(p, v_rows, V_scale, V_offset, srow, n_mask,
                                    NG, BITS, W, CW, C, PPG, INTERPRET)
         acc = acc * alpha[:, None] + tile
 
@@ -317,36 +331,36 @@ def _folded_decode_split_kernel(
 
 
 @triton.jit
-def _pv_tile_groups(p, vb, V_scale, V_offset, scale_base, tok, n_mask, NG: tl.constexpr,
+def _pv_tile_groups(p, vb, V_scale, V_offset, srow, n_mask, NG: tl.constexpr,
                     BITS: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr,
                     PPG: tl.constexpr, INTERPRET: tl.constexpr):
     """PV of a tile for NG in {2, 4, 8} groups (``vb``: ``[BLOCK_N, 1]`` row pointers),
     joined like :func:`_tile_channels`."""
-    t0 = _pv_one(p, 0, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
-    t1 = _pv_one(p, 1, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+    t0 = _pv_one(p, 0, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+    t1 = _pv_one(p, 1, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
     if NG == 2:
         return tl.reshape(tl.join(t0, t1), [p.shape[0], 2 * t0.shape[1]])
     else:
-        t2 = _pv_one(p, 2, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
-        t3 = _pv_one(p, 3, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+        t2 = _pv_one(p, 2, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+        t3 = _pv_one(p, 3, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
         lo = tl.reshape(tl.join(tl.join(t0, t1), tl.join(t2, t3)), [p.shape[0], 4 * t0.shape[1]])
         if NG == 4:
             return lo
         else:
-            t4 = _pv_one(p, 4, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
-            t5 = _pv_one(p, 5, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
-            t6 = _pv_one(p, 6, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
-            t7 = _pv_one(p, 7, vb, V_scale, V_offset, scale_base, tok, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t4 = _pv_one(p, 4, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t5 = _pv_one(p, 5, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t6 = _pv_one(p, 6, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
+            t7 = _pv_one(p, 7, vb, V_scale, V_offset, srow, n_mask, NG, BITS, W, CW, C, PPG, INTERPRET)
             hi = tl.reshape(tl.join(tl.join(t4, t5), tl.join(t6, t7)), [p.shape[0], 4 * t0.shape[1]])
             return tl.reshape(tl.join(lo, hi), [p.shape[0], 8 * t0.shape[1]])
 
 
 @triton.jit
-def _pv_one(p, g: tl.constexpr, vb, V_scale, V_offset, scale_base, tok, n_mask, NG: tl.constexpr,
+def _pv_one(p, g: tl.constexpr, vb, V_scale, V_offset, srow, n_mask, NG: tl.constexpr,
             BITS: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr,
             PPG: tl.constexpr, INTERPRET: tl.constexpr):
-    vs = tl.load(V_scale + scale_base + tok * NG + g, mask=n_mask, other=0.0)
-    vz = tl.load(V_offset + scale_base + tok * NG + g, mask=n_mask, other=0.0)
+    vs = tl.load(V_scale + srow + g, mask=n_mask, other=0.0)
+    vz = tl.load(V_offset + srow + g, mask=n_mask, other=0.0)
     chunk = tl.load(vb + (g % C) * CW + tl.arange(0, CW)[None, :], mask=n_mask[:, None], other=0)
     return _pv_group(p, g, chunk, vs, vz, BITS, W, CW, C, PPG, INTERPRET)
 
@@ -401,6 +415,9 @@ def folded_decode_partial(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch the split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
 
+    ``cache`` is a contiguous :class:`~foscar.quant.QuantizedKVCache` or a
+    :class:`~foscar.paged.PagedQuantizedKVCache` (pages looked up per token through
+    ``kv_indptr``/``kv_indices``; ``max_seq_len`` bounds the splits).
     ``config`` overrides entries of :func:`launch_config` (for tile sweeps).
 
     Returns:
@@ -419,17 +436,21 @@ def folded_decode_partial(
     o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
     lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
     grid = (batch * hkv, splits)
+    paged = hasattr(cache, "kv_indptr")
+    seq_lens = cache.lengths() if paged else cache.seq_lens
     _folded_decode_split_kernel[grid](
         q, cache.k_codes, cache.v_codes,
         cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        cache.seq_lens, o_part, lse_part,
+        seq_lens,
+        cache.kv_indptr if paged else seq_lens, cache.kv_indices if paged else seq_lens,
+        o_part, lse_part,
         hkv, splits, per,
         q.stride(0), q.stride(1),
         cache.k_codes.stride(0), cache.k_codes.stride(1),
         cache.k_scale.stride(0), cache.k_scale.stride(1),
         sm_scale * LOG2E,
         GQA=gqa, HEAD_DIM=head_dim, BITS=cache.bits, GROUP=cache.group_size,
-        INTERPRET=interpreter_enabled(),
+        INTERPRET=interpreter_enabled(), PAGED=paged, PAGE=cache.page_size if paged else 1,
         **meta,
     )
     return o_part, lse_part

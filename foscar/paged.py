@@ -1,0 +1,183 @@
+"""Paged quantized KV caches, FlashInfer-style page tables.
+
+Layout (HND pages; ``W = head_dim * bits // 8``, ``NG = head_dim // group_size``)::
+
+    k_codes, v_codes     [num_pages, num_kv_heads, page_size, W]   uint8
+    k_scale ... v_offset [num_pages, num_kv_heads, page_size, NG]  float32
+    kv_indptr            [batch + 1]  int32   pages of sequence b: kv_indices[kv_indptr[b]:kv_indptr[b+1]]
+    kv_indices           [num_used]   int32   page ids, in token order, any order in memory
+    kv_last_page_len     [batch]      int32   tokens in the last page (1..page_size; 0 for no pages)
+
+Sequence ``b`` has ``(n_pages - 1) * page_size + kv_last_page_len[b]`` tokens
+(0 without pages). ``max_seq_len`` is a host-side upper bound on every sequence's
+length (it sizes the split-KV plan without a device sync). Pages that no sequence
+lists are never read, whatever they hold. Offsets are computed in 64-bit, so a cache
+past 2^31 bytes works.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from foscar._validate import check_tensor
+from foscar.quant import QuantizedKVCache, check_format, packed_dim
+
+
+@dataclass
+class PagedQuantizedKVCache:
+    """A paged INT2/INT4 cache; shapes and meaning in the module docstring."""
+
+    k_codes: torch.Tensor
+    v_codes: torch.Tensor
+    k_scale: torch.Tensor
+    k_offset: torch.Tensor
+    v_scale: torch.Tensor
+    v_offset: torch.Tensor
+    kv_indptr: torch.Tensor
+    kv_indices: torch.Tensor
+    kv_last_page_len: torch.Tensor
+    bits: int
+    group_size: int
+    head_dim: int
+    max_seq_len: int
+
+    @property
+    def batch_size(self) -> int:
+        return self.kv_indptr.shape[0] - 1
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.k_codes.shape[1]
+
+    @property
+    def page_size(self) -> int:
+        return self.k_codes.shape[2]
+
+    @property
+    def num_groups(self) -> int:
+        return self.head_dim // self.group_size
+
+    @property
+    def device(self) -> torch.device:
+        return self.k_codes.device
+
+    def lengths(self) -> torch.Tensor:
+        """``[batch]`` int32 sequence lengths, computed on the device (no sync)."""
+        pages = self.kv_indptr[1:] - self.kv_indptr[:-1]
+        full = torch.clamp(pages - 1, min=0) * self.page_size
+        return torch.where(pages > 0, full + self.kv_last_page_len, torch.zeros_like(pages)).to(torch.int32)
+
+    def bytes_per_token(self) -> int:
+        """Bytes read per (token, KV head): K and V codes + fp32 scale and offset per group."""
+        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 2 * 4 * self.num_groups
+
+    def validate(self) -> "PagedQuantizedKVCache":
+        """Check shapes, dtypes and devices (not the page-table values: that would need a sync).
+
+        Raises:
+            ValueError: the first inconsistency, as "expected X, got Y".
+        """
+        check_format(self.bits, self.group_size, self.head_dim)
+        dev = self.device
+        n, h, page = self.k_codes.shape[:3] if self.k_codes.dim() == 4 else (None, None, None)
+        w = packed_dim(self.head_dim, self.bits)
+        for name in ("k_codes", "v_codes"):
+            check_tensor(name, getattr(self, name), shape=(n, h, page, w), dtypes=(torch.uint8,), device=dev)
+        for name in ("k_scale", "k_offset", "v_scale", "v_offset"):
+            check_tensor(name, getattr(self, name), shape=(n, h, page, self.num_groups), dtypes=(torch.float32,), device=dev)
+        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+            if not getattr(self, name).is_contiguous():
+                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
+        check_tensor("kv_indptr", self.kv_indptr, ndim=1, dtypes=(torch.int32,), device=dev)
+        check_tensor("kv_indices", self.kv_indices, ndim=1, dtypes=(torch.int32,), device=dev)
+        check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), dtypes=(torch.int32,), device=dev)
+        if self.max_seq_len < 0:
+            raise ValueError(f"max_seq_len: expected >= 0, got {self.max_seq_len}")
+        return self
+
+    def to_contiguous(self) -> QuantizedKVCache:
+        """The same tokens as a contiguous :class:`QuantizedKVCache` (gathers pages; one sync)."""
+        lens = [int(x) for x in self.lengths().tolist()]
+        indptr = [int(x) for x in self.kv_indptr.tolist()]
+        max_len = max(lens, default=0)
+        out = {}
+        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+            src = getattr(self, name)
+            dst = torch.zeros((self.batch_size, self.num_kv_heads, max_len, src.shape[-1]), dtype=src.dtype, device=self.device)
+            for b, length in enumerate(lens):
+                if length == 0:
+                    continue
+                pages = self.kv_indices[indptr[b]:indptr[b + 1]].long()
+                rows = src[pages].permute(1, 0, 2, 3).reshape(self.num_kv_heads, -1, src.shape[-1])  # [H, pages*page, .]
+                dst[b, :, :length] = rows[:, :length]
+            out[name] = dst
+        return QuantizedKVCache(
+            **out,
+            seq_lens=torch.tensor(lens, dtype=torch.int32, device=self.device),
+            bits=self.bits, group_size=self.group_size, head_dim=self.head_dim,
+        )
+
+
+def paginate(
+    cache: QuantizedKVCache,
+    page_size: int,
+    shuffle: bool = False,
+    extra_pages: int = 0,
+    fill: float | None = None,
+    generator: torch.Generator | None = None,
+) -> PagedQuantizedKVCache:
+    """Copy a contiguous cache into pages (for tests, benchmarks and conversions).
+
+    Args:
+        cache: the contiguous cache; sequence ``b`` keeps its first ``seq_lens[b]`` tokens.
+        page_size: tokens per page (>= 1).
+        shuffle: place the pages in a random order in memory (a non-contiguous page table).
+        extra_pages: unused pages appended to the pool (never listed in ``kv_indices``).
+        fill: if given, every unused page's codes are 0xFF and its scales/offsets ``fill``
+            (e.g. 1e30: a kernel that reads them gives a wrong answer).
+        generator: for ``shuffle``.
+
+    Raises:
+        ValueError: ``page_size < 1``.
+    """
+    if page_size < 1:
+        raise ValueError(f"page_size: expected >= 1, got {page_size}")
+    lens = [int(x) for x in cache.seq_lens.tolist()]
+    counts = [math.ceil(n / page_size) for n in lens]
+    used = sum(counts)
+    total = used + extra_pages
+    order = torch.randperm(total, generator=generator) if shuffle else torch.arange(total)
+    ids = order[:used]  # memory slot of the i-th used page (token order)
+    dev = cache.device
+    fields = {}
+    for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+        src = getattr(cache, name)
+        if fill is None:
+            pool = torch.zeros((total, cache.num_kv_heads, page_size, src.shape[-1]), dtype=src.dtype, device=dev)
+        else:
+            value = 0xFF if src.dtype == torch.uint8 else fill
+            pool = torch.full((total, cache.num_kv_heads, page_size, src.shape[-1]), value, dtype=src.dtype, device=dev)
+        i = 0
+        for b, n in enumerate(lens):
+            for p in range(counts[b]):
+                t0, t1 = p * page_size, min(n, (p + 1) * page_size)
+                slot = int(ids[i])
+                pool[slot, :, : t1 - t0] = src[b, :, t0:t1]
+                i += 1
+        fields[name] = pool
+    indptr = [0]
+    for c in counts:
+        indptr.append(indptr[-1] + c)
+    last = [n - (c - 1) * page_size if c else 0 for n, c in zip(lens, counts)]
+    i32 = dict(dtype=torch.int32, device=dev)
+    return PagedQuantizedKVCache(
+        **fields,
+        kv_indptr=torch.tensor(indptr, **i32),
+        kv_indices=ids.to(**i32),
+        kv_last_page_len=torch.tensor(last, **i32),
+        bits=cache.bits, group_size=cache.group_size, head_dim=cache.head_dim,
+        max_seq_len=max(lens, default=0),
+    )
