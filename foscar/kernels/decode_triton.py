@@ -7,16 +7,20 @@ KV head over one split's token range, tile by tile (DESIGN §5):
     -> online softmax -> scale P per token and group -> build V operand -> PV dot
     -> offset correction (per tile) -> running output.
 
-The channels are handled as ``NSEG`` segments of ``SEGB = min(head_dim / P,
-group_size)`` contiguous channels (``P = 8 // bits`` planes). Thanks to the
-plane-split packing (``foscar.quant``), segment ``i`` covers channels
-``[i * SEGB, (i + 1) * SEGB)``, lives in plane ``i // C`` of byte chunk ``i % C``
-(``C = (head_dim / P) / SEGB``) and belongs to group ``i * SEGB // group_size``.
-The QK and PV products are batched dots over the segment axis, so no data moves
-between lanes to unpack, and each segment's scale is applied to its fp32 partial
-product (K) or to the probabilities (V).
+Per quantization group one 2D ``tl.dot`` (QK: ``[BLOCK_H, G] x [G, BLOCK_N]``; PV:
+``[BLOCK_H, BLOCK_N] x [BLOCK_N, G]``). A group is ``G / W`` whole planes of the
+plane-split packing (``foscar.quant``; ``W = head_dim / P``, ``P = 8 // bits``) or
+one ``G``-byte chunk of a plane; its planes are interleaved with ``tl.join`` into
+"join order" columns, and the same joins applied to channel indices
+(:func:`_group_channels`, :func:`_tile_channels`) give the matching query columns and
+output channels, so no data moves between lanes to unpack. Each group's scale
+multiplies its fp32 partial product (K) or the probabilities (V). (A first version
+with 3D batched dots over channel segments compiled to 4x the instructions and was
+dropped: bench/NOTES.md §1.) With ``PAGED`` the token rows are looked up through a
+FlashInfer-style page table (:mod:`foscar.paged`).
 
-Operand: BF16 ``1 + code/128`` built as ``0x3F80 | code`` (exact). Numerics
+Operand: BF16 ``1 + code/128`` built as ``0x3F80 | code`` (exact), four codes per
+32-bit register with inline PTX (shr + 2 prmt + 2 lop3, :data:`_PLANE_ASM`). Numerics
 follow DESIGN §9's two rules: the bias is cancelled with the sums of exactly the
 BF16 values the dot consumed (the BF16 query; the BF16-rounded scaled
 probabilities), and the PV bias is cancelled per tile in a fresh accumulator.
@@ -171,7 +175,7 @@ def _group_operand(x, g, BITS: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, 
 
 @triton.jit
 def _group_channels(g, W: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, PPG: tl.constexpr):
-    """``[1, group_size]`` channel indices of group ``g`` in :func:`_group_gather`'s order."""
+    """``[1, group_size]`` channel indices of group ``g`` in :func:`_group_operand`'s order."""
     p0 = (g // C) * PPG
     j = ((g % C) * CW + tl.arange(0, CW))[None, :]
     if PPG == 1:
