@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import torch
 
 from foscar._validate import check_tensor
-from foscar.quant import QuantizedKVCache, check_format, packed_dim
+from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors
 
 
 @dataclass
-class PagedQuantizedKVCache:
+class PagedQuantizedKVCache(_CacheTensors):
     """A paged INT2/INT4 cache; shapes and meaning in the module docstring."""
 
     k_codes: torch.Tensor
@@ -49,20 +49,8 @@ class PagedQuantizedKVCache:
         return self.kv_indptr.shape[0] - 1
 
     @property
-    def num_kv_heads(self) -> int:
-        return self.k_codes.shape[1]
-
-    @property
     def page_size(self) -> int:
         return self.k_codes.shape[2]
-
-    @property
-    def num_groups(self) -> int:
-        return self.head_dim // self.group_size
-
-    @property
-    def device(self) -> torch.device:
-        return self.k_codes.device
 
     def lengths(self) -> torch.Tensor:
         """``[batch]`` int32 sequence lengths, computed on the device (no sync)."""
@@ -70,27 +58,14 @@ class PagedQuantizedKVCache:
         full = torch.clamp(pages - 1, min=0) * self.page_size
         return torch.where(pages > 0, full + self.kv_last_page_len, torch.zeros_like(pages)).to(torch.int32)
 
-    def bytes_per_token(self) -> int:
-        """Bytes read per (token, KV head): K and V codes + fp32 scale and offset per group."""
-        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 2 * 4 * self.num_groups
-
     def validate(self) -> "PagedQuantizedKVCache":
         """Check shapes, dtypes and devices (not the page-table values: that would need a sync).
 
         Raises:
             ValueError: the first inconsistency, as "expected X, got Y".
         """
-        check_format(self.bits, self.group_size, self.head_dim)
+        self._validate_tensors()
         dev = self.device
-        n, h, page = self.k_codes.shape[:3] if self.k_codes.dim() == 4 else (None, None, None)
-        w = packed_dim(self.head_dim, self.bits)
-        for name in ("k_codes", "v_codes"):
-            check_tensor(name, getattr(self, name), shape=(n, h, page, w), dtypes=(torch.uint8,), device=dev)
-        for name in ("k_scale", "k_offset", "v_scale", "v_offset"):
-            check_tensor(name, getattr(self, name), shape=(n, h, page, self.num_groups), dtypes=(torch.float32,), device=dev)
-        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
-            if not getattr(self, name).is_contiguous():
-                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
         check_tensor("kv_indptr", self.kv_indptr, ndim=1, dtypes=(torch.int32,), device=dev)
         check_tensor("kv_indices", self.kv_indices, ndim=1, dtypes=(torch.int32,), device=dev)
         check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), dtypes=(torch.int32,), device=dev)
@@ -104,7 +79,7 @@ class PagedQuantizedKVCache:
         indptr = [int(x) for x in self.kv_indptr.tolist()]
         max_len = max(lens, default=0)
         out = {}
-        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+        for name in CACHE_TENSORS:
             src = getattr(self, name)
             dst = torch.zeros((self.batch_size, self.num_kv_heads, max_len, src.shape[-1]), dtype=src.dtype, device=self.device)
             for b, length in enumerate(lens):
@@ -153,7 +128,7 @@ def paginate(
     ids = order[:used]  # memory slot of the i-th used page (token order)
     dev = cache.device
     fields = {}
-    for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+    for name in CACHE_TENSORS:
         src = getattr(cache, name)
         if fill is None:
             pool = torch.zeros((total, cache.num_kv_heads, page_size, src.shape[-1]), dtype=src.dtype, device=dev)

@@ -196,8 +196,54 @@ def dequantize_groups(
 # the cache
 
 
+CACHE_TENSORS = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
+
+
+class _CacheTensors:
+    """What the contiguous and the paged caches share: the six tensors of
+    :data:`CACHE_TENSORS`, whose first three dimensions agree (``[batch or num_pages,
+    num_kv_heads, tokens]``), and ``bits``, ``group_size``, ``head_dim``."""
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.k_codes.shape[1]
+
+    @property
+    def num_groups(self) -> int:
+        return self.head_dim // self.group_size
+
+    @property
+    def device(self) -> torch.device:
+        return self.k_codes.device
+
+    def bytes_per_token(self) -> int:
+        """Bytes the decode kernel reads per (token, KV head): K and V codes plus
+        FP32 scale and offset per group (INT2, G=128, D=128: 32 + 32 + 16 = 80)."""
+        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 2 * 4 * self.num_groups
+
+    def _validate_tensors(self) -> tuple:
+        """Check format, shapes, dtypes, device and contiguity of the six tensors; return
+        their shared first three dimensions.
+
+        Raises:
+            ValueError: the first inconsistency, as "expected X, got Y".
+        """
+        check_format(self.bits, self.group_size, self.head_dim)
+        dev = self.k_codes.device
+        lead = tuple(self.k_codes.shape[:3]) if self.k_codes.dim() == 4 else (None, None, None)
+        pd = packed_dim(self.head_dim, self.bits)
+        for name in ("k_codes", "v_codes"):
+            check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev)
+        for name in ("k_scale", "k_offset", "v_scale", "v_offset"):
+            check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,), device=dev)
+        for name in CACHE_TENSORS:
+            if not getattr(self, name).is_contiguous():
+                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
+        return lead
+
+
 @dataclass
-class QuantizedKVCache:
+class QuantizedKVCache(_CacheTensors):
     """A contiguous (HND) quantized KV cache. Shapes and dtypes in the module docstring.
 
     Use :func:`quantize_kv` to build one; :meth:`validate` checks a hand-built one.
@@ -219,25 +265,8 @@ class QuantizedKVCache:
         return self.k_codes.shape[0]
 
     @property
-    def num_kv_heads(self) -> int:
-        return self.k_codes.shape[1]
-
-    @property
     def max_seq_len(self) -> int:
         return self.k_codes.shape[2]
-
-    @property
-    def num_groups(self) -> int:
-        return self.head_dim // self.group_size
-
-    @property
-    def device(self) -> torch.device:
-        return self.k_codes.device
-
-    def bytes_per_token(self) -> int:
-        """Bytes the decode kernel reads per (token, KV head): K and V codes plus
-        FP32 scale and offset per group (INT2, G=128, D=128: 32 + 32 + 16 = 80)."""
-        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 2 * 4 * self.num_groups
 
     def bytes_read(self) -> int:
         """Bytes one decode call must read from the cache: ``sum(seq_lens) *
@@ -251,20 +280,8 @@ class QuantizedKVCache:
         Raises:
             ValueError: the first inconsistency, as "expected X, got Y".
         """
-        check_format(self.bits, self.group_size, self.head_dim)
-        dev = self.k_codes.device
-        b, h, s = self.k_codes.shape[:3] if self.k_codes.dim() == 4 else (None, None, None)
-        pd = packed_dim(self.head_dim, self.bits)
-        for name in ("k_codes", "v_codes"):
-            check_tensor(name, getattr(self, name), shape=(b, h, s, pd), dtypes=(torch.uint8,), device=dev)
-        for name in ("k_scale", "k_offset", "v_scale", "v_offset"):
-            check_tensor(
-                name, getattr(self, name), shape=(b, h, s, self.num_groups), dtypes=(torch.float32,), device=dev
-            )
-        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=dev)
-        for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
-            if not getattr(self, name).is_contiguous():
-                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
+        b = self._validate_tensors()[0]
+        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device)
         return self
 
 

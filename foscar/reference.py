@@ -21,7 +21,7 @@ from typing import Sequence
 import torch
 
 from foscar._validate import check_tensor
-from foscar.quant import QuantizedKVCache, unpack_codes
+from foscar.quant import QuantizedKVCache, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
 OPERAND_ENCODINGS: dict[str, tuple[float, float]] = {
@@ -118,8 +118,6 @@ def reference_decode(
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype`` (and the LSE).
     """
-    from foscar.quant import dequantize_kv
-
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     group = gqa_ratio(q.shape[1], cache.num_kv_heads)
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
