@@ -32,9 +32,14 @@ def append_kv(
         ``cache`` (the same object).
 
     Raises:
-        ValueError: shapes, dtypes or device that do not match the cache; no room left.
+        ValueError: shapes, dtypes or device that do not match the cache; no room left;
+            a channel-wise K cache (its block scales would change as tokens arrive;
+            re-quantize with :func:`foscar.quantize_kv` instead).
     """
     cache.validate()
+    if cache.k_block is not None:
+        raise ValueError("cache: append_kv supports token-wise K only; a channel-wise K cache "
+                         "(k_layout='channel') must be re-quantized with quantize_kv")
     shape = (cache.batch_size, cache.num_kv_heads, None, cache.head_dim)
     check_tensor("k_new", k_new, shape=shape, dtypes=FLOAT_DTYPES, device=cache.device)
     check_tensor("v_new", v_new, shape=tuple(k_new.shape), dtypes=(k_new.dtype,), device=cache.device)

@@ -116,10 +116,14 @@ def paginate(
         generator: for ``shuffle``.
 
     Raises:
-        ValueError: ``page_size < 1``.
+        ValueError: ``page_size < 1``; a channel-wise K cache (paged caches hold
+            token-wise K only so far).
     """
     if page_size < 1:
         raise ValueError(f"page_size: expected >= 1, got {page_size}")
+    if cache.k_block is not None:
+        raise ValueError("cache: channel-wise K (k_layout='channel') is not supported in paged caches yet; "
+                         "decode the contiguous cache")
     lens = [int(x) for x in cache.seq_lens.tolist()]
     counts = [math.ceil(n / page_size) for n in lens]
     used = sum(counts)

@@ -34,6 +34,21 @@ Contract (DESIGN §2):
       seq_lens            [batch]                                                     int32
 
   Tokens at positions ``>= seq_lens[b]`` are padding and never read.
+
+* Channel-wise K (KIVI style, ``k_layout="channel"``; V stays token-wise). Each
+  channel ``c`` of K has its own FP32 scale and offset over a block of ``k_block``
+  consecutive tokens (32, 64 or 128; block ``i`` = tokens ``[i * k_block, (i + 1) *
+  k_block)``), with the same min-max formulas taken over the block's *valid* tokens
+  (``< seq_lens[b]``): a partial last block uses only its valid tokens, and a block
+  with none has scale 0 and offset 0. Padding tokens get code 0. The codes keep the
+  plane-split packing; only K's scales and offsets change shape::
+
+      k_scale, k_offset   [batch, num_kv_heads, ceil(max_seq_len / k_block), head_dim] float32
+
+  Folded (DESIGN §3): ``S_t = sum_c (q_c * s_c,blk) * code_t,c + sum_c q_c * z_c,blk``
+  — the query is scaled per token block and the offset term is one constant per
+  (block, query head). Channel-wise K exists to follow outlier channels: a channel
+  with a large mean gets its own range instead of stretching every token's group.
 """
 
 from __future__ import annotations
@@ -46,6 +61,12 @@ from foscar._validate import check_choice, check_tensor
 
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
+K_LAYOUTS = ("token", "channel")
+# Tokens per channel-wise K block. Each divides or is a multiple of the Triton kernel's
+# token tile (64 or 128), so the kernel runs tiles of min(tile, k_block) tokens that never
+# straddle two blocks: one query scaling per tile (foscar/kernels/decode_triton.py).
+SUPPORTED_K_BLOCKS = (32, 64, 128)
+DEFAULT_K_BLOCK = 128
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -62,6 +83,22 @@ def check_format(bits: int, group_size: int, head_dim: int) -> None:
         raise ValueError(
             f"head_dim: expected a positive multiple of group_size={group_size}, got {head_dim}"
         )
+
+
+def check_k_block(k_block: int) -> None:
+    """Validate a channel-wise K block size.
+
+    Raises:
+        ValueError: ``k_block`` not one of :data:`SUPPORTED_K_BLOCKS` (32, 64, 128).
+    """
+    if isinstance(k_block, bool) or not isinstance(k_block, int):
+        raise ValueError(f"k_block: expected one of {list(SUPPORTED_K_BLOCKS)}, got {k_block!r}")
+    check_choice("k_block", k_block, SUPPORTED_K_BLOCKS)
+
+
+def num_k_blocks(max_seq_len: int, k_block: int) -> int:
+    """Channel-wise K blocks covering ``max_seq_len`` tokens: ``ceil(max_seq_len / k_block)``."""
+    return -(-max_seq_len // k_block)
 
 
 def num_planes(bits: int) -> int:
@@ -153,18 +190,100 @@ def quantize_groups(
         raise ValueError("x: expected at least one dimension [..., head_dim], got a scalar")
     head_dim = x.shape[-1]
     check_format(bits, group_size, head_dim)
-    qmax = (1 << bits) - 1
     xg = x.to(torch.float32).reshape(*x.shape[:-1], head_dim // group_size, group_size)
     lo = xg.amin(dim=-1)
     hi = xg.amax(dim=-1)
+    codes, scale = _minmax_codes(xg, lo, hi, bits, dim=-1)
+    return codes.reshape(x.shape), scale, lo
+
+
+def _minmax_codes(xg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: int, dim: int):
+    """Codes and scales of fp32 ``xg`` whose groups run along ``dim``, given each
+    group's ``lo``/``hi`` (``xg``'s shape without ``dim``). The one place the format's
+    arithmetic lives (shared by the token-wise and the channel-wise quantizers)."""
+    qmax = (1 << bits) - 1
     scale = (hi - lo) / qmax
     flat = scale == 0
     # Zero-range group: code 0 everywhere. Divide by 1 there so nothing is 0/0.
     denom = torch.where(flat, torch.ones_like(scale), scale)
-    q = torch.round((xg - lo.unsqueeze(-1)) / denom.unsqueeze(-1))
-    q = torch.where(flat.unsqueeze(-1), torch.zeros_like(q), q)
-    codes = q.clamp_(0, qmax).to(torch.uint8).reshape(x.shape)
+    q = torch.round((xg - lo.unsqueeze(dim)) / denom.unsqueeze(dim))
+    q = torch.where(flat.unsqueeze(dim), torch.zeros_like(q), q)
+    return q.clamp_(0, qmax).to(torch.uint8), scale
+
+
+def quantize_channels(
+    x: torch.Tensor, bits: int, k_block: int, seq_lens: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Channel-wise asymmetric min-max quantization over blocks of ``k_block`` tokens.
+
+    Args:
+        x: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32/
+            float64, finite at the valid positions.
+        bits: 2 or 4.
+        k_block: tokens per block, one of :data:`SUPPORTED_K_BLOCKS`.
+        seq_lens: ``[batch]`` integer valid lengths on ``x``'s device (default: all
+            ``max_seq_len``). Only tokens ``< seq_lens[b]`` enter a block's min/max.
+
+    Returns:
+        ``(codes, scale, offset)``: codes ``[batch, num_kv_heads, max_seq_len,
+        head_dim]`` uint8 (unpacked; 0 at padding positions); scale and offset
+        ``[batch, num_kv_heads, ceil(max_seq_len / k_block), head_dim]`` float32 (0 and
+        0 for a block without valid tokens). Same formulas and rounding as
+        :func:`quantize_groups`, per (block, channel).
+
+    Raises:
+        ValueError: unsupported ``bits``/``k_block``, wrong shape or dtype.
+    """
+    check_tensor("x", x, ndim=4, dtypes=FLOAT_DTYPES)
+    check_choice("bits", bits, SUPPORTED_BITS)
+    check_k_block(k_block)
+    batch, hkv, length, head_dim = x.shape
+    nb = num_k_blocks(length, k_block)
+    xf = x.to(torch.float32)
+    if nb * k_block != length:
+        xf = torch.nn.functional.pad(xf, (0, 0, 0, nb * k_block - length))
+    xb = xf.reshape(batch, hkv, nb, k_block, head_dim)
+    pos = torch.arange(nb * k_block, device=x.device).reshape(1, nb, k_block)
+    if seq_lens is None:
+        valid = (pos < length).expand(batch, nb, k_block)
+    else:
+        check_tensor("seq_lens", seq_lens, shape=(batch,), device=x.device)
+        valid = pos < seq_lens.to(torch.int64).reshape(batch, 1, 1)
+    valid = valid.reshape(batch, 1, nb, k_block, 1)
+    inf = torch.tensor(float("inf"), device=x.device)
+    lo = torch.where(valid, xb, inf).amin(dim=3)  # [batch, hkv, nb, head_dim]
+    hi = torch.where(valid, xb, -inf).amax(dim=3)
+    empty = ~valid.any(dim=3)  # [batch, 1, nb, 1]
+    lo = torch.where(empty, torch.zeros_like(lo), lo)
+    hi = torch.where(empty, torch.zeros_like(hi), hi)
+    xb = torch.where(valid, xb, lo.unsqueeze(3))  # padding -> code 0 (finite, whatever it held)
+    codes, scale = _minmax_codes(xb, lo, hi, bits, dim=3)
+    codes = codes.reshape(batch, hkv, nb * k_block, head_dim)[:, :, :length]
     return codes, scale, lo
+
+
+def dequantize_channels(
+    codes: torch.Tensor,
+    scale: torch.Tensor,
+    offset: torch.Tensor,
+    k_block: int,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """``x_hat[t, c] = scale[t // k_block, c] * code[t, c] + offset[t // k_block, c]``.
+
+    Args:
+        codes: ``[..., length, head_dim]`` uint8 (unpacked).
+        scale, offset: ``[..., nb, head_dim]`` float32, ``nb * k_block >= length``.
+        k_block: tokens per block.
+        dtype: float32 or float64.
+
+    Returns:
+        ``[..., length, head_dim]`` tensor of ``dtype``.
+    """
+    length = codes.shape[-2]
+    s = scale.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
+    z = offset.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
+    return codes.to(dtype) * s + z
 
 
 def dequantize_groups(
@@ -202,7 +321,16 @@ CACHE_TENSORS = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offs
 class _CacheTensors:
     """What the contiguous and the paged caches share: the six tensors of
     :data:`CACHE_TENSORS`, whose first three dimensions agree (``[batch or num_pages,
-    num_kv_heads, tokens]``), and ``bits``, ``group_size``, ``head_dim``."""
+    num_kv_heads, tokens]``) except for channel-wise K's scales and offsets (``[batch,
+    num_kv_heads, blocks, head_dim]``), and ``bits``, ``group_size``, ``head_dim``,
+    ``k_block`` (``None``: token-wise K; a field of the contiguous cache only)."""
+
+    k_block = None
+
+    @property
+    def k_layout(self) -> str:
+        """``"token"`` (K in per-token channel groups) or ``"channel"`` (per channel over ``k_block`` tokens)."""
+        return "token" if self.k_block is None else "channel"
 
     @property
     def num_kv_heads(self) -> int:
@@ -218,8 +346,15 @@ class _CacheTensors:
 
     def bytes_per_token(self) -> int:
         """Bytes the decode kernel reads per (token, KV head): K and V codes plus
-        FP32 scale and offset per group (INT2, G=128, D=128: 32 + 32 + 16 = 80)."""
-        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 2 * 4 * self.num_groups
+        FP32 scale and offset per group (INT2, G=128, D=128: 32 + 32 + 16 = 80).
+        Channel-wise K: its scales and offsets are ``2 * 4 * head_dim`` bytes per
+        ``k_block`` tokens, counted here per token over full blocks (D=128,
+        k_block=128: 8, the same as token-wise K with G=128)."""
+        if self.k_block is None:
+            k_meta = 2 * 4 * self.num_groups
+        else:
+            k_meta = 2 * 4 * self.head_dim // self.k_block
+        return 2 * packed_dim(self.head_dim, self.bits) + 2 * 4 * self.num_groups + k_meta
 
     def _validate_tensors(self) -> tuple:
         """Check format, shapes, dtypes, device and contiguity of the six tensors; return
@@ -234,7 +369,15 @@ class _CacheTensors:
         pd = packed_dim(self.head_dim, self.bits)
         for name in ("k_codes", "v_codes"):
             check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev)
-        for name in ("k_scale", "k_offset", "v_scale", "v_offset"):
+        if self.k_block is None:
+            k_meta_shape = (*lead, self.num_groups)
+        else:
+            check_k_block(self.k_block)
+            blocks = None if lead[2] is None else num_k_blocks(lead[2], self.k_block)
+            k_meta_shape = (lead[0], lead[1], blocks, self.head_dim)
+        for name in ("k_scale", "k_offset"):
+            check_tensor(name, getattr(self, name), shape=k_meta_shape, dtypes=(torch.float32,), device=dev)
+        for name in ("v_scale", "v_offset"):
             check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,), device=dev)
         for name in CACHE_TENSORS:
             if not getattr(self, name).is_contiguous():
@@ -245,6 +388,11 @@ class _CacheTensors:
 @dataclass
 class QuantizedKVCache(_CacheTensors):
     """A contiguous (HND) quantized KV cache. Shapes and dtypes in the module docstring.
+
+    ``k_block`` is ``None`` for token-wise K (groups of ``group_size`` channels per
+    token, like V), or the tokens per block of channel-wise K (``k_layout ==
+    "channel"``; ``k_scale``/``k_offset`` then ``[batch, num_kv_heads,
+    ceil(max_seq_len / k_block), head_dim]``). ``group_size`` is V's group either way.
 
     Use :func:`quantize_kv` to build one; :meth:`validate` checks a hand-built one.
     """
@@ -259,6 +407,7 @@ class QuantizedKVCache(_CacheTensors):
     bits: int
     group_size: int
     head_dim: int
+    k_block: int | None = None
 
     @property
     def batch_size(self) -> int:
@@ -270,9 +419,16 @@ class QuantizedKVCache(_CacheTensors):
 
     def bytes_read(self) -> int:
         """Bytes one decode call must read from the cache: ``sum(seq_lens) *
-        num_kv_heads * bytes_per_token()``. Synchronizes on ``seq_lens``."""
-        total_tokens = int(self.seq_lens.to(torch.int64).sum())
-        return total_tokens * self.num_kv_heads * self.bytes_per_token()
+        num_kv_heads * bytes_per_token()`` (channel-wise K: its scales and offsets
+        counted per block touched, ``ceil(seq_lens[b] / k_block)`` blocks of ``2 * 4 *
+        head_dim`` bytes). Synchronizes on ``seq_lens``."""
+        lens = self.seq_lens.to(torch.int64)
+        total_tokens = int(lens.sum())
+        if self.k_block is None:
+            return total_tokens * self.num_kv_heads * self.bytes_per_token()
+        per_token = 2 * packed_dim(self.head_dim, self.bits) + 2 * 4 * self.num_groups
+        blocks = int(((lens + self.k_block - 1) // self.k_block).sum())
+        return self.num_kv_heads * (total_tokens * per_token + blocks * 2 * 4 * self.head_dim)
 
     def validate(self) -> "QuantizedKVCache":
         """Check shapes, dtypes and devices of every field.
@@ -292,28 +448,45 @@ def quantize_kv(
     group_size: int = 128,
     seq_lens: torch.Tensor | None = None,
     check_finite: bool = True,
+    *,
+    k_layout: str = "token",
+    k_block: int | None = None,
 ) -> QuantizedKVCache:
     """Quantize and pack a K/V cache.
 
     Args:
         k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32.
-        bits: 2 or 4.
-        group_size: 32, 64 or 128, dividing ``head_dim``.
+        bits: 2 or 4 (K and V alike).
+        group_size: 32, 64 or 128, dividing ``head_dim``: V's channel group, and K's
+            with ``k_layout="token"``.
         seq_lens: ``[batch]`` int32 valid lengths (default: all ``max_seq_len``);
             each in ``[0, max_seq_len]``.
         check_finite: raise on NaN/Inf in ``k``/``v`` (one device sync).
+        k_layout: ``"token"`` (K in per-token groups of ``group_size`` channels) or
+            ``"channel"`` (KIVI-style: K per channel over blocks of ``k_block`` tokens,
+            min/max over the valid tokens only; module docstring).
+        k_block: tokens per channel-wise K block, 32, 64 or 128 (default 128); only
+            with ``k_layout="channel"``.
 
     Returns:
         A :class:`QuantizedKVCache` on the device of ``k``.
 
     Raises:
-        ValueError: bad shapes/dtypes, unsupported bits/group size, lengths out of
-            range, or non-finite values.
+        ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,
+            ``k_block`` given with ``k_layout="token"``, lengths out of range, or
+            non-finite values.
     """
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
     batch, _, max_seq_len, head_dim = k.shape
     check_format(bits, group_size, head_dim)
+    check_choice("k_layout", k_layout, K_LAYOUTS)
+    if k_layout == "token":
+        if k_block is not None:
+            raise ValueError(f"k_block: only with k_layout='channel', got k_block={k_block!r} with k_layout='token'")
+    else:
+        k_block = DEFAULT_K_BLOCK if k_block is None else k_block
+        check_k_block(k_block)
     if seq_lens is None:
         seq_lens = torch.full((batch,), max_seq_len, dtype=torch.int32, device=k.device)
     check_tensor("seq_lens", seq_lens, shape=(batch,), dtypes=(torch.int32,), device=k.device)
@@ -326,7 +499,10 @@ def quantize_kv(
         for name, x in (("k", k), ("v", v)):
             if not bool(torch.isfinite(x).all()):
                 raise ValueError(f"{name}: expected finite values, got NaN or Inf")
-    kc, ks, ko = quantize_groups(k, bits, group_size)
+    if k_block is None:
+        kc, ks, ko = quantize_groups(k, bits, group_size)
+    else:
+        kc, ks, ko = quantize_channels(k, bits, k_block, seq_lens)
     vc, vs, vo = quantize_groups(v, bits, group_size)
     return QuantizedKVCache(
         k_codes=pack_codes(kc, bits).contiguous(),
@@ -339,6 +515,7 @@ def quantize_kv(
         bits=bits,
         group_size=group_size,
         head_dim=head_dim,
+        k_block=k_block,
     )
 
 
@@ -357,18 +534,20 @@ def dequantize_kv(
     Returns:
         ``(k, v)``, each ``[batch, num_kv_heads, max_seq_len, head_dim]`` (padding
         positions included), or ``[num_kv_heads, seq_lens[b], head_dim]`` with
-        ``batch_index``.
+        ``batch_index``. Channel-wise K is expanded block by block
+        (:func:`dequantize_channels`).
     """
     sl = slice(None)
     sel = (sl,)
     if batch_index is not None:
         length = int(cache.seq_lens[batch_index])
         sel = (batch_index, sl, slice(0, length))
-    out = []
-    for codes, scale, offset in (
-        (cache.k_codes, cache.k_scale, cache.k_offset),
-        (cache.v_codes, cache.v_scale, cache.v_offset),
-    ):
-        q = unpack_codes(codes[sel], cache.bits)
-        out.append(dequantize_groups(q, scale[sel], offset[sel], cache.group_size, dtype))
-    return out[0], out[1]
+    kq = unpack_codes(cache.k_codes[sel], cache.bits)
+    if cache.k_block is None:
+        k = dequantize_groups(kq, cache.k_scale[sel], cache.k_offset[sel], cache.group_size, dtype)
+    else:
+        bsel = sel if batch_index is None else (batch_index, sl, slice(0, num_k_blocks(length, cache.k_block)))
+        k = dequantize_channels(kq, cache.k_scale[bsel], cache.k_offset[bsel], cache.k_block, dtype)
+    vq = unpack_codes(cache.v_codes[sel], cache.bits)
+    v = dequantize_groups(vq, cache.v_scale[sel], cache.v_offset[sel], cache.group_size, dtype)
+    return k, v

@@ -139,7 +139,7 @@ def folded_decode_torch(
     sm_scale: float | None = None,
     dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
-    """DESIGN §3's folded decode, token-wise K and V, evaluated in torch.
+    """DESIGN §3's folded decode, token-wise V and token- or channel-wise K, in torch.
 
     The raw operand ``v = a * code + c`` enters the products; each group's scale
     is applied to the partial product (K) or to the probabilities (V), and each
@@ -147,6 +147,11 @@ def folded_decode_torch(
 
         S_t = sum_g (s_tg / a) * (Q_g . v_tg)  +  sum_g (z_tg - s_tg * c / a) * sum(Q_g)
         O_g = (P * s_g / a) . v_g  +  sum_t P_t * (z_tg - s_tg * c / a)
+
+    Channel-wise K (``cache.k_block`` set; ``s, z`` per channel of token ``t``'s
+    block): the query is scaled per block, the offset is one constant per block::
+
+        S_t = (Q * s_blk / a) . v_t  +  Q . (z_blk - s_blk * c / a)
 
     Args:
         q: ``[batch, num_qo_heads, head_dim]``.
@@ -171,15 +176,26 @@ def folded_decode_torch(
         qg = q[b].to(dtype).reshape(hkv, group, ng, gs)  # [Hkv, group, NG, G]
         kop = a * unpack_codes(cache.k_codes[b, :, :length], cache.bits).to(dtype) + c
         vop = a * unpack_codes(cache.v_codes[b, :, :length], cache.bits).to(dtype) + c
-        kop = kop.reshape(hkv, length, ng, gs)
         vop = vop.reshape(hkv, length, ng, gs)
-        ks, kz = cache.k_scale[b, :, :length].to(dtype), cache.k_offset[b, :, :length].to(dtype)
         vs, vz = cache.v_scale[b, :, :length].to(dtype), cache.v_offset[b, :, :length].to(dtype)
-        # scores: per-group raw dots, scaled per (token, group), plus the offset term
-        dots = torch.einsum("hqgd,hlgd->hqlg", qg, kop)  # [Hkv, group, L, NG]
-        qsum = qg.sum(-1)  # [Hkv, group, NG]
-        s = (dots * (ks / a).unsqueeze(1)).sum(-1)
-        s = s + torch.einsum("hqg,hlg->hql", qsum, kz - ks * c / a)
+        if cache.k_block is None:
+            kop = kop.reshape(hkv, length, ng, gs)
+            ks, kz = cache.k_scale[b, :, :length].to(dtype), cache.k_offset[b, :, :length].to(dtype)
+            # scores: per-group raw dots, scaled per (token, group), plus the offset term
+            dots = torch.einsum("hqgd,hlgd->hqlg", qg, kop)  # [Hkv, group, L, NG]
+            qsum = qg.sum(-1)  # [Hkv, group, NG]
+            s = (dots * (ks / a).unsqueeze(1)).sum(-1)
+            s = s + torch.einsum("hqg,hlg->hql", qsum, kz - ks * c / a)
+        else:
+            # scores: query scaled per (block, channel), raw dot, plus one constant per block
+            kb = cache.k_block
+            nb = -(-length // kb)
+            ks, kz = cache.k_scale[b, :, :nb].to(dtype), cache.k_offset[b, :, :nb].to(dtype)  # [Hkv, NB, D]
+            qf = qg.reshape(hkv, group, head_dim)
+            q_scaled = torch.einsum("hqd,hnd->hnqd", qf, ks / a)  # [Hkv, NB, group, D]
+            const = torch.einsum("hqd,hnd->hnq", qf, kz - ks * c / a)  # [Hkv, NB, group]
+            blk = torch.arange(length, device=q.device) // kb
+            s = torch.einsum("hlqd,hld->hql", q_scaled[:, blk], kop) + const[:, blk].permute(0, 2, 1)
         s = s * scale
         p = torch.softmax(s, dim=-1)  # [Hkv, group, L]
         # output: probabilities scaled per (token, group) into the raw V operand

@@ -1,0 +1,183 @@
+"""Channel-wise K (KIVI style): format, fp64 reference, folding algebra, Triton kernel.
+
+K is quantized per channel over blocks of ``k_block`` tokens; V stays token-wise
+(foscar/quant.py). The kernel cases run under ``TRITON_INTERPRET=1`` without a GPU
+(tests/conftest.py); the ``gpu``-marked cases are the same checks at full size.
+"""
+
+import math
+
+import pytest
+import torch
+
+import foscar
+from foscar.quant import (
+    SUPPORTED_K_BLOCKS,
+    QuantizedKVCache,
+    dequantize_channels,
+    dequantize_kv,
+    quantize_channels,
+    quantize_kv,
+    unpack_codes,
+)
+
+
+def _kv(batch, hkv, length, head_dim, seed, k_mean=0.3):
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(batch, hkv, length, head_dim, generator=g) * 1.5 + k_mean
+    # a few channels with a large per-channel mean: what channel-wise K is for
+    k[..., 3] += 20.0
+    k[..., head_dim // 2 + 1] -= 12.0
+    v = torch.randn(batch, hkv, length, head_dim, generator=g)
+    return k, v
+
+
+# ---------------------------------------------------------------------------- format
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("k_block", SUPPORTED_K_BLOCKS)
+def test_quantize_channels_error_bound_and_extremes(bits, k_block):
+    length = 2 * k_block + 5  # a partial last block of 5 tokens
+    k, _ = _kv(2, 3, length, 64, seed=bits + k_block)
+    codes, scale, offset = quantize_channels(k, bits, k_block)
+    nb = math.ceil(length / k_block)
+    assert codes.shape == k.shape and codes.dtype == torch.uint8
+    assert scale.shape == offset.shape == (2, 3, nb, 64) and scale.dtype == offset.dtype == torch.float32
+    assert int(codes.max()) <= (1 << bits) - 1
+    x_hat = dequantize_channels(codes, scale, offset, k_block, torch.float64)
+    s_tok = scale.double().repeat_interleave(k_block, dim=2)[:, :, :length]
+    err = (x_hat - k.double()).abs()
+    assert bool((err <= s_tok / 2 * (1 + 1e-5) + 1e-6).all())
+    # each (block, channel)'s min and max come back (codes 0 and 2^b - 1)
+    for i in range(nb):
+        blk = k[:, :, i * k_block:(i + 1) * k_block].double()
+        hat = x_hat[:, :, i * k_block:(i + 1) * k_block]
+        assert torch.allclose(hat.amin(2), blk.amin(2), atol=1e-5)
+        assert torch.allclose(hat.amax(2), blk.amax(2), atol=1e-5)
+
+
+def test_partial_last_block_uses_valid_tokens_only():
+    k_block = 32
+    k, v = _kv(3, 2, 96, 64, seed=1)
+    lens = torch.tensor([96, 40, 0], dtype=torch.int32)
+    k_pad = k.clone()
+    k_pad[1, :, 40:] = 1e6  # garbage past the end: must not enter any min/max
+    c = quantize_kv(k_pad, v, 2, 64, seq_lens=lens, k_layout="channel", k_block=k_block)
+    assert c.k_layout == "channel" and c.k_block == k_block
+    assert c.k_scale.shape == (3, 2, 3, 64)
+    # sequence 1: block 1 holds tokens 32..39 only
+    valid = k[1, :, 32:40].double()
+    assert torch.allclose(c.k_offset[1, :, 1].double(), valid.amin(1), atol=1e-6)
+    assert torch.allclose(c.k_scale[1, :, 1].double(), (valid.amax(1) - valid.amin(1)) / 3, rtol=1e-6)
+    # block 2 of sequence 1 and every block of sequence 2 have no valid token: 0 and 0
+    assert not c.k_scale[1, :, 2].any() and not c.k_offset[1, :, 2].any()
+    assert not c.k_scale[2].any() and not c.k_offset[2].any()
+    # padding tokens get code 0
+    assert not unpack_codes(c.k_codes[1, :, 40:], 2).any()
+    # the valid tokens are within half a step of the truth
+    kb, _ = dequantize_kv(c, torch.float64, batch_index=1)
+    assert kb.shape == (2, 40, 64)
+    s_tok = c.k_scale[1].double().repeat_interleave(k_block, dim=1)[:, :40]
+    assert bool(((kb - k[1, :, :40].double()).abs() <= s_tok / 2 * (1 + 1e-5) + 1e-6).all())
+    # the whole-cache dequantization agrees with the per-sequence one on valid tokens
+    kd, vd = dequantize_kv(c, torch.float64)
+    assert torch.equal(kd[1, :, :40], kb)
+    assert torch.equal(vd, dequantize_kv(quantize_kv(k_pad, v, 2, 64, seq_lens=lens), torch.float64)[1])
+
+
+def test_channel_k_zero_range_channel_is_exact():
+    k, v = _kv(1, 1, 64, 64, seed=2)
+    k[0, 0, :, 5] = 0.75  # constant channel: scale 0, code 0, exact
+    k[0, 0, :32, 6] = -2.5  # constant in block 0 only
+    c = quantize_kv(k, v, 2, 64, k_layout="channel", k_block=32)
+    kd, _ = dequantize_kv(c, torch.float32)
+    assert torch.isfinite(kd).all()
+    assert bool((c.k_scale[0, 0, :, 5] == 0).all()) and float(c.k_scale[0, 0, 0, 6]) == 0
+    assert bool((kd[0, 0, :, 5] == 0.75).all()) and bool((kd[0, 0, :32, 6] == -2.5).all())
+
+
+def test_channel_k_beats_token_k_on_outlier_channels():
+    """The reason for the format: with outlier channels, per-token groups spend their
+    range on the outliers; per-channel blocks do not."""
+    k, v = _kv(1, 2, 256, 128, seed=3)
+    tok, _ = dequantize_kv(quantize_kv(k, v, 2, 128), torch.float64)
+    ch, _ = dequantize_kv(quantize_kv(k, v, 2, 128, k_layout="channel", k_block=128), torch.float64)
+    err_tok = float((tok - k.double()).norm() / k.double().norm())
+    err_ch = float((ch - k.double()).norm() / k.double().norm())
+    assert err_ch < 0.5 * err_tok, (err_ch, err_tok)
+
+
+def test_channel_k_shapes_bytes_and_default_block():
+    k, v = _kv(2, 3, 70, 128, seed=4)
+    lens = torch.tensor([70, 33], dtype=torch.int32)
+    c = quantize_kv(k, v, 2, 128, seq_lens=lens, k_layout="channel")
+    assert c.k_block == 128 and c.k_scale.shape == (2, 3, 1, 128)
+    assert c.validate() is c
+    # K scales/offsets of D=128 channels per 128 tokens: 8 bytes per token, as token-wise G=128
+    assert c.bytes_per_token() == 80
+    c32 = quantize_kv(k, v, 2, 128, seq_lens=lens, k_layout="channel", k_block=32)
+    assert c32.bytes_per_token() == 32 + 32 + 8 + 32
+    # exact count: blocks touched (3 + 2 for k_block=32), not tokens
+    assert c32.bytes_read() == 3 * ((70 + 33) * 72 + (3 + 2) * 8 * 128)
+    assert quantize_kv(k, v, 2, 128).k_layout == "token"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(k_layout="channel", k_block=16), r"k_block: expected one of \[32, 64, 128\], got 16"),
+        (dict(k_layout="channel", k_block=256), r"k_block: expected one of \[32, 64, 128\], got 256"),
+        (dict(k_layout="channel", k_block=32.0), "k_block: expected one of"),
+        (dict(k_layout="channel", k_block=True), "k_block: expected one of"),
+        (dict(k_layout="token", k_block=32), "k_block: only with k_layout='channel'"),
+        (dict(k_layout="per-channel"), r"k_layout: expected one of \['token', 'channel'\]"),
+    ],
+)
+def test_quantize_kv_rejects_bad_channel_options(kwargs, match):
+    k = torch.randn(1, 1, 40, 64)
+    with pytest.raises(ValueError, match=match):
+        quantize_kv(k, k.clone(), 2, 64, **kwargs)
+
+
+def test_validate_checks_channel_k_shapes():
+    k, v = _kv(1, 2, 70, 64, seed=5)
+    c = quantize_kv(k, v, 2, 64, k_layout="channel", k_block=32)
+    bad = QuantizedKVCache(**{**c.__dict__, "k_scale": c.k_scale[:, :, :2].contiguous()})
+    with pytest.raises(ValueError, match=r"k_scale: expected shape \[1, 2, 3, 64\], got \[1, 2, 2, 64\]"):
+        bad.validate()
+    bad = QuantizedKVCache(**{**c.__dict__, "k_block": 48})
+    with pytest.raises(ValueError, match="k_block: expected one of"):
+        bad.validate()
+    # a channel-wise cache read as token-wise: its K scales have the wrong shape
+    bad = QuantizedKVCache(**{**c.__dict__, "k_block": None})
+    with pytest.raises(ValueError, match="k_scale: expected shape"):
+        bad.validate()
+
+
+def test_paged_and_append_refuse_channel_k():
+    k, v = _kv(1, 1, 40, 64, seed=6)
+    c = quantize_kv(k, v, 2, 64, seq_lens=torch.tensor([30], dtype=torch.int32), k_layout="channel", k_block=32)
+    with pytest.raises(ValueError, match="channel-wise K .* not supported in paged caches yet"):
+        foscar.paginate(c, 16)
+    with pytest.raises(ValueError, match="append_kv supports token-wise K only"):
+        foscar.append_kv(c, k[:, :, :1], v[:, :, :1])
+
+
+# ---------------------------------------------------------------------------- reference and algebra
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("k_block", SUPPORTED_K_BLOCKS)
+@pytest.mark.parametrize("operand", ["bf16", "fp8"])
+def test_folding_identity_channel_k_fp64(bits, k_block, operand):
+    k, v = _kv(3, 2, 150, 128, seed=bits * k_block)
+    lens = torch.tensor([150, 0, 65], dtype=torch.int32)
+    c = quantize_kv(k, v, bits, 64, seq_lens=lens, k_layout="channel", k_block=k_block)
+    q = torch.randn(3, 14, 128, dtype=torch.float64)
+    ref = foscar.reference_decode(q, c)
+    assert not ref[1].any()
+    kd, vd = dequantize_kv(c, torch.float64)
+    assert torch.allclose(ref, foscar.attention_reference(q, kd, vd, lens), atol=1e-12)
+    folded = foscar.folded_decode_torch(q, c, operand=operand)
+    assert float((folded - ref).norm() / ref.norm()) < 1e-12
