@@ -41,7 +41,8 @@ def decode(
             (GQA); query head ``h`` reads KV head ``h // (num_qo_heads // num_kv_heads)``.
         cache: :class:`~foscar.quant.QuantizedKVCache` (contiguous) or
             :class:`~foscar.paged.PagedQuantizedKVCache` (FlashInfer-style page table;
-            Triton kernel only so far), ``head_dim`` in {64, 128, 256}.
+            Triton kernel only so far), ``head_dim`` in {64, 128, 256}. Channel-wise K
+            (``quantize_kv(..., k_layout="channel")``) runs on the Triton kernel only.
         operand: tensor-core operand mode; ``"bf16"`` (codes as ``1 + q/128``).
         sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
         num_splits: split-KV count (default: a heuristic from batch x num_kv_heads
@@ -92,6 +93,8 @@ def decode(
         why_not_cuda = "not asked for"
     elif paged:
         why_not_cuda = "paged caches run on the Triton kernel only so far"
+    elif cache.k_block is not None:
+        why_not_cuda = "channel-wise K (k_layout='channel') runs on the Triton kernel only"
     else:
         why_not_cuda = decode_cuda.unavailable(q.device, gqa)
     if backend == "cuda" and why_not_cuda:
