@@ -11,7 +11,7 @@ from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import QuantizedKVCache
 from foscar.reference import gqa_ratio
 
-OPERAND_MODES = ("bf16",)
+OPERAND_MODES = ("bf16", "fp8")
 BACKENDS = ("auto", "triton", "cuda")
 METHODS = ("folded", "per-value")
 
@@ -43,7 +43,12 @@ def decode(
             :class:`~foscar.paged.PagedQuantizedKVCache` (FlashInfer-style page table;
             Triton kernel only so far), ``head_dim`` in {64, 128, 256}. Channel-wise K
             (``quantize_kv(..., k_layout="channel")``) runs on the Triton kernel only.
-        operand: tensor-core operand mode; ``"bf16"`` (codes as ``1 + q/128``).
+        operand: tensor-core operand mode: ``"bf16"`` (codes as ``1 + code/128``) or
+            ``"fp8"`` (codes' bytes as e4m3 ``code * 2^-9``, query and probabilities in
+            e4m3 with per-head / per-tile scaling; CUDA kernel only, head_dim * bits / 128
+            even). On sm_90 ``mma.sync`` runs e4m3 by unpacking to f16, so ``"fp8"`` is
+            slower than ``"bf16"`` there, and less accurate (bench/NOTES.md, "FP8
+            operands", has the measured speed and error).
         sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
         num_splits: split-KV count (default: a heuristic from batch x num_kv_heads
             against the SM count, see ``choose_num_splits``).
@@ -89,6 +94,14 @@ def decode(
         decode_triton.check_interpreter_support()
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
     paged = hasattr(cache, "kv_indptr")
+    if operand == "fp8":
+        if method == "per-value":
+            raise ValueError("operand='fp8' is a folded mode; method='per-value' reconstructs BF16 operands (use operand='bf16')")
+        if backend == "triton":
+            raise ValueError("operand='fp8' exists in the CUDA kernel only; use backend='cuda' or 'auto'")
+        why_fp8 = decode_cuda.fp8_unsupported(cache.head_dim, cache.bits)
+        if why_fp8:
+            raise ValueError(why_fp8)
     if backend == "triton":
         why_not_cuda = "not asked for"
     elif paged:
@@ -101,8 +114,11 @@ def decode(
         raise ValueError(f"backend='cuda': {why_not_cuda}; use backend='triton' or 'auto'")
     if method == "per-value" and why_not_cuda:
         raise ValueError(f"method='per-value' exists in the CUDA kernel only, which cannot run here: {why_not_cuda}")
+    if operand == "fp8" and why_not_cuda:
+        raise ValueError(f"operand='fp8' exists in the CUDA kernel only, which cannot run here: {why_not_cuda}")
     if why_not_cuda is None:
-        o_part, lse_part = decode_cuda.folded_decode_partial(q, cache, scale, num_splits, per_value=method == "per-value")
+        mode = "per-value" if method == "per-value" else operand
+        o_part, lse_part = decode_cuda.folded_decode_partial(q, cache, scale, num_splits, mode=mode)
     else:
         o_part, lse_part = decode_triton.folded_decode_partial(q, cache, scale, num_splits)
     out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)

@@ -16,21 +16,26 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
     nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found: cannot compile the CUDA source here")
-    src = decode_cuda.CSRC / "folded_decode_sm90.cu"
-    cmd = [nvcc, *decode_cuda.NVCC_FLAGS, "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "k.o")]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-4000:]
+    units = [s for s in decode_cuda.SOURCES if s.suffix == ".cu"]  # binding.cpp needs torch headers
+    procs = [
+        subprocess.Popen([nvcc, *decode_cuda.NVCC_FLAGS, "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / f"{src.stem}.o")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for src in units
+    ]
+    reports = []
+    for src, proc in zip(units, procs):
+        _, err = proc.communicate()
+        assert proc.returncode == 0, f"{src.name}:\n{err[-4000:]}"
+        reports.append(err)
     # the Hopper default formats (head_dim 128) must not spill registers to local memory
-    report = res.stderr
-    entries = re.split(r"Compiling entry function", report)
-    checked = 0
-    for e in entries:
-        m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)ELb([01])E", e)
+    checked = set()
+    for e in re.split(r"Compiling entry function", "\n".join(reports)):
+        m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)ELi(\d)E", e)
         if m and m.group(2) == "128":
             spill = re.search(r"(\d+) bytes spill stores", e)
             assert spill and int(spill.group(1)) == 0, e[:400]
-            checked += 1
-    assert checked == 12  # INT2/INT4 x group 32/64/128 x folded/per-value
+            checked.add(m.groups())
+    assert len(checked) == 18  # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8
 
 
 def test_unavailable_reasons():
@@ -50,7 +55,78 @@ def test_per_value_needs_the_cuda_kernel(device):
         foscar.decode(q, cache, method="dequant")
 
 
+def test_fp8_operand_errors(device):
+    import foscar
+
+    q, cache = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
+                     seq_lens=[10], bits=2, group_size=64)
+    with pytest.raises(ValueError, match="fp8' exists in the CUDA kernel only"):
+        foscar.decode(q, cache, operand="fp8", backend="triton")
+    with pytest.raises(ValueError, match="method='per-value' reconstructs BF16"):
+        foscar.decode(q, cache, operand="fp8", method="per-value")
+    with pytest.raises(ValueError, match="head_dim \\* bits / 128 even"):
+        foscar.decode(q, cache, operand="fp8")  # INT2 at head_dim 64: one 16-byte chunk per row
+    with pytest.raises(ValueError, match="operand: expected one of"):
+        foscar.decode(q, cache, operand="int8")
+    assert decode_cuda.fp8_unsupported(128, 2) is None and decode_cuda.fp8_unsupported(64, 4) is None
+
+
 # ---------------------------------------------------------------------------- GPU
+
+FP8_TOL = 8e-2  # FP8 e4m3 query and probabilities: ~4e-2 relative L2 on this data (torch emulation), x2
+
+
+def _check_fp8(q, cache, num_splits=None):
+    """FP8 operand mode against the fp64 reference; returns the worst relative L2 error."""
+    import foscar
+
+    out, lse = foscar.decode(q, cache, operand="fp8", num_splits=num_splits, return_lse=True, backend="cuda")
+    assert out.shape == q.shape and bool(torch.isfinite(out).all()) and not torch.isnan(lse).any()
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    worst = 0.0
+    for b, length in enumerate(cache.seq_lens.tolist()):
+        if length == 0:
+            assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
+            continue
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < FP8_TOL, f"sequence {b} (length {length}): fp8 relative L2 error {err:.3g} >= {FP8_TOL}"
+        # scores carry the query's e4m3 rounding (first-order cancelled): LSE within 5e-2
+        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=5e-2)
+        worst = max(worst, err)
+    return worst
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("group_size", [32, 64, 128])
+def test_gpu_cuda_fp8_qwen3_8b_shape(bits, group_size):
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[32768, 0, 1, 20001], bits=bits, group_size=group_size)
+    _check_fp8(q, cache)
+    _check_fp8(q, cache, num_splits=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim, qo, kv, bits, group_size",
+                         [(64, 8, 8, 4, 64), (256, 8, 8, 2, 128), (256, 16, 2, 4, 32), (128, 7, 1, 2, 128),
+                          (128, 1, 1, 4, 32)])
+def test_gpu_cuda_fp8_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=3, num_qo_heads=qo, num_kv_heads=kv, head_dim=head_dim,
+                     seq_lens=[5001, 129, 63], bits=bits, group_size=group_size)
+    _check_fp8(q, cache)
+    _check_fp8(q, cache, num_splits=7)
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_fp8_constant_v_and_scaled_query():
+    """Groups with scale 0 (constant V) must not give NaN; a large query must not saturate e4m3."""
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[700, 64], bits=2, group_size=64)
+    cache.v_scale[0, :, :100] = 0.0  # constant V for the first 100 tokens of sequence 0
+    _check_fp8(q * 40, cache)
 
 
 

@@ -1,7 +1,8 @@
 """The sm_90 CUDA C++ folded decode kernel: build at first use, launch, heuristics.
 
-Source: ``csrc/folded_decode_sm90.cu`` (kernel, no torch headers) and
-``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
+Source: ``csrc/folded_decode_sm90.cuh`` (the kernel, no torch headers), one
+``csrc/decode_mode_*.cu`` per operand mode (instantiations, built in parallel),
+``csrc/folded_decode_sm90.cu`` (C entry point) and ``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
 ninja through ``torch.utils.cpp_extension.load`` the first time it is used (about
 a minute), into ``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``),
 under a name that includes a hash of the sources, so a changed source rebuilds and
@@ -27,7 +28,9 @@ from foscar.kernels.splits import choose_num_splits, device_sm_count, split_toke
 
 KERNEL_NAME = "foscar-cuda"
 CSRC = Path(__file__).parent / "csrc"
-SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu")
+SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu",  # compiled, one object each (in parallel)
+           CSRC / "decode_mode_bf16.cu", CSRC / "decode_mode_per_value.cu", CSRC / "decode_mode_fp8.cu")
+HEADERS = (CSRC / "folded_decode_sm90.cuh",)  # the kernel itself
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")
 TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
@@ -36,7 +39,7 @@ MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 def source_hash() -> str:
     """Short hash of the kernel sources and flags (part of the extension's name)."""
     h = hashlib.sha256()
-    for src in SOURCES:
+    for src in SOURCES + HEADERS:
         h.update(src.read_bytes())
     h.update(" ".join(NVCC_FLAGS).encode())
     return h.hexdigest()[:12]
@@ -93,12 +96,27 @@ def plan_splits(batch: int, num_kv_heads: int, max_seq_len: int, device: torch.d
     return split_tokens(max_seq_len, num_splits, TOKENS_PER_CTA_ITERATION)
 
 
+MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
+
+
+def fp8_unsupported(head_dim: int, bits: int) -> str | None:
+    """Why the FP8 operand mode cannot take this format, or ``None``.
+
+    The FP8 k32 steps pair two 16-byte chunks of a packed row, so a row needs an even
+    number of them: ``head_dim * bits / 128`` even (not INT2 at head_dim 64).
+    """
+    if (head_dim * bits // 8 // 16) % 2:
+        return f"operand='fp8' needs head_dim * bits / 128 even (head_dim 128/256, or INT4 at 64); got INT{bits}, head_dim {head_dim}"
+    return None
+
+
 def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None,
-                          per_value: bool = False):
+                          mode: str = "bf16"):
     """Launch the CUDA split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
 
-    ``per_value=True`` runs the same kernel with per-value reconstruction of the
-    operands (bf16(s * code + z)) instead of folding: the ablation baseline.
+    ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded, FP8 e4m3 operands)
+    or ``"per-value"`` (the same kernel reconstructing every operand as
+    bf16(s * code + z) instead of folding: the ablation baseline).
 
     Returns:
         ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
@@ -111,6 +129,6 @@ def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: i
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         cache.seq_lens, o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
-        per_value,
+        MODES[mode],
     )
     return o_part, lse_part

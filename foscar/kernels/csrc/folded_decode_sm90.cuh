@@ -1,0 +1,804 @@
+// FOSCAR folded INT2/INT4 split-KV decode attention for sm_90 (mma.sync; BF16 or FP8 operands).
+//
+// One CTA = one (sequence, KV head, split); 4 warps, each streaming its own 64-token
+// sub-tiles (tokens [start + (4 * it + warp) * 64, +64)) through a private two-stage
+// cp.async pipeline in shared memory, with its own online softmax; the 4 warps are
+// merged through shared memory at the end. Output per split: normalized fp32 partial
+// output and base-2 LSE, merged across splits by foscar/kernels/merge_triton.py.
+//
+// Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
+//   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
+//   PV:  O^T[chan, head]  = V^T[chan, :] . P'^T[:, head] M = 16 channels, K = 16 tokens
+// so GQA <= 8 heads pad to N = 8 (Triton's 16-row minimum would pad to 16).
+//
+// Operands from packed codes (plane-split packing, foscar/quant.py): a 32-bit word
+// holds 4 bytes = 4 x (8 / BITS) codes. For plane p the BF16 operand 1 + code/128 of
+// two bytes is one lop3: ((w >> (BITS * p)) & 0x00030003) | 0x3F803F80 yields bytes 0
+// and 2, and the same on (w >> (BITS * p + 8)) bytes 1 and 3. The k (QK) and m (PV)
+// orderings are chosen so that these pairs land exactly where the mma fragments want
+// them, and the query / output channel orders follow (no data moves between lanes).
+// QK words come from ldmatrix (token rows); PV words from ldmatrix.trans (token
+// pairs per register). P^T goes from the QK accumulator layout to the PV B-fragment
+// layout with movmatrix.trans.
+//
+// Folding (DESIGN §3), token-wise groups, a = 1/128, c = 1:
+//   S_t  = sum_g acc_g * (128 s_tg) + sum(Q_g) * (z_tg - 128 s_tg)     (times sm_scale log2 e)
+//   O_h  = sum_t P'_th v_t - sum_t P'_th + sum_t P_th z_t,   P' = bf16(P * 128 s_t)
+// with the PV bias cancelled per 64-token tile in a fresh accumulator, using the
+// BF16-rounded P' the mma consumed (DESIGN §9, rules 1 and 2).
+//
+// This header includes no torch header: CI compiles the .cu files with nvcc alone.
+// One translation unit per operand mode (decode_mode_*.cu) so that ninja builds them in
+// parallel; folded_decode_sm90.cu holds the C entry point.
+
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace foscar {
+
+// Tuning knobs, overridable with -D for experiments (bench/NOTES.md records what was tried).
+#ifndef FOSCAR_STAGES
+#define FOSCAR_STAGES 2
+#endif
+#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM
+#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
+#else  // (a min-blocks of 1 is not the same: ptxas then used 167 registers instead of 128)
+#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
+#endif
+
+constexpr int kWarps = 4;
+constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
+constexpr int kStages = FOSCAR_STAGES;
+
+template <int BITS, int HEAD_DIM, int GROUP>
+struct Fmt {
+  static constexpr int P = 8 / BITS;               // planes (codes per byte)
+  static constexpr int RB = HEAD_DIM * BITS / 8;   // packed bytes per token row
+  static constexpr int NCH = RB / 16;              // 16-byte chunks per row
+  static constexpr int NG = HEAD_DIM / GROUP;      // groups per row
+  static constexpr int KSTEPS = NCH * P;           // k16 steps of QK = m16 blocks of PV
+  static constexpr uint32_t MASK = BITS == 2 ? 0x00030003u : 0x000F000Fu;
+  static constexpr uint32_t MASK4 = BITS == 2 ? 0x03030303u : 0x0F0F0F0Fu;  // FP8: four codes per word
+  static constexpr int KSTEPS8 = NCH / 2 * P;      // FP8: k32 steps of QK (chunk pair, plane)
+  static constexpr float C0 = ((1 << BITS) - 1) * 0.5f;  // FP8: mid code, centres the rounding corrections
+
+  // shared memory of one warp-stage: K codes, V codes, then ks, kz, vs, vz
+  static constexpr int CODE_BYTES = kTileTokens * RB;
+  static constexpr int SCALE_BYTES = kTileTokens * NG * 4;
+  static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 4 * SCALE_BYTES;
+  static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES;
+  // swizzle of 16-byte chunks so an 8-row ldmatrix hits 8 distinct bank groups
+  static constexpr int ROWS_PER_SWZ = NCH >= 8 ? 1 : 8 / NCH;
+  static_assert(HEAD_DIM % GROUP == 0 && GROUP % 16 == 0, "group must be a multiple of 16 dividing head_dim");
+  static_assert(RB % 16 == 0, "packed row must be a multiple of 16 bytes");
+};
+
+__device__ __forceinline__ int swz(int token, int chunk, int nch, int rows_per_swz) {
+  return chunk ^ ((token / rows_per_swz) & (nch - 1));
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
+__device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+template <uint32_t SEL>
+__device__ __forceinline__ uint32_t prmt(uint32_t lo, uint32_t hi) {  // bytes of {hi:lo} picked by SEL
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(lo), "r"(hi), "n"(SEL));
+  return r;
+}
+// f32 pair -> f16x2 -> e4m3x2 (16 bits, round to nearest, saturating) and back to the
+// exact f16x2 of the e4m3 values: the operand the mma will consume, still in f16.
+__device__ __forceinline__ uint32_t round_to_e4m3_as_f16x2(float lo, float hi) {
+  uint32_t h;
+  asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n"
+      : "=r"(h) : "f"(hi), "f"(lo));
+  return h;
+}
+__device__ __forceinline__ uint32_t f16x2_to_e4m3x2(uint32_t h) {  // exact when h holds e4m3 values
+  uint16_t t;
+  asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(t) : "r"(h));
+  return t;
+}
+__device__ __forceinline__ uint32_t e4m3x4_from_f32(float x0, float x1, float x2, float x3) {
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
+  return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+__device__ __forceinline__ float e4m3_to_f32(uint32_t byte) {  // byte in bits 0..7
+  uint32_t h;
+  const uint16_t t = (uint16_t)byte;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(t));
+  return __half2float(__ushort_as_half((unsigned short)(h & 0xFFFFu)));
+}
+__device__ __forceinline__ float f16_lo(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x & 0xFFFFu))); }
+__device__ __forceinline__ float f16_hi(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x >> 16))); }
+
+// BF16 pair 1 + code/128 from two bytes of a word: (x & mask) | 0x3F803F80 in one lop3.
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t operand_pair(uint32_t x) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(0x3F803F80));
+  return r;
+}
+
+// Per-value reconstruction (the ablation baseline, DESIGN §4): convert each code, then
+// s * code + z, then round the pair to BF16. Codes at bits 0.. and 16.. of x.
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t x, float s_lo, float z_lo, float s_hi, float z_hi) {
+  constexpr uint32_t ONE = MASK & 0xFFFFu;
+  const float lo = fmaf(s_lo, __uint2float_rn(x & ONE), z_lo);
+  const float hi = fmaf(s_hi, __uint2float_rn((x >> 16) & ONE), z_hi);
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ float bf16_lo(uint32_t x) { return __uint_as_float(x << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); }
+
+__device__ __forceinline__ float warp_max_over_rows(float v) {  // over the 8 lanes sharing lane % 4
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+  return v;
+}
+__device__ __forceinline__ float warp_sum_over_rows(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 8);
+  v += __shfl_xor_sync(0xffffffffu, v, 16);
+  return v;
+}
+
+struct Params {
+  const __nv_bfloat16* q;  // [batch, num_qo_heads, HEAD_DIM]
+  const uint8_t* k_codes;  // [batch, num_kv_heads, max_seq_len, RB]
+  const uint8_t* v_codes;
+  const float* k_scale;  // [batch, num_kv_heads, max_seq_len, NG]
+  const float* k_offset;
+  const float* v_scale;
+  const float* v_offset;
+  const int* seq_lens;  // [batch]
+  float* o_part;        // [batch, num_qo_heads, num_splits, HEAD_DIM]
+  float* lse_part;      // [batch, num_qo_heads, num_splits], base 2
+  int num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split;
+  int scales_aligned;  // (max_seq_len * NG) % 4 == 0: each (sequence, head) row of scales starts 16-byte aligned
+  long long q_stride_b, q_stride_h;
+  float qk_scale_log2;  // sm_scale * log2(e)
+};
+
+// Operand modes (the MODE template argument):
+//  kFoldedBf16: the folded kernel, BF16 operands 1 + code/128 (m16n8k16).
+//  kPerValue:   the same kernel (tiling, pipeline, split-KV, softmax, merge) with only the
+//               operand construction swapped for per-value reconstruction: K and V operands
+//               are bf16(s * code + z), the query and the probabilities enter the mma
+//               unscaled, and there is no offset/bias correction. The ablation baseline.
+//  kFoldedFp8:  folded, FP8 e4m3 operands (m16n8k32; on sm_90 ptxas lowers this mma.sync to
+//               F2FP e4m3->f16 unpacks + HMMA.16816.F16, so it is correct but not faster there): the codes' bytes (w >> BITS*p) &
+//               0x03030303 (INT4: 0x0F0F0F0F) are e4m3 values code * 2^-9 exactly, four per
+//               instruction; the query enters as e4m3(q * sigma_h), sigma_h = 448 / max|q_h|
+//               per head; the probabilities as e4m3(P * s_v * f), f = 448 / max s_v over the
+//               warp's 64-token tile per group. The rounding of q and of P' is cancelled to
+//               first order around the mid code C0 (DESIGN §9 rule 2, generalised):
+//                 S_t = sum_g s_tg (acc_g 2^9 / sigma - C0 sum_c (q8_c / sigma - q_c)) + z_tg sum(Q_g)
+//                 O   = sum_t (P'8_t / f) code_t - (C0 / f) sum_t (P'8_t - P'_t) + sum_t P_t z_t
+//               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
+enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
+
+template <int BITS, int HEAD_DIM, int GROUP, int MODE>
+__global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
+  using F = Fmt<BITS, HEAD_DIM, GROUP>;
+  constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
+  constexpr bool PER_VALUE = MODE == kPerValue;
+  constexpr bool FP8 = MODE == kFoldedFp8;
+  constexpr int KS8 = FP8 ? F::KSTEPS8 : 1;
+  static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
+  extern __shared__ __align__(128) uint8_t smem[];
+
+  const int bh = blockIdx.x;
+  const int split = blockIdx.y;
+  const int b = bh / p.num_kv_heads, hkv = bh % p.num_kv_heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, tig = lane % 4;
+  const int seq_len = p.seq_lens[b];
+  const int start = split * p.tokens_per_split;
+  const int end = min(start + p.tokens_per_split, seq_len);
+
+  const long long row0 = (long long)bh * p.max_seq_len;  // first token of this (sequence, KV head)
+  const uint8_t* kc = p.k_codes + row0 * RB;
+  const uint8_t* vc = p.v_codes + row0 * RB;
+  const float* ks_g = p.k_scale + row0 * NG;
+  const float* kz_g = p.k_offset + row0 * NG;
+  const float* vs_g = p.v_scale + row0 * NG;
+  const float* vz_g = p.v_offset + row0 * NG;
+
+  // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
+  uint32_t qf[FP8 ? 1 : KSTEPS][2];
+  if constexpr (!FP8) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
+    const bool live = g < p.gqa;
+#pragma unroll
+    for (int c = 0; c < NCH; ++c)
+#pragma unroll
+      for (int pl = 0; pl < P; ++pl) {
+        const int ch = pl * RB + 16 * c + 4 * tig;
+        __nv_bfloat16 x0 = live ? qh[ch + 0] : __float2bfloat16(0.f);
+        __nv_bfloat16 x1 = live ? qh[ch + 1] : __float2bfloat16(0.f);
+        __nv_bfloat16 x2 = live ? qh[ch + 2] : __float2bfloat16(0.f);
+        __nv_bfloat16 x3 = live ? qh[ch + 3] : __float2bfloat16(0.f);
+        qf[c * P + pl][0] = (uint32_t)__bfloat16_as_ushort(x0) | ((uint32_t)__bfloat16_as_ushort(x2) << 16);
+        qf[c * P + pl][1] = (uint32_t)__bfloat16_as_ushort(x1) | ((uint32_t)__bfloat16_as_ushort(x3) << 16);
+      }
+  }
+  // sums of the BF16 query per group, for the heads of this lane's accumulator columns (2tig, 2tig+1)
+  float qsum[NG][2];
+  if constexpr (!FP8) {
+#pragma unroll
+  for (int gr = 0; gr < NG; ++gr) {
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < KSTEPS; ++k) {
+      const int c = k / P, pl = k % P;
+      if ((pl * RB + 16 * c) / GROUP == gr)
+        s += bf16_lo(qf[k][0]) + bf16_hi(qf[k][0]) + bf16_lo(qf[k][1]) + bf16_hi(qf[k][1]);
+    }
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    s += __shfl_xor_sync(0xffffffffu, s, 2);  // lanes of row g hold sum(Q_gr) of head g
+    qsum[gr][0] = __shfl_sync(0xffffffffu, s, (2 * tig) * 4);
+    qsum[gr][1] = __shfl_sync(0xffffffffu, s, (2 * tig + 1) * 4);
+  }
+  }
+  // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
+  // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
+  uint32_t qf8[KS8][2];
+  float qerr[FP8 ? NG : 1][2], cq[2];
+  if constexpr (FP8) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
+    const bool live = g < p.gqa;
+    auto qv = [&](int ch) { return live ? __bfloat162float(qh[ch]) : 0.f; };
+    float amax = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS8; ++k) {
+      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fmaxf(fabsf(qv(base + j)), fabsf(qv(base + 16 + j))));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float sigma = amax > 0.f ? 448.f / amax : 1.f;
+    const float inv_sigma = 1.f / sigma;
+    float qs[NG], qe[NG];
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) qs[gr] = qe[gr] = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS8; ++k) {
+      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
+      const int gr = ((k % P) * RB + 32 * (k / P)) / GROUP;
+      float x[8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        x[j] = qv(base + j);
+        x[4 + j] = qv(base + 16 + j);
+      }
+      qf8[k][0] = e4m3x4_from_f32(x[0] * sigma, x[1] * sigma, x[2] * sigma, x[3] * sigma);
+      qf8[k][1] = e4m3x4_from_f32(x[4] * sigma, x[5] * sigma, x[6] * sigma, x[7] * sigma);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        qs[gr] += x[j] + x[4 + j];
+        qe[gr] += (e4m3_to_f32(qf8[k][0] >> (8 * j)) * inv_sigma - x[j]) +
+                  (e4m3_to_f32(qf8[k][1] >> (8 * j)) * inv_sigma - x[4 + j]);
+      }
+    }
+    const float cq_g = 512.f * inv_sigma * p.qk_scale_log2;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) cq[j] = __shfl_sync(0xffffffffu, cq_g, (2 * tig + j) * 4);
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) {
+      float a = qs[gr], e = qe[gr];
+      a += __shfl_xor_sync(0xffffffffu, a, 1);
+      a += __shfl_xor_sync(0xffffffffu, a, 2);
+      e += __shfl_xor_sync(0xffffffffu, e, 1);
+      e += __shfl_xor_sync(0xffffffffu, e, 2);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        qsum[gr][j] = __shfl_sync(0xffffffffu, a, (2 * tig + j) * 4) * p.qk_scale_log2;
+        qerr[gr][j] = __shfl_sync(0xffffffffu, e, (2 * tig + j) * 4) * (F::C0 * p.qk_scale_log2);
+      }
+    }
+  }
+
+  float o_acc[KSTEPS][4];
+#pragma unroll
+  for (int k = 0; k < KSTEPS; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o_acc[k][i] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY};
+  float l_part[2] = {0.f, 0.f};
+
+  uint8_t* wsm = smem + warp * kStages * F::STAGE_BYTES;
+  const int first = start + warp * kTileTokens;
+  const int stride = kWarps * kTileTokens;
+  const int iters = first < end ? (end - first + stride - 1) / stride : 0;
+
+  auto issue = [&](int it) {  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end)
+    uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
+    const int t0 = first + it * stride;
+    constexpr int CODE_CHUNKS = kTileTokens * NCH;
+#pragma unroll
+    for (int i = lane; i < CODE_CHUNKS; i += 32) {
+      const int tok = i / NCH, c = i % NCH;
+      const int gt = t0 + tok;
+      const int bytes = gt < end ? 16 : 0;
+      const long long src = gt < end ? (long long)gt * RB + 16 * c : 0;
+      const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
+      cp_async16(st + dst, kc + src, bytes);
+      cp_async16(st + F::CODE_BYTES + dst, vc + src, bytes);
+    }
+    const int valid = (end - t0) * NG;  // floats of this sub-tile before the end
+    if (p.scales_aligned) {  // 16-byte copies: 4 floats each
+      constexpr int SCALE_CHUNKS = F::SCALE_BYTES / 16;
+      for (int i = lane; i < SCALE_CHUNKS; i += 32) {
+        const int f0 = i * 4;
+        const int left = valid - f0;
+        const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
+        const long long src = bytes ? (long long)t0 * NG + f0 : 0;
+        uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
+        cp_async16(base, ks_g + src, bytes);
+        cp_async16(base + F::SCALE_BYTES, kz_g + src, bytes);
+        cp_async16(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
+        cp_async16(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+      }
+    } else {  // (sequence, head) rows not 16-byte aligned (max_seq_len * NG % 4 != 0): 4-byte copies
+      for (int f0 = lane; f0 < kTileTokens * NG; f0 += 32) {
+        const int bytes = f0 < valid ? 4 : 0;
+        const long long src = bytes ? (long long)t0 * NG + f0 : 0;
+        uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
+        cp_async4(base, ks_g + src, bytes);
+        cp_async4(base + F::SCALE_BYTES, kz_g + src, bytes);
+        cp_async4(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
+        cp_async4(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+      }
+    }
+  };
+
+#pragma unroll
+  for (int s0 = 0; s0 < kStages - 1; ++s0) {  // prologue: the first kStages - 1 sub-tiles in flight
+    if (s0 < iters) issue(s0);
+    cp_async_commit();
+  }
+
+  for (int it = 0; it < iters; ++it) {
+    if (it + kStages - 1 < iters) issue(it + kStages - 1);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
+    __syncwarp();
+    const uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
+    const uint8_t* ksm = st;
+    const uint8_t* vsm = st + F::CODE_BYTES;
+    const float* ks = reinterpret_cast<const float*>(st + 2 * F::CODE_BYTES);
+    const float* kz = ks + kTileTokens * NG;
+    const float* vs = kz + kTileTokens * NG;
+    const float* vz = vs + kTileTokens * NG;
+    const int t0 = first + it * stride;
+
+    // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i]
+    float s[4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+      float acc[NG][4];
+#pragma unroll
+      for (int gr = 0; gr < NG; ++gr)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[gr][i] = 0.f;
+      if constexpr (FP8) {
+#pragma unroll
+        for (int cp = 0; cp < NCH / 2; ++cp) {
+          // words: tokens g, g+8 of chunk 2cp, then of chunk 2cp+1: bytes 4tig .. +3 (k 4tig.., k 16+4tig..)
+          uint32_t w[4];
+          {
+            const int tok = mt * 16 + (lane & 15);
+            const int c = 2 * cp + (lane >> 4);
+            ldmatrix_x4(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+          }
+#pragma unroll
+          for (int pl = 0; pl < P; ++pl) {
+            const int sh = BITS * pl;
+            const uint32_t a[4] = {(w[0] >> sh) & F::MASK4, (w[1] >> sh) & F::MASK4, (w[2] >> sh) & F::MASK4,
+                                   (w[3] >> sh) & F::MASK4};
+            mma_fp8(acc[(pl * RB + 32 * cp) / GROUP], a, qf8[cp * P + pl][0], qf8[cp * P + pl][1]);
+          }
+        }
+      } else {
+#pragma unroll
+      for (int c = 0; c < NCH; ++c) {
+        // words: token g / g+8 of this tile, chunk c: bytes 16c + 4tig .. +3
+        uint32_t w[2];
+        {
+          const int tok = mt * 16 + (lane & 8) + (lane & 7);  // lanes 0-7: rows 0-7, 8-15: rows 8-15
+          ldmatrix_x2(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+        }
+#pragma unroll
+        for (int pl = 0; pl < P; ++pl) {
+          const int sh = BITS * pl;
+          const int k = c * P + pl;
+          const int gr = (pl * RB + 16 * c) / GROUP;
+          uint32_t a[4];
+          if constexpr (PER_VALUE) {
+            const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
+            const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
+            const float s1 = ks[t_hi * NG + gr], z1 = kz[t_hi * NG + gr];
+            a[0] = dequant_pair<F::MASK>(w[0] >> sh, s0, z0, s0, z0);
+            a[1] = dequant_pair<F::MASK>(w[1] >> sh, s1, z1, s1, z1);
+            a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s0, z0, s0, z0);
+            a[3] = dequant_pair<F::MASK>(w[1] >> (sh + 8), s1, z1, s1, z1);
+          } else {
+            a[0] = operand_pair<F::MASK>(w[0] >> sh);        // row g,   k 2tig..: bytes 0, 2
+            a[1] = operand_pair<F::MASK>(w[1] >> sh);        // row g+8
+            a[2] = operand_pair<F::MASK>(w[0] >> (sh + 8));  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = operand_pair<F::MASK>(w[1] >> (sh + 8));
+          }
+          mma_bf16(acc[gr], a, qf[k][0], qf[k][1]);
+        }
+      }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1)
+        const int tl = mt * 16 + g + 8 * half;
+        const bool valid = t0 + tl < end;
+#pragma unroll
+        for (int gr = 0; gr < NG; ++gr) {
+          if constexpr (PER_VALUE) {  // the mma already saw s * code + z
+            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
+            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
+          } else if constexpr (FP8) {
+            const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
+              s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
+            }
+          } else {
+            const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
+            const float a_t = sc * (128.f * p.qk_scale_log2);
+            const float b_t = (zo - 128.f * sc) * p.qk_scale_log2;
+            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * a_t + qsum[gr][0] * b_t;
+            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * a_t + qsum[gr][1] * b_t;
+          }
+        }
+        if (!valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
+      }
+    }
+
+    // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
+    float alpha[2], m_use[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
+      mx = warp_max_over_rows(mx);
+      const float m_new = fmaxf(m_run[j], mx);
+      m_use[j] = m_new == -INFINITY ? 0.f : m_new;
+      alpha[j] = fast_exp2(m_run[j] - m_use[j]);
+      m_run[j] = m_new;
+    }
+    float pr[4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pr[mt][i] = fast_exp2(s[mt][i] - m_use[i & 1]);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float sum = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
+      l_part[j] = l_part[j] * alpha[j] + sum;
+    }
+
+    if constexpr (FP8) {
+      // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
+      // 2tig, 2tig+1, 8+2tig, 9+2tig | +16 of the block); correction = sum P z - C0/f sum (P'8 - P')
+      uint32_t pb8[NG][2][2];
+      float corr[NG][2], fsc[NG];
+#pragma unroll
+      for (int gr = 0; gr < NG; ++gr) {
+        float sv[4][2], smax = 0.f;
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
+            smax = fmaxf(smax, sv[mt][half]);
+          }
+        smax = warp_max_over_rows(smax);  // zero-filled tokens past the end have s_v = 0
+        const float f = smax > 0.f ? 448.f / smax : 0.f;
+        fsc[gr] = smax * (512.f / 448.f);  // 2^9 / f
+        float cz[2] = {0.f, 0.f}, dr[2] = {0.f, 0.f};
+        uint32_t t[4][2];
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const float zv = vz[(mt * 16 + g + 8 * half) * NG + gr];
+            const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
+            const float x0 = p0 * (sv[mt][half] * f), x1 = p1 * (sv[mt][half] * f);
+            const uint32_t h = round_to_e4m3_as_f16x2(x0, x1);
+            cz[0] = fmaf(p0, zv, cz[0]);
+            cz[1] = fmaf(p1, zv, cz[1]);
+            dr[0] += f16_lo(h) - x0;
+            dr[1] += f16_hi(h) - x1;
+            t[mt][half] = movmatrix_trans(h);  // head g, tokens 8 half + 2tig, +1 of tile mt
+          }
+        }
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int mt = 2 * kb + r;
+            pb8[gr][kb][r] = f16x2_to_e4m3x2(t[mt][0]) | (f16x2_to_e4m3x2(t[mt][1]) << 16);
+          }
+        const float cf = f > 0.f ? F::C0 / f : 0.f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) corr[gr][j] = warp_sum_over_rows(cz[j]) - cf * warp_sum_over_rows(dr[j]);
+      }
+      // ---- PV (m16n8k32) per m16 channel block (chunk c, plane pl) in a fresh accumulator
+#pragma unroll
+      for (int c = 0; c < NCH; ++c) {
+        // per 32-token block: channel byte 2g (rows g) / 2g+1 (rows g+8) of tokens 2tig, 2tig+1, 8+2tig,
+        // 9+2tig (xw[0], xw[1]) and of the same +16 (xw[2], xw[3])
+        uint32_t xw[2][4];
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb) {
+          uint32_t r[4];
+          const int tok = kb * 32 + lane;
+          ldmatrix_x4_trans(r, smem_u32(vsm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+          xw[kb][0] = prmt<0x6420>(r[0], r[1]);
+          xw[kb][1] = prmt<0x7531>(r[0], r[1]);
+          xw[kb][2] = prmt<0x6420>(r[2], r[3]);
+          xw[kb][3] = prmt<0x7531>(r[2], r[3]);
+        }
+#pragma unroll
+        for (int pl = 0; pl < P; ++pl) {
+          const int gr = (pl * RB + 16 * c) / GROUP;
+          const int sh = BITS * pl;
+          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int kb = 0; kb < 2; ++kb) {
+            const uint32_t a[4] = {(xw[kb][0] >> sh) & F::MASK4, (xw[kb][1] >> sh) & F::MASK4,
+                                   (xw[kb][2] >> sh) & F::MASK4, (xw[kb][3] >> sh) & F::MASK4};
+            mma_fp8(tmp, a, pb8[gr][kb][0], pb8[gr][kb][1]);
+          }
+          const int k = c * P + pl;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(tmp[i], fsc[gr], corr[gr][i & 1]));
+        }
+      }
+    } else {
+    // ---- P' = bf16(P * 128 s_v) per group as PV B fragments; correction = sum P z - sum P'
+    uint32_t pb[NG][4][2];
+    float corr[NG][2];
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) {
+      corr[gr][0] = corr[gr][1] = 0.f;
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) {
+        uint32_t x[2];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int tl = mt * 16 + g + 8 * half;
+          const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
+          if constexpr (PER_VALUE) {  // P itself is the operand
+            x[half] = pack_bf16x2(p0, p1);
+          } else {
+            const float sv = 128.f * vs[tl * NG + gr], zv = vz[tl * NG + gr];
+            x[half] = pack_bf16x2(p0 * sv, p1 * sv);
+            corr[gr][0] += p0 * zv - bf16_lo(x[half]);
+            corr[gr][1] += p1 * zv - bf16_hi(x[half]);
+          }
+        }
+        pb[gr][mt][0] = movmatrix_trans(x[0]);  // k = tokens 2tig, 2tig+1 of the tile, n = head g
+        pb[gr][mt][1] = movmatrix_trans(x[1]);  // tokens 2tig+8, 2tig+9
+      }
+      if constexpr (!PER_VALUE) {
+        corr[gr][0] = warp_sum_over_rows(corr[gr][0]);
+        corr[gr][1] = warp_sum_over_rows(corr[gr][1]);
+      }
+    }
+
+    // ---- PV into a fresh accumulator per m16 channel block (chunk c, plane pl), then fold in
+#pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+      uint32_t vw[4][2];  // per token tile: tokens (2tig, 2tig+1) and (2tig+8, 2tig+9), bytes 16c+2g, +1
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) {
+        const int tok = mt * 16 + (lane & 8) + (lane & 7);
+        ldmatrix_x2_trans(vw[mt], smem_u32(vsm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+      }
+#pragma unroll
+      for (int pl = 0; pl < P; ++pl) {
+        const int gr = (pl * RB + 16 * c) / GROUP;
+        const int sh = BITS * pl;
+        float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt) {
+          uint32_t a[4];
+          if constexpr (PER_VALUE) {  // tokens 2tig, 2tig+1 (a[0], a[1]) and +8, +9 (a[2], a[3])
+            const int t0 = mt * 16 + 2 * tig;
+            const float s0 = vs[t0 * NG + gr], z0 = vz[t0 * NG + gr];
+            const float s1 = vs[(t0 + 1) * NG + gr], z1 = vz[(t0 + 1) * NG + gr];
+            const float s8 = vs[(t0 + 8) * NG + gr], z8 = vz[(t0 + 8) * NG + gr];
+            const float s9 = vs[(t0 + 9) * NG + gr], z9 = vz[(t0 + 9) * NG + gr];
+            a[0] = dequant_pair<F::MASK>(vw[mt][0] >> sh, s0, z0, s1, z1);
+            a[1] = dequant_pair<F::MASK>(vw[mt][0] >> (sh + 8), s0, z0, s1, z1);
+            a[2] = dequant_pair<F::MASK>(vw[mt][1] >> sh, s8, z8, s9, z9);
+            a[3] = dequant_pair<F::MASK>(vw[mt][1] >> (sh + 8), s8, z8, s9, z9);
+          } else {
+            a[0] = operand_pair<F::MASK>(vw[mt][0] >> sh);        // row g:   channel byte 16c+2g,   tokens 2tig, +1
+            a[1] = operand_pair<F::MASK>(vw[mt][0] >> (sh + 8));  // row g+8: channel byte 16c+2g+1
+            a[2] = operand_pair<F::MASK>(vw[mt][1] >> sh);        // row g,   tokens 2tig+8, +9
+            a[3] = operand_pair<F::MASK>(vw[mt][1] >> (sh + 8));
+          }
+          mma_bf16(tmp, a, pb[gr][mt][0], pb[gr][mt][1]);
+        }
+        const int k = c * P + pl;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if constexpr (PER_VALUE)
+            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + tmp[i];
+          else
+            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + (tmp[i] + corr[gr][i & 1]);
+        }
+      }
+    }
+    }
+    __syncwarp();  // every lane is done with this stage before it is refilled
+  }
+
+  // ---- merge the 4 warps through shared memory, write this split's partial
+  cp_async_commit();
+  asm volatile("cp.async.wait_all;\n" ::);
+  __syncthreads();
+  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][HEAD_DIM]
+  float* sm_m = sm_o + kWarps * 8 * HEAD_DIM;             // [kWarps][8]
+  float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const float l = warp_sum_over_rows(l_part[j]);
+    if (g == 0) {
+      sm_m[warp * 8 + 2 * tig + j] = m_run[j];
+      sm_l[warp * 8 + 2 * tig + j] = l;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < KSTEPS; ++k) {
+    const int c = k / P, pl = k % P;
+    const int ch = pl * RB + 16 * c + 2 * g;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int head = 2 * tig + (i & 1);
+      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
+    const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
+    const float m_safe = mx == -INFINITY ? 0.f : mx;
+    float num = 0.f, den = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
+      num += e * sm_o[(w * 8 + head) * HEAD_DIM + ch];
+      den += e * sm_l[w * 8 + head];
+    }
+    const long long row = (long long)b * p.num_kv_heads * p.gqa + hkv * p.gqa + head;  // (batch, qo head)
+    const long long o = (row * p.num_splits + split);
+    p.o_part[o * HEAD_DIM + ch] = den > 0.f ? num / den : 0.f;
+    if (ch == 0) p.lse_part[o] = den > 0.f ? mx + log2f(den) : -INFINITY;
+  }
+}
+
+template <int BITS, int HEAD_DIM, int GROUP, int MODE>
+cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
+  using F = Fmt<BITS, HEAD_DIM, GROUP>;
+  constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
+  constexpr int smem = F::SMEM_BYTES > merge_bytes ? F::SMEM_BYTES : merge_bytes;
+  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err != cudaSuccess) return err;
+  dim3 grid(batch * p.num_kv_heads, p.num_splits);
+  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// All formats of one operand mode: cudaErrorInvalidValue for an unsupported
+// (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks.
+template <int MODE>
+cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, cudaStream_t stream) {
+#define FOSCAR_CASE(B, D, G)                                                   \
+  if (bits == B && head_dim == D && group_size == G) {                         \
+    if constexpr (MODE != kFoldedFp8 || Fmt<B, D, G>::NCH % 2 == 0)             \
+      return launch<B, D, G, MODE>(p, batch, stream);                          \
+    return cudaErrorInvalidValue;                                              \
+  }
+  FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
+  FOSCAR_CASE(4, 128, 128) FOSCAR_CASE(4, 128, 64) FOSCAR_CASE(4, 128, 32)
+  FOSCAR_CASE(2, 64, 64) FOSCAR_CASE(2, 64, 32) FOSCAR_CASE(4, 64, 64) FOSCAR_CASE(4, 64, 32)
+  FOSCAR_CASE(2, 256, 128) FOSCAR_CASE(2, 256, 64) FOSCAR_CASE(2, 256, 32)
+  FOSCAR_CASE(4, 256, 128) FOSCAR_CASE(4, 256, 64) FOSCAR_CASE(4, 256, 32)
+#undef FOSCAR_CASE
+  return cudaErrorInvalidValue;
+}
+// instantiated once each, in decode_mode_bf16.cu / decode_mode_per_value.cu / decode_mode_fp8.cu
+extern template cudaError_t launch_mode<kFoldedBf16>(const Params&, int, int, int, int, cudaStream_t);
+extern template cudaError_t launch_mode<kPerValue>(const Params&, int, int, int, int, cudaStream_t);
+extern template cudaError_t launch_mode<kFoldedFp8>(const Params&, int, int, int, int, cudaStream_t);
+
+}  // namespace foscar
