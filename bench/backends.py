@@ -4,9 +4,9 @@ A backend is one small decorated function ``build(workload, operand) -> Prepared
 it builds whatever it needs *outside* the timed region (plans, workspaces, caches
 in its own layout) and returns the zero-argument callable that is timed, a getter
 for the output of the last call, and the bytes one call must move. Metadata
-(kernel name, whether it reads the quantized cache, whether it is a BF16 baseline,
-what makes it unavailable) sits in the decorator, so adding a kernel variant or a
-baseline is one function::
+(kernel name, whether it reads the quantized cache, which baseline it counts
+towards, the dtype of the cache it reads, what makes it unavailable) sits in the
+decorator, so adding a kernel variant or a baseline is one function::
 
     @register_backend("my-kernel", quantized=True)
     def my_kernel(w: Workload, operand: str) -> Prepared:
@@ -17,7 +17,13 @@ baseline is one function::
 
 Rows per point: a ``quantized`` backend gives one row per operand mode of the
 config, with ``bits`` = the point's bits; a baseline gives one row with
-``bits = None`` that reads the BF16 *dequantized* values of the same cache.
+``bits = None`` that reads the *dequantized* values of the same cache, stored as
+``kv_dtype`` (BF16, or FP8 e4m3 with a per-tensor scale).
+
+Baselines (:data:`BASELINE_KINDS`): ``baseline="bf16"`` rows count towards
+"FlashInfer BF16 at its best" (the fastest such row per point; the column
+``speedup_vs_flashinfer_bf16``), ``baseline="fp8"`` rows towards "FlashInfer
+FP8-KV at its best" (``speedup_vs_flashinfer_fp8``). ``None``: not a baseline.
 """
 
 from __future__ import annotations
@@ -57,16 +63,68 @@ class Prepared:
     replica: Callable[[], Callable[[], object]] | None = None
 
 
+# baseline kind -> what "at its best" is taken over (the fastest passing row of that kind per point)
+BASELINE_KINDS: dict[str, str] = {
+    "bf16": "FlashInfer BF16",
+    "fp8": "FlashInfer FP8-KV",
+}
+# the cache dtype a non-quantized backend reads (the row's kv_dtype column)
+NON_QUANTIZED_KV_DTYPES = ("bf16", "fp8_e4m3")
+
+
+def normalize_baseline(baseline: str | bool | None) -> str | None:
+    """A baseline kind from :data:`BASELINE_KINDS` or ``None``; the old boolean form maps
+    ``True`` to ``"bf16"`` (every baseline was BF16 then) and ``False`` to ``None``.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if baseline is True:
+        return "bf16"
+    if baseline is False or baseline is None:
+        return None
+    if baseline not in BASELINE_KINDS:
+        raise ValueError(f"baseline: expected one of {list(BASELINE_KINDS)} or None, got {baseline!r}")
+    return baseline
+
+
 @dataclass(frozen=True)
 class Backend:
-    """Registry entry. ``unavailable(device)`` returns why it cannot run here, or ``None``."""
+    """Registry entry. ``unavailable(device)`` returns why it cannot run here, or ``None``.
+
+    Attributes:
+        quantized: reads the INT2/INT4 cache; False: reads the dequantized values of
+            the same cache, stored as ``kv_dtype``.
+        baseline: the baseline kind it counts towards (:data:`BASELINE_KINDS`:
+            ``"bf16"``, ``"fp8"``), or ``None``. ``True``/``False`` are accepted and
+            normalized (``True`` = ``"bf16"``).
+        kv_dtype: the dtype of the K/V cache it reads, for non-quantized backends
+            (``"bf16"`` or ``"fp8_e4m3"``); ``None`` for quantized ones (``int<bits>``).
+            Picks the check tolerance (:meth:`bench.config.BenchConfig.tolerance_for`).
+    """
 
     name: str
     build: Callable[[Workload, str | None], Prepared]
-    quantized: bool  # reads the INT2/INT4 cache; False: BF16 baseline on the dequantized values
-    baseline: bool  # counts towards "FlashInfer BF16 at its best"
+    quantized: bool
+    baseline: str | None
     unavailable: Callable[[torch.device], str | None]
     description: str
+    kv_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "baseline", normalize_baseline(self.baseline))
+        if self.quantized:
+            if self.kv_dtype is not None:
+                raise ValueError(f"backend {self.name!r}: a quantized backend reads int<bits>; kv_dtype must be None")
+        else:
+            kv = self.kv_dtype or "bf16"
+            if kv not in NON_QUANTIZED_KV_DTYPES:
+                raise ValueError(f"backend {self.name!r}: kv_dtype: expected one of {list(NON_QUANTIZED_KV_DTYPES)}, got {kv!r}")
+            object.__setattr__(self, "kv_dtype", kv)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.baseline is not None
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -84,11 +142,16 @@ def register_backend(
     name: str,
     *,
     quantized: bool,
-    baseline: bool = False,
+    baseline: str | None = None,
+    kv_dtype: str | None = None,
     unavailable: Callable[[torch.device], str | None] | None = None,
     description: str = "",
 ):
-    """Decorator: register ``build(workload, operand) -> Prepared`` under ``name``."""
+    """Decorator: register ``build(workload, operand) -> Prepared`` under ``name``.
+
+    ``baseline``: ``"bf16"``, ``"fp8"`` (:data:`BASELINE_KINDS`) or ``None``;
+    ``kv_dtype``: the cache dtype of a non-quantized backend (default ``"bf16"``).
+    """
 
     def deco(build: Callable[[Workload, str | None], Prepared]):
         if name in _REGISTRY:
@@ -100,6 +163,7 @@ def register_backend(
             baseline=baseline,
             unavailable=unavailable or _always,
             description=description or _first_line(build.__doc__),
+            kv_dtype=kv_dtype,
         )
         return build
 

@@ -356,6 +356,8 @@ def export_gab(run: Run) -> list[dict[str, Any]]:
             extra.append(f"{r['tbps']:.2f} TB/s")
         if _finite(r["speedup_vs_flashinfer_bf16"]):
             extra.append(f"speed-up vs FlashInfer BF16 {r['speedup_vs_flashinfer_bf16']:.3f}x")
+        if _finite(r["speedup_vs_flashinfer_fp8"]):
+            extra.append(f"speed-up vs FlashInfer FP8-KV {r['speedup_vs_flashinfer_fp8']:.3f}x")
         if _finite(r["max_rel_err"]):
             extra.append(f"max_rel_err {r['max_rel_err']:.2e}")
         extra.append(f"status {r['status']}")

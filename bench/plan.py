@@ -85,14 +85,22 @@ class PointPlan:
     seconds: float  # estimated wall time of the point
 
 
-def call_bytes(point: Point, quantized: bool) -> int:
-    """Bytes one decode call must move: K/V (quantized codes + scales, or BF16) + q read + output written."""
+def call_bytes(point: Point, quantized: bool, kv_elem_bytes: int = 2) -> int:
+    """Bytes one decode call must move: K/V (quantized codes + scales, or ``kv_elem_bytes``
+    per value: 2 for BF16, 1 for FP8) + q read + output written."""
     p = point
     io = 2 * p.batch * p.num_qo_heads * p.head_dim * 2
     tokens = p.batch * p.context * p.num_kv_heads
     if quantized:
         return tokens * bytes_per_token(p.bits, p.group_size, p.head_dim) + io
-    return tokens * p.head_dim * 2 * 2 + io
+    return tokens * p.head_dim * kv_elem_bytes * 2 + io
+
+
+def _row_call_bytes(point: Point, backend) -> int:
+    """Bytes one call of ``backend``'s row moves at ``point``."""
+    if backend.quantized:
+        return call_bytes(point, True)
+    return call_bytes(point, False, kv_elem_bytes=1 if backend.kv_dtype == "fp8_e4m3" else 2)
 
 
 def setup_costs(interpreter: bool) -> SetupCosts:
@@ -121,6 +129,7 @@ def plan_points(
 
     runnable = runnable or {}
     with_bf16 = any(not be.quantized for be in backends)
+    with_fp8 = any(be.kv_dtype == "fp8_e4m3" for be in backends)
     plans = []
     for point in grid(cfg):
         specs = row_specs(point, backends, cfg.operand)
@@ -130,7 +139,7 @@ def plan_points(
         if run:
             kv_bf16 = point.batch * point.num_kv_heads * point.context * point.head_dim * 2 * 2
             seconds = setup_costs(interpreter).point_s + kv_bf16 / SETUP_BYTES_PER_S
-            seconds += sum(row_seconds(qb if be.quantized else bb, interpreter, cfg.cpu_reps) for be, _ in run)
+            seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps) for be, _ in run)
         plans.append(
             PointPlan(
                 point=point,
@@ -138,7 +147,7 @@ def plan_points(
                 runnable_rows=len(run),
                 quant_call_bytes=qb,
                 bf16_call_bytes=bb,
-                device_bytes=estimate_bytes(point, with_bf16_cache=with_bf16),
+                device_bytes=estimate_bytes(point, with_bf16_cache=with_bf16, with_fp8_cache=with_fp8),
                 seconds=seconds,
             )
         )

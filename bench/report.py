@@ -33,7 +33,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from bench.errors import FoscarError
-from bench.results import BASELINE_LABEL
+from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
 from bench.rundir import Run, context_label, point_label, series_label, timed_rows, untimed_rows
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
@@ -403,6 +403,8 @@ def render_markdown(runs: list[Run], sections: list[tuple[str, list[Plot], list[
     """The report: run headers, geomean table, plots with captions, not-measured and suspect rows."""
     lines = ["# FOSCAR benchmark report", ""]
     lines.append(f"Baseline: {BASELINE_LABEL}.")
+    if any(_has_fp8(r) for r in runs):
+        lines.append(f"Second baseline: {BASELINE_FP8_LABEL}.")
     lines.append("")
     for run in runs:
         lines += _run_header(run, len(runs) > 1)
@@ -470,10 +472,18 @@ def _run_header(run: Run, multi: bool) -> list[str]:
     return out
 
 
+def _has_fp8(run: Run) -> bool:
+    """Whether the run had FlashInfer FP8-KV baseline rows (summary.json ``baseline_rows``; older runs: no)."""
+    return (run.summary.get("baseline_rows") or {}).get("fp8", 0) > 0
+
+
 def _geomean_table(runs: list[Run]) -> list[str]:
     multi = len(runs) > 1
+    fp8 = any(_has_fp8(r) for r in runs)
     bases = sorted({b for r in runs for per in (r.summary.get("geomean_speedup_vs") or {}).values() for b in per})
     head = (["run"] if multi else []) + ["variant", "vs FlashInfer BF16 at its best (x)", "points"]
+    if fp8:
+        head += ["vs FlashInfer FP8-KV at its best (x, points)"]
     head += [f"vs {b} (x, points)" for b in bases]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     any_row = False
@@ -483,6 +493,10 @@ def _geomean_table(runs: list[Run]) -> list[str]:
             any_row = True
             cells = ([f"`{r.label}`"] if multi else []) + [f"`{key}`", _fmt(value, ".3f"),
                                                            str((r.summary.get("num_points") or {}).get(key, "-"))]  # fmt: skip
+            if fp8:
+                v8 = (r.summary.get("geomean_speedup_fp8") or {}).get(key)
+                n8 = (r.summary.get("num_points_fp8") or {}).get(key, 0)
+                cells.append(f"{_fmt(v8, '.3f')} ({n8})" if _has_fp8(r) else "- (not run)")
             per = (r.summary.get("geomean_speedup_vs") or {}).get(key) or {}
             for b in bases:
                 e = per.get(b) or {}

@@ -2,18 +2,23 @@
 
 Columns of ``results.csv`` (:data:`COLUMNS`):
 
-* what ran: ``kernel`` (backend name), ``bits`` (2/4; empty for BF16 baselines),
+* what ran: ``kernel`` (backend name), ``bits`` (2/4; empty for baselines),
   ``operand`` (FOSCAR operand mode; empty for baselines), ``kv_dtype`` (``int2``,
-  ``int4``, ``bf16``), ``is_baseline``;
+  ``int4``, ``bf16``, ``fp8_e4m3``), ``is_baseline`` (any baseline kind),
+  ``baseline_kind`` (``bf16`` or ``fp8``: which "at its best" the row counts
+  towards; empty for FOSCAR rows; runs written before it existed had BF16
+  baselines only, so an empty kind on an ``is_baseline`` row reads as ``bf16``);
 * the point: ``cache_bits`` (bits of the quantized cache the point was built from;
-  BF16 baselines read its dequantized values), ``group_size``, ``batch``,
+  baselines read its dequantized values, as BF16 or FP8), ``group_size``, ``batch``,
   ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``;
 * timing: ``median_us``, ``p20_us``, ``p80_us``, ``reps``, ``timing_mode``;
 * traffic: ``bytes`` (what one call must move), ``tbps`` (bytes / median, 1e12 B/s),
   ``sol_fraction`` (tbps / measured HBM ceiling);
 * speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
   the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
-  median_us;
+  median_us; the same against FlashInfer with an FP8 e4m3 cache:
+  ``baseline_fp8_kernel``, ``baseline_fp8_us``, ``speedup_vs_flashinfer_fp8``
+  (empty where the point has no passing FP8 row);
 * correctness: ``max_rel_err`` (max over ``checked_rows`` of the relative L2 error
   ``||out_b - ref_b|| / ||ref_b||`` against the fp64 reference), ``checked_rows``
   (``all`` or ``0;32;63``);
@@ -28,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +44,11 @@ from bench import SCHEMA_VERSION
 from bench.timing import DEVICE_TIMINGS
 
 COLUMNS = [
-    "kernel", "bits", "operand", "kv_dtype", "is_baseline",
+    "kernel", "bits", "operand", "kv_dtype", "is_baseline", "baseline_kind",
     "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
     "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
+    "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
     "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
 ]  # fmt: skip
 POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
@@ -50,17 +57,55 @@ BASELINE_LABEL = (
     "FlashInfer BF16 at its best: the fastest of the FlashInfer BF16 rows that passed the check, per point "
     "(rows flagged suspect included)"
 )
+BASELINE_FP8_LABEL = (
+    "FlashInfer FP8-KV at its best: the fastest of the FlashInfer rows reading an FP8 (e4m3, per-tensor scale) "
+    "cache that passed the check, per point (rows flagged suspect included)"
+)
 
 
-def new_row(point, kernel: str, bits: int | None, operand: str | None, is_baseline: bool) -> dict[str, Any]:
-    """A row with the point's columns filled and every measurement empty."""
+@dataclass(frozen=True)
+class BaselineSpec:
+    """Where one baseline kind's per-point best and speed-ups go (columns and summary.json keys)."""
+
+    kind: str  # baseline_kind of the rows it is taken over
+    label: str  # what "at its best" means, for summary.json and reports
+    title: str  # short name for table titles
+    kernel_col: str  # results.csv: the point's fastest passing row of this kind
+    us_col: str  # results.csv: its median_us
+    speedup_col: str  # results.csv: its median_us / the row's median_us
+    summary_suffix: str  # summary.json: geomean_speedup<suffix>, geomean_ci95<suffix>, num_points<suffix>
+
+
+BASELINES: tuple[BaselineSpec, ...] = (
+    BaselineSpec("bf16", BASELINE_LABEL, "FlashInfer BF16", "baseline_kernel", "baseline_us",
+                 "speedup_vs_flashinfer_bf16", ""),
+    BaselineSpec("fp8", BASELINE_FP8_LABEL, "FlashInfer FP8-KV", "baseline_fp8_kernel", "baseline_fp8_us",
+                 "speedup_vs_flashinfer_fp8", "_fp8"),
+)  # fmt: skip
+
+
+def new_row(
+    point, kernel: str, bits: int | None, operand: str | None, baseline: str | bool | None,
+    kv_dtype: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """A row with the point's columns filled and every measurement empty.
+
+    ``baseline``: the row's baseline kind (``"bf16"``, ``"fp8"``) or ``None``
+    (``True``/``False``: the old form, ``True`` = ``"bf16"``). ``kv_dtype``: the cache
+    dtype a baseline reads; default ``int<bits>`` for FOSCAR rows, else ``fp8_e4m3`` for
+    an FP8 baseline and ``bf16`` otherwise.
+    """
+    kind = "bf16" if baseline is True else (None if baseline is False else baseline)
+    if kv_dtype is None:
+        kv_dtype = f"int{bits}" if bits else ("fp8_e4m3" if kind == "fp8" else "bf16")
     row: dict[str, Any] = {c: None for c in COLUMNS}
     row.update(
         kernel=kernel,
         bits=bits,
         operand=operand,
-        kv_dtype=f"int{bits}" if bits else "bf16",
-        is_baseline=is_baseline,
+        kv_dtype=kv_dtype,
+        is_baseline=kind is not None,
+        baseline_kind=kind,
         cache_bits=point.bits,
         group_size=point.group_size,
         batch=point.batch,
@@ -103,34 +148,43 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
               "head_dim", "page_size", "reps", "bytes"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
-    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us",
-              "speedup_vs_flashinfer_bf16", "max_rel_err"):  # fmt: skip
+    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us", "baseline_fp8_us",
+              "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("float64")
     df["is_baseline"] = df["is_baseline"].astype(bool)
+    # runs from before baseline_kind: every baseline row was FlashInfer BF16
+    kind = df["baseline_kind"].astype(object).where(df["baseline_kind"].notna(), None)
+    df["baseline_kind"] = kind.where(~(df["is_baseline"] & kind.isna()), "bf16")
+    for c in ("baseline_kernel", "baseline_fp8_kernel"):
+        df[c] = df[c].astype(object)
     return df
 
 
 def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill ``baseline_kernel``, ``baseline_us`` and ``speedup_vs_flashinfer_bf16`` per point.
+    """Fill, per point and per baseline kind (:data:`BASELINES`), the point's best row
+    (``baseline_kernel``/``baseline_fp8_kernel``), its time (``baseline_us``/``baseline_fp8_us``)
+    and every timed row's speed-up over it (``speedup_vs_flashinfer_bf16``/``_fp8``).
 
-    The baseline of a point is its fastest timed ``is_baseline`` row (status ``ok``,
-    or ``suspect``: a baseline that looks faster than the ceiling still counts, so a
-    mis-measured ceiling can only make FOSCAR's speed-ups smaller, never larger);
-    speed-ups are given to every timed row (baselines included). Points without a
-    passing baseline get NaN.
+    The baseline of a point is its fastest timed row of that ``baseline_kind`` (status
+    ``ok``, or ``suspect``: a baseline that looks faster than the ceiling still
+    counts, so a mis-measured ceiling can only make FOSCAR's speed-ups smaller, never
+    larger); speed-ups are given to every timed row (baselines included). Points
+    without a passing baseline of a kind get NaN in its columns.
     """
     df = df.copy()
-    df["baseline_kernel"] = df["baseline_kernel"].astype(object)
+    for spec in BASELINES:
+        df[spec.kernel_col] = df[spec.kernel_col].astype(object)
     for _, idx in df.groupby(POINT_KEYS, dropna=False).groups.items():
         grp = df.loc[idx]
-        base = grp[grp["is_baseline"] & grp["status"].isin(TIMED) & grp["median_us"].notna()]
-        if base.empty:
-            continue
-        best = base.loc[base["median_us"].idxmin()]
         timed = grp.index[grp["status"].isin(TIMED) & grp["median_us"].notna()]
-        df.loc[idx, "baseline_kernel"] = best["kernel"]
-        df.loc[idx, "baseline_us"] = best["median_us"]
-        df.loc[timed, "speedup_vs_flashinfer_bf16"] = best["median_us"] / df.loc[timed, "median_us"]
+        for spec in BASELINES:
+            base = grp[(grp["baseline_kind"] == spec.kind) & grp["status"].isin(TIMED) & grp["median_us"].notna()]
+            if base.empty:
+                continue
+            best = base.loc[base["median_us"].idxmin()]
+            df.loc[idx, spec.kernel_col] = best["kernel"]
+            df.loc[idx, spec.us_col] = best["median_us"]
+            df.loc[timed, spec.speedup_col] = best["median_us"] / df.loc[timed, "median_us"]
     return df
 
 
@@ -180,31 +234,42 @@ def geomean_ci(
 def summarize(df: pd.DataFrame) -> dict[str, Any]:
     """Geometric-mean speed-ups of every quantized kernel variant, with bootstrap intervals.
 
-    ``geomean_speedup[key]`` is over the points where the variant has status ``ok``
-    and the point has a passing baseline; ``num_points[key]`` counts them (a
-    variant with none gets ``null``); ``geomean_ci95[key]`` is its ``[lo, hi]``
-    (:func:`geomean_ci`, method in ``geomean_ci95_method``).
+    Against FlashInfer BF16 at its best: ``geomean_speedup[key]`` is over the points
+    where the variant has status ``ok`` and the point has a passing BF16 baseline;
+    ``num_points[key]`` counts them (a variant with none gets ``null``);
+    ``geomean_ci95[key]`` is its ``[lo, hi]`` (:func:`geomean_ci`, method in
+    ``geomean_ci95_method``). Against FlashInfer FP8-KV at its best, the same under
+    ``geomean_speedup_fp8``, ``geomean_ci95_fp8``, ``num_points_fp8`` (``baseline_fp8``
+    says what it is). ``baseline_rows[kind]`` counts the run's rows of each baseline
+    kind, whatever their status (0: that baseline was not part of the run).
     ``geomean_speedup_vs[key][baseline]`` is the same against each FlashInfer row's
-    own time (with its own ``geomean_ci95``).
+    own time (BF16 and FP8 rows alike, with its own ``geomean_ci95``).
     """
     quant = df[df["bits"].notna() & ~df["is_baseline"]]
     bases = df[df["is_baseline"] & df["status"].isin(TIMED)]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "baseline": BASELINE_LABEL,
+        "baseline_fp8": BASELINE_FP8_LABEL,
+        "baseline_rows": {spec.kind: int((df["baseline_kind"] == spec.kind).sum()) for spec in BASELINES},
         "geomean_speedup": {},
         "geomean_ci95": {},
         "geomean_ci95_method": CI_METHOD,
         "num_points": {},
+        "geomean_speedup_fp8": {},
+        "geomean_ci95_fp8": {},
+        "num_points_fp8": {},
         "geomean_speedup_vs": {},
         "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
     }
     for (kernel, bits, operand), grp in quant.groupby(["kernel", "bits", "operand"], dropna=False, sort=True):
         key = variant_key(kernel, bits, operand)
-        ok = grp[(grp["status"] == "ok") & grp["speedup_vs_flashinfer_bf16"].notna()]
-        out["geomean_speedup"][key] = None if ok.empty else geomean(ok["speedup_vs_flashinfer_bf16"])
-        out["geomean_ci95"][key] = geomean_ci(ok["speedup_vs_flashinfer_bf16"])
-        out["num_points"][key] = int(len(ok))
+        for spec in BASELINES:
+            sfx = spec.summary_suffix
+            ok = grp[(grp["status"] == "ok") & grp[spec.speedup_col].notna()]
+            out["geomean_speedup" + sfx][key] = None if ok.empty else geomean(ok[spec.speedup_col])
+            out["geomean_ci95" + sfx][key] = geomean_ci(ok[spec.speedup_col])
+            out["num_points" + sfx][key] = int(len(ok))
         per_base: dict[str, Any] = {}
         mine = grp[grp["status"] == "ok"]
         for bname, bgrp in bases.groupby("kernel", sort=True):

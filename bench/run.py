@@ -172,7 +172,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     from bench.results import summarize, write_json
     from bench.resume import gpu_mismatch, load_prior, session_record
     from bench.sweep import Sweep, finished_points, run_sweep
-    from bench.tables import make_console, summary_table
+    from bench.tables import make_console, summary_tables
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
     backends = select_backends(cfg.kernels)
@@ -249,7 +249,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     if opts.output is OutputFormat.json:
         print(json.dumps(summary, indent=2))
     elif console:
-        console.print(summary_table(summary, interpreter))
+        for table in summary_tables(summary, interpreter):
+            console.print(table)
         console.print(f"wrote {out / 'results.csv'}, {out / 'meta.json'}, {out / 'summary.json'}")
     else:
         print(out)

@@ -7,9 +7,10 @@ For every point (batch x context x bits, in that nesting):
 2. build its inputs (:func:`bench.workload.build_workload`): random BF16 K/V,
    quantized in chunks, random q, fp64 reference for the checked rows;
 3. for every kernel row: skip it with the reason if the backend cannot run here;
-   build it, run it once, check it against the reference (NaN or ``max_rel_err >
-   tolerance`` fails, and a failed row is not timed); then time it: CUDA-graph
-   replay over rotating input copies (:func:`rotation`, :mod:`bench.timing`);
+   build it, run it once, check it against the reference (NaN or ``max_rel_err >``
+   the tolerance for the cache it reads, :meth:`BenchConfig.tolerance_for`, fails,
+   and a failed row is not timed); then time it: CUDA-graph replay over rotating
+   input copies (:func:`rotation`, :mod:`bench.timing`);
 4. add the point's speed-ups, rewrite ``results.csv`` (so nothing measured is lost
    if a later point crashes the process), print the point's table, free memory.
 
@@ -162,7 +163,7 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
     """All rows of one point (never raises for a kernel's or the point's own failure)."""
     cfg, dev = sweep.cfg, sweep.device
     specs = row_specs(point, sweep.backends, cfg.operand)
-    rows = [new_row(point, be.name, bits, op, be.baseline) for be, bits, op in specs]
+    rows = [new_row(point, be.name, bits, op, be.baseline, kv_dtype=be.kv_dtype) for be, bits, op in specs]
 
     # cannot run here at all: say why, per row
     runnable = []
@@ -177,7 +178,11 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
 
     # does the point fit?
     if dev.type == "cuda":
-        need = estimate_bytes(point, with_bf16_cache=any(not be.quantized for be, _, _ in runnable))
+        need = estimate_bytes(
+            point,
+            with_bf16_cache=any(not be.quantized for be, _, _ in runnable),
+            with_fp8_cache=any(be.kv_dtype == "fp8_e4m3" for be, _, _ in runnable),
+        )
         free, _ = torch.cuda.mem_get_info(dev)
         if need > free:
             reason = f"point needs ~{need / GIB:.1f} GiB of device memory, {free / GIB:.1f} GiB free"
@@ -214,8 +219,9 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
         if not err == err:  # NaN
             row.update(status="failed", error="output has NaN/Inf in a checked row; not timed")
             return
-        if err > cfg.tolerance:
-            row.update(status="failed", error=f"max_rel_err {err:.3g} > tolerance {cfg.tolerance:g}; not timed")
+        tolerance, key = cfg.tolerance_for(row["kv_dtype"])
+        if err > tolerance:
+            row.update(status="failed", error=f"max_rel_err {err:.3g} > {key} {tolerance:g}; not timed")
             return
         fns = rotation(prep, dev)
         timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)

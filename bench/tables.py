@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from bench.results import BASELINES
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "error": "red", "skipped": "yellow", "suspect": "magenta"}
@@ -22,7 +23,8 @@ def _num(x: Any, fmt: str) -> str:
 
 
 def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
-    """One point's rows: time (p20-p80), TB/s, fraction of the HBM ceiling, speed-up, error."""
+    """One point's rows: time (p20-p80), TB/s, fraction of the HBM ceiling, speed-ups vs FlashInfer
+    BF16 and FP8-KV at their best (a column empty for the whole point is left out), error."""
     modes = set(df["timing_mode"].dropna())
     notes = [TIMING_LABELS[m] for m in sorted(modes) if m in TIMING_LABELS]
     if hbm_tbps:
@@ -40,6 +42,7 @@ def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
         ("TB/s", "right", [_num(r["tbps"], ".2f") for r in records]),
         ("SOL", "right", [_num(r["sol_fraction"], ".0%") for r in records]),
         ("vs FI BF16", "right", [_num(r["speedup_vs_flashinfer_bf16"], ".2f") for r in records]),
+        ("vs FI FP8", "right", [_num(r["speedup_vs_flashinfer_fp8"], ".2f") for r in records]),
         ("rel err", "right", [_num(r["max_rel_err"], ".1e") for r in records]),
         ("note", "left", [r["error"] if isinstance(r["error"], str) else "" for r in records]),
     ]
@@ -74,14 +77,20 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=None if stream.isatty() else 160)
 
 
-def summary_table(summary: dict[str, Any], interpreter: bool) -> Table:
-    """Geometric-mean speed-up per quantized kernel variant vs FlashInfer BF16 at its best,
-    with its 95% bootstrap interval over points (``summary["geomean_ci95"]``)."""
+def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "bf16") -> Table:
+    """Geometric-mean speed-up per quantized kernel variant vs FlashInfer BF16 at its best
+    (``baseline="bf16"``: ``summary["geomean_speedup"]``) or vs FlashInfer FP8-KV at its best
+    (``baseline="fp8"``: ``summary["geomean_speedup_fp8"]``), with its 95% bootstrap interval
+    over points (``geomean_ci95`` / ``geomean_ci95_fp8``) and the number of points."""
+    spec = next((b for b in BASELINES if b.kind == baseline), None)
+    if spec is None:
+        raise ValueError(f"baseline: expected one of {[b.kind for b in BASELINES]}, got {baseline!r}")
+    sfx = spec.summary_suffix
     notes = ["95% CI: bootstrap over points (1000 resamples, seed 0)"]
     if interpreter:
         notes.append(TIMING_LABELS[INTERPRETER_TIMING])
     table = Table(
-        title="Geomean speed-up vs FlashInfer BF16 at its best",
+        title=f"Geomean speed-up vs {spec.title} at its best",
         caption="; ".join(notes),
         title_justify="left",
     )
@@ -89,11 +98,24 @@ def summary_table(summary: dict[str, Any], interpreter: bool) -> Table:
     table.add_column("geomean speed-up", justify="right")
     table.add_column("95% CI", justify="right")
     table.add_column("points", justify="right")
-    cis = summary.get("geomean_ci95") or {}
-    for key, value in summary["geomean_speedup"].items():
-        n = summary["num_points"][key]
+    cis = summary.get("geomean_ci95" + sfx) or {}
+    counts = summary.get("num_points" + sfx) or {}
+    for key, value in (summary.get("geomean_speedup" + sfx) or {}).items():
         ci = cis.get(key)
         table.add_row(
-            key, "-" if value is None else f"{value:.3f}", "-" if not ci else f"{ci[0]:.3f}-{ci[1]:.3f}", str(n)
+            key,
+            "-" if value is None else f"{value:.3f}",
+            "-" if not ci else f"{ci[0]:.3f}-{ci[1]:.3f}",
+            str(counts.get(key, 0)),
         )
     return table
+
+
+def summary_tables(summary: dict[str, Any], interpreter: bool) -> list[Table]:
+    """The end-of-run tables: vs FlashInfer BF16 at its best, then vs FlashInfer FP8-KV at
+    its best when the run had FP8 baseline rows (``summary["baseline_rows"]["fp8"] > 0``,
+    whatever their status: a run whose FP8 rows all failed still shows the table, with ``-``)."""
+    tables = [summary_table(summary, interpreter, "bf16")]
+    if (summary.get("baseline_rows") or {}).get("fp8", 0) > 0:
+        tables.append(summary_table(summary, interpreter, "fp8"))
+    return tables

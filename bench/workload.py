@@ -29,6 +29,7 @@ CHUNK_VALUES = 1 << 28
 QUANT_SCRATCH_BYTES_PER_VALUE = 20
 WORKSPACE_BYTES = (128 << 20) * 2 + (256 << 20) + (256 << 20)  # FlashInfer x2, XQA, do_bench L2 flush
 MARGIN_BYTES = 1 << 30
+FP8_CHUNK_SCRATCH_BYTES = 1 << 30  # fp32 temporaries of the BF16 -> FP8 page conversion (bench.flashinfer_backend)
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,14 @@ def describe_rows(rows: list[int], batch: int) -> str:
     return "all" if rows == list(range(batch)) else ";".join(str(r) for r in rows)
 
 
-def estimate_bytes(point: Point, with_bf16_cache: bool) -> int:
-    """Device memory one point needs at its peak (an estimate, erring high).
+def estimate_bytes(point: Point, with_bf16_cache: bool, with_fp8_cache: bool = False) -> int:
+    """Device memory one point needs at its peak (an estimate, erring high), in bytes.
 
     Quantized cache + the larger of (one quantization chunk's scratch) and (the BF16
-    paged cache FlashInfer reads + one row dequantized in fp32) + fp64 reference of
-    one row + workspaces + a margin.
+    paged cache FlashInfer reads + one row dequantized in fp32; with
+    ``with_fp8_cache`` also the FP8 e4m3 paged copy, 1 byte per K/V value, and its
+    conversion scratch, :data:`FP8_CHUNK_SCRATCH_BYTES`) + fp64 reference of one row +
+    workspaces + a margin.
     """
     p = point
     hsd = p.num_kv_heads * p.context * p.head_dim  # values per batch row, K or V
@@ -117,6 +120,8 @@ def estimate_bytes(point: Point, with_bf16_cache: bool) -> int:
     if with_bf16_cache:
         pages = math.ceil(p.context / p.page_size)
         bf16 = p.batch * p.num_kv_heads * pages * p.page_size * p.head_dim * 2 * 2 + hsd * 4 * 2
+        if with_fp8_cache:
+            bf16 += p.batch * p.num_kv_heads * pages * p.page_size * p.head_dim * 2 + FP8_CHUNK_SCRATCH_BYTES
     reference = hsd * 8 * 2 * 2  # one row's K and V in fp64, plus temporaries
     return quant + max(chunk, bf16) + reference + WORKSPACE_BYTES + MARGIN_BYTES
 
