@@ -1,7 +1,8 @@
-"""FlashInfer BF16 baselines (DESIGN §6). GPU only; ``flashinfer`` is imported lazily.
+"""FlashInfer baselines (DESIGN §6): BF16 and FP8 (e4m3) KV caches. GPU only;
+``flashinfer`` is imported lazily.
 
 Rows (each checked against the same fp64 reference as the FOSCAR kernels, because
-the BF16 cache holds the *dequantized* values of the point's quantized cache):
+every cache holds the *dequantized* values of the point's quantized cache):
 
 * ``flashinfer-fa2``     ``BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=False)``
 * ``flashinfer-fa2-tc``  ``BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True)``
@@ -10,13 +11,34 @@ the BF16 cache holds the *dequantized* values of the point's quantized cache):
   ``[batch, pages_per_seq]`` int32, and its **own zero-initialised workspace**:
   sharing the wrapper's workspace gave garbage outputs silently (DESIGN §6).
 
-The paged cache: ``page_size`` tokens per page, pages of sequence ``b`` are
-``b * pages_per_seq ... (b + 1) * pages_per_seq - 1``, HND layout
-``[num_pages, num_kv_heads, page_size, head_dim]`` bf16 for K and for V, shared by
-the three rows of a point. ``plan()`` runs in the builder, outside timing.
+counted towards "FlashInfer BF16 at its best" (``baseline="bf16"``), and the same
+three over an FP8 e4m3 cache, counted towards "FlashInfer FP8-KV at its best"
+(``baseline="fp8"``):
 
-Bytes per call: ``sum(seq_lens) * num_kv_heads * head_dim * 2 (bytes) * 2 (K, V)``
-plus q and the output.
+* ``flashinfer-fa2-fp8``, ``flashinfer-fa2-tc-fp8``: the wrapper planned with
+  ``q_data_type=bfloat16, kv_data_type=float8_e4m3fn`` and run with
+  ``k_scale``/``v_scale``. FlashInfer 0.6.13 folds ``k_scale`` into ``sm_scale`` and
+  applies ``v_scale`` after the kernel (``out *= v_scale``, a second small kernel
+  inside the timed call: what a user of this API pays). With a BF16 ``q`` the
+  tensor-core path stays on FA2 (FA3's FP8 path needs an FP8 ``q``).
+* ``flashinfer-xqa-fp8``: ``trtllm_batch_decode_with_kv_cache`` on the FP8 pages, q
+  BF16, output BF16, ``bmm1_scale = sm_scale * k_scale`` (q_scale 1),
+  ``bmm2_scale = v_scale``. XQA has one KV scale: it runs with ``kv_scale =
+  bmm2_scale`` and ``q_scale = bmm1_scale / kv_scale * sqrt(head_dim)``, so the
+  logits are scaled by ``sm_scale * k_scale`` and the output by ``v_scale``, as
+  wanted. On sm_90 its FP8 path also rounds q and the softmax weights to FP8 (its
+  error is the largest of the three).
+
+The paged caches: ``page_size`` tokens per page, pages of sequence ``b`` are
+``b * pages_per_seq ... (b + 1) * pages_per_seq - 1``, HND layout
+``[num_pages, num_kv_heads, page_size, head_dim]`` for K and for V, built once per
+point and shared by the rows of that dtype. BF16: the dequantized values rounded to
+BF16. FP8: those BF16 pages divided by a per-tensor scale (``amax / 448``, one for
+K and one for V) and rounded to e4m3 (:func:`paged_fp8_cache`). ``plan()`` runs in
+the builder, outside timing.
+
+Bytes per call: ``sum(seq_lens) * num_kv_heads * head_dim * (2 B for BF16, 1 B for
+FP8) * 2 (K, V)`` plus q and the output.
 """
 
 from __future__ import annotations
@@ -33,6 +55,9 @@ from bench.workload import Workload
 KV_LAYOUT = "HND"  # the wrapper's layout; XQA always gets HND
 WRAPPER_WORKSPACE_BYTES = 128 << 20
 XQA_WORKSPACE_BYTES = 256 << 20
+FP8_DTYPE = torch.float8_e4m3fn
+FP8_MAX = 448.0  # largest finite e4m3fn value: torch.finfo(torch.float8_e4m3fn).max
+FP8_CONVERT_VALUES = 1 << 26  # values per chunk of the BF16 -> FP8 conversion (256 MiB of fp32 scratch)
 
 
 def flashinfer_unavailable(device: torch.device) -> str | None:
@@ -95,18 +120,71 @@ def _build_paged(w: Workload, layout: str) -> dict:
     )
 
 
+def paged_fp8_cache(w: Workload, layout: str) -> dict:
+    """The point's BF16 pages (:func:`paged_bf16_cache`) as FP8 e4m3, built once per point and layout.
+
+    Returns the BF16 dict's page table entries (``indptr``, ``indices``,
+    ``last_page_len``, ``block_tables``, ``seq_lens``, ``max_seq_len``) with ``k``, ``v``
+    replaced by ``torch.float8_e4m3fn`` pages of the same shape, and ``k_scale``,
+    ``v_scale`` (Python floats): ``k ~= k_fp8.float() * k_scale``. Each scale is the
+    tensor's ``amax / 448`` (amax over all pages; padding is zero, so it does not
+    count), 1.0 for an all-zero tensor.
+    """
+    return w.shared(("flashinfer-paged-fp8", layout), lambda: _build_paged_fp8(paged_bf16_cache(w, layout)))
+
+
+def per_tensor_fp8_scale(x: torch.Tensor) -> float:
+    """``amax(|x|) / 448`` as a Python float (1.0 when ``x`` is all zeros): the scale that
+    maps the largest magnitude of ``x`` onto the largest finite e4m3 value."""
+    amax = float(x.abs().amax().float()) if x.numel() else 0.0
+    return amax / FP8_MAX if amax > 0 else 1.0
+
+
+def to_fp8(x: torch.Tensor, scale: float, chunk_values: int = FP8_CONVERT_VALUES) -> torch.Tensor:
+    """``x / scale`` rounded to ``torch.float8_e4m3fn``, same shape; clamped to +-448 first
+    (torch's conversion does not saturate: beyond it lies NaN). Converted ``chunk_values``
+    values at a time, so the fp32 scratch stays small for a cache of many GB."""
+    src = x.contiguous().view(-1)
+    out = torch.empty(src.shape, dtype=FP8_DTYPE, device=x.device)
+    inv = 1.0 / scale
+    for i in range(0, src.numel(), chunk_values):
+        part = (src[i : i + chunk_values].float() * inv).clamp_(-FP8_MAX, FP8_MAX)  # a new tensor: x untouched
+        out[i : i + chunk_values] = part.to(FP8_DTYPE)
+    return out.view(x.shape)
+
+
+def _build_paged_fp8(kv: dict) -> dict:
+    k_scale, v_scale = per_tensor_fp8_scale(kv["k"]), per_tensor_fp8_scale(kv["v"])
+    out = {name: value for name, value in kv.items() if name not in ("k", "v")}
+    out.update(k=to_fp8(kv["k"], k_scale), v=to_fp8(kv["v"], v_scale), k_scale=k_scale, v_scale=v_scale)
+    return out
+
+
 def bf16_bytes(w: Workload) -> int:
     """Bytes a BF16 decode must move: K and V of every valid token, plus q and the output."""
+    return kv_bytes(w, elem_bytes=2)
+
+
+def fp8_bytes(w: Workload) -> int:
+    """Bytes an FP8-KV decode must move: K and V of every valid token at 1 byte, plus q and the output
+    (the two per-tensor scales are arguments, not memory traffic)."""
+    return kv_bytes(w, elem_bytes=1)
+
+
+def kv_bytes(w: Workload, elem_bytes: int) -> int:
+    """``sum(seq_lens) * num_kv_heads * head_dim * elem_bytes * 2 (K, V)`` + q + output, in bytes."""
     tokens = int(w.cache.seq_lens.to(torch.int64).sum())
     p = w.point
-    return tokens * p.num_kv_heads * p.head_dim * 2 * 2 + w.io_bytes()
+    return tokens * p.num_kv_heads * p.head_dim * elem_bytes * 2 + w.io_bytes()
 
 
-def _wrapper(w: Workload, use_tensor_cores: bool) -> Prepared:
+def _wrapper(w: Workload, use_tensor_cores: bool, fp8: bool = False) -> Prepared:
+    """The decode wrapper over the BF16 pages, or (``fp8``) the FP8 pages with their scales."""
     import flashinfer
 
     p = w.point
-    kv = paged_bf16_cache(w, KV_LAYOUT)
+    kv = paged_fp8_cache(w, KV_LAYOUT) if fp8 else paged_bf16_cache(w, KV_LAYOUT)
+    scales = dict(k_scale=kv["k_scale"], v_scale=kv["v_scale"]) if fp8 else {}
     workspace = torch.zeros(WRAPPER_WORKSPACE_BYTES, dtype=torch.uint8, device=w.device)
     wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
         workspace, kv_layout=KV_LAYOUT, use_tensor_cores=use_tensor_cores
@@ -121,42 +199,75 @@ def _wrapper(w: Workload, use_tensor_cores: bool) -> Prepared:
         p.page_size,
         pos_encoding_mode="NONE",
         q_data_type=torch.bfloat16,
-        kv_data_type=torch.bfloat16,
+        kv_data_type=FP8_DTYPE if fp8 else torch.bfloat16,
         sm_scale=w.sm_scale,
     )
     out = torch.empty_like(w.q)
 
     def make(q, k, v, o):
-        return lambda: wrapper.run(q, (k, v), out=o)
+        # with v_scale, FlashInfer scales `o` in place after the kernel (out *= v_scale)
+        return lambda: wrapper.run(q, (k, v), out=o, **scales)
 
     def replica():  # same plan (page table), own copy of q and of the K/V pages
         return make(w.q.clone(), kv["k"].clone(), kv["v"].clone(), torch.empty_like(out))
 
-    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=bf16_bytes(w), replica=replica)
+    nbytes = fp8_bytes(w) if fp8 else bf16_bytes(w)
+    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=nbytes, replica=replica)
 
 
-@register_backend("flashinfer-fa2", quantized=False, baseline=True, unavailable=flashinfer_unavailable)
+@register_backend("flashinfer-fa2", quantized=False, baseline="bf16", unavailable=flashinfer_unavailable)
 def flashinfer_fa2(w: Workload, operand: str | None) -> Prepared:
     """FlashInfer BatchDecodeWithPagedKVCacheWrapper, CUDA cores (use_tensor_cores=False), BF16 cache."""
     return _wrapper(w, use_tensor_cores=False)
 
 
-@register_backend("flashinfer-fa2-tc", quantized=False, baseline=True, unavailable=flashinfer_unavailable)
+@register_backend("flashinfer-fa2-tc", quantized=False, baseline="bf16", unavailable=flashinfer_unavailable)
 def flashinfer_fa2_tc(w: Workload, operand: str | None) -> Prepared:
     """FlashInfer BatchDecodeWithPagedKVCacheWrapper, tensor cores (use_tensor_cores=True), BF16 cache."""
     return _wrapper(w, use_tensor_cores=True)
 
 
-@register_backend("flashinfer-xqa", quantized=False, baseline=True, unavailable=flashinfer_unavailable)
+@register_backend("flashinfer-xqa", quantized=False, baseline="bf16", unavailable=flashinfer_unavailable)
 def flashinfer_xqa(w: Workload, operand: str | None) -> Prepared:
     """FlashInfer trtllm_batch_decode_with_kv_cache(backend="auto"): XQA on sm_90, BF16 cache, HND."""
+    return _xqa(w, fp8=False)
+
+
+@register_backend(
+    "flashinfer-fa2-fp8", quantized=False, baseline="fp8", kv_dtype="fp8_e4m3", unavailable=flashinfer_unavailable
+)
+def flashinfer_fa2_fp8(w: Workload, operand: str | None) -> Prepared:
+    """FlashInfer BatchDecodeWithPagedKVCacheWrapper, CUDA cores, FP8 e4m3 cache (per-tensor k/v scales), BF16 q."""
+    return _wrapper(w, use_tensor_cores=False, fp8=True)
+
+
+@register_backend(
+    "flashinfer-fa2-tc-fp8", quantized=False, baseline="fp8", kv_dtype="fp8_e4m3", unavailable=flashinfer_unavailable
+)
+def flashinfer_fa2_tc_fp8(w: Workload, operand: str | None) -> Prepared:
+    """FlashInfer BatchDecodeWithPagedKVCacheWrapper, tensor cores, FP8 e4m3 cache (per-tensor k/v scales), BF16 q."""
+    return _wrapper(w, use_tensor_cores=True, fp8=True)
+
+
+@register_backend(
+    "flashinfer-xqa-fp8", quantized=False, baseline="fp8", kv_dtype="fp8_e4m3", unavailable=flashinfer_unavailable
+)
+def flashinfer_xqa_fp8(w: Workload, operand: str | None) -> Prepared:
+    """FlashInfer trtllm_batch_decode_with_kv_cache(backend="auto"): XQA on sm_90, FP8 e4m3 cache, BF16 q, HND."""
+    return _xqa(w, fp8=True)
+
+
+def _xqa(w: Workload, fp8: bool) -> Prepared:
+    """XQA (sm_90) / trtllm-gen (sm_100) over the BF16 pages, or (``fp8``) the FP8 pages with their scales."""
     from flashinfer.decode import trtllm_batch_decode_with_kv_cache
 
-    kv = paged_bf16_cache(w, "HND")
+    kv = paged_fp8_cache(w, "HND") if fp8 else paged_bf16_cache(w, "HND")
     workspace = torch.zeros(XQA_WORKSPACE_BYTES, dtype=torch.uint8, device=w.device)  # its own, zeroed
     block_tables, seq_lens, max_seq_len = kv["block_tables"], kv["seq_lens"], kv["max_seq_len"]
     out = torch.empty_like(w.q)
-    sm_scale = w.sm_scale
+    # bmm1_scale = q_scale * k_scale * sm_scale and bmm2_scale = v_scale / o_scale, with q_scale = o_scale = 1
+    bmm1_scale = w.sm_scale * (kv["k_scale"] if fp8 else 1.0)
+    bmm2_scale = kv["v_scale"] if fp8 else 1.0
 
     def make(q, k, v, o):
         def fn():
@@ -167,8 +278,8 @@ def flashinfer_xqa(w: Workload, operand: str | None) -> Prepared:
                 block_tables,
                 seq_lens,
                 max_seq_len,
-                bmm1_scale=sm_scale,  # q_scale * k_scale * sm_scale, with unit q/k scales
-                bmm2_scale=1.0,
+                bmm1_scale=bmm1_scale,
+                bmm2_scale=bmm2_scale,
                 out=o,
                 kv_layout="HND",
                 backend="auto",
@@ -179,4 +290,5 @@ def flashinfer_xqa(w: Workload, operand: str | None) -> Prepared:
     def replica():
         return make(w.q.clone(), kv["k"].clone(), kv["v"].clone(), torch.empty_like(out))
 
-    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=bf16_bytes(w), replica=replica)
+    nbytes = fp8_bytes(w) if fp8 else bf16_bytes(w)
+    return Prepared(fn=make(w.q, kv["k"], kv["v"], out), output=lambda: out, bytes=nbytes, replica=replica)

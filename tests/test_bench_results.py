@@ -147,7 +147,9 @@ def test_hopper_preset_is_the_issue_grid():
     cfg = load_config(preset_path("h200"))
     assert (cfg.num_qo_heads, cfg.num_kv_heads, cfg.head_dim, cfg.group_size) == (32, 8, 128, 128)
     assert cfg.batch == [1, 8, 32, 64] and cfg.context == [8192, 32768, 131072]
-    assert cfg.kernels == ["foscar-cuda", "foscar-cuda-per-value", "foscar-triton", "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa"]
+    assert cfg.kernels == ["foscar-cuda", "foscar-cuda-per-value", "foscar-triton",
+                           "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa",
+                           "flashinfer-fa2-fp8", "flashinfer-fa2-tc-fp8", "flashinfer-xqa-fp8"]  # fmt: skip
     assert len(grid(cfg)) == 4 * 3 * 2
 
 
