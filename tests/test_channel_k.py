@@ -181,3 +181,127 @@ def test_folding_identity_channel_k_fp64(bits, k_block, operand):
     assert torch.allclose(ref, foscar.attention_reference(q, kd, vd, lens), atol=1e-12)
     folded = foscar.folded_decode_torch(q, c, operand=operand)
     assert float((folded - ref).norm() / ref.norm()) < 1e-12
+
+
+# ---------------------------------------------------------------------------- Triton kernel
+
+TOL = 1e-2  # BF16 P and V operands: as tests/test_decode_triton.py
+# The scaled query Q * s_blk is rounded to FP16 for the dot (2^-11 relative per value), which
+# the token-wise path does not need (it dots the caller's BF16 query as is): up to 1.4e-3 seen here.
+LSE_TOL = 2e-3
+
+
+def _case(device, *, batch, num_qo_heads, num_kv_heads, head_dim, seq_lens, bits, group_size, k_block, seed=0):
+    max_len = max(max(seq_lens), 1)
+    k, v = _kv(batch, num_kv_heads, max_len, head_dim, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    q = torch.randn(batch, num_qo_heads, head_dim, generator=g)
+    lens = torch.tensor(seq_lens, dtype=torch.int32)
+    cache = quantize_kv(k.to(device), v.to(device), bits, group_size, seq_lens=lens.to(device),
+                        k_layout="channel", k_block=k_block)
+    return q.to(torch.bfloat16).to(device), cache
+
+
+def _check(q, cache, num_splits=None, tol=TOL):
+    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True, backend="auto")
+    assert out.shape == q.shape and out.dtype == torch.bfloat16
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    errs = []
+    for b, length in enumerate(cache.seq_lens.tolist()):
+        if length == 0:
+            assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
+            continue
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        errs.append(err)
+        assert err < tol, f"sequence {b} (length {length}): relative L2 error {err:.3g} >= {tol}"
+        lse_err = float((lse[b].double() - ref_lse[b]).abs().max())
+        assert lse_err < LSE_TOL, f"sequence {b} (length {length}): LSE off by {lse_err:.3g}"
+    return max(errs, default=0.0)
+
+
+@pytest.mark.parametrize("bits, k_block, num_splits", [(2, 32, None), (4, 32, 3), (2, 64, 3), (4, 128, None), (2, 128, 3)])
+def test_decode_channel_k_lengths(device, bits, k_block, num_splits):
+    # lengths 1, a partial last block, exactly one block, several blocks + a partial one, 0
+    lens = [1, k_block - 5, k_block, 2 * k_block + 17, 0]
+    q, cache = _case(device, batch=5, num_qo_heads=4, num_kv_heads=1, head_dim=128,
+                     seq_lens=lens, bits=bits, group_size=64 if bits == 2 else 128, k_block=k_block,
+                     seed=bits * 100 + k_block)
+    _check(q, cache, num_splits=num_splits)  # None: the heuristic (2 splits on the CPU here)
+
+
+@pytest.mark.parametrize("qo, kv", [(3, 3), (7, 1)])
+def test_decode_channel_k_gqa_one_and_seven(device, qo, kv):
+    q, cache = _case(device, batch=2, num_qo_heads=qo, num_kv_heads=kv, head_dim=64,
+                     seq_lens=[100, 33], bits=2, group_size=32, k_block=32, seed=qo)
+    _check(q, cache)
+
+
+@pytest.mark.parametrize("head_dim, bits, group_size, k_block", [(64, 4, 64, 128), (256, 2, 128, 128), (256, 4, 32, 32)])
+def test_decode_channel_k_head_dims(device, head_dim, bits, group_size, k_block):
+    q, cache = _case(device, batch=2, num_qo_heads=2, num_kv_heads=1, head_dim=head_dim,
+                     seq_lens=[150, 64], bits=bits, group_size=group_size, k_block=k_block, seed=head_dim)
+    _check(q, cache)
+
+
+def test_decode_channel_k_single_token_is_its_v(device):
+    q, cache = _case(device, batch=2, num_qo_heads=2, num_kv_heads=1, head_dim=128,
+                     seq_lens=[1, 1], bits=2, group_size=128, k_block=64)
+    out = foscar.decode(q, cache)
+    _, v = dequantize_kv(cache, torch.float64)
+    assert torch.allclose(out.double(), v[:, 0, 0].unsqueeze(1).expand(-1, 2, -1), rtol=1e-2, atol=1e-2)
+
+
+def test_decode_channel_k_matches_token_k_on_its_own_dequantized_cache(device):
+    """The channel-wise kernel path and the token-wise one agree with their own fp64
+    references, and channel-wise K is the closer one to unquantized attention on
+    outlier channels."""
+    k, v = _kv(1, 2, 200, 128, seed=9)
+    q = torch.randn(1, 8, 128, generator=torch.Generator().manual_seed(10)).to(torch.bfloat16)
+    exact = foscar.attention_reference(q, k, v, torch.tensor([200]))
+    errs = {}
+    for layout in ("token", "channel"):
+        c = quantize_kv(k.to(device), v.to(device), 2, 128, k_layout=layout)
+        _check(q.to(device), c)
+        out = foscar.decode(q.to(device), c).double().cpu()
+        errs[layout] = float((out - exact).norm() / exact.norm())
+    assert errs["channel"] < errs["token"], errs
+
+
+def test_decode_channel_k_backend_choice_and_errors(device):
+    q, cache = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
+                     seq_lens=[40], bits=2, group_size=64, k_block=32)
+    with pytest.raises(ValueError, match="backend='cuda': channel-wise K .* runs on the Triton kernel only"):
+        foscar.decode(q, cache, backend="cuda")
+    with pytest.raises(ValueError, match="method='per-value' .* channel-wise K"):
+        foscar.decode(q, cache, method="per-value")
+    from foscar.kernels import decode_triton
+
+    with pytest.raises(ValueError, match="BLOCK_N=64 must divide k_block=32"):
+        decode_triton.folded_decode_partial(q, cache, 0.125, config={"BLOCK_N": 64})
+    assert decode_triton.launch_config(128, 2, 128, 4, k_block=32)["BLOCK_N"] == 32
+    assert decode_triton.launch_config(256, 2, 128, 4, k_block=128)["BLOCK_N"] == 64
+    assert decode_triton.launch_config(128, 2, 128, 4) == decode_triton.launch_config(128, 2, 128, 4, None)
+
+
+# ---------------------------------------------------------------------------- GPU, full size
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("k_block", SUPPORTED_K_BLOCKS)
+def test_gpu_channel_k_qwen3_8b_shape(bits, k_block):
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[32768, 0, 1, 20000 + k_block // 2], bits=bits, group_size=128, k_block=k_block)
+    assert foscar.decode(q, cache, backend="auto").shape == q.shape  # auto: Triton, no CUDA error
+    _check(q, cache)
+    _check(q, cache, num_splits=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("head_dim, qo, kv, group_size", [(64, 28, 4, 32), (256, 8, 8, 128), (128, 7, 1, 64)])
+def test_gpu_channel_k_head_dims_and_gqa(head_dim, qo, kv, group_size):
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=3, num_qo_heads=qo, num_kv_heads=kv, head_dim=head_dim,
+                     seq_lens=[5000, 129, 1], bits=2, group_size=group_size, k_block=64)
+    _check(q, cache)

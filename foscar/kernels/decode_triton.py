@@ -19,6 +19,20 @@ with 3D batched dots over channel segments compiled to 4x the instructions and w
 dropped: bench/NOTES.md §1.) With ``PAGED`` the token rows are looked up through a
 FlashInfer-style page table (:mod:`foscar.paged`).
 
+Channel-wise K (``K_BLOCK > 0``, a constexpr: the token-wise kernel compiles to the
+same code as without it): K's scales and offsets are per (block of ``K_BLOCK`` tokens,
+channel). The tile is ``min(BLOCK_N, K_BLOCK)`` tokens and never straddles two blocks,
+so per tile and channel group the query is scaled once (DESIGN §3),
+``Q' = fp16(Q * s_blk * 1024 * sm_scale * log2(e) / f)`` with ``f`` per query head
+bringing ``max |Q'|`` to 2^14, the dot runs on the FP16 operand ``1 + code/1024``
+(``0x3C00 | code``, the same bit operations as BF16's), and the score is ``f * (Q' .
+v - sum(Q')) + (Q . z_blk) * sm_scale * log2(e)`` with the sum of exactly the FP16
+``Q'`` the dot read (DESIGN §9 rule 1). FP16, not BF16: the scaled query is a new
+rounded value (the token-wise path dots the caller's BF16 query exactly), and BF16's
+2^-9 rounding moved the LSE by up to 7e-3 against the fp64 reference, FP16 (2^-11)
+by about 1e-3 (up to 1.4e-3 in tests/test_channel_k.py), at the same MMA cost.
+V stays token-wise (BF16). Contiguous caches only.
+
 Operand: BF16 ``1 + code/128`` built as ``0x3F80 | code`` (exact), four codes per
 32-bit register with inline PTX (shr + 2 prmt + 2 lop3, :data:`_PLANE_ASM`). Numerics
 follow DESIGN §9's two rules: the bias is cancelled with the sums of exactly the
@@ -94,40 +108,72 @@ def _round_to_bf16_as_fp32(x):
 # two BF16 each. shr (plane select, omitted for plane 0), then per output register
 # one prmt (bytes 0,1 or 2,3 into the low byte of each 16-bit half) and one lop3
 # ((x & mask) | 0x3F80 in both halves; immLut 0xEA = (a & b) | c): 5 instructions
-# per 4 values (DESIGN §4, §5).
+# per 4 values (DESIGN §4, §5). The FP16 variant (0x3C00 | code = 1 + code/1024,
+# exact for codes < 1024) is the K operand of channel-wise K, whose scaled query
+# needs FP16's 11-bit significand (see _folded_decode_split_kernel).
 _PLANE_ASM = (
     "{{ .reg .b32 t, lo, hi;\n"
     "{shift}"
     "prmt.b32 lo, t, 0, 0x4140;\n"
     "prmt.b32 hi, t, 0, 0x4342;\n"
-    "lop3.b32 $0, lo, {mask}, 0x3F803F80, 0xEA;\n"
-    "lop3.b32 $1, hi, {mask}, 0x3F803F80, 0xEA; }}"
+    "lop3.b32 $0, lo, {mask}, {one}, 0xEA;\n"
+    "lop3.b32 $1, hi, {mask}, {one}, 0xEA; }}"
 )
 _PLANE_ASM_TABLE = {
-    (bits, shift): _PLANE_ASM.format(
+    (bits, shift, one): _PLANE_ASM.format(
         shift="mov.b32 t, $2;\n" if shift == 0 else f"shr.b32 t, $2, {shift};\n",
         mask="0x00030003" if bits == 2 else "0x000F000F",
+        one=one,
     )
     for bits, shifts in ((2, (0, 2, 4, 6)), (4, (0, 4)))
     for shift in shifts
+    for one in ("0x3F803F80", "0x3C003C00")  # 1.0 in both halves: BF16, FP16
 }
-_ASM_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0)])
-_ASM_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2)])
-_ASM_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4)])
-_ASM_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6)])
-_ASM_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0)])
-_ASM_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4)])
+_ASM_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0, "0x3F803F80")])
+_ASM_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2, "0x3F803F80")])
+_ASM_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4, "0x3F803F80")])
+_ASM_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6, "0x3F803F80")])
+_ASM_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0, "0x3F803F80")])
+_ASM_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4, "0x3F803F80")])
+_ASM16_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0, "0x3C003C00")])
+_ASM16_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2, "0x3C003C00")])
+_ASM16_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4, "0x3C003C00")])
+_ASM16_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6, "0x3C003C00")])
+_ASM16_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0, "0x3C003C00")])
+_ASM16_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4, "0x3C003C00")])
 
 
 @triton.jit
-def _plane_operand(x, BITS: tl.constexpr, PLANE: tl.constexpr, INTERPRET: tl.constexpr):
-    """BF16 operand ``1 + code/128`` of plane ``PLANE`` of packed bytes ``x`` (uint8).
+def _plane_operand(x, BITS: tl.constexpr, PLANE: tl.constexpr, INTERPRET: tl.constexpr,
+                   FP16: tl.constexpr = False):
+    """BF16 operand ``1 + code/128`` (``FP16``: FP16 ``1 + code/1024``) of plane
+    ``PLANE`` of packed bytes ``x`` (uint8).
 
     GPU: the PTX above, 4 bytes per call. Interpreter (no inline asm there): the
     same values by arithmetic, in fp32."""
     if INTERPRET:
         codes = (x.to(tl.int32) >> (BITS * PLANE)) & ((1 << BITS) - 1)
-        return 1.0 + codes.to(tl.float32) * (1.0 / 128.0)
+        if FP16:
+            return 1.0 + codes.to(tl.float32) * (1.0 / 1024.0)
+        else:
+            return 1.0 + codes.to(tl.float32) * (1.0 / 128.0)
+    elif FP16:
+        SHIFT16: tl.constexpr = BITS * PLANE
+        if BITS == 2:
+            if SHIFT16 == 0:
+                asm16: tl.constexpr = _ASM16_2_0
+            elif SHIFT16 == 2:
+                asm16: tl.constexpr = _ASM16_2_2
+            elif SHIFT16 == 4:
+                asm16: tl.constexpr = _ASM16_2_4
+            else:
+                asm16: tl.constexpr = _ASM16_2_6
+        else:
+            if SHIFT16 == 0:
+                asm16: tl.constexpr = _ASM16_4_0
+            else:
+                asm16: tl.constexpr = _ASM16_4_4
+        return tl.inline_asm_elementwise(asm16, "=r,=r,r", [x], dtype=tl.float16, is_pure=True, pack=4)
     else:
         SHIFT: tl.constexpr = BITS * PLANE
         if BITS == 2:
@@ -149,7 +195,7 @@ def _plane_operand(x, BITS: tl.constexpr, PLANE: tl.constexpr, INTERPRET: tl.con
 
 @triton.jit
 def _group_operand(x, g, BITS: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, PPG: tl.constexpr,
-                   INTERPRET: tl.constexpr):
+                   INTERPRET: tl.constexpr, FP16: tl.constexpr = False):
     """Raw operand ``[R, group_size]`` of group ``g`` from a ``[R, CW]`` uint8 byte chunk.
 
     ``x`` holds, for each row, the bytes ``[c * CW, (c + 1) * CW)`` of one packed
@@ -157,19 +203,20 @@ def _group_operand(x, g, BITS: tl.constexpr, CW: tl.constexpr, C: tl.constexpr, 
     (``p0 = (g // C) * PPG``). Planes are interleaved with ``tl.join`` (no data
     moves between lanes), giving the columns in "join order";
     :func:`_group_channels` applies the same joins to channel indices, so
-    operands, queries and outputs always agree on the order.
+    operands, queries and outputs always agree on the order. ``FP16``: see
+    :func:`_plane_operand`.
     """
     p0: tl.constexpr = (g // C) * PPG
-    c0 = _plane_operand(x, BITS, p0, INTERPRET)
+    c0 = _plane_operand(x, BITS, p0, INTERPRET, FP16)
     if PPG == 1:
         return c0
     else:
-        c1 = _plane_operand(x, BITS, p0 + 1, INTERPRET)
+        c1 = _plane_operand(x, BITS, p0 + 1, INTERPRET, FP16)
         if PPG == 2:
             return tl.reshape(tl.join(c0, c1), [x.shape[0], 2 * CW])
         else:
-            c2 = _plane_operand(x, BITS, p0 + 2, INTERPRET)
-            c3 = _plane_operand(x, BITS, p0 + 3, INTERPRET)
+            c2 = _plane_operand(x, BITS, p0 + 2, INTERPRET, FP16)
+            c3 = _plane_operand(x, BITS, p0 + 3, INTERPRET, FP16)
             return tl.reshape(tl.join(tl.join(c0, c1), tl.join(c2, c3)), [x.shape[0], 4 * CW])
 
 
@@ -214,6 +261,7 @@ def _folded_decode_split_kernel(
     K_codes, V_codes,  # [batch, num_kv_heads, max_seq_len, PACKED] uint8
     K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NG] fp32
     Seq_lens,  # [batch] int32
+    # (K_BLOCK > 0: K_scale, K_offset are [batch, num_kv_heads, cdiv(max_seq_len, K_BLOCK), HEAD_DIM] fp32)
     Kv_indptr, Kv_indices,  # PAGED: [batch + 1], [num_used_pages] int32 (else unused)
     O_part,  # [batch, num_qo_heads, num_splits, HEAD_DIM] fp32
     Lse_part,  # [batch, num_qo_heads, num_splits] fp32 (base 2)
@@ -221,12 +269,13 @@ def _folded_decode_split_kernel(
     num_kv_heads, num_splits, tokens_per_split,
     stride_qb, stride_qh,
     stride_cb, stride_ch,  # codes: sequence (PAGED: page) and head strides (token stride is PACKED)
-    stride_sb, stride_sh,  # scales/offsets: the same (token stride is NG)
+    stride_sb, stride_sh,  # V (and token-wise K) scales/offsets: the same (token stride is NG)
     qk_scale_log2,  # sm_scale * log2(e)
     # meta-parameters
     GQA: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
     HEAD_DIM: tl.constexpr, BITS: tl.constexpr, GROUP: tl.constexpr,
     INTERPRET: tl.constexpr, PAGED: tl.constexpr = False, PAGE: tl.constexpr = 1,
+    K_BLOCK: tl.constexpr = 0,  # > 0: channel-wise K over blocks of K_BLOCK tokens (BLOCK_N divides it)
 ):
     # plane-split geometry (foscar.quant): P planes of W channels; a group is PPG
     # whole planes (GROUP >= W) or one chunk of CW bytes of a plane (GROUP < W)
@@ -256,6 +305,9 @@ def _folded_decode_split_kernel(
     else:  # [batch, num_kv_heads, max_seq_len, ...]
         code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
         scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
+    if K_BLOCK > 0:  # channel-wise K scales/offsets, contiguous: max_seq_len = stride_ch / PACKED
+        k_blocks = tl.cdiv(stride_ch // PACKED, K_BLOCK)
+        kmeta_base = (b.to(tl.int64) * num_kv_heads + hkv) * k_blocks * HEAD_DIM
 
     if NG == 1:  # loop-invariant query and its sum, loaded once
         q_all = tl.load(q_rows + _group_channels(0, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
@@ -280,27 +332,53 @@ def _folded_decode_split_kernel(
             crow = code_base + tok[:, None] * PACKED
             srow = scale_base + tok * NG
 
-        # ---- scores: per group, raw dot on tensor cores, then scale and offset per token
-        scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
-        for g in tl.static_range(NG):
-            kb = tl.load(K_codes + crow + (g % C) * CW + tl.arange(0, CW)[None, :],
-                         mask=n_mask[:, None], other=0)
-            kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET)  # [BLOCK_N, G]
-            if NG == 1:
-                q_g = q_all
-                q_sum = q_sum_all
-            else:
-                q_g = tl.load(q_rows + _group_channels(g, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
-                q_sum = tl.sum(q_g.to(tl.float32), axis=1)  # of the BF16 values the dot reads
+        if K_BLOCK > 0:  # ---- scores, channel-wise K: the query scaled per block, one constant per head
+            kmeta = kmeta_base + (n0 // K_BLOCK) * HEAD_DIM  # the tile's block (BLOCK_N divides K_BLOCK)
+            scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
+            q_const = tl.zeros([BLOCK_H], tl.float32)
+            for g in tl.static_range(NG):
+                kb = tl.load(K_codes + crow + (g % C) * CW + tl.arange(0, CW)[None, :],
+                             mask=n_mask[:, None], other=0)
+                kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET, True)  # [BLOCK_N, G] fp16 1 + code/1024
+                chans = _group_channels(g, W, CW, C, PPG)  # [1, G]
+                q_f = tl.load(q_rows + chans, mask=h_mask[:, None], other=0.0).to(tl.float32)
+                ks = tl.load(K_scale + kmeta + chans)  # [1, G] per channel of this block
+                kz = tl.load(K_offset + kmeta + chans)
+                # Q' = Q * s * 1024 * sm_scale * log2(e) / f, f per row bringing max |Q'| to 2^14
+                # (FP16 range), rounded to the FP16 the dot reads
+                q_scaled = q_f * (ks * (1024.0 * qk_scale_log2))
+                row_max = tl.max(tl.abs(q_scaled), axis=1)
+                f = tl.where(row_max > 0, row_max * (1.0 / 16384.0), 1.0)
+                q_n = q_scaled * (1.0 / f)[:, None]
                 if INTERPRET:
-                    q_g = q_g.to(tl.float32)
-            dots = tl.dot(q_g, tl.trans(kop))  # [BLOCK_H, BLOCK_N] = Q_g . (1 + code/128)
-            ks = tl.load(K_scale + srow + g, mask=n_mask, other=0.0)
-            kz = tl.load(K_offset + srow + g, mask=n_mask, other=0.0)
-            # s*128*(Q.v) + (z - s*128)*sum(Q) = s*(Q.code) + z*sum(Q), times sm_scale*log2(e)
-            a_t = ks * (128.0 * qk_scale_log2)
-            b_t = (kz - ks * 128.0) * qk_scale_log2
-            scores += dots * a_t[None, :] + q_sum[:, None] * b_t[None, :]
+                    q_op = q_n.to(tl.float16).to(tl.float32)
+                else:
+                    q_op = q_n.to(tl.float16)
+                # f * (Q'.(1 + code/1024) - sum(Q')) + (Q.z) sm_scale log2(e) = Q.(s code + z) sm_scale log2(e)
+                scores += tl.dot(q_op, tl.trans(kop)) * f[:, None]
+                q_const += tl.sum(q_f * kz, axis=1) * qk_scale_log2 - tl.sum(q_op.to(tl.float32), axis=1) * f
+            scores += q_const[:, None]
+        else:  # ---- scores: per group, raw dot on tensor cores, then scale and offset per token
+            scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
+            for g in tl.static_range(NG):
+                kb = tl.load(K_codes + crow + (g % C) * CW + tl.arange(0, CW)[None, :],
+                             mask=n_mask[:, None], other=0)
+                kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET)  # [BLOCK_N, G]
+                if NG == 1:
+                    q_g = q_all
+                    q_sum = q_sum_all
+                else:
+                    q_g = tl.load(q_rows + _group_channels(g, W, CW, C, PPG), mask=h_mask[:, None], other=0.0)
+                    q_sum = tl.sum(q_g.to(tl.float32), axis=1)  # of the BF16 values the dot reads
+                    if INTERPRET:
+                        q_g = q_g.to(tl.float32)
+                dots = tl.dot(q_g, tl.trans(kop))  # [BLOCK_H, BLOCK_N] = Q_g . (1 + code/128)
+                ks = tl.load(K_scale + srow + g, mask=n_mask, other=0.0)
+                kz = tl.load(K_offset + srow + g, mask=n_mask, other=0.0)
+                # s*128*(Q.v) + (z - s*128)*sum(Q) = s*(Q.code) + z*sum(Q), times sm_scale*log2(e)
+                a_t = ks * (128.0 * qk_scale_log2)
+                b_t = (kz - ks * 128.0) * qk_scale_log2
+                scores += dots * a_t[None, :] + q_sum[:, None] * b_t[None, :]
         scores = tl.where(n_mask[None, :], scores, float("-inf"))
 
         # ---- online softmax (base 2)
@@ -394,18 +472,27 @@ def _tile_channels(NG: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, C: tl.co
                 return tl.reshape(tl.join(lo, hi), [1, 8 * c0.shape[1]])
 
 
-def launch_config(head_dim: int, bits: int, group_size: int, gqa: int) -> dict[str, int]:
+def launch_config(head_dim: int, bits: int, group_size: int, gqa: int, k_block: int | None = None) -> dict[str, int]:
     """Tile shape and launch parameters of the split kernel for one format.
 
     ``BLOCK_H``: the query heads of one KV head, padded to Triton's 16-row dot
     minimum (a power of two). ``BLOCK_N``: tokens per tile. ``num_warps`` and
     ``num_stages`` (software-pipelining depth). Chosen by measurement on the H200
     (bench/NOTES.md, "Triton tile sweep"); ``bench/kernel_sweep.py`` re-measures.
+    With channel-wise K (``k_block``), ``BLOCK_N`` is at most ``k_block`` so that a
+    tile never straddles two K blocks, and 8 warps: compiled for sm_90 (Triton 3.6),
+    4 warps spilled registers at GQA 16 (232 bytes per thread, INT4, D=128), 8 warps
+    did not spill in any format tried. Not timed yet; k_block=32 runs 32-token tiles.
     """
+    block_n = 64 if head_dim > 128 else 128
+    num_warps = 4
+    if k_block is not None:
+        block_n = min(block_n, k_block)
+        num_warps = 8
     return dict(
         BLOCK_H=max(16, triton.next_power_of_2(gqa)),
-        BLOCK_N=64 if head_dim > 128 else 128,
-        num_warps=4,
+        BLOCK_N=block_n,
+        num_warps=num_warps,
         num_stages=3,
     )
 
@@ -423,16 +510,28 @@ def folded_decode_partial(
     :class:`~foscar.paged.PagedQuantizedKVCache` (pages looked up per token through
     ``kv_indptr``/``kv_indices``; ``max_seq_len`` bounds the splits).
     ``config`` overrides entries of :func:`launch_config` (for tile sweeps).
+    A channel-wise K cache (``cache.k_block`` set) runs with ``K_BLOCK = k_block``.
 
     Returns:
         ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
         and ``[batch, num_qo_heads, num_splits]`` fp32 (base-2 LSE).
+
+    Raises:
+        ValueError: a paged channel-wise K cache (not supported yet), or a ``config``
+            ``BLOCK_N`` that does not divide ``k_block``.
     """
     batch, num_qo_heads, head_dim = q.shape
     hkv = cache.num_kv_heads
     gqa = num_qo_heads // hkv
-    meta = launch_config(head_dim, cache.bits, cache.group_size, gqa)
+    paged = hasattr(cache, "kv_indptr")
+    k_block = cache.k_block
+    meta = launch_config(head_dim, cache.bits, cache.group_size, gqa, k_block)
     meta.update(config or {})
+    if k_block is not None:
+        if paged:
+            raise ValueError("cache: channel-wise K in a paged cache is not supported yet")
+        if k_block % meta["BLOCK_N"]:
+            raise ValueError(f"config: BLOCK_N={meta['BLOCK_N']} must divide k_block={k_block} (a tile in one K block)")
     if num_splits is None:
         splits, per = choose_num_splits(batch, hkv, cache.max_seq_len, meta["BLOCK_N"], device_sm_count(q.device))
     else:
@@ -440,7 +539,6 @@ def folded_decode_partial(
     o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
     lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
     grid = (batch * hkv, splits)
-    paged = hasattr(cache, "kv_indptr")
     seq_lens = cache.lengths() if paged else cache.seq_lens
     _folded_decode_split_kernel[grid](
         q, cache.k_codes, cache.v_codes,
@@ -451,10 +549,11 @@ def folded_decode_partial(
         hkv, splits, per,
         q.stride(0), q.stride(1),
         cache.k_codes.stride(0), cache.k_codes.stride(1),
-        cache.k_scale.stride(0), cache.k_scale.stride(1),
+        cache.v_scale.stride(0), cache.v_scale.stride(1),  # = k_scale's for token-wise K
         sm_scale * LOG2E,
         GQA=gqa, HEAD_DIM=head_dim, BITS=cache.bits, GROUP=cache.group_size,
         INTERPRET=interpreter_enabled(), PAGED=paged, PAGE=cache.page_size if paged else 1,
+        K_BLOCK=k_block or 0,
         **meta,
     )
     return o_part, lse_part
