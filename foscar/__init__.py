@@ -2,7 +2,8 @@
 
 Public API:
 
-* :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format;
+* :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format
+  (token-wise K, or channel-wise K with ``k_layout="channel"``);
   :class:`PagedQuantizedKVCache`, :func:`paginate` — the same in pages.
 * :func:`decode` — folded decode attention (CUDA kernel on Hopper, Triton elsewhere).
 * :func:`append_kv` — quantize new tokens into the cache on the GPU (bit-exact with
@@ -21,6 +22,7 @@ from foscar.paged import PagedQuantizedKVCache, paginate
 from foscar.quant import (
     SUPPORTED_BITS,
     SUPPORTED_GROUP_SIZES,
+    SUPPORTED_K_BLOCKS,
     QuantizedKVCache,
     dequantize_kv,
     pack_codes,
@@ -36,6 +38,7 @@ __all__ = [
     "PagedQuantizedKVCache",
     "SUPPORTED_BITS",
     "SUPPORTED_GROUP_SIZES",
+    "SUPPORTED_K_BLOCKS",
     "append_kv",
     "QuantizedKVCache",
     "attention_reference",
