@@ -41,7 +41,8 @@ def decode(
             (GQA); query head ``h`` reads KV head ``h // (num_qo_heads // num_kv_heads)``.
         cache: :class:`~foscar.quant.QuantizedKVCache` (contiguous) or
             :class:`~foscar.paged.PagedQuantizedKVCache` (FlashInfer-style page table;
-            Triton kernel only so far), ``head_dim`` in {64, 128, 256}. Channel-wise K
+            the CUDA kernel takes page sizes that are powers of two), ``head_dim`` in
+            {64, 128, 256}. Channel-wise K
             (``quantize_kv(..., k_layout="channel")``) runs on the Triton kernel only.
         operand: tensor-core operand mode: ``"bf16"`` (codes as ``1 + code/128``) or
             ``"fp8"`` (codes' bytes as e4m3 ``code * 2^-9``, query and probabilities in
@@ -104,10 +105,10 @@ def decode(
             raise ValueError(why_fp8)
     if backend == "triton":
         why_not_cuda = "not asked for"
-    elif paged:
-        why_not_cuda = "paged caches run on the Triton kernel only so far"
-    elif cache.k_block is not None:
+    elif getattr(cache, "k_block", None) is not None:
         why_not_cuda = "channel-wise K (k_layout='channel') runs on the Triton kernel only"
+    elif paged and cache.page_size & (cache.page_size - 1):
+        why_not_cuda = f"the CUDA kernel takes page sizes that are powers of two, got {cache.page_size}"
     else:
         why_not_cuda = decode_cuda.unavailable(q.device, gqa)
     if backend == "cuda" and why_not_cuda:

@@ -1,4 +1,5 @@
-"""Paged caches (FlashInfer-style kv_indptr / kv_indices / kv_last_page_len) through the Triton kernel."""
+"""Paged caches (FlashInfer-style kv_indptr / kv_indices / kv_last_page_len) through the Triton kernel
+(CPU interpreter here, GPU with ``-m gpu``) and the CUDA kernel (GPU)."""
 
 import pytest
 import torch
@@ -7,8 +8,8 @@ import foscar
 from tests.test_decode_triton import TOL, _case
 
 
-def _check_paged(q, cache, paged, num_splits=None):
-    out, lse = foscar.decode(q, paged, num_splits=num_splits, return_lse=True)
+def _check_paged(q, cache, paged, num_splits=None, backend="auto", operand="bf16", tol=TOL, lse_atol=1e-3):
+    out, lse = foscar.decode(q, paged, num_splits=num_splits, return_lse=True, backend=backend, operand=operand)
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
     assert torch.equal(paged.lengths().cpu(), cache.seq_lens.cpu())
     for b, length in enumerate(cache.seq_lens.tolist()):
@@ -16,10 +17,10 @@ def _check_paged(q, cache, paged, num_splits=None):
             assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
             continue
         err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
-        assert err < TOL, f"sequence {b}: relative L2 error {err:.3g}"
-        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3)
-    # the same numbers as the contiguous kernel on the same tokens
-    flat = foscar.decode(q, cache, num_splits=num_splits, backend="triton")
+        assert err < tol, f"sequence {b}: relative L2 error {err:.3g}"
+        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=lse_atol)
+    # the same numbers as the contiguous cache through the same kernel
+    flat = foscar.decode(q, cache, num_splits=num_splits, backend=backend, operand=operand)
     assert float((out.float() - flat.float()).norm()) <= 1e-2 * float(flat.float().norm()) + 1e-6
 
 
@@ -59,12 +60,12 @@ def test_paged_to_contiguous_round_trip(device):
         assert torch.equal(a[0, :, :21], b[0, :, :21]) and torch.equal(a[1, :, :9], b[1, :, :9])
 
 
-def test_paged_cache_refuses_cuda_backend_and_bad_input(device):
+def test_paged_cache_bad_input(device):
     q, cache = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
                      seq_lens=[10], bits=2, group_size=64)
     paged = foscar.paginate(cache, page_size=4)
-    with pytest.raises(ValueError, match="paged caches run on the Triton kernel only"):
-        foscar.decode(q, paged, backend="cuda")
+    with pytest.raises(ValueError, match="page sizes that are powers of two, got 3"):
+        foscar.decode(q, foscar.paginate(cache, page_size=3), backend="cuda")
     with pytest.raises(ValueError, match="page_size: expected >= 1"):
         foscar.paginate(cache, page_size=0)
     bad = foscar.PagedQuantizedKVCache(**{**paged.__dict__, "kv_indices": paged.kv_indices.long()})
@@ -72,10 +73,60 @@ def test_paged_cache_refuses_cuda_backend_and_bad_input(device):
         foscar.decode(q, bad)
 
 
+GPU_BACKENDS = [("triton", "bf16"), ("cuda", "bf16"), ("cuda", "fp8")]
+
+
+def _gpu_check(q, cache, paged, backend, operand, num_splits=None):
+    if operand == "fp8":  # tolerances of tests/test_decode_cuda.py's FP8 checks
+        _check_paged(q, cache, paged, num_splits, backend, operand, tol=8e-2, lse_atol=5e-2)
+    else:
+        _check_paged(q, cache, paged, num_splits, backend, operand)
+
+
 @pytest.mark.gpu
-def test_gpu_paged_qwen3_shape():
+@pytest.mark.parametrize("backend, operand", GPU_BACKENDS)
+@pytest.mark.parametrize("page_size", [16, 64, 128])
+def test_gpu_paged_qwen3_shape(backend, operand, page_size):
     dev = torch.device("cuda")
-    q, cache = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128,
-                     seq_lens=[8192, 4097, 1], bits=2, group_size=128)
+    q, cache = _case(dev, batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[8192, 4097, 1, 3 * page_size], bits=2, group_size=128)
     g = torch.Generator().manual_seed(0)
-    _check_paged(q, cache, foscar.paginate(cache, page_size=16, shuffle=True, extra_pages=5, fill=1e30, generator=g))
+    paged = foscar.paginate(cache, page_size=page_size, shuffle=True, extra_pages=5, fill=1e30, generator=g)
+    assert paged.kv_last_page_len.tolist() == [8192 % page_size or page_size, 4097 % page_size, 1, page_size]
+    _gpu_check(q, cache, paged, backend, operand)
+    _gpu_check(q, cache, paged, backend, operand, num_splits=3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend, operand", GPU_BACKENDS)
+def test_gpu_paged_page_one_gqa_seven_and_int4(backend, operand):
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(3)
+    q, cache = _case(dev, batch=2, num_qo_heads=7, num_kv_heads=1, head_dim=128,
+                     seq_lens=[1000, 5], bits=4, group_size=32, seed=5)
+    paged = foscar.paginate(cache, page_size=1, shuffle=True, extra_pages=3, fill=1e30, generator=g)
+    _gpu_check(q, cache, paged, backend, operand)
+    _gpu_check(q, cache, paged, backend, operand, num_splits=4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_gpu_paged_cache_past_2_31_bytes(backend):
+    """Pages at byte offsets past 2^31 of the code pool (64-bit address arithmetic)."""
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=2, num_qo_heads=16, num_kv_heads=8, head_dim=128,
+                     seq_lens=[700, 333], bits=2, group_size=128, seed=11)
+    small = foscar.paginate(cache, page_size=16)
+    page_bytes = small.k_codes[0].numel()  # 8 heads x 16 tokens x 32 bytes
+    num_pages = (1 << 31) // page_bytes + 2 * small.k_codes.shape[0] + 8
+    big = {}
+    for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+        t = getattr(small, name)
+        big[name] = torch.zeros((num_pages, *t.shape[1:]), dtype=t.dtype, device=dev)
+        big[name][num_pages - t.shape[0]:] = t  # the used pages at the very end of the pool
+    far = foscar.PagedQuantizedKVCache(
+        **big, kv_indptr=small.kv_indptr, kv_indices=small.kv_indices + (num_pages - small.k_codes.shape[0]),
+        kv_last_page_len=small.kv_last_page_len, bits=2, group_size=128, head_dim=128,
+        max_seq_len=small.max_seq_len)
+    assert int(far.kv_indices.min()) * page_bytes >= (1 << 31)
+    _check_paged(q, cache, far, backend=backend)

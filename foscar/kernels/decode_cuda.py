@@ -1,7 +1,7 @@
 """The sm_90 CUDA C++ folded decode kernel: build at first use, launch, heuristics.
 
 Source: ``csrc/folded_decode_sm90.cuh`` (the kernel, no torch headers), one
-``csrc/decode_mode_*.cu`` per operand mode (instantiations, built in parallel),
+``csrc/decode_mode_*.cu`` per operand mode and cache kind (instantiations, built in parallel),
 ``csrc/folded_decode_sm90.cu`` (C entry point) and ``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
 ninja through ``torch.utils.cpp_extension.load`` the first time it is used (about
 a minute), into ``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``),
@@ -28,8 +28,8 @@ from foscar.kernels.splits import choose_num_splits, device_sm_count, split_toke
 
 KERNEL_NAME = "foscar-cuda"
 CSRC = Path(__file__).parent / "csrc"
-SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu",  # compiled, one object each (in parallel)
-           CSRC / "decode_mode_bf16.cu", CSRC / "decode_mode_per_value.cu", CSRC / "decode_mode_fp8.cu")
+SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
+    CSRC / f"decode_mode_{mode}{cache}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh",)  # the kernel itself
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")
 TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
@@ -114,7 +114,8 @@ def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: i
                           mode: str = "bf16"):
     """Launch the CUDA split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
 
-    ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded, FP8 e4m3 operands)
+    ``cache``: a contiguous ``QuantizedKVCache`` or a ``PagedQuantizedKVCache`` (page
+    size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded, FP8 e4m3 operands)
     or ``"per-value"`` (the same kernel reconstructing every operand as
     bf16(s * code + z) instead of folding: the ablation baseline).
 
@@ -124,11 +125,14 @@ def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: i
     """
     batch, num_qo_heads, head_dim = q.shape
     splits, per = plan_splits(batch, cache.num_kv_heads, cache.max_seq_len, q.device, num_splits)
+    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: lengths from the page table (on the device)
+    seq_lens = cache.lengths() if paged else cache.seq_lens
     o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
     lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        cache.seq_lens, o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
+        seq_lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
+        o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
         MODES[mode],
     )
     return o_part, lse_part

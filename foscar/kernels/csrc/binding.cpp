@@ -8,29 +8,41 @@
 
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* seq_lens, float* o_part, float* lse_part, int batch,
+    const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
+    int page_size, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
     long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
     cudaStream_t stream);
 
 void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes, torch::Tensor k_scale,
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor seq_lens,
+                   std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, int64_t bits, int64_t group_size,
                    int64_t tokens_per_split, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, seq_lens, o_part, lse_part})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
+  TORCH_CHECK(kv_indptr.has_value() == kv_indices.has_value(), "kv_indptr and kv_indices: both or neither");
+  const int* indptr = nullptr;
+  const int* indices = nullptr;
+  if (kv_indptr.has_value()) {
+    for (const auto& t : {*kv_indptr, *kv_indices})
+      TORCH_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt32, "page table: contiguous CUDA int32");
+    indptr = kv_indptr->data_ptr<int>();
+    indices = kv_indices->data_ptr<int>();
+  }
+  TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
   const int num_kv_heads = k_codes.size(1), max_seq_len = k_codes.size(2);
   const int num_splits = o_part.size(2);
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
-      v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), seq_lens.data_ptr<int>(), o_part.data_ptr<float>(),
+      v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), seq_lens.data_ptr<int>(), indptr, indices,
+      indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
       lse_part.data_ptr<float>(), batch, num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_splits,
       (int)tokens_per_split, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size,
       (int)mode, c10::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
   TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
 }
 

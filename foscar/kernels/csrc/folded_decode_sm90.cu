@@ -1,27 +1,36 @@
 // FOSCAR folded INT2/INT4 split-KV decode attention for sm_90: the C entry point.
-// The kernel is in folded_decode_sm90.cuh; each operand mode is compiled in its own
+// The kernel is in folded_decode_sm90.cuh; each operand mode and cache kind is compiled in its own
 // translation unit (decode_mode_*.cu).
 #include "folded_decode_sm90.cuh"
 
 // C entry point for the torch binding (and anything else): dispatch on the format and
 // on the operand mode (0: folded BF16, 1: per-value reconstruction, 2: folded FP8).
-// Returns cudaErrorInvalidValue for an unsupported (bits, head_dim, group_size, gqa, mode).
+// Contiguous cache: kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache
+// (FlashInfer-style page table, page_size a power of two): seq_lens = the sequences' lengths.
+// Returns cudaErrorInvalidValue for an unsupported (bits, head_dim, group_size, gqa, mode, page_size).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* seq_lens, float* o_part, float* lse_part, int batch,
+    const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
+    int page_size, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
     long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
     cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8) return cudaErrorInvalidValue;
-  Params p{static_cast<const __nv_bfloat16*>(q), static_cast<const uint8_t*>(k_codes),
-           static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, seq_lens, o_part, lse_part,
-           num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split,
-           (max_seq_len * (head_dim / group_size)) % 4 == 0, q_stride_b, q_stride_h, qk_scale_log2};
-  switch (mode) {
-    case kFoldedBf16: return launch_mode<kFoldedBf16>(p, bits, head_dim, group_size, batch, stream);
-    case kPerValue: return launch_mode<kPerValue>(p, bits, head_dim, group_size, batch, stream);
-    case kFoldedFp8: return launch_mode<kFoldedFp8>(p, bits, head_dim, group_size, batch, stream);
-    default: return cudaErrorInvalidValue;
+  const bool paged = kv_indices != nullptr;
+  int page_shift = 0;
+  if (paged) {  // page sizes: powers of two
+    while ((1 << page_shift) < page_size) ++page_shift;
+    if (kv_indptr == nullptr || page_size < 1 || (1 << page_shift) != page_size) return cudaErrorInvalidValue;
   }
+  const int ng = head_dim / group_size;
+  Params p{static_cast<const __nv_bfloat16*>(q), static_cast<const uint8_t*>(k_codes),
+           static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, seq_lens, kv_indptr, kv_indices,
+           page_shift, o_part, lse_part, num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split,
+           paged ? (page_size * ng) % 4 == 0 : (max_seq_len * ng) % 4 == 0, q_stride_b, q_stride_h, qk_scale_log2};
+#define FOSCAR_DISPATCH(M, PG) \
+  if (mode == M && paged == PG) return launch_mode<M, PG>(p, bits, head_dim, group_size, batch, stream);
+  FOSCAR_MODES(FOSCAR_DISPATCH)
+#undef FOSCAR_DISPATCH
+  return cudaErrorInvalidValue;
 }

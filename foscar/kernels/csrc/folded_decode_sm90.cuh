@@ -28,7 +28,7 @@
 // BF16-rounded P' the mma consumed (DESIGN §9, rules 1 and 2).
 //
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
-// One translation unit per operand mode (decode_mode_*.cu) so that ninja builds them in
+// One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
 // parallel; folded_decode_sm90.cu holds the C entry point.
 
 #pragma once
@@ -215,17 +215,20 @@ __device__ __forceinline__ float warp_sum_over_rows(float v) {
 
 struct Params {
   const __nv_bfloat16* q;  // [batch, num_qo_heads, HEAD_DIM]
-  const uint8_t* k_codes;  // [batch, num_kv_heads, max_seq_len, RB]
+  const uint8_t* k_codes;  // [batch, num_kv_heads, max_seq_len, RB]; paged: [num_pages, num_kv_heads, page, RB]
   const uint8_t* v_codes;
-  const float* k_scale;  // [batch, num_kv_heads, max_seq_len, NG]
+  const float* k_scale;  // [batch, num_kv_heads, max_seq_len, NG]; paged: [num_pages, num_kv_heads, page, NG]
   const float* k_offset;
   const float* v_scale;
   const float* v_offset;
   const int* seq_lens;  // [batch]
+  const int* kv_indptr;   // paged: [batch + 1], pages of sequence b: kv_indices[kv_indptr[b] ..]; else nullptr
+  const int* kv_indices;  // paged: page ids in token order; else nullptr
+  int page_shift;         // paged: log2(page size)
   float* o_part;        // [batch, num_qo_heads, num_splits, HEAD_DIM]
   float* lse_part;      // [batch, num_qo_heads, num_splits], base 2
   int num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split;
-  int scales_aligned;  // (max_seq_len * NG) % 4 == 0: each (sequence, head) row of scales starts 16-byte aligned
+  int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
 };
@@ -248,7 +251,8 @@ struct Params {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
-template <int BITS, int HEAD_DIM, int GROUP, int MODE>
+// PAGED: token rows through the page table (p.kv_indptr / p.kv_indices), else contiguous.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED>
 __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
@@ -267,7 +271,19 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const int start = split * p.tokens_per_split;
   const int end = min(start + p.tokens_per_split, seq_len);
 
-  const long long row0 = (long long)bh * p.max_seq_len;  // first token of this (sequence, KV head)
+  // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
+  // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table
+  const long long row0 = PAGED ? 0 : (long long)bh * p.max_seq_len;  // contiguous: first token of (sequence, KV head)
+  const int* pages = PAGED ? p.kv_indices + p.kv_indptr[b] : nullptr;
+  const int page_mask = (1 << p.page_shift) - 1;
+  auto row_of = [&](int gt) -> long long {
+    if constexpr (!PAGED) {
+      return gt;
+    } else {
+      const long long pg = __ldg(pages + (gt >> p.page_shift));
+      return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
+    }
+  };
   const uint8_t* kc = p.k_codes + row0 * RB;
   const uint8_t* vc = p.v_codes + row0 * RB;
   const float* ks_g = p.k_scale + row0 * NG;
@@ -392,7 +408,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       const int tok = i / NCH, c = i % NCH;
       const int gt = t0 + tok;
       const int bytes = gt < end ? 16 : 0;
-      const long long src = gt < end ? (long long)gt * RB + 16 * c : 0;
+      const long long src = gt < end ? row_of(gt) * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
       cp_async16(st + dst, kc + src, bytes);
       cp_async16(st + F::CODE_BYTES + dst, vc + src, bytes);
@@ -404,17 +420,17 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
         const int f0 = i * 4;
         const int left = valid - f0;
         const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
-        const long long src = bytes ? (long long)t0 * NG + f0 : 0;
+        const long long src = bytes ? row_of(t0 + f0 / NG) * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
         cp_async16(base, ks_g + src, bytes);
         cp_async16(base + F::SCALE_BYTES, kz_g + src, bytes);
         cp_async16(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
         cp_async16(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
       }
-    } else {  // (sequence, head) rows not 16-byte aligned (max_seq_len * NG % 4 != 0): 4-byte copies
+    } else {  // rows (pages) of scales not 16-byte aligned: 4-byte copies
       for (int f0 = lane; f0 < kTileTokens * NG; f0 += 32) {
         const int bytes = f0 < valid ? 4 : 0;
-        const long long src = bytes ? (long long)t0 * NG + f0 : 0;
+        const long long src = bytes ? row_of(t0 + f0 / NG) * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
         cp_async4(base, ks_g + src, bytes);
         cp_async4(base + F::SCALE_BYTES, kz_g + src, bytes);
@@ -765,12 +781,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   }
 }
 
-template <int BITS, int HEAD_DIM, int GROUP, int MODE>
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
   constexpr int smem = F::SMEM_BYTES > merge_bytes ? F::SMEM_BYTES : merge_bytes;
-  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE>;
+  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   dim3 grid(batch * p.num_kv_heads, p.num_splits);
@@ -780,12 +796,12 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
 
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported
 // (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks.
-template <int MODE>
+template <int MODE, bool PAGED>
 cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, cudaStream_t stream) {
 #define FOSCAR_CASE(B, D, G)                                                   \
   if (bits == B && head_dim == D && group_size == G) {                         \
     if constexpr (MODE != kFoldedFp8 || Fmt<B, D, G>::NCH % 2 == 0)             \
-      return launch<B, D, G, MODE>(p, batch, stream);                          \
+      return launch<B, D, G, MODE, PAGED>(p, batch, stream);                   \
     return cudaErrorInvalidValue;                                              \
   }
   FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
@@ -796,9 +812,11 @@ cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size,
 #undef FOSCAR_CASE
   return cudaErrorInvalidValue;
 }
-// instantiated once each, in decode_mode_bf16.cu / decode_mode_per_value.cu / decode_mode_fp8.cu
-extern template cudaError_t launch_mode<kFoldedBf16>(const Params&, int, int, int, int, cudaStream_t);
-extern template cudaError_t launch_mode<kPerValue>(const Params&, int, int, int, int, cudaStream_t);
-extern template cudaError_t launch_mode<kFoldedFp8>(const Params&, int, int, int, int, cudaStream_t);
+// instantiated once each, in decode_mode_{bf16,per_value,fp8}{,_paged}.cu
+#define FOSCAR_MODES(X) \
+  X(kFoldedBf16, false) X(kFoldedBf16, true) X(kPerValue, false) X(kPerValue, true) X(kFoldedFp8, false) X(kFoldedFp8, true)
+#define FOSCAR_EXTERN(M, PG) extern template cudaError_t launch_mode<M, PG>(const Params&, int, int, int, int, cudaStream_t);
+FOSCAR_MODES(FOSCAR_EXTERN)
+#undef FOSCAR_EXTERN
 
 }  // namespace foscar
