@@ -40,6 +40,7 @@ from bench.workload import Workload
 FOSCAR_TRITON = "foscar-triton"  # = foscar.kernels.decode_triton.KERNEL_NAME
 FOSCAR_CUDA = "foscar-cuda"  # = foscar.kernels.decode_cuda.KERNEL_NAME
 FOSCAR_CUDA_PER_VALUE = "foscar-cuda-per-value"  # the same CUDA kernel, per-value reconstruction
+FOSCAR_CUDA_PAGED = "foscar-cuda-paged"  # the folded CUDA kernel on a paged copy of the cache
 
 # modules whose import registers more backends (they import their GPU libraries lazily)
 _PLUGIN_MODULES = ("bench.flashinfer_backend",)
@@ -197,14 +198,19 @@ def select_backends(names: list[str]) -> list[Backend]:
 # FOSCAR kernels
 
 
-def operand_unavailable(device: torch.device, operand: str | None) -> str | None:
-    """Why a FOSCAR row with this operand mode cannot run here, or ``None``.
+def operand_unavailable(device: torch.device, operand: str | None, kernel: str | None = None) -> str | None:
+    """Why a FOSCAR row with this operand mode (of ``kernel``) cannot run here, or ``None``.
 
-    ``fp4`` needs FP4 tensor cores (sm_100, Blackwell; DESIGN §4) and is not built yet;
-    ``fp8`` is not built yet. Such rows are recorded as skipped with this reason.
+    ``fp8`` exists in the folded CUDA kernel (``foscar-cuda``) only; ``fp4`` needs FP4
+    tensor cores (sm_100, Blackwell; DESIGN §4) and is not built yet. Such rows are
+    recorded as skipped with this reason.
     """
     if operand in (None, "bf16"):
         return None
+    if operand == "fp8":
+        if kernel in (None, FOSCAR_CUDA, FOSCAR_CUDA_PAGED):
+            return None
+        return f"operand fp8 exists in the folded CUDA kernel ({FOSCAR_CUDA}) only, not in {kernel}"
     if operand == "fp4":
         if device.type != "cuda":
             return "operand fp4 needs FP4 tensor cores (sm_100, Blackwell); no GPU here"
@@ -238,11 +244,27 @@ def foscar_cuda_per_value(w: Workload, operand: str | None) -> Prepared:
     return _foscar(w, operand, "cuda", method="per-value")
 
 
-def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded") -> Prepared:
+@register_backend(FOSCAR_CUDA_PAGED, quantized=True, unavailable=_cuda_unavailable)
+def foscar_cuda_paged(w: Workload, operand: str | None) -> Prepared:
+    """foscar.decode(backend="cuda") on a paged copy of the cache (the point's page_size, shuffled page table)."""
+    return _foscar(w, operand, "cuda", paged=True)
+
+
+PAGED_SHUFFLE_SEED = 0  # page order of the foscar-cuda-paged rows (torch.Generator seed)
+
+
+def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded", paged: bool = False) -> Prepared:
+    """``paged``: time a :func:`foscar.paginate` copy of the point's cache (``page_size`` of
+    the point, pages in a random order in memory) instead of the contiguous cache; the
+    same tokens, so the same bytes and the same reference."""
     import foscar
 
     sm_scale = w.sm_scale
     nbytes = w.cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
+    cache = w.cache
+    if paged:
+        gen = torch.Generator().manual_seed(PAGED_SHUFFLE_SEED)
+        cache = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
     last: dict[str, torch.Tensor] = {}
 
     def make(q, cache, keep: bool):
@@ -254,13 +276,13 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
         return fn
 
     def replica():
-        return make(w.q.clone(), clone_cache(w.cache), keep=False)
+        return make(w.q.clone(), clone_cache(cache), keep=False)
 
-    return Prepared(fn=make(w.q, w.cache, keep=True), output=lambda: last["out"], bytes=nbytes, replica=replica)
+    return Prepared(fn=make(w.q, cache, keep=True), output=lambda: last["out"], bytes=nbytes, replica=replica)
 
 
 def clone_cache(cache):
-    """An independent copy of a ``QuantizedKVCache`` (same contents, new memory)."""
+    """An independent copy of a ``QuantizedKVCache`` or ``PagedQuantizedKVCache`` (same contents, new memory)."""
     import dataclasses
 
     return dataclasses.replace(

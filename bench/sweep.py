@@ -168,7 +168,7 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
     # cannot run here at all: say why, per row
     runnable = []
     for (be, bits, op), row in zip(specs, rows):
-        reason = be.unavailable(dev) or (operand_unavailable(dev, op) if be.quantized else None)
+        reason = be.unavailable(dev) or (operand_unavailable(dev, op, be.name) if be.quantized else None)
         if reason:
             row.update(status="skipped", error=reason)
         else:
@@ -219,7 +219,7 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
         if not err == err:  # NaN
             row.update(status="failed", error="output has NaN/Inf in a checked row; not timed")
             return
-        tolerance, key = cfg.tolerance_for(row["kv_dtype"])
+        tolerance, key = cfg.tolerance_for(row["kv_dtype"], operand)
         if err > tolerance:
             row.update(status="failed", error=f"max_rel_err {err:.3g} > {key} {tolerance:g}; not timed")
             return

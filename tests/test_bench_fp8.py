@@ -307,6 +307,8 @@ def test_fp8_tolerance_from_the_config(tmp_path):
     assert cfg.tolerance_for("int4") == (2e-2, "tolerance")
     assert cfg.tolerance_for("bf16") == (2e-2, "tolerance")
     assert cfg.tolerance_for("fp8_e4m3") == (1e-1, "tolerance_fp8_kv")
+    assert cfg.tolerance_for("int2", "fp8") == (1e-1, "tolerance_fp8_operand")  # FP8 tensor-core operands
+    assert cfg.tolerance_for("int2", "bf16") == (2e-2, "tolerance")
     f = tmp_path / "c.toml"
     f.write_text("[check]\ntolerance = 1e-2\ntolerance_fp8_kv = 6e-2\n")
     loaded = load_config(f)

@@ -171,7 +171,10 @@ def test_dry_run_json_with_model(capsys, tmp_path, no_gpu_calls):
     assert plan["config"]["model"] == "llama-3.1-70b-tp8"
     assert (plan["config"]["num_qo_heads"], plan["config"]["num_kv_heads"]) == (8, 1)
     assert plan["num_points"] == 1 * 3 * 2  # --batch 8 x the preset's 3 contexts x 2 bit widths
-    assert plan["num_rows"] == plan["num_points"] * len(plan["kernels"])
+    # a FOSCAR kernel gives one row per operand mode (bf16, fp8 on the Hopper presets), a baseline one row
+    foscar_kernels = [k for k in plan["kernels"] if k.startswith("foscar-")]
+    per_point = len(foscar_kernels) * len(plan["config"]["operand"]) + len(plan["kernels"]) - len(foscar_kernels)
+    assert plan["num_rows"] == plan["num_points"] * per_point
     assert [p["batch"] for p in plan["points"]] == [8] * 6
     assert plan["estimated_seconds"] > 0 and "estimate" in plan["estimate"]
     assert plan["peak_device_bytes"] == max(p["device_bytes"] for p in plan["points"])

@@ -140,14 +140,15 @@ def test_csv_round_trip(tmp_path):
 def test_presets_load(name):
     cfg = load_config(preset_path(name))
     assert cfg.name == name
-    assert cfg.bits == [2, 4] and cfg.operand == ["bf16"]
+    hopper = name in ("h100", "h200")  # FP8 operands: the sm_90 CUDA kernel
+    assert cfg.bits == [2, 4] and cfg.operand == (["bf16", "fp8"] if hopper else ["bf16"])
 
 
 def test_hopper_preset_is_the_issue_grid():
     cfg = load_config(preset_path("h200"))
     assert (cfg.num_qo_heads, cfg.num_kv_heads, cfg.head_dim, cfg.group_size) == (32, 8, 128, 128)
     assert cfg.batch == [1, 8, 32, 64] and cfg.context == [8192, 32768, 131072]
-    assert cfg.kernels == ["foscar-cuda", "foscar-cuda-per-value", "foscar-triton",
+    assert cfg.kernels == ["foscar-cuda", "foscar-cuda-paged", "foscar-cuda-per-value", "foscar-triton",
                            "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa",
                            "flashinfer-fa2-fp8", "flashinfer-fa2-tc-fp8", "flashinfer-xqa-fp8"]  # fmt: skip
     assert len(grid(cfg)) == 4 * 3 * 2
@@ -350,4 +351,7 @@ def test_operand_rows_skipped_with_the_reason():
     cpu = torch.device("cpu")
     assert operand_unavailable(cpu, "bf16") is None
     assert "sm_100" in operand_unavailable(cpu, "fp4")
-    assert "not implemented" in operand_unavailable(cpu, "fp8")
+    assert operand_unavailable(cpu, "fp8", "foscar-cuda") is None  # the folded CUDA kernel has it
+    assert "folded CUDA kernel (foscar-cuda) only" in operand_unavailable(cpu, "fp8", "foscar-triton")
+    assert "folded CUDA kernel (foscar-cuda) only" in operand_unavailable(cpu, "fp8", "foscar-cuda-per-value")
+    assert operand_unavailable(cpu, "fp8", "foscar-cuda-paged") is None
