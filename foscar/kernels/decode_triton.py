@@ -23,15 +23,16 @@ Channel-wise K (``K_BLOCK > 0``, a constexpr: the token-wise kernel compiles to 
 same code as without it): K's scales and offsets are per (block of ``K_BLOCK`` tokens,
 channel). The tile is ``min(BLOCK_N, K_BLOCK)`` tokens and never straddles two blocks,
 so per tile and channel group the query is scaled once (DESIGN §3),
-``Q' = fp16(Q * s_blk * 1024 * sm_scale * log2(e) / f)`` with ``f`` per query head
-bringing ``max |Q'|`` to 2^14, the dot runs on the FP16 operand ``1 + code/1024``
-(``0x3C00 | code``, the same bit operations as BF16's), and the score is ``f * (Q' .
-v - sum(Q')) + (Q . z_blk) * sm_scale * log2(e)`` with the sum of exactly the FP16
-``Q'`` the dot read (DESIGN §9 rule 1). FP16, not BF16: the scaled query is a new
-rounded value (the token-wise path dots the caller's BF16 query exactly), and BF16's
-2^-9 rounding moved the LSE by up to 7e-3 against the fp64 reference, FP16 (2^-11)
-by about 1e-3 (up to 1.4e-3 in tests/test_channel_k.py), at the same MMA cost.
-V stays token-wise (BF16). Contiguous caches only.
+``Q' = fp16(Q * s_blk * sm_scale * log2(e) / f)`` with ``f`` per query head bringing
+``max |Q'|`` to 2^14, the dot runs on the unbiased FP16 operand ``code * 2^-24`` (the
+code's bits are the FP16 subnormal's: one mask, no bias to cancel, like DESIGN §4's
+FP8 codes), and the score is ``f * 2^24 * (Q' . v) + (Q . z_blk) * sm_scale *
+log2(e)``. FP16, not BF16: the scaled query is a new rounded value (the token-wise
+path dots the caller's BF16 query exactly), and BF16's 2^-9 rounding moved the LSE by
+up to 7e-3 against the fp64 reference, FP16's 2^-11 by about 1e-3 (up to 1.4e-3 in
+tests/test_channel_k.py), at the same MMA cost. FP16 subnormal inputs to the tensor
+cores are assumed exact (as FP8's are on the H200): tests/test_channel_k.py's gpu
+tests check it. V stays token-wise (BF16). Contiguous caches only.
 
 Operand: BF16 ``1 + code/128`` built as ``0x3F80 | code`` (exact), four codes per
 32-bit register with inline PTX (shr + 2 prmt + 2 lop3, :data:`_PLANE_ASM`). Numerics
@@ -108,9 +109,10 @@ def _round_to_bf16_as_fp32(x):
 # two BF16 each. shr (plane select, omitted for plane 0), then per output register
 # one prmt (bytes 0,1 or 2,3 into the low byte of each 16-bit half) and one lop3
 # ((x & mask) | 0x3F80 in both halves; immLut 0xEA = (a & b) | c): 5 instructions
-# per 4 values (DESIGN §4, §5). The FP16 variant (0x3C00 | code = 1 + code/1024,
-# exact for codes < 1024) is the K operand of channel-wise K, whose scaled query
-# needs FP16's 11-bit significand (see _folded_decode_split_kernel).
+# per 4 values (DESIGN §4, §5). The FP16 variant ORs in 0 instead: the code itself
+# is the FP16 bit pattern, the subnormal code * 2^-24 (exact, unbiased); it is the K
+# operand of channel-wise K, whose scaled query needs FP16's 11-bit significand (see
+# _folded_decode_split_kernel).
 _PLANE_ASM = (
     "{{ .reg .b32 t, lo, hi;\n"
     "{shift}"
@@ -127,7 +129,7 @@ _PLANE_ASM_TABLE = {
     )
     for bits, shifts in ((2, (0, 2, 4, 6)), (4, (0, 4)))
     for shift in shifts
-    for one in ("0x3F803F80", "0x3C003C00")  # 1.0 in both halves: BF16, FP16
+    for one in ("0x3F803F80", "0x00000000")  # BF16 1.0 in both halves; nothing (FP16 subnormal)
 }
 _ASM_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0, "0x3F803F80")])
 _ASM_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2, "0x3F803F80")])
@@ -135,26 +137,26 @@ _ASM_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4, "0x3F803F80")])
 _ASM_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6, "0x3F803F80")])
 _ASM_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0, "0x3F803F80")])
 _ASM_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4, "0x3F803F80")])
-_ASM16_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0, "0x3C003C00")])
-_ASM16_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2, "0x3C003C00")])
-_ASM16_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4, "0x3C003C00")])
-_ASM16_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6, "0x3C003C00")])
-_ASM16_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0, "0x3C003C00")])
-_ASM16_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4, "0x3C003C00")])
+_ASM16_2_0 = tl.constexpr(_PLANE_ASM_TABLE[(2, 0, "0x00000000")])
+_ASM16_2_2 = tl.constexpr(_PLANE_ASM_TABLE[(2, 2, "0x00000000")])
+_ASM16_2_4 = tl.constexpr(_PLANE_ASM_TABLE[(2, 4, "0x00000000")])
+_ASM16_2_6 = tl.constexpr(_PLANE_ASM_TABLE[(2, 6, "0x00000000")])
+_ASM16_4_0 = tl.constexpr(_PLANE_ASM_TABLE[(4, 0, "0x00000000")])
+_ASM16_4_4 = tl.constexpr(_PLANE_ASM_TABLE[(4, 4, "0x00000000")])
 
 
 @triton.jit
 def _plane_operand(x, BITS: tl.constexpr, PLANE: tl.constexpr, INTERPRET: tl.constexpr,
                    FP16: tl.constexpr = False):
-    """BF16 operand ``1 + code/128`` (``FP16``: FP16 ``1 + code/1024``) of plane
-    ``PLANE`` of packed bytes ``x`` (uint8).
+    """BF16 operand ``1 + code/128`` (``FP16``: the FP16 subnormal ``code * 2^-24``)
+    of plane ``PLANE`` of packed bytes ``x`` (uint8).
 
     GPU: the PTX above, 4 bytes per call. Interpreter (no inline asm there): the
     same values by arithmetic, in fp32."""
     if INTERPRET:
         codes = (x.to(tl.int32) >> (BITS * PLANE)) & ((1 << BITS) - 1)
         if FP16:
-            return 1.0 + codes.to(tl.float32) * (1.0 / 1024.0)
+            return codes.to(tl.float32) * (2.0**-24)
         else:
             return 1.0 + codes.to(tl.float32) * (1.0 / 128.0)
     elif FP16:
@@ -339,14 +341,14 @@ def _folded_decode_split_kernel(
             for g in tl.static_range(NG):
                 kb = tl.load(K_codes + crow + (g % C) * CW + tl.arange(0, CW)[None, :],
                              mask=n_mask[:, None], other=0)
-                kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET, True)  # [BLOCK_N, G] fp16 1 + code/1024
+                kop = _group_operand(kb, g, BITS, CW, C, PPG, INTERPRET, True)  # [BLOCK_N, G] fp16 code * 2^-24
                 chans = _group_channels(g, W, CW, C, PPG)  # [1, G]
                 q_f = tl.load(q_rows + chans, mask=h_mask[:, None], other=0.0).to(tl.float32)
                 ks = tl.load(K_scale + kmeta + chans)  # [1, G] per channel of this block
                 kz = tl.load(K_offset + kmeta + chans)
-                # Q' = Q * s * 1024 * sm_scale * log2(e) / f, f per row bringing max |Q'| to 2^14
-                # (FP16 range), rounded to the FP16 the dot reads
-                q_scaled = q_f * (ks * (1024.0 * qk_scale_log2))
+                # Q' = Q * s * sm_scale * log2(e) / f, f per row bringing max |Q'| to 2^14 (FP16
+                # range; products Q' * code * 2^-24 stay far above fp32 underflow), rounded to FP16
+                q_scaled = q_f * (ks * qk_scale_log2)
                 row_max = tl.max(tl.abs(q_scaled), axis=1)
                 f = tl.where(row_max > 0, row_max * (1.0 / 16384.0), 1.0)
                 q_n = q_scaled * (1.0 / f)[:, None]
@@ -354,9 +356,9 @@ def _folded_decode_split_kernel(
                     q_op = q_n.to(tl.float16).to(tl.float32)
                 else:
                     q_op = q_n.to(tl.float16)
-                # f * (Q'.(1 + code/1024) - sum(Q')) + (Q.z) sm_scale log2(e) = Q.(s code + z) sm_scale log2(e)
-                scores += tl.dot(q_op, tl.trans(kop)) * f[:, None]
-                q_const += tl.sum(q_f * kz, axis=1) * qk_scale_log2 - tl.sum(q_op.to(tl.float32), axis=1) * f
+                # f * 2^24 * (Q' . code * 2^-24) + (Q.z) sm_scale log2(e) = Q.(s code + z) sm_scale log2(e)
+                scores += tl.dot(q_op, tl.trans(kop)) * (f * 16777216.0)[:, None]
+                q_const += tl.sum(q_f * kz, axis=1) * qk_scale_log2
             scores += q_const[:, None]
         else:  # ---- scores: per group, raw dot on tensor cores, then scale and offset per token
             scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
@@ -481,7 +483,7 @@ def launch_config(head_dim: int, bits: int, group_size: int, gqa: int, k_block: 
     (bench/NOTES.md, "Triton tile sweep"); ``bench/kernel_sweep.py`` re-measures.
     With channel-wise K (``k_block``), ``BLOCK_N`` is at most ``k_block`` so that a
     tile never straddles two K blocks, and 8 warps: compiled for sm_90 (Triton 3.6),
-    4 warps spilled registers at GQA 16 (232 bytes per thread, INT4, D=128), 8 warps
+    4 warps spilled registers at GQA 16 (168 bytes per thread, INT4, D=128), 8 warps
     did not spill in any format tried. Not timed yet; k_block=32 runs 32-token tiles.
     """
     block_n = 64 if head_dim > 128 else 128
