@@ -29,6 +29,12 @@ echo "== 1. build the CUDA extension (MAX_JOBS=$MAX_JOBS)"
 start=$SECONDS
 python -c "from foscar.kernels import decode_cuda as d; print(d.extension().__name__)" > "$OUT/build.log" 2>&1
 echo "build rc=$? in $((SECONDS - start)) s" | tee -a "$OUT/build.log"
+# keep only this build among the cached extension builds (the cache travels back, 16 MiB a file)
+ext="$(tail -2 "$OUT/build.log" | head -1)"
+ext_dir="${TORCH_EXTENSIONS_DIR:-$HOME/.cache/torch_extensions}"
+if [ -n "$ext" ] && [ -d "$ext_dir" ]; then
+  find "$ext_dir" -mindepth 2 -maxdepth 2 -type d -name 'foscar_sm90_*' ! -name "$ext" -exec rm -rf {} + 2>/dev/null || true
+fi
 tail -3 "$OUT/build.log"
 
 if [ "${FOSCAR_TEST_SECONDS:-240}" != 0 ]; then
