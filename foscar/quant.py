@@ -202,7 +202,10 @@ def _minmax_codes(xg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: in
     group's ``lo``/``hi`` (``xg``'s shape without ``dim``). The one place the format's
     arithmetic lives (shared by the token-wise and the channel-wise quantizers)."""
     qmax = (1 << bits) - 1
-    scale = (hi - lo) / qmax
+    # a tensor divisor: PyTorch's CUDA kernels divide by a Python scalar as a multiply by
+    # its reciprocal, which is not the IEEE division of the contract (and differed from
+    # the append kernel's div_rn in the last bit on the H200)
+    scale = (hi - lo) / torch.full_like(hi, qmax)
     flat = scale == 0
     # Zero-range group: code 0 everywhere. Divide by 1 there so nothing is 0/0.
     denom = torch.where(flat, torch.ones_like(scale), scale)

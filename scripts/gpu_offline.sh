@@ -19,6 +19,8 @@
 #       git when the copy has .git, else from what `fetch` recorded (dirty when it
 #       was dirty then or a tracked file changed since).
 #
+# FOSCAR_GIT_FROM_FETCH=1 makes `run` trust what `fetch` recorded even where the copy
+# has a .git of its own (a copy tool that ships a stale .git snapshot with a newer tree).
 # Variables: FOSCAR_OFFLINE_DIR, FOSCAR_CACHE_OUT, FOSCAR_PYTHON (default python3),
 # FOSCAR_WHEEL_PYTHON (default 3.12, the GPU machine's Python for `fetch`).
 set -euo pipefail
@@ -68,7 +70,7 @@ record_git() {  # the commit, its dirty flag and the tracked files' checksums, f
 }
 
 export_git() {  # FOSCAR_GIT_COMMIT/FOSCAR_GIT_DIRTY for the manifest
-  if own_git; then
+  if own_git && [ -z "${FOSCAR_GIT_FROM_FETCH:-}" ]; then
     FOSCAR_GIT_COMMIT="$(git -C "$ROOT" rev-parse HEAD)"
     FOSCAR_GIT_DIRTY="$(git_dirty)"
   elif [ -s "$OFF/git-commit" ]; then
