@@ -63,6 +63,7 @@ def foscar_version() -> str | None:
 
 GIT_COMMIT_ENV = "FOSCAR_GIT_COMMIT"
 GIT_DIRTY_ENV = "FOSCAR_GIT_DIRTY"
+GIT_FROM_FETCH_ENV = "FOSCAR_GIT_FROM_FETCH"  # set (not "0"): the env commit wins over the tree's own .git
 
 
 def software_versions(flashinfer: bool = True) -> dict[str, str | None]:
@@ -89,6 +90,8 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     ``.git``, possibly inside some other repository) and ``FOSCAR_GIT_COMMIT`` is
     set, with ``dirty`` from ``FOSCAR_GIT_DIRTY`` ("1" dirty, "0" clean, otherwise
     ``None``); ``None`` when neither gives a commit (then every field is ``None``).
+    With ``FOSCAR_GIT_FROM_FETCH`` set (not "0") and ``FOSCAR_GIT_COMMIT`` given, the
+    environment wins even where git answers: a copy that ships a stale ``.git``.
 
     Dirty (from git) means the working tree differs from the commit: a modified
     tracked file, or an untracked file that git does not ignore, outside
@@ -102,6 +105,11 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
             return None
         return res.stdout.strip() if res.returncode == 0 else None
 
+    env_commit = os.environ.get(GIT_COMMIT_ENV, "").strip() or None
+    if env_commit is not None and os.environ.get(GIT_FROM_FETCH_ENV, "").strip() not in ("", "0"):
+        # the tree's own .git is a stale snapshot (scripts/gpu_offline.sh FOSCAR_GIT_FROM_FETCH)
+        dirty = {"1": True, "0": False}.get(os.environ.get(GIT_DIRTY_ENV, "").strip())
+        return {"commit": env_commit, "short": env_commit[:7], "dirty": dirty, "source": "env"}
     toplevel = git("rev-parse", "--show-toplevel")
     commit = git("rev-parse", "HEAD") if toplevel and Path(toplevel).resolve() == Path(root).resolve() else None
     if commit is not None:

@@ -91,6 +91,19 @@ def test_git_wins_over_env_in_a_repository(monkeypatch, tmp_path):
     assert manifest.git_state(tmp_path)["dirty"] is True
 
 
+def test_env_wins_over_a_stale_dot_git_when_asked(monkeypatch, tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("a\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    monkeypatch.setenv(manifest.GIT_COMMIT_ENV, SHA)
+    monkeypatch.setenv(manifest.GIT_DIRTY_ENV, "0")
+    monkeypatch.setenv(manifest.GIT_FROM_FETCH_ENV, "1")
+    assert manifest.git_state(tmp_path) == {"commit": SHA, "short": SHA[:7], "dirty": False, "source": "env"}
+    monkeypatch.setenv(manifest.GIT_FROM_FETCH_ENV, "0")
+    assert manifest.git_state(tmp_path)["source"] == "git"
+
+
 def test_foscar_version_falls_back_to_the_package(monkeypatch):
     monkeypatch.setattr(manifest, "package_version", lambda dist: None)
     assert manifest.foscar_version() == foscar.__version__
