@@ -138,8 +138,8 @@ __device__ __forceinline__ uint32_t prmt(uint32_t lo, uint32_t hi) {  // bytes o
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(lo), "r"(hi), "n"(SEL));
   return r;
 }
-// f32 pair -> f16x2 -> e4m3x2 (16 bits, round to nearest, saturating) and back to the
-// exact f16x2 of the e4m3 values: the operand the mma will consume, still in f16.
+// f32 pair -> e4m3x2 (16 bits, round to nearest, saturating) -> back to the exact f16x2
+// of those e4m3 values: the operand the mma will consume, still in f16 (for movmatrix).
 __device__ __forceinline__ uint32_t round_to_e4m3_as_f16x2(float lo, float hi) {
   uint32_t h;
   asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n"
