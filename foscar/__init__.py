@@ -5,7 +5,9 @@ Public API:
 * :func:`quantize_kv`, :func:`dequantize_kv`, :class:`QuantizedKVCache` — the format
   (token-wise K, or channel-wise K with ``k_layout="channel"``);
   :class:`PagedQuantizedKVCache`, :func:`paginate` — the same in pages.
-* :func:`decode` — folded decode attention (CUDA kernel on Hopper, Triton elsewhere).
+* :func:`decode` — folded decode attention (CUDA kernel on Hopper, Triton elsewhere);
+  :func:`plan_decode` + :meth:`DecodePlan.run` — the same, checked and planned once,
+  then launch-only calls (FlashInfer's plan/run split).
 * :func:`append_kv` — quantize new tokens into the cache on the GPU (bit-exact with
   :func:`quantize_kv`).
 * :func:`reference_decode`, :func:`attention_reference` — fp64/fp32 references.
@@ -17,7 +19,7 @@ middle, LSE merge).
 """
 
 from foscar.append import append_kv
-from foscar.decode import OPERAND_MODES, decode
+from foscar.decode import OPERAND_MODES, DecodePlan, decode, plan_decode
 from foscar.paged import PagedQuantizedKVCache, paginate
 from foscar.quant import (
     SUPPORTED_BITS,
@@ -34,6 +36,7 @@ from foscar.reference import attention_reference, folded_decode_torch, reference
 __version__ = "0.1.0"
 
 __all__ = [
+    "DecodePlan",
     "OPERAND_MODES",
     "PagedQuantizedKVCache",
     "SUPPORTED_BITS",
@@ -47,6 +50,7 @@ __all__ = [
     "folded_decode_torch",
     "pack_codes",
     "paginate",
+    "plan_decode",
     "quantize_kv",
     "reference_decode",
     "unpack_codes",

@@ -110,14 +110,31 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
     return None
 
 
-def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None,
-                          mode: str = "bf16"):
-    """Launch the CUDA split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
+def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
+           tokens_per_split: int, mode: str = "bf16") -> None:
+    """Launch the CUDA split kernel into ``o_part`` ``[batch, num_qo_heads, num_splits,
+    head_dim]`` and ``lse_part`` ``[batch, num_qo_heads, num_splits]`` (fp32, normalized
+    partials and base-2 LSE), ``tokens_per_split`` from :func:`plan_splits`. Inputs are
+    assumed validated (see :func:`foscar.decode`).
 
     ``cache``: a contiguous ``QuantizedKVCache`` or a ``PagedQuantizedKVCache`` (page
-    size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded, FP8 e4m3 operands)
-    or ``"per-value"`` (the same kernel reconstructing every operand as
-    bf16(s * code + z) instead of folding: the ablation baseline).
+    size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded,
+    FP8 e4m3 operands) or ``"per-value"`` (the same kernel reconstructing every operand
+    as bf16(s * code + z) instead of folding: the ablation baseline).
+    """
+    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: lengths from the page table (on the device)
+    seq_lens = cache.lengths() if paged else cache.seq_lens
+    extension().folded_decode(
+        q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
+        seq_lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
+        o_part, lse_part, cache.bits, cache.group_size, tokens_per_split, sm_scale * 1.4426950408889634,
+        MODES[mode],
+    )
+
+
+def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None,
+                          mode: str = "bf16"):
+    """Plan, allocate and :func:`launch` (same ``cache`` and ``mode``).
 
     Returns:
         ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
@@ -125,14 +142,7 @@ def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: i
     """
     batch, num_qo_heads, head_dim = q.shape
     splits, per = plan_splits(batch, cache.num_kv_heads, cache.max_seq_len, q.device, num_splits)
-    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: lengths from the page table (on the device)
-    seq_lens = cache.lengths() if paged else cache.seq_lens
     o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
     lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
-    extension().folded_decode(
-        q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        seq_lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
-        o_part, lse_part, cache.bits, cache.group_size, per, sm_scale * 1.4426950408889634,
-        MODES[mode],
-    )
+    launch(q, cache, sm_scale, o_part, lse_part, per, mode)
     return o_part, lse_part

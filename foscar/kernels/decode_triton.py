@@ -499,6 +499,68 @@ def launch_config(head_dim: int, bits: int, group_size: int, gqa: int, k_block: 
     )
 
 
+def plan_launch(
+    batch: int,
+    num_qo_heads: int,
+    cache,
+    device: torch.device,
+    num_splits: int | None = None,
+    config: dict[str, int] | None = None,
+) -> tuple[dict[str, int], int, int]:
+    """The launch of :func:`launch` for this cache: ``(meta, num_splits, tokens_per_split)``.
+
+    ``meta`` is :func:`launch_config` updated with ``config``; the split count is the
+    heuristic's (:func:`~foscar.kernels.splits.choose_num_splits`) or ``num_splits``
+    rounded to whole tiles. Host-side only (no device sync).
+
+    Raises:
+        ValueError: a paged channel-wise K cache (not supported yet), or a ``config``
+            ``BLOCK_N`` that does not divide ``k_block``.
+    """
+    hkv = cache.num_kv_heads
+    k_block = cache.k_block
+    meta = launch_config(cache.head_dim, cache.bits, cache.group_size, num_qo_heads // hkv, k_block)
+    meta.update(config or {})
+    if k_block is not None:
+        if hasattr(cache, "kv_indptr"):
+            raise ValueError("cache: channel-wise K in a paged cache is not supported yet")
+        if k_block % meta["BLOCK_N"]:
+            raise ValueError(f"config: BLOCK_N={meta['BLOCK_N']} must divide k_block={k_block} (a tile in one K block)")
+    if num_splits is None:
+        splits, per = choose_num_splits(batch, hkv, cache.max_seq_len, meta["BLOCK_N"], device_sm_count(device))
+    else:
+        splits, per = split_tokens(cache.max_seq_len, num_splits, meta["BLOCK_N"])
+    return meta, splits, per
+
+
+def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
+           tokens_per_split: int, meta: dict[str, int]) -> None:
+    """Launch the split kernel into ``o_part`` ``[batch, num_qo_heads, num_splits, head_dim]``
+    and ``lse_part`` ``[batch, num_qo_heads, num_splits]`` (fp32; base-2 LSE), with the
+    ``meta`` and ``tokens_per_split`` of :func:`plan_launch`. Inputs are assumed validated."""
+    batch, num_qo_heads, head_dim = q.shape
+    hkv = cache.num_kv_heads
+    paged = hasattr(cache, "kv_indptr")
+    seq_lens = cache.lengths() if paged else cache.seq_lens
+    splits = o_part.shape[2]
+    _folded_decode_split_kernel[(batch * hkv, splits)](
+        q, cache.k_codes, cache.v_codes,
+        cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
+        seq_lens,
+        cache.kv_indptr if paged else seq_lens, cache.kv_indices if paged else seq_lens,
+        o_part, lse_part,
+        hkv, splits, tokens_per_split,
+        q.stride(0), q.stride(1),
+        cache.k_codes.stride(0), cache.k_codes.stride(1),
+        cache.v_scale.stride(0), cache.v_scale.stride(1),  # = k_scale's for token-wise K
+        sm_scale * LOG2E,
+        GQA=num_qo_heads // hkv, HEAD_DIM=head_dim, BITS=cache.bits, GROUP=cache.group_size,
+        INTERPRET=interpreter_enabled(), PAGED=paged, PAGE=cache.page_size if paged else 1,
+        K_BLOCK=cache.k_block or 0,
+        **meta,
+    )
+
+
 def folded_decode_partial(
     q: torch.Tensor,
     cache,
@@ -506,7 +568,7 @@ def folded_decode_partial(
     num_splits: int | None = None,
     config: dict[str, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Launch the split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
+    """Plan, allocate and launch the split kernel. Inputs are assumed validated (see :func:`foscar.decode`).
 
     ``cache`` is a contiguous :class:`~foscar.quant.QuantizedKVCache` or a
     :class:`~foscar.paged.PagedQuantizedKVCache` (pages looked up per token through
@@ -519,43 +581,11 @@ def folded_decode_partial(
         and ``[batch, num_qo_heads, num_splits]`` fp32 (base-2 LSE).
 
     Raises:
-        ValueError: a paged channel-wise K cache (not supported yet), or a ``config``
-            ``BLOCK_N`` that does not divide ``k_block``.
+        ValueError: as :func:`plan_launch`.
     """
     batch, num_qo_heads, head_dim = q.shape
-    hkv = cache.num_kv_heads
-    gqa = num_qo_heads // hkv
-    paged = hasattr(cache, "kv_indptr")
-    k_block = cache.k_block
-    meta = launch_config(head_dim, cache.bits, cache.group_size, gqa, k_block)
-    meta.update(config or {})
-    if k_block is not None:
-        if paged:
-            raise ValueError("cache: channel-wise K in a paged cache is not supported yet")
-        if k_block % meta["BLOCK_N"]:
-            raise ValueError(f"config: BLOCK_N={meta['BLOCK_N']} must divide k_block={k_block} (a tile in one K block)")
-    if num_splits is None:
-        splits, per = choose_num_splits(batch, hkv, cache.max_seq_len, meta["BLOCK_N"], device_sm_count(q.device))
-    else:
-        splits, per = split_tokens(cache.max_seq_len, num_splits, meta["BLOCK_N"])
+    meta, splits, per = plan_launch(batch, num_qo_heads, cache, q.device, num_splits, config)
     o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
     lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
-    grid = (batch * hkv, splits)
-    seq_lens = cache.lengths() if paged else cache.seq_lens
-    _folded_decode_split_kernel[grid](
-        q, cache.k_codes, cache.v_codes,
-        cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        seq_lens,
-        cache.kv_indptr if paged else seq_lens, cache.kv_indices if paged else seq_lens,
-        o_part, lse_part,
-        hkv, splits, per,
-        q.stride(0), q.stride(1),
-        cache.k_codes.stride(0), cache.k_codes.stride(1),
-        cache.v_scale.stride(0), cache.v_scale.stride(1),  # = k_scale's for token-wise K
-        sm_scale * LOG2E,
-        GQA=gqa, HEAD_DIM=head_dim, BITS=cache.bits, GROUP=cache.group_size,
-        INTERPRET=interpreter_enabled(), PAGED=paged, PAGE=cache.page_size if paged else 1,
-        K_BLOCK=k_block or 0,
-        **meta,
-    )
+    launch(q, cache, sm_scale, o_part, lse_part, per, meta)
     return o_part, lse_part

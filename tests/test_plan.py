@@ -1,0 +1,83 @@
+"""plan_decode + DecodePlan.run: the same numbers as foscar.decode, launch-only calls,
+clear errors when a call does not match its plan."""
+
+import pytest
+import torch
+
+import foscar
+from tests.test_decode_triton import _case
+
+
+def _pair(device, **kw):
+    args = dict(batch=2, num_qo_heads=4, num_kv_heads=2, head_dim=128, seq_lens=[150, 33], bits=2, group_size=64)
+    args.update(kw)
+    return _case(device, **args)
+
+
+def test_run_matches_decode_and_reuses_its_buffers(device):
+    q, cache = _pair(device)
+    plan = foscar.plan_decode(cache, q.shape[1], num_splits=3)
+    out, lse = plan.run(q, cache, return_lse=True)
+    ref_out, ref_lse = foscar.decode(q, cache, num_splits=3, return_lse=True)
+    assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
+    assert out is plan.out and lse is plan.lse and plan.num_splits == 2  # 150 tokens: 2 tiles of 128
+    q2, cache2 = _pair(device, seq_lens=[7, 150], seed=5)  # same layout, other contents and lengths
+    again = plan.run(q2, cache2)
+    assert again is out  # the plan's buffer, overwritten
+    assert torch.equal(again, foscar.decode(q2, cache2, num_splits=3))
+
+
+def test_run_on_paged_and_channel_wise_caches(device):
+    q, cache = _pair(device, seed=2)
+    paged = foscar.paginate(cache, page_size=16, shuffle=True, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(foscar.plan_decode(paged, 4).run(q, paged), foscar.decode(q, paged))
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(2, 2, 150, 128, generator=g).to(device)
+    ck = foscar.quantize_kv(k, k, 2, 64, k_layout="channel", k_block=64)
+    assert torch.equal(foscar.plan_decode(ck, 4).run(q, ck), foscar.decode(q, ck))
+
+
+def test_run_refuses_what_was_not_planned(device):
+    q, cache = _pair(device)
+    plan = foscar.plan_decode(cache, 4)
+    with pytest.raises(ValueError, match=r"q: expected shape \[2, 4, 128\], got \[2, 2, 128\]"):
+        plan.run(q[:, :2], cache)
+    with pytest.raises(ValueError, match="q: expected dtype in {bfloat16}, got float32"):
+        plan.run(q.float(), cache)
+    with pytest.raises(ValueError, match="last dimension contiguous"):
+        plan.run(torch.empty(2, 4, 256, dtype=torch.bfloat16, device=q.device)[:, :, ::2], cache)
+    _, longer = _pair(device, seq_lens=[300, 33])  # max_seq_len 300: another layout
+    with pytest.raises(ValueError, match=r"cache: max_seq_len differs from the plan's \(planned 150, got 300\)"):
+        plan.run(q, longer)
+    _, int4 = _pair(device, bits=4)
+    with pytest.raises(ValueError, match=r"cache: bits differs from the plan's \(planned 2, got 4\); make a new plan"):
+        plan.run(q, int4)
+
+
+def test_plan_checks_its_arguments(device):
+    _, cache = _pair(device)
+    with pytest.raises(ValueError, match="num_qo_heads: expected a positive int, got 0"):
+        foscar.plan_decode(cache, 0)
+    with pytest.raises(ValueError, match="multiple of num_kv_heads=2"):
+        foscar.plan_decode(cache, 3)
+    with pytest.raises(ValueError, match="num_splits"):
+        foscar.plan_decode(cache, 4, num_splits=-1)
+    with pytest.raises(ValueError, match="operand: expected one of"):
+        foscar.plan_decode(cache, 4, operand="fp4")
+
+
+@pytest.mark.gpu
+def test_gpu_run_in_a_cuda_graph():
+    """A captured run replays with new query values (what a serving engine does)."""
+    dev = torch.device("cuda")
+    q, cache = _pair(dev, num_qo_heads=32, num_kv_heads=8, seq_lens=[4096, 1000])
+    plan = foscar.plan_decode(cache, 32)
+    plan.run(q, cache)  # compile / first launch outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.run(q, cache)
+    q.copy_(torch.randn_like(q))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(plan.out, foscar.decode(q, cache))
