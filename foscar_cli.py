@@ -82,7 +82,9 @@ GroupOpt = Annotated[Optional[int], typer.Option("--group-size", help="Quantizat
 OperandOpt = Annotated[Optional[list[Operand]], typer.Option("--operand", help="FOSCAR operand mode (repeat).")]
 KernelOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--kernel", help="Only these kernels (repeat): foscar-triton, flashinfer-fa2, flashinfer-fa2-tc, flashinfer-xqa."),
+    typer.Option("--kernel", help="Only these kernels (repeat): foscar-cuda, foscar-cuda-paged, foscar-cuda-per-value, "
+                 "foscar-triton, flashinfer-fa2, flashinfer-fa2-tc, flashinfer-xqa, and the FP8-cache baselines "
+                 "flashinfer-fa2-fp8, flashinfer-fa2-tc-fp8, flashinfer-xqa-fp8."),
 ]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", help="table: tables as it runs; json: summary.json on stdout; quiet: the run directory only.")
@@ -159,7 +161,7 @@ def bench(
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Benchmark FOSCAR decode kernels against FlashInfer BF16 over a batch x context x bits grid.
+    """Benchmark FOSCAR decode kernels against FlashInfer (BF16 and FP8 KV caches) over a batch x context x bits grid.
 
     Every kernel is checked against an fp64 reference before it is timed. Writes
     results.csv, meta.json and summary.json to the run directory. Rerunning the same

@@ -217,7 +217,7 @@ def operand_unavailable(device: torch.device, operand: str | None, kernel: str |
         major, minor = torch.cuda.get_device_capability(device)
         if major < 10:
             return f"operand fp4 needs FP4 tensor cores (sm_100, Blackwell); this GPU is sm_{major}{minor}"
-    return f"operand {operand} is not implemented yet (only bf16)"
+    return f"operand {operand} is not implemented (FOSCAR has bf16, and fp8 in {FOSCAR_CUDA})"
 
 
 def _cuda_unavailable(device: torch.device) -> str | None:

@@ -109,7 +109,8 @@ def reference_decode(
     Args:
         q: ``[batch, num_qo_heads, head_dim]`` (any float dtype; used as given,
             upcast to ``dtype``).
-        cache: the quantized cache.
+        cache: the quantized cache; a ``PagedQuantizedKVCache`` is gathered into a
+            contiguous one first (``to_contiguous``, one device sync).
         sm_scale: default ``1 / sqrt(head_dim)``.
         dtype: float64 or float32.
         batch_indices: sequences to compute (default all); the other rows are zero.
@@ -118,6 +119,8 @@ def reference_decode(
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype`` (and the LSE).
     """
+    if hasattr(cache, "to_contiguous"):  # paged
+        cache = cache.to_contiguous()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     group = gqa_ratio(q.shape[1], cache.num_kv_heads)
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)

@@ -51,6 +51,15 @@ def test_paged_gqa_one_and_page_64(device):
     _check_paged(q, cache, foscar.paginate(cache, page_size=64, shuffle=True, extra_pages=1, fill=-1e30, generator=g))
 
 
+def test_reference_decode_takes_a_paged_cache(device):
+    q, cache = _case(device, batch=2, num_qo_heads=4, num_kv_heads=2, head_dim=64,
+                     seq_lens=[21, 0], bits=2, group_size=32, seed=6)
+    paged = foscar.paginate(cache, page_size=8, shuffle=True, generator=torch.Generator().manual_seed(1))
+    out, lse = foscar.reference_decode(q, paged, return_lse=True)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    assert torch.equal(out, ref) and torch.equal(lse, ref_lse)
+
+
 def test_paged_to_contiguous_round_trip(device):
     _, cache = _case(device, batch=2, num_qo_heads=2, num_kv_heads=1, head_dim=64,
                      seq_lens=[21, 9], bits=2, group_size=32)
