@@ -131,21 +131,23 @@ def paginate(
     order = torch.randperm(total, generator=generator) if shuffle else torch.arange(total)
     ids = order[:used]  # memory slot of the i-th used page (token order)
     dev = cache.device
+    # every used page's (sequence, token) rows, gathered at once: page i of the token order
+    # is page page_no[i] of sequence page_seq[i]; rows past the sequence's end get the fill
+    page_seq = torch.repeat_interleave(torch.arange(len(lens), device=dev), torch.tensor(counts, device=dev))
+    page_no = torch.cat([torch.arange(c, device=dev) for c in counts]) if used else page_seq
+    tok = page_no[:, None] * page_size + torch.arange(page_size, device=dev)  # [used, page_size]
+    valid = tok < torch.tensor(lens, device=dev)[page_seq][:, None]
+    tok = tok.clamp_(max=max(cache.max_seq_len - 1, 0))
+    slots = ids.to(dev)
     fields = {}
     for name in CACHE_TENSORS:
         src = getattr(cache, name)
-        if fill is None:
-            pool = torch.zeros((total, cache.num_kv_heads, page_size, src.shape[-1]), dtype=src.dtype, device=dev)
-        else:
-            value = 0xFF if src.dtype == torch.uint8 else fill
-            pool = torch.full((total, cache.num_kv_heads, page_size, src.shape[-1]), value, dtype=src.dtype, device=dev)
-        i = 0
-        for b, n in enumerate(lens):
-            for p in range(counts[b]):
-                t0, t1 = p * page_size, min(n, (p + 1) * page_size)
-                slot = int(ids[i])
-                pool[slot, :, : t1 - t0] = src[b, :, t0:t1]
-                i += 1
+        value = 0 if fill is None else (0xFF if src.dtype == torch.uint8 else fill)
+        pool = torch.full((total, cache.num_kv_heads, page_size, src.shape[-1]), value, dtype=src.dtype, device=dev)
+        if used:
+            rows = src[page_seq[:, None], :, tok]  # [used, page_size, num_kv_heads, W]
+            rows = torch.where(valid[:, :, None, None], rows, torch.full_like(rows, value))
+            pool[slots] = rows.permute(0, 2, 1, 3)
         fields[name] = pool
     indptr = [0]
     for c in counts:
