@@ -262,9 +262,12 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
     sm_scale = w.sm_scale
     nbytes = w.cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
     cache = w.cache
-    if paged:
-        gen = torch.Generator().manual_seed(PAGED_SHUFFLE_SEED)
-        cache = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
+    if paged:  # one paged copy per point, shared by the operand modes' rows
+        def build():
+            gen = torch.Generator().manual_seed(PAGED_SHUFFLE_SEED)
+            return foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
+
+        cache = w.shared(("foscar-paged", w.point.page_size), build)
     last: dict[str, torch.Tensor] = {}
 
     def make(q, cache, keep: bool):

@@ -95,3 +95,23 @@ def test_a_point_that_cannot_be_built_does_not_stop_the_sweep(cfg, tmp_path, mon
     assert first["status"] == "error" and "OutOfMemoryError" in first["error"]
     assert first["error"].startswith("building inputs: ")
     assert second["status"] == "ok"
+
+
+def test_foscar_cuda_paged_rows_share_one_paged_copy(monkeypatch):
+    """The paged backend times a shuffled paginate() of the point's cache, built once per
+    point for both operand rows; what it decodes is the contiguous cache's tokens."""
+    import foscar
+    from bench import backends
+    from bench.workload import Point, build_workload
+
+    point = Point(batch=2, context=40, bits=2, group_size=64, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16)
+    w = build_workload(point, torch.device("cpu"), seed=0, full_check_max_tokens=1 << 20)
+    seen = []
+    monkeypatch.setattr(foscar, "decode", lambda q, cache, **kw: seen.append((cache, kw["operand"])) or q)
+    for op in ("bf16", "fp8"):
+        backends.foscar_cuda_paged(w, op).fn()
+    (a, op_a), (b, op_b) = seen
+    assert a is b and (op_a, op_b) == ("bf16", "fp8")
+    assert a.page_size == 16 and a.kv_indices.tolist() != sorted(a.kv_indices.tolist())
+    assert torch.equal(a.lengths(), w.cache.seq_lens)
+    assert torch.equal(a.to_contiguous().k_codes[:, :, :40], w.cache.k_codes[:, :, :40])
