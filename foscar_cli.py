@@ -10,7 +10,7 @@
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
     foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
-    foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV
+    foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV, operands, paging
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
@@ -265,7 +265,8 @@ def ablate(
     debug: DebugOpt = False,
 ) -> None:
     """Isolate each idea on the same points: folded vs per-value reconstruction, group
-    size 32/64/128, split-KV off/fixed/auto; geometric-mean speed-up per setting.
+    size 32/64/128, split-KV off/fixed/auto, BF16 vs FP8 operands, contiguous vs paged
+    cache; geometric-mean speed-up per setting.
 
     Default points: batch {1, 8, 64} x 32K and 8 x 128K, INT2 and INT4, Qwen3-8B shape.
     """

@@ -9,9 +9,15 @@ Axes (each compared with its reference setting, everything else held fixed):
   Smaller groups move more scale bytes and do more fold work per token.
 * ``split_kv``: off (1 split) / fixed (16 splits) / auto (``choose_num_splits``);
   reference off.
+* ``operand``: BF16 vs FP8 (e4m3) tensor-core operands (folded, CUDA kernel only;
+  skipped with the reason elsewhere); reference ``bf16``. FP8 rows are held to
+  :data:`TOLERANCE_FP8` (bench/NOTES.md §8: ~4e-2 is their rounding).
+* ``cache``: contiguous vs paged (``foscar.paginate`` of the same cache, pages shuffled
+  in memory, 16 and 64 tokens per page); reference ``contiguous``.
 
-Not yet ablated (the kernels do not exist yet): BF16 vs FP8 operands, token-wise vs
-channel-wise K. Rows for them are not invented.
+Not ablated: token-wise vs channel-wise K (channel-wise K runs on the Triton kernel
+only, and the same data would have to be quantized both ways). Rows for it are not
+invented.
 
 Per point and setting: build the point's quantized cache (fresh random data), check
 the output against the fp64 reference, time with CUDA-graph replay over rotating
@@ -39,6 +45,7 @@ from bench.timing import DEVICE_TIMINGS, time_fn
 from bench.workload import Point, build_workload, max_rel_err
 
 TOLERANCE = 2e-2
+TOLERANCE_FP8 = 1e-1  # = bench's tolerance_fp8_operand
 FULL_CHECK_MAX_TOKENS = 262144
 
 
@@ -51,6 +58,8 @@ class Setting:
     method: str = "folded"
     group_size: int = 128
     num_splits: int | None = None  # None: the heuristic
+    operand: str = "bf16"
+    page_size: int | None = None  # None: the contiguous cache; else a shuffled paged copy
     reference: bool = False
 
 
@@ -63,10 +72,15 @@ SETTINGS = (
     Setting("split_kv", "off", num_splits=1, reference=True),
     Setting("split_kv", "fixed-16", num_splits=16),
     Setting("split_kv", "auto"),
+    Setting("operand", "bf16", reference=True),
+    Setting("operand", "fp8", operand="fp8"),
+    Setting("cache", "contiguous", reference=True),
+    Setting("cache", "paged-16", page_size=16),
+    Setting("cache", "paged-64", page_size=64),
 )
 
 COLUMNS = [
-    "axis", "setting", "is_reference", "backend", "method", "bits", "group_size", "num_splits",
+    "axis", "setting", "is_reference", "backend", "method", "operand", "page_size", "bits", "group_size", "num_splits",
     "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim",
     "median_us", "p20_us", "p80_us", "bytes", "tbps", "speedup_vs_reference", "max_rel_err",
     "status", "error", "timing_mode",
@@ -78,21 +92,39 @@ def _prepared(w, s: Setting, backend: str) -> Prepared:
 
     last: dict[str, torch.Tensor] = {}
     sm_scale = w.sm_scale
+    cache = w.cache
+    if s.page_size is not None:
+        gen = torch.Generator().manual_seed(0)
+        cache = w.shared(("ablate-paged", s.page_size),
+                         lambda: foscar.paginate(w.cache, page_size=s.page_size, shuffle=True, generator=gen))
 
-    def make(q, cache, keep: bool):
+    def make(q, c, keep: bool):
         def fn():
-            out = foscar.decode(q, cache, sm_scale=sm_scale, num_splits=s.num_splits, backend=backend, method=s.method)
+            out = foscar.decode(q, c, sm_scale=sm_scale, num_splits=s.num_splits, backend=backend, method=s.method,
+                                operand=s.operand)
             if keep:
                 last["out"] = out
 
         return fn
 
     return Prepared(
-        fn=make(w.q, w.cache, True),
+        fn=make(w.q, cache, True),
         output=lambda: last["out"],
-        bytes=w.cache.bytes_read() + w.io_bytes(),
-        replica=lambda: make(w.q.clone(), clone_cache(w.cache), False),
+        bytes=w.cache.bytes_read() + w.io_bytes(),  # the same tokens either way
+        replica=lambda: make(w.q.clone(), clone_cache(cache), False),
     )
+
+
+def _unavailable(s: Setting, device: torch.device, backend: str, gqa: int) -> str | None:
+    """Why a setting cannot run here (a skipped row), or ``None``."""
+    from foscar.kernels import decode_cuda
+
+    if s.method == "per-value" or s.operand == "fp8":
+        what = "method='per-value'" if s.method == "per-value" else "operand='fp8'"
+        if backend != "cuda":
+            return f"{what} exists in the CUDA kernel only (this ablation runs backend={backend!r})"
+        return decode_cuda.unavailable(device, gqa)
+    return None
 
 
 def run_ablation(
@@ -113,26 +145,26 @@ def run_ablation(
         points: ``(batch, context, bits)`` tuples.
         shape: ``(num_qo_heads, num_kv_heads, head_dim)``.
         device: where to run (CPU only under the Triton interpreter).
-        backend: ``"cuda"`` or ``"triton"`` (per-value rows are skipped with the
-            reason where the CUDA kernel cannot run).
+        backend: ``"cuda"`` or ``"triton"`` (per-value and FP8 rows are skipped with
+            the reason where the CUDA kernel cannot run).
         csv_path: rewritten after every point, so nothing measured is lost.
 
     Returns:
         One row per (point, setting) with :data:`COLUMNS`.
     """
-    from foscar.kernels import decode_cuda
-
     qo, kv, hd = shape
     rows: list[dict[str, Any]] = []
     for batch, context, bits in points:
         by_group: dict[int, Any] = {}
         for s in SETTINGS:
             row = dict(axis=s.axis, setting=s.name, is_reference=s.reference, backend=backend, method=s.method,
-                       bits=bits, group_size=s.group_size, num_splits=s.num_splits, batch=batch, context=context,
+                       operand=s.operand, page_size=s.page_size, bits=bits, group_size=s.group_size,
+                       num_splits=s.num_splits, batch=batch, context=context,
                        num_qo_heads=qo, num_kv_heads=kv, head_dim=hd)
             rows.append(row)
-            if s.method == "per-value" and decode_cuda.unavailable(device, qo // kv):
-                row.update(status="skipped", error=decode_cuda.unavailable(device, qo // kv))
+            why = _unavailable(s, device, backend, qo // kv)
+            if why:
+                row.update(status="skipped", error=why)
                 continue
             try:
                 if s.group_size not in by_group:
@@ -145,8 +177,9 @@ def run_ablation(
                     torch.cuda.synchronize(device)
                 err = max_rel_err(prep.output(), w.reference, w.rows)
                 row["max_rel_err"] = err
-                if not err <= TOLERANCE:
-                    row.update(status="failed", error=f"max_rel_err {err:.3g} > {TOLERANCE:g} (or NaN); not timed")
+                tolerance = TOLERANCE_FP8 if s.operand == "fp8" else TOLERANCE
+                if not err <= tolerance:
+                    row.update(status="failed", error=f"max_rel_err {err:.3g} > {tolerance:g} (or NaN); not timed")
                     continue
                 fns = rotation(prep, device)
                 t = time_fn(fns, device.type, warmup_ms=warmup_ms, rep_ms=rep_ms, cpu_reps=cpu_reps)
@@ -222,8 +255,9 @@ def plot_ablation(summary: dict[str, Any], path: Path) -> Path | None:
                     v = by_bits[b][s]
                     xs.append(j + (i - (len(bits_keys) - 1) / 2) * width)
                     ys.append(v["geomean_speedup"])
-                    lo.append(v["geomean_speedup"] - v["min"])
-                    hi.append(v["max"] - v["geomean_speedup"])
+                    # max(0, .): a single point's geomean can differ from it by an ulp
+                    lo.append(max(0.0, v["geomean_speedup"] - v["min"]))
+                    hi.append(max(0.0, v["max"] - v["geomean_speedup"]))
             ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=b)
         ax.axhline(1.0, color="0.4", ls="--", lw=1)
         ax.set_xticks(range(len(settings)))

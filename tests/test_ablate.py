@@ -24,7 +24,8 @@ def test_reference_speedups_and_summary():
     v = summary["ablation"]["reconstruction"]["int2"]["folded"]
     assert v["geomean_speedup"] == pytest.approx(6 ** 0.5) and (v["min"], v["max"], v["points"]) == (2.0, 3.0, 2)
     assert "int4" not in summary["ablation"]["reconstruction"]
-    assert summary["reference"] == {"reconstruction": "per-value", "group_size": "G=128", "split_kv": "off"}
+    assert summary["reference"] == {"reconstruction": "per-value", "group_size": "G=128", "split_kv": "off",
+                                    "operand": "bf16", "cache": "contiguous"}
 
 
 def test_every_axis_has_one_reference():
@@ -45,10 +46,11 @@ def test_ablate_smoke_writes_files(tmp_path):
         assert (out / name).is_file(), name
     df = pd.read_csv(out / "results.csv")
     assert len(df) == len(SETTINGS)
-    pv = df[df["setting"] == "per-value"]
-    assert (pv["status"] == "skipped").all() and pv["error"].str.contains("CUDA").all()
+    cuda_only = df[df["setting"].isin(["per-value", "fp8"])]  # per-value reconstruction, FP8 operands
+    assert (cuda_only["status"] == "skipped").all() and cuda_only["error"].str.contains("CUDA").all()
     ok = df[df["status"] == "ok"]
-    assert len(ok) == len(SETTINGS) - 1 and (ok["max_rel_err"] < 2e-2).all()
+    assert len(ok) == len(SETTINGS) - 2 and (ok["max_rel_err"] < 2e-2).all()
+    assert set(ok[ok["axis"] == "cache"]["setting"]) == {"contiguous", "paged-16", "paged-64"}
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["ablation"]) == {"group_size", "split_kv"}
+    assert set(summary["ablation"]) == {"group_size", "split_kv", "operand", "cache"}
     assert json.loads((out / "meta.json").read_text())["triton_interpreter"] is True
