@@ -200,6 +200,9 @@ def _status(row: pd.Series | None) -> str | None:
     return row["status"] if isinstance(row["status"], str) else "no status"
 
 
+UNMATCHED_ROWS_SHOWN = 24  # more unmatched rows than this print as one line per series (JSON keeps them all)
+
+
 def _unmatched_reason(rb, rn, b_timed: bool, n_timed: bool) -> str:
     def why(row, name):
         if row is None:
@@ -298,7 +301,18 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     elif result["rows"]:
         console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
 
-    if result["unmatched"]:
+    if result["unmatched"] and len(result["unmatched"]) > UNMATCHED_ROWS_SHOWN:
+        # many (a run with new kernels or operand modes): one line per series and statuses
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for u in result["unmatched"]:
+            groups.setdefault((u["series"], u["base_status"] or "-", u["new_status"] or "-"), []).append(u)
+        ut = Table(title=f"Unmatched rows (not compared): {len(result['unmatched'])}, by series", title_justify="left")
+        for col in ("series", "rows", "base", "new", "reason (first row)"):
+            ut.add_column(col, overflow="ellipsis", no_wrap=True, max_width=70 if col.startswith("reason") else None)
+        for (series, b, n), us in groups.items():
+            ut.add_row(series, str(len(us)), b, n, us[0]["reason"])
+        console.print(ut)
+    elif result["unmatched"]:
         ut = Table(title="Unmatched rows (not compared)", title_justify="left")
         for col in ("series", "point", "cache", "base", "new", "reason"):
             ut.add_column(col, overflow="ellipsis", no_wrap=True, max_width=70 if col == "reason" else None)

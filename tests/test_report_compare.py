@@ -221,6 +221,18 @@ def test_compare_lists_unmatched_rows(capsys, tmp_path):
     assert code == 1
 
 
+def test_compare_groups_many_unmatched_rows_by_series(capsys, tmp_path, monkeypatch):
+    import bench.compare
+
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", failed=True, drop_xqa=True)
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert "Unmatched rows (not compared)" in out and "by series" not in out  # few: one line each
+    monkeypatch.setattr(bench.compare, "UNMATCHED_ROWS_SHOWN", 1)
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert "by series" in out and "flashinfer-xqa" in out
+
+
 @pytest.mark.parametrize("command", [("compare", "{run}", "{bad}"), ("report", "{bad}"), ("export-gab", "{bad}")])
 def test_missing_run_dir_is_one_line(capsys, tmp_path, command):
     run = make_run(tmp_path / "run")
