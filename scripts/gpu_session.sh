@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # One GPU-machine session as one command: build, check, time, short table last, every
-# result under $OUT. Meant for a machine reached through a copy of the tree (the
-# workplace's `device` tool), inside scripts/gpu_offline.sh so that FlashInfer, the
-# caches and the git commit come along:
+# result under $OUT. Meant for a GPU machine reached through a copy of the tree (a
+# remote runner with a time limit per command), inside scripts/gpu_offline.sh so that
+# FlashInfer, the caches and the git commit come along:
 #
 #   FOSCAR_CACHE_OUT=$OUT bash scripts/gpu_offline.sh run bash scripts/gpu_session.sh [foscar bench args...]
 #
 # Steps, each bounded so that gpu_offline.sh can still save the caches before an outer
-# time limit (the device tool's is 10 minutes):
+# time limit (10 minutes per command on the runner the committed runs used):
 #   1. build the CUDA extension (its translation units in parallel)         -> $OUT/build.log
 #   2. the GPU tests: pytest -m gpu $FOSCAR_TESTS (default: every test file),
 #      at most $FOSCAR_TEST_SECONDS (default 240; 0 skips them)             -> $OUT/gpu_tests.log
 #   3. foscar bench "$@" --out $OUT/run, at most $FOSCAR_BENCH_SECONDS (default 300;
 #      no arguments skips it). A run directory at $FOSCAR_RESUME_DIR is copied to
 #      $OUT/run first, so an interrupted sweep resumes (bench/resume.py)   -> $OUT/bench.log
-#   4. $OUT/run.tgz: the run directory in one file (the device tool returns at most
+#   4. $OUT/run.tgz: the run directory in one file (the runner returns at most
 #      8 files, 2 folders deep).
 set -uo pipefail
 
@@ -42,7 +42,9 @@ if [ "${FOSCAR_TEST_SECONDS:-240}" != 0 ]; then
   # shellcheck disable=SC2086  # FOSCAR_TESTS is a list of paths / node ids
   timeout "${FOSCAR_TEST_SECONDS:-240}" python -m pytest -m gpu -q -rfEx ${FOSCAR_TESTS:-tests} \
     > "$OUT/gpu_tests.log" 2>&1
-  echo "pytest rc=$? (124: cut at ${FOSCAR_TEST_SECONDS:-240} s)" | tee -a "$OUT/gpu_tests.log"
+  rc=$?
+  if [ "$rc" = 124 ]; then note=" (cut at ${FOSCAR_TEST_SECONDS:-240} s)"; else note=""; fi
+  echo "pytest rc=$rc$note" | tee -a "$OUT/gpu_tests.log"
   grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -25
 fi
 
@@ -52,8 +54,9 @@ if [ $# -gt 0 ]; then
     mkdir -p "$OUT/run" && cp -r "$FOSCAR_RESUME_DIR"/. "$OUT/run/" && echo "resuming from $FOSCAR_RESUME_DIR"
   fi
   timeout "${FOSCAR_BENCH_SECONDS:-300}" foscar bench "$@" --out "$OUT/run" > "$OUT/bench.log" 2>&1
-  echo "bench rc=$? (124: cut at ${FOSCAR_BENCH_SECONDS:-300} s; rerun with FOSCAR_RESUME_DIR to finish)" \
-    | tee -a "$OUT/bench.log"
+  rc=$?
+  if [ "$rc" = 124 ]; then note=" (cut at ${FOSCAR_BENCH_SECONDS:-300} s; rerun with FOSCAR_RESUME_DIR to finish)"; else note=""; fi
+  echo "bench rc=$rc$note" | tee -a "$OUT/bench.log"
   tar -czf "$OUT/run.tgz" -C "$OUT" run && rm -rf "$OUT/run"
   tail -40 "$OUT/bench.log"
 fi
