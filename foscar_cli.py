@@ -364,8 +364,8 @@ def accuracy(
 
     For each synthetic data kind x bits x group size x rotation (none, randomized
     Hadamard) x layout (whole cache quantized; first/last tokens kept in BF16), the
-    output of each variant (foscar-cuda, foscar-triton, foscar-cuda-per-value, and
-    the fp64 reference on the dequantized cache) is compared with (a) fp64 attention
+    output of each variant (foscar-cuda, foscar-triton, foscar-cuda-per-value,
+    foscar-cuda-fp8, and the fp64 reference on the dequantized cache) is compared with (a) fp64 attention
     on the unquantized BF16 cache and (b) fp64 attention on the cache the kernel
     reads: relative L2, max abs, cosine, and the attention-probability KL. Writes
     results.csv, meta.json, summary.json, PNGs and accuracy.md to the run directory.

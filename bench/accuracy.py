@@ -41,6 +41,7 @@ KIND = "accuracy"
 ROTATIONS = ("none", "hadamard")
 PLAIN_LAYOUT = "quantized"
 TOLERANCE = 2e-2  # a kernel further than this from reference (b) is marked failed (as foscar bench)
+TOLERANCE_FP8 = 1e-1  # the same for FP8 operands (as foscar bench's tolerance_fp8_operand)
 REFERENCE_VARIANT = "fp64-dequant"
 
 
@@ -70,6 +71,11 @@ class Variant:
     backend: str | None  # foscar.decode backend; None: the fp64 reference
     method: str | None  # foscar.decode method ("per-value"); None: the default (folded)
     description: str
+    operand: str = "bf16"  # foscar.decode operand mode
+
+    @property
+    def tolerance(self) -> float:
+        return TOLERANCE_FP8 if self.operand == "fp8" else TOLERANCE
 
 
 VARIANTS = (
@@ -78,6 +84,8 @@ VARIANTS = (
     Variant("foscar-triton", "triton", None, "foscar.decode backend='triton' (folded)"),
     Variant("foscar-cuda-per-value", "cuda", "per-value",
             "foscar.decode backend='cuda', method='per-value' (same kernel, every value reconstructed)"),  # fmt: skip
+    Variant("foscar-cuda-fp8", "cuda", None,
+            "foscar.decode backend='cuda', operand='fp8' (folded, e4m3 tensor-core operands)", operand="fp8"),
 )
 VARIANT_NAMES = tuple(v.name for v in VARIANTS)
 DATA_KIND_NAMES = ("gaussian", "outlier-rope", "student-t")  # foscar.data.DATA_KINDS, without importing torch
@@ -187,7 +195,8 @@ def _decode_fn(variant: Variant) -> Callable:
     if variant.backend is None:
         return lambda q, cache, scale: reference_decode(q, cache, sm_scale=scale, return_lse=True)
     extra = {"method": variant.method} if variant.method else {}
-    return lambda q, cache, scale: decode(q, cache, sm_scale=scale, return_lse=True, backend=variant.backend, **extra)
+    return lambda q, cache, scale: decode(q, cache, sm_scale=scale, return_lse=True, backend=variant.backend,
+                                          operand=variant.operand, **extra)
 
 
 def _metrics(out, ref_bf16, ref_deq) -> dict[str, float]:
@@ -268,8 +277,8 @@ def measure_config(data, bits: int, group_size: int, rotation: str, layout: str,
             continue
         row.update(_metrics(back(out), ref_bf16, ref_deq), attn_kl_mean=kl_mean, attn_kl_max=kl_max)
         err = row["rel_l2_vs_deq_max"]
-        if not math.isfinite(err) or err > TOLERANCE:
-            row.update(status="failed", error=f"rel_l2_vs_deq_max {err:.3g} > tolerance {TOLERANCE:g}")
+        if not math.isfinite(err) or err > variant.tolerance:
+            row.update(status="failed", error=f"rel_l2_vs_deq_max {err:.3g} > tolerance {variant.tolerance:g}")
         else:
             row["status"] = "ok"
         rows.append(row)
@@ -292,7 +301,7 @@ class Grid:
     seed: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "shape": asdict(self.shape), "tolerance": TOLERANCE}
+        return {**asdict(self), "shape": asdict(self.shape), "tolerance": TOLERANCE, "tolerance_fp8": TOLERANCE_FP8}
 
     def num_configs(self) -> int:
         return len(self.data) * len(self.bits) * len(self.group_sizes) * len(self.rotations) * len(self.layouts)
@@ -610,7 +619,7 @@ def rebuild(run_dir: Path) -> list[Path]:
         raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
     if meta.get("kind") != KIND:
         raise FoscarError(f"{run_dir}: meta.json is not from `foscar accuracy` (kind {meta.get('kind')!r})")
-    cfg = {k: v for k, v in meta["config"].items() if k != "tolerance"}
+    cfg = {k: v for k, v in meta["config"].items() if k not in ("tolerance", "tolerance_fp8")}
     grid = Grid(**{**cfg, "shape": Shape(**cfg["shape"])})
     summary = summarize(df, grid)
     summary["smoke"] = bool(meta.get("smoke"))

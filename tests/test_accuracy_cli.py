@@ -74,7 +74,7 @@ def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):
     assert (ok["rel_l2_vs_bf16_max"] > 0).all() and (ok["attn_kl_mean"] >= 0).all()
     if not torch.cuda.is_available():
         skipped = df[df["status"] == "skipped"]
-        assert set(skipped["kernel"]) == {"foscar-cuda", "foscar-cuda-per-value"}
+        assert set(skipped["kernel"]) == {"foscar-cuda", "foscar-cuda-per-value", "foscar-cuda-fp8"}
         assert skipped["error"].str.len().gt(0).all()
     meta = json.loads((out / "meta.json").read_text())
     assert meta["kind"] == "accuracy" and meta["smoke"] is True and meta["config"]["shape"]["context"] == 64
