@@ -38,6 +38,21 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
             assert spill and int(spill.group(1)) <= 8, e[:400]
             checked.add(m.groups())
     assert len(checked) == 36  # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged
+    # the SASS claim of bench/NOTES.md §6: folding needs well under half the per-value
+    # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128)
+    from bench.sass import find_cuobjdump, loop_counts
+
+    cuobjdump = find_cuobjdump()
+    if cuobjdump is None:
+        return
+    counts = []
+    for obj in tmp_path.glob("*.o"):
+        sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
+        counts.extend(loop_counts(sass))
+    loop = {(c.bits, c.head_dim, c.group_size, c.mode, c.paged): c.instructions for c in counts}
+    for bits in (2, 4):
+        folded, per_value = loop[(bits, 128, 128, "folded-bf16", False)], loop[(bits, 128, 128, "per-value", False)]
+        assert 0 < folded < per_value / 2, (bits, folded, per_value)
 
 
 def test_unavailable_reasons():

@@ -1,0 +1,144 @@
+"""Instructions in the main loop of each CUDA decode kernel, from the compiled SASS.
+
+The numbers in bench/NOTES.md §5, §6 and §8 ("1209 instructions per 64 tokens per warp",
+"per-value 2797", "FP8 1466 with 320 F2FP unpacks") come from here: compile the kernel's
+translation units for sm_90a with nvcc (no GPU needed), disassemble with ``cuobjdump
+-sass``, and in every ``folded_decode_kernel`` instance take the longest backward branch
+(the per-tile loop of a warp: 64 tokens) and count the instructions inside it by opcode.
+
+    python -m bench.sass                      # every instance, one line each
+    python -m bench.sass --match "INT2 D=128 G=128"    # INT2, head_dim 128, group 128
+
+Needs ``nvcc`` (``CUDA_HOME`` or PATH) and ``cuobjdump`` (the CUDA toolkit's, or the one
+Triton ships in ``triton/backends/nvidia/bin``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])E")
+MODE_NAMES = {0: "folded-bf16", 1: "per-value", 2: "folded-fp8"}  # csrc enum Mode
+
+
+@dataclass(frozen=True)
+class LoopCount:
+    """The main loop of one kernel instance."""
+
+    bits: int
+    head_dim: int
+    group_size: int
+    mode: str  # folded-bf16 / per-value / folded-fp8
+    paged: bool
+    instructions: int  # SASS instructions in the loop body (one 64-token tile of one warp)
+    opcodes: dict[str, int]  # by opcode (predicates and modifiers stripped)
+
+    def label(self) -> str:
+        return (f"INT{self.bits} D={self.head_dim} G={self.group_size} {self.mode}"
+                f"{' paged' if self.paged else ''}")
+
+
+def find_cuobjdump() -> str | None:
+    """``cuobjdump`` on PATH, next to nvcc, or Triton's bundled copy; ``None`` if none."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    from foscar.kernels import decode_cuda
+
+    nvcc = decode_cuda.find_nvcc()
+    candidates = [Path(nvcc).with_name("cuobjdump")] if nvcc else []
+    try:
+        import triton
+
+        candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+    except ImportError:
+        pass
+    return next((str(c) for c in candidates if c.exists()), None)
+
+
+def loop_counts(sass: str) -> list[LoopCount]:
+    """Parse ``cuobjdump -sass`` text into one :class:`LoopCount` per decode-kernel instance."""
+    out = []
+    for chunk in re.split(r"\n\s*Function : ", sass)[1:]:
+        m = KERNEL_RE.search(chunk.split("\n", 1)[0])
+        if not m:
+            continue
+        ins = []
+        for line in chunk.split("\n"):
+            mm = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+            if mm:
+                ins.append((int(mm.group(1), 16), mm.group(2).strip()))
+        best = None  # the longest backward branch: the per-tile loop
+        for addr, text in ins:
+            b = re.search(r"BRA\s.*?0x([0-9a-f]+)", text)
+            if b:
+                target = int(b.group(1), 16)
+                if target < addr and (best is None or addr - target > best[1] - best[0]):
+                    best = (target, addr)
+        if best is None:
+            continue
+        body = [t for a, t in ins if best[0] <= a <= best[1]]
+        ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in body)
+        bits, d, g, mode, paged = (int(x) for x in m.groups())
+        out.append(LoopCount(bits, d, g, MODE_NAMES.get(mode, str(mode)), bool(paged), len(body), dict(ops)))
+    return out
+
+
+def compile_and_count(sources: list[Path] | None = None, workdir: Path | None = None) -> list[LoopCount]:
+    """Compile the kernel's ``.cu`` files for sm_90a (in parallel) and count their loops.
+
+    Raises:
+        RuntimeError: nvcc or cuobjdump missing, or a compile error (with nvcc's message).
+    """
+    from foscar.kernels import decode_cuda
+
+    nvcc = decode_cuda.find_nvcc()
+    cuobjdump = find_cuobjdump()
+    if nvcc is None or cuobjdump is None:
+        raise RuntimeError(f"needs nvcc and cuobjdump (found nvcc={nvcc}, cuobjdump={cuobjdump})")
+    units = sources or [s for s in decode_cuda.SOURCES if s.suffix == ".cu"]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(workdir or tmp)
+        procs = [(src, work / f"{src.stem}.o") for src in units]
+        running = [subprocess.Popen([nvcc, *decode_cuda.NVCC_FLAGS, "-c", str(src), "-o", str(obj)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for src, obj in procs]
+        for (src, _), p in zip(procs, running):
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise RuntimeError(f"nvcc failed on {src.name}:\n{err[-4000:]}")
+        counts = []
+        for _, obj in procs:
+            sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
+            counts.extend(loop_counts(sass))
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--match", default="", help="only kernel instances whose label contains this text")
+    parser.add_argument("--top", type=int, default=8, help="opcodes shown per instance")
+    args = parser.parse_args(argv)
+    try:
+        counts = compile_and_count()
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for c in sorted(counts, key=lambda c: (c.head_dim, c.bits, -c.group_size, c.mode, c.paged)):
+        if args.match and args.match not in c.label():
+            continue
+        top = ", ".join(f"{k} {v}" for k, v in sorted(c.opcodes.items(), key=lambda kv: -kv[1])[: args.top])
+        print(f"{c.label():40s} {c.instructions:5d} instructions per 64-token tile per warp | {top}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
