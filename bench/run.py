@@ -251,6 +251,9 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     elif console:
         for table in summary_tables(summary, interpreter):
             console.print(table)
+        if not df.empty and (df["status"] == "skipped").all():
+            reasons = "; ".join(sorted(set(df["error"].dropna().astype(str)))[:3])
+            console.print(f"[yellow]no row ran: every row was skipped ({reasons})[/]")
         console.print(f"wrote {out / 'results.csv'}, {out / 'meta.json'}, {out / 'summary.json'}")
     else:
         print(out)

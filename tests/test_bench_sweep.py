@@ -115,3 +115,14 @@ def test_foscar_cuda_paged_rows_share_one_paged_copy(monkeypatch):
     assert a.page_size == 16 and a.kv_indices.tolist() != sorted(a.kv_indices.tolist())
     assert torch.equal(a.lengths(), w.cache.seq_lens)
     assert torch.equal(a.to_contiguous().k_codes[:, :, :40], w.cache.k_codes[:, :, :40])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")
+def test_a_sweep_where_every_row_is_skipped_says_so(capsys, tmp_path):
+    from tests.cli_helpers import run_main
+
+    code, out, err = run_main(capsys, "bench", "--smoke", "--operand", "fp8", "--kernel", "foscar-triton",
+                              "--out", tmp_path / "run")
+    assert code == 0, err
+    assert "no row ran: every row was skipped" in out + err
+    assert "exists in the folded CUDA kernel (foscar-cuda) only" in out + err
