@@ -2,7 +2,7 @@
 
 Source: ``csrc/folded_decode_sm90.cuh`` (the kernel, no torch headers), one
 ``csrc/decode_mode_*.cu`` per operand mode and cache kind (instantiations, built in parallel),
-``csrc/folded_decode_sm90.cu`` (C entry point) and ``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
+``csrc/folded_decode_sm90.cu`` (C entry point, declared in ``folded_decode_sm90.h``) and ``csrc/binding.cpp`` (torch binding). It is compiled for ``sm_90a`` with nvcc and
 ninja through ``torch.utils.cpp_extension.load`` the first time it is used (about
 a minute), into ``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``),
 under a name that includes a hash of the sources, so a changed source rebuilds and
@@ -30,7 +30,7 @@ KERNEL_NAME = "foscar-cuda"
 CSRC = Path(__file__).parent / "csrc"
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
     CSRC / f"decode_mode_{mode}{cache}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged"))
-HEADERS = (CSRC / "folded_decode_sm90.cuh",)  # the kernel itself
+HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")
 TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
@@ -131,18 +131,3 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         MODES[mode],
     )
 
-
-def folded_decode_partial(q: torch.Tensor, cache, sm_scale: float, num_splits: int | None = None,
-                          mode: str = "bf16"):
-    """Plan, allocate and :func:`launch` (same ``cache`` and ``mode``).
-
-    Returns:
-        ``(o_part, lse_part)``: ``[batch, num_qo_heads, num_splits, head_dim]`` fp32
-        (normalized) and ``[batch, num_qo_heads, num_splits]`` fp32 (base-2 LSE).
-    """
-    batch, num_qo_heads, head_dim = q.shape
-    splits, per = plan_splits(batch, cache.num_kv_heads, cache.max_seq_len, q.device, num_splits)
-    o_part = torch.empty(batch, num_qo_heads, splits, head_dim, dtype=torch.float32, device=q.device)
-    lse_part = torch.empty(batch, num_qo_heads, splits, dtype=torch.float32, device=q.device)
-    launch(q, cache, sm_scale, o_part, lse_part, per, mode)
-    return o_part, lse_part

@@ -6,13 +6,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
-extern "C" cudaError_t foscar_folded_decode_sm90(
-    const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
-    int page_size, float* o_part, float* lse_part, int batch,
-    int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
-    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
-    cudaStream_t stream);
+#include "folded_decode_sm90.h"
 
 void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes, torch::Tensor k_scale,
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor seq_lens,

@@ -1,13 +1,10 @@
 // FOSCAR folded INT2/INT4 split-KV decode attention for sm_90: the C entry point.
 // The kernel is in folded_decode_sm90.cuh; each operand mode and cache kind is compiled in its own
 // translation unit (decode_mode_*.cu).
+#include "folded_decode_sm90.h"
 #include "folded_decode_sm90.cuh"
 
-// C entry point for the torch binding (and anything else): dispatch on the format and
-// on the operand mode (0: folded BF16, 1: per-value reconstruction, 2: folded FP8).
-// Contiguous cache: kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache
-// (FlashInfer-style page table, page_size a power of two): seq_lens = the sequences' lengths.
-// Returns cudaErrorInvalidValue for an unsupported (bits, head_dim, group_size, gqa, mode, page_size).
+// The C entry point (the torch binding's, and anything else's): contract in folded_decode_sm90.h.
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
