@@ -101,6 +101,7 @@ def reference_decode(
     dtype: torch.dtype = torch.float64,
     batch_indices: Sequence[int] | None = None,
     return_lse: bool = False,
+    k_operand_dtype: torch.dtype | None = None,
 ):
     """Decode attention over the dequantized cache (``x_hat = s * q + z``) in ``dtype``.
 
@@ -115,6 +116,9 @@ def reference_decode(
         dtype: float64 or float32.
         batch_indices: sequences to compute (default all); the other rows are zero.
         return_lse: also return the LSE ``[batch, num_qo_heads]`` (natural log).
+        k_operand_dtype: round the dequantized K to this dtype before the fp64 math, as
+            the per-value kernel's BF16 K operand does (``torch.bfloat16``): the exact
+            answer for that kernel's operands. Default: no rounding.
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype`` (and the LSE).
@@ -131,6 +135,8 @@ def reference_decode(
         if int(cache.seq_lens[b]) == 0:
             continue
         kb, vb = dequantize_kv(cache, dtype=dtype, batch_index=b)
+        if k_operand_dtype is not None:
+            kb = kb.to(k_operand_dtype).to(dtype)
         out[b], lse[b] = _attend(q[b].to(q.device), kb.to(q.device), vb.to(q.device), group, scale, dtype)
     return (out, lse) if return_lse else out
 

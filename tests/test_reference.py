@@ -56,6 +56,18 @@ def test_reference_decode_equals_attention_on_dequantized():
     assert torch.equal(some[2], ref[2]) and not some[0].any()
 
 
+def test_reference_decode_with_bf16_k_operand():
+    # the per-value kernel's exact answer: K rounded to BF16, then fp64 attention
+    c = _cache(2, 128)
+    q = torch.randn(3, 4, 128, dtype=torch.bfloat16)
+    k, v = dequantize_kv(c, torch.float64)
+    out, lse = reference_decode(q, c, return_lse=True, k_operand_dtype=torch.bfloat16)
+    direct, direct_lse = attention_reference(q, k.to(torch.bfloat16).double(), v, c.seq_lens, return_lse=True)
+    assert torch.allclose(out, direct, atol=1e-12) and torch.allclose(lse, direct_lse, atol=1e-12)
+    _, exact_lse = reference_decode(q, c, return_lse=True)
+    assert (lse - exact_lse)[0].abs().max() > 0  # the rounding is visible
+
+
 def test_gqa_ratio_must_divide():
     c = _cache(2, 128)
     with pytest.raises(ValueError, match="multiple of num_kv_heads=2"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -27,11 +28,15 @@ import torch
 from foscar.kernels.splits import choose_num_splits, device_sm_count, split_tokens
 
 KERNEL_NAME = "foscar-cuda"
-CSRC = Path(__file__).parent / "csrc"
+# Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
+# sources of another directory (same file names), FOSCAR_NVCC_DEFINES adds -D knobs of the kernel
+# header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"). Both enter the extension's name.
+CSRC = Path(os.environ.get("FOSCAR_CSRC") or Path(__file__).parent / "csrc")
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
     CSRC / f"decode_mode_{mode}{cache}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
-NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")
+NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
+    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split())
 TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 

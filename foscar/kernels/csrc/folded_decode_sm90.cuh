@@ -21,11 +21,19 @@
 // pairs per register). P^T goes from the QK accumulator layout to the PV B-fragment
 // layout with movmatrix.trans.
 //
+// Planes in place: where a plane's bits already sit in the BF16 mantissa (INT2 planes 0-2 at
+// bits 2p..2p+1) the lop3 takes them there, operand 1 + code * 2^E / 128 with E = 2p, and
+// skips the shift (Fmt::pexp); that plane's query is Q * 2^-E (exact) and its output block
+// is accumulated as 2^E O and scaled back at the end.
+//
 // Folding (DESIGN §3), token-wise groups, a = 1/128, c = 1:
-//   S_t  = sum_g acc_g * (128 s_tg) + sum(Q_g) * (z_tg - 128 s_tg)     (times sm_scale log2 e)
+//   S_t  = 128 s_tg * acc_g + z_tg * sum(Q_g)                           (times sm_scale log2 e)
+//          acc_g = sum_c (1 + code 2^E / 128) Q_c 2^-E - sum(Q'_g) = sum_c code Q_c / 128
 //   O_h  = sum_t P'_th v_t - sum_t P'_th + sum_t P_th z_t,   P' = bf16(P * 128 s_t)
-// with the PV bias cancelled per 64-token tile in a fresh accumulator, using the
-// BF16-rounded P' the mma consumed (DESIGN §9, rules 1 and 2).
+// Both bias terms enter as the start value of the accumulator (the C operand of the first
+// mma): QK starts at -sum(Q'_g) of the BF16 query the mma reads; PV, per 64-token tile in a
+// fresh accumulator, at 2^E sum P z - sum P' with the BF16-rounded P' the mma consumed
+// (DESIGN §9, rules 1 and 2).
 //
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
 // One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
@@ -50,12 +58,17 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
 #endif
 
+#ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
+#define FOSCAR_PLANE_SCALE 1
+#endif
+
 constexpr int kWarps = 4;
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
 constexpr int kStages = FOSCAR_STAGES;
 
 template <int BITS, int HEAD_DIM, int GROUP>
 struct Fmt {
+  static constexpr int G = GROUP;
   static constexpr int P = 8 / BITS;               // planes (codes per byte)
   static constexpr int RB = HEAD_DIM * BITS / 8;   // packed bytes per token row
   static constexpr int NCH = RB / 16;              // 16-byte chunks per row
@@ -71,11 +84,29 @@ struct Fmt {
   static constexpr int SCALE_BYTES = kTileTokens * NG * 4;
   static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 4 * SCALE_BYTES;
   static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES;
+  // Folded BF16: plane pl is used in place (no shift) where its bits already sit in the BF16
+  // mantissa (bits 0..6 of each half): operand 1 + code * 2^E / 128, E = PEXP(pl) = BITS * pl;
+  // INT2 planes 0, 1, 2 (INT4 plane 1 would reach the exponent bit: shifted, E = 0). The
+  // factor 2^-E goes into the query of that plane and into that channel block's output.
+  __host__ __device__ static constexpr int pexp(int pl) { return FOSCAR_PLANE_SCALE && BITS * pl + BITS <= 7 ? BITS * pl : 0; }
+  static constexpr bool SCALED_PLANES = FOSCAR_PLANE_SCALE && BITS == 2;
   // swizzle of 16-byte chunks so an 8-row ldmatrix hits 8 distinct bank groups
   static constexpr int ROWS_PER_SWZ = NCH >= 8 ? 1 : 8 / NCH;
   static_assert(HEAD_DIM % GROUP == 0 && GROUP % 16 == 0, "group must be a multiple of 16 dividing head_dim");
   static_assert(RB % 16 == 0, "packed row must be a multiple of 16 bytes");
 };
+
+// Is QK step (chunk c, plane pl) the first of its group in the kernel's (c, pl) loop order?
+template <class F>
+__host__ __device__ constexpr bool first_step_of_group(int c, int pl) {
+  const int gr = (pl * F::RB + 16 * c) / F::G;
+  for (int c2 = 0; c2 <= c; ++c2)
+    for (int p2 = 0; p2 < F::P; ++p2) {
+      if (c2 == c && p2 == pl) return true;
+      if ((p2 * F::RB + 16 * c2) / F::G == gr) return false;
+    }
+  return true;
+}
 
 __device__ __forceinline__ int swz(int token, int chunk, int nch, int rows_per_swz) {
   return chunk ^ ((token / rows_per_swz) & (nch - 1));
@@ -118,6 +149,16 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// d = a . b + c with c in other registers (the first mma of an accumulator that starts at c)
+__device__ __forceinline__ void mma_bf16_c(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, float c0,
+                                           float c1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%10,%11};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c0), "f"(c1));
 }
 
 // FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
@@ -171,6 +212,14 @@ template <uint32_t MASK>
 __device__ __forceinline__ uint32_t operand_pair(uint32_t x) {
   uint32_t r;
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(0x3F803F80));
+  return r;
+}
+
+// The same with the codes at bits e.. of each half: BF16 1 + code * 2^e / 128 (e + BITS <= 7).
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t operand_pair_at(uint32_t x, int e) {  // e: a constant after unrolling
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "r"(MASK << e), "n"(0x3F803F80));
   return r;
 }
 
@@ -301,30 +350,43 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 #pragma unroll
       for (int pl = 0; pl < P; ++pl) {
         const int ch = pl * RB + 16 * c + 4 * tig;
-        __nv_bfloat16 x0 = live ? qh[ch + 0] : __float2bfloat16(0.f);
-        __nv_bfloat16 x1 = live ? qh[ch + 1] : __float2bfloat16(0.f);
-        __nv_bfloat16 x2 = live ? qh[ch + 2] : __float2bfloat16(0.f);
-        __nv_bfloat16 x3 = live ? qh[ch + 3] : __float2bfloat16(0.f);
+        // folded: plane pl's query times 2^-E (exact in BF16), E = F::pexp(pl)
+        const float sc = PER_VALUE ? 1.f : 1.f / (1 << F::pexp(pl));
+        __nv_bfloat16 x0 = __float2bfloat16(live ? __bfloat162float(qh[ch + 0]) * sc : 0.f);
+        __nv_bfloat16 x1 = __float2bfloat16(live ? __bfloat162float(qh[ch + 1]) * sc : 0.f);
+        __nv_bfloat16 x2 = __float2bfloat16(live ? __bfloat162float(qh[ch + 2]) * sc : 0.f);
+        __nv_bfloat16 x3 = __float2bfloat16(live ? __bfloat162float(qh[ch + 3]) * sc : 0.f);
         qf[c * P + pl][0] = (uint32_t)__bfloat16_as_ushort(x0) | ((uint32_t)__bfloat16_as_ushort(x2) << 16);
         qf[c * P + pl][1] = (uint32_t)__bfloat16_as_ushort(x1) | ((uint32_t)__bfloat16_as_ushort(x3) << 16);
       }
   }
-  // sums of the BF16 query per group, for the heads of this lane's accumulator columns (2tig, 2tig+1)
-  float qsum[NG][2];
+  // sums of the BF16 query per group, for the heads of this lane's accumulator columns (2tig, 2tig+1):
+  // qsum = sum(Q_g); folded BF16: nqs = -sum(Q'_g) of the plane-scaled query the mma reads, where
+  // the QK accumulators start (so they end at sum(code * Q) / 128), and qsum is premultiplied by
+  // sm_scale log2(e)
+  float qsum[NG][2], nqs[NG][2];
   if constexpr (!FP8) {
 #pragma unroll
   for (int gr = 0; gr < NG; ++gr) {
-    float s = 0.f;
+    float s = 0.f, sq = 0.f;
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k) {
       const int c = k / P, pl = k % P;
-      if ((pl * RB + 16 * c) / GROUP == gr)
-        s += bf16_lo(qf[k][0]) + bf16_hi(qf[k][0]) + bf16_lo(qf[k][1]) + bf16_hi(qf[k][1]);
+      if ((pl * RB + 16 * c) / GROUP == gr) {
+        const float x = bf16_lo(qf[k][0]) + bf16_hi(qf[k][0]) + bf16_lo(qf[k][1]) + bf16_hi(qf[k][1]);
+        sq += x;
+        s += PER_VALUE ? x : x * (1 << F::pexp(pl));
+      }
     }
     s += __shfl_xor_sync(0xffffffffu, s, 1);
     s += __shfl_xor_sync(0xffffffffu, s, 2);  // lanes of row g hold sum(Q_gr) of head g
-    qsum[gr][0] = __shfl_sync(0xffffffffu, s, (2 * tig) * 4);
-    qsum[gr][1] = __shfl_sync(0xffffffffu, s, (2 * tig + 1) * 4);
+    sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+    sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      qsum[gr][j] = __shfl_sync(0xffffffffu, s, (2 * tig + j) * 4) * (PER_VALUE ? 1.f : p.qk_scale_log2);
+      nqs[gr][j] = -__shfl_sync(0xffffffffu, sq, (2 * tig + j) * 4);
+    }
   }
   }
   // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
@@ -464,7 +526,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     float s[4][4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
-      float acc[NG][4];
+      float acc[NG][4];  // folded BF16: starts at nqs (in the group's first mma)
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr)
 #pragma unroll
@@ -510,13 +572,18 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
             a[1] = dequant_pair<F::MASK>(w[1] >> sh, s1, z1, s1, z1);
             a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s0, z0, s0, z0);
             a[3] = dequant_pair<F::MASK>(w[1] >> (sh + 8), s1, z1, s1, z1);
-          } else {
-            a[0] = operand_pair<F::MASK>(w[0] >> sh);        // row g,   k 2tig..: bytes 0, 2
-            a[1] = operand_pair<F::MASK>(w[1] >> sh);        // row g+8
-            a[2] = operand_pair<F::MASK>(w[0] >> (sh + 8));  // row g,   k 2tig+8..: bytes 1, 3
-            a[3] = operand_pair<F::MASK>(w[1] >> (sh + 8));
+          } else {  // plane pl in place at bits E.. (shift sh - E = 0 for E > 0)
+            constexpr uint32_t M = F::MASK;
+            const int e = F::pexp(pl);
+            a[0] = operand_pair_at<M>(w[0] >> (sh - e), e);      // row g,   k 2tig..: bytes 0, 2
+            a[1] = operand_pair_at<M>(w[1] >> (sh - e), e);      // row g+8
+            a[2] = operand_pair_at<M>(w[0] >> (sh - e + 8), e);  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = operand_pair_at<M>(w[1] >> (sh - e + 8), e);
           }
-          mma_bf16(acc[gr], a, qf[k][0], qf[k][1]);
+          if (!PER_VALUE && first_step_of_group<F>(c, pl))
+            mma_bf16_c(acc[gr], a, qf[k][0], qf[k][1], nqs[gr][0], nqs[gr][1]);
+          else
+            mma_bf16(acc[gr], a, qf[k][0], qf[k][1]);
         }
       }
       }
@@ -538,12 +605,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
               s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
             }
-          } else {
-            const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
-            const float a_t = sc * (128.f * p.qk_scale_log2);
-            const float b_t = (zo - 128.f * sc) * p.qk_scale_log2;
-            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * a_t + qsum[gr][0] * b_t;
-            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * a_t + qsum[gr][1] * b_t;
+          } else {  // acc = sum(code * Q) / 128 (it started at -sum(Q')); qsum carries sm_scale log2(e)
+            const float a_t = ks[tl * NG + gr] * (128.f * p.qk_scale_log2), zo = kz[tl * NG + gr];
+            s[mt][2 * half + 0] = fmaf(acc[gr][2 * half + 0], a_t, fmaf(qsum[gr][0], zo, s[mt][2 * half + 0]));
+            s[mt][2 * half + 1] = fmaf(acc[gr][2 * half + 1], a_t, fmaf(qsum[gr][1], zo, s[mt][2 * half + 1]));
           }
         }
         if (!valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
@@ -655,12 +720,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
         }
       }
     } else {
-    // ---- P' = bf16(P * 128 s_v) per group as PV B fragments; correction = sum P z - sum P'
+    // ---- P' = bf16(P * 128 s_v) per group as PV B fragments; pz = sum P z - sum P' (with planes
+    // in place, F::SCALED_PLANES: pz = sum P z and pp = sum P', combined per plane below)
     uint32_t pb[NG][4][2];
-    float corr[NG][2];
+    float pz[NG][2], pp[NG][2];
 #pragma unroll
     for (int gr = 0; gr < NG; ++gr) {
-      corr[gr][0] = corr[gr][1] = 0.f;
+      pz[gr][0] = pz[gr][1] = pp[gr][0] = pp[gr][1] = 0.f;
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         uint32_t x[2];
@@ -673,20 +739,32 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
           } else {
             const float sv = 128.f * vs[tl * NG + gr], zv = vz[tl * NG + gr];
             x[half] = pack_bf16x2(p0 * sv, p1 * sv);
-            corr[gr][0] += p0 * zv - bf16_lo(x[half]);
-            corr[gr][1] += p1 * zv - bf16_hi(x[half]);
+            if constexpr (F::SCALED_PLANES) {
+              pz[gr][0] = fmaf(p0, zv, pz[gr][0]);
+              pz[gr][1] = fmaf(p1, zv, pz[gr][1]);
+              pp[gr][0] += bf16_lo(x[half]);
+              pp[gr][1] += bf16_hi(x[half]);
+            } else {
+              pz[gr][0] += p0 * zv - bf16_lo(x[half]);
+              pz[gr][1] += p1 * zv - bf16_hi(x[half]);
+            }
           }
         }
         pb[gr][mt][0] = movmatrix_trans(x[0]);  // k = tokens 2tig, 2tig+1 of the tile, n = head g
         pb[gr][mt][1] = movmatrix_trans(x[1]);  // tokens 2tig+8, 2tig+9
       }
       if constexpr (!PER_VALUE) {
-        corr[gr][0] = warp_sum_over_rows(corr[gr][0]);
-        corr[gr][1] = warp_sum_over_rows(corr[gr][1]);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
+          if constexpr (F::SCALED_PLANES) pp[gr][j] = warp_sum_over_rows(pp[gr][j]);
+        }
       }
     }
 
-    // ---- PV into a fresh accumulator per m16 channel block (chunk c, plane pl), then fold in
+    // ---- PV into a fresh accumulator per m16 channel block (chunk c, plane pl), then fold in.
+    // Folded: the accumulator starts at 2^E sum P z - sum P' (its first mma), so it ends at
+    // 2^E (sum P z + sum P' code / 128): o_acc of a plane with E > 0 holds 2^E O until the end.
 #pragma unroll
     for (int c = 0; c < NCH; ++c) {
       uint32_t vw[4][2];  // per token tile: tokens (2tig, 2tig+1) and (2tig+8, 2tig+9), bytes 16c+2g, +1
@@ -714,21 +792,25 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
             a[2] = dequant_pair<F::MASK>(vw[mt][1] >> sh, s8, z8, s9, z9);
             a[3] = dequant_pair<F::MASK>(vw[mt][1] >> (sh + 8), s8, z8, s9, z9);
           } else {
-            a[0] = operand_pair<F::MASK>(vw[mt][0] >> sh);        // row g:   channel byte 16c+2g,   tokens 2tig, +1
-            a[1] = operand_pair<F::MASK>(vw[mt][0] >> (sh + 8));  // row g+8: channel byte 16c+2g+1
-            a[2] = operand_pair<F::MASK>(vw[mt][1] >> sh);        // row g,   tokens 2tig+8, +9
-            a[3] = operand_pair<F::MASK>(vw[mt][1] >> (sh + 8));
+            constexpr uint32_t M = F::MASK;
+            const int e = F::pexp(pl);
+            a[0] = operand_pair_at<M>(vw[mt][0] >> (sh - e), e);      // row g:   channel byte 16c+2g,   tokens 2tig, +1
+            a[1] = operand_pair_at<M>(vw[mt][0] >> (sh - e + 8), e);  // row g+8: channel byte 16c+2g+1
+            a[2] = operand_pair_at<M>(vw[mt][1] >> (sh - e), e);      // row g,   tokens 2tig+8, +9
+            a[3] = operand_pair_at<M>(vw[mt][1] >> (sh - e + 8), e);
           }
-          mma_bf16(tmp, a, pb[gr][mt][0], pb[gr][mt][1]);
+          if (!PER_VALUE && mt == 0) {
+            const float ez = (float)(1 << F::pexp(pl));
+            const float c0 = F::SCALED_PLANES ? fmaf(pz[gr][0], ez, -pp[gr][0]) : pz[gr][0];
+            const float c1 = F::SCALED_PLANES ? fmaf(pz[gr][1], ez, -pp[gr][1]) : pz[gr][1];
+            mma_bf16_c(tmp, a, pb[gr][mt][0], pb[gr][mt][1], c0, c1);
+          } else {
+            mma_bf16(tmp, a, pb[gr][mt][0], pb[gr][mt][1]);
+          }
         }
         const int k = c * P + pl;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          if constexpr (PER_VALUE)
-            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + tmp[i];
-          else
-            o_acc[k][i] = o_acc[k][i] * alpha[i & 1] + (tmp[i] + corr[gr][i & 1]);
-        }
+        for (int i = 0; i < 4; ++i) o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], tmp[i]);
       }
     }
     }
@@ -757,7 +839,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int head = 2 * tig + (i & 1);
-      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i];
+      const float unscale = MODE == kFoldedBf16 ? 1.f / (1 << F::pexp(pl)) : 1.f;  // o_acc holds 2^E O
+      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
     }
   }
   __syncthreads();
