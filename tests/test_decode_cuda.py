@@ -27,15 +27,16 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
         _, err = proc.communicate()
         assert proc.returncode == 0, f"{src.name}:\n{err[-4000:]}"
         reports.append(err)
-    # the Hopper default formats (head_dim 128) must not spill in the main loop. ptxas parks up to two
-    # words of INT4 G=128 across the loop (STL before it, LDL after it, in the SASS; harmless), so up
-    # to 8 bytes pass; a spill inside the loop costs far more than that (tens to hundreds of bytes)
+    # the Hopper default formats (head_dim 128) must not spill in the main loop. ptxas parks a few
+    # words across the loop in some (INT2 G=64: 12 bytes, FP8 paged INT4 G=32: 24; STL before the
+    # loop, LDL after it or a few per tile, in the SASS), so up to 32 bytes pass here and the loop
+    # itself is checked below; a real spill in the loop is tens to hundreds of bytes
     checked = set()
     for e in re.split(r"Compiling entry function", "\n".join(reports)):
         m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)ELi(\d)ELb([01])E", e)
         if m and m.group(2) == "128":
             spill = re.search(r"(\d+) bytes spill stores", e)
-            assert spill and int(spill.group(1)) <= 8, e[:400]
+            assert spill and int(spill.group(1)) <= 32, e[:400]
             checked.add(m.groups())
     assert len(checked) == 36  # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged
     # the SASS claim of bench/NOTES.md §6: folding needs well under half the per-value
@@ -50,6 +51,9 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
         sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
         counts.extend(loop_counts(sass))
     loop = {(c.bits, c.head_dim, c.group_size, c.mode, c.paged): c.instructions for c in counts}
+    for c in counts:  # at most 4 local-memory accesses per 64-token tile (of 1000+) in the head_dim 128 loops
+        if c.head_dim == 128:
+            assert c.opcodes.get("LDL", 0) + c.opcodes.get("STL", 0) <= 4, (c.label(), c.opcodes)
     for bits in (2, 4):
         folded, per_value = loop[(bits, 128, 128, "folded-bf16", False)], loop[(bits, 128, 128, "per-value", False)]
         assert 0 < folded < per_value / 2, (bits, folded, per_value)

@@ -127,11 +127,11 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     FP8 e4m3 operands) or ``"per-value"`` (the same kernel reconstructing every operand
     as bf16(s * code + z) instead of folding: the ablation baseline).
     """
-    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: lengths from the page table (on the device)
-    seq_lens = cache.lengths() if paged else cache.seq_lens
+    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
+    lens = cache.kv_last_page_len if paged else cache.seq_lens
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        seq_lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
+        lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
         o_part, lse_part, cache.bits, cache.group_size, tokens_per_split, sm_scale * 1.4426950408889634,
         MODES[mode],
     )

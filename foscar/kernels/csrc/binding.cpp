@@ -1,6 +1,7 @@
 // Torch binding of the sm_90 folded decode kernel (folded_decode_sm90.cu).
 // Argument checking with clear messages happens in Python (foscar.decode); the
-// checks here guard against misuse of this low-level entry point.
+// checks here guard against misuse of this low-level entry point. lens: int32 [batch], the
+// sequences' lengths (contiguous) or kv_last_page_len (paged, with kv_indptr / kv_indices).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -9,12 +10,12 @@
 #include "folded_decode_sm90.h"
 
 void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes, torch::Tensor k_scale,
-                   torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor seq_lens,
+                   torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor lens,
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, int64_t bits, int64_t group_size,
                    int64_t tokens_per_split, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
-  for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, seq_lens, o_part, lse_part})
+  for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
   TORCH_CHECK(kv_indptr.has_value() == kv_indices.has_value(), "kv_indptr and kv_indices: both or neither");
   const int* indptr = nullptr;
@@ -32,7 +33,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   const int num_splits = o_part.size(2);
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
-      v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), seq_lens.data_ptr<int>(), indptr, indices,
+      v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
       indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
       lse_part.data_ptr<float>(), batch, num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_splits,
       (int)tokens_per_split, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size,

@@ -7,7 +7,7 @@
 // The C entry point (the torch binding's, and anything else's): contract in folded_decode_sm90.h.
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
+    const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
     int page_size, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
     long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
@@ -22,7 +22,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   }
   const int ng = head_dim / group_size;
   Params p{static_cast<const __nv_bfloat16*>(q), static_cast<const uint8_t*>(k_codes),
-           static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, seq_lens, kv_indptr, kv_indices,
+           static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, lens, kv_indptr, kv_indices,
            page_shift, o_part, lse_part, num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split,
            paged ? (page_size * ng) % 4 == 0 : (max_seq_len * ng) % 4 == 0, q_stride_b, q_stride_h, qk_scale_log2};
 #define FOSCAR_DISPATCH(M, PG) \

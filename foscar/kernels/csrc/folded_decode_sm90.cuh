@@ -270,7 +270,7 @@ struct Params {
   const float* k_offset;
   const float* v_scale;
   const float* v_offset;
-  const int* seq_lens;  // [batch]
+  const int* lens;  // [batch]: contiguous, the sequences' lengths; paged, kv_last_page_len
   const int* kv_indptr;   // paged: [batch + 1], pages of sequence b: kv_indices[kv_indptr[b] ..]; else nullptr
   const int* kv_indices;  // paged: page ids in token order; else nullptr
   int page_shift;         // paged: log2(page size)
@@ -316,22 +316,24 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const int b = bh / p.num_kv_heads, hkv = bh % p.num_kv_heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, tig = lane % 4;
-  const int seq_len = p.seq_lens[b];
+  int seq_len;
+  if constexpr (PAGED) {  // FlashInfer's rule: (pages - 1) * page_size + kv_last_page_len, 0 without pages
+    const int num_pages = p.kv_indptr[b + 1] - p.kv_indptr[b];
+    seq_len = num_pages > 0 ? ((num_pages - 1) << p.page_shift) + p.lens[b] : 0;
+  } else {
+    seq_len = p.lens[b];
+  }
   const int start = split * p.tokens_per_split;
   const int end = min(start + p.tokens_per_split, seq_len);
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
-  // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table
+  // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
+  // whose ids are loaded one tile ahead of their use (pages_of below) and read back by shuffles
   const long long row0 = PAGED ? 0 : (long long)bh * p.max_seq_len;  // contiguous: first token of (sequence, KV head)
   const int* pages = PAGED ? p.kv_indices + p.kv_indptr[b] : nullptr;
   const int page_mask = (1 << p.page_shift) - 1;
-  auto row_of = [&](int gt) -> long long {
-    if constexpr (!PAGED) {
-      return gt;
-    } else {
-      const long long pg = __ldg(pages + (gt >> p.page_shift));
-      return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
-    }
+  auto paged_row = [&](long long pg, int gt) -> long long {
+    return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
   };
   const uint8_t* kc = p.k_codes + row0 * RB;
   const uint8_t* vc = p.v_codes + row0 * RB;
@@ -461,38 +463,78 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
-  auto issue = [&](int it) {  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end)
+  // paged: page ids of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end)
+  auto pages_of = [&](int it, int (&pg)[2]) {
+    if constexpr (PAGED) {
+      const int t0 = first + it * stride;
+#pragma unroll
+      for (int a = 0; a < 2; ++a) {
+        const int gt = t0 + 32 * a + lane;
+        pg[a] = it < iters && gt < end ? __ldg(pages + (gt >> p.page_shift)) : 0;
+      }
+    }
+  };
+  // row of tile token tok (0..63) at gt: contiguous gt; paged from pg (pages_of); every lane must call
+  // it (shuffles), with `hi` = (tok >= 32) the same on every lane
+  auto row_at = [&](const int (&pg)[2], bool hi, int tok, int gt) -> long long {
+    if constexpr (!PAGED) {
+      return gt;
+    } else {
+      const int id = __shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31);
+      return paged_row(id, gt);
+    }
+  };
+  auto row_any = [&](const int (&pg)[2], int tok, int gt) -> long long {  // tok >= 32 may differ per lane
+    if constexpr (!PAGED) {
+      return gt;
+    } else {
+      const int lo_id = __shfl_sync(0xffffffffu, pg[0], tok & 31), hi_id = __shfl_sync(0xffffffffu, pg[1], tok & 31);
+      return paged_row(tok < 32 ? lo_id : hi_id, gt);
+    }
+  };
+
+  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its page ids
+  auto issue = [&](int it, const int (&pg)[2]) {
     uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
     const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
 #pragma unroll
-    for (int i = lane; i < CODE_CHUNKS; i += 32) {
+    for (int jj = 0; jj < CODE_CHUNKS / 32; ++jj) {
+      const int i = lane + 32 * jj;
       const int tok = i / NCH, c = i % NCH;
       const int gt = t0 + tok;
-      const int bytes = gt < end ? 16 : 0;
-      const long long src = gt < end ? row_of(gt) * RB + 16 * c : 0;
+      const bool live = gt < end;
+      const long long row = row_at(pg, jj >= NCH, tok, gt);  // tok >= 32 exactly when jj >= NCH
+      const long long src = live ? row * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
-      cp_async16(st + dst, kc + src, bytes);
-      cp_async16(st + F::CODE_BYTES + dst, vc + src, bytes);
+      cp_async16(st + dst, kc + src, live ? 16 : 0);
+      cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
     }
     const int valid = (end - t0) * NG;  // floats of this sub-tile before the end
     if (p.scales_aligned) {  // 16-byte copies: 4 floats each
       constexpr int SCALE_CHUNKS = F::SCALE_BYTES / 16;
-      for (int i = lane; i < SCALE_CHUNKS; i += 32) {
+      for (int i0 = 0; i0 < SCALE_CHUNKS; i0 += 32) {
+        const int i = i0 + lane;
         const int f0 = i * 4;
-        const int left = valid - f0;
-        const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
-        const long long src = bytes ? row_of(t0 + f0 / NG) * NG + f0 % NG : 0;
-        uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
-        cp_async16(base, ks_g + src, bytes);
-        cp_async16(base + F::SCALE_BYTES, kz_g + src, bytes);
-        cp_async16(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
-        cp_async16(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+        const int tok = min(f0 / NG, kTileTokens - 1);
+        const long long row = row_any(pg, tok, t0 + tok);
+        if (i < SCALE_CHUNKS) {
+          const int left = valid - f0;
+          const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
+          const long long src = bytes ? row * NG + f0 % NG : 0;
+          uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
+          cp_async16(base, ks_g + src, bytes);
+          cp_async16(base + F::SCALE_BYTES, kz_g + src, bytes);
+          cp_async16(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
+          cp_async16(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+        }
       }
     } else {  // rows (pages) of scales not 16-byte aligned: 4-byte copies
       for (int f0 = lane; f0 < kTileTokens * NG; f0 += 32) {
+        const int tok = f0 / NG;
+        const long long row = row_any(pg, tok, t0 + tok);
         const int bytes = f0 < valid ? 4 : 0;
-        const long long src = bytes ? row_of(t0 + f0 / NG) * NG + f0 % NG : 0;
+        const long long src = bytes ? row * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
         cp_async4(base, ks_g + src, bytes);
         cp_async4(base + F::SCALE_BYTES, kz_g + src, bytes);
@@ -501,15 +543,28 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       }
     }
   };
+  // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
+  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it
+  int pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
+  pages_of(0, pg_next);
+  pages_of(1, pg_after);
+  auto issue_next = [&](int it) {  // sub-tile it, the one after the last issued
+    issue(it, pg_next);
+    if constexpr (PAGED) {
+      pg_next[0] = pg_after[0];
+      pg_next[1] = pg_after[1];
+      pages_of(it + 2, pg_after);
+    }
+  };
 
 #pragma unroll
   for (int s0 = 0; s0 < kStages - 1; ++s0) {  // prologue: the first kStages - 1 sub-tiles in flight
-    if (s0 < iters) issue(s0);
+    if (s0 < iters) issue_next(s0);
     cp_async_commit();
   }
 
   for (int it = 0; it < iters; ++it) {
-    if (it + kStages - 1 < iters) issue(it + kStages - 1);
+    if (it + kStages - 1 < iters) issue_next(it + kStages - 1);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();

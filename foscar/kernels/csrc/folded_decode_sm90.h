@@ -6,13 +6,14 @@
 #include <cuda_runtime.h>
 
 // Dispatch on the format and on the operand mode (0: folded BF16, 1: per-value
-// reconstruction, 2: folded FP8). Contiguous cache: kv_indptr = kv_indices = nullptr,
-// page_size ignored. Paged cache (FlashInfer-style page table, page_size a power of two):
-// seq_lens = the sequences' lengths. Returns cudaErrorInvalidValue for an unsupported
+// reconstruction, 2: folded FP8). Contiguous cache: lens = the sequences' lengths [batch],
+// kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache (FlashInfer-style page
+// table, page_size a power of two): lens = kv_last_page_len [batch]; the kernel derives each
+// length from kv_indptr (no extra kernel). Returns cudaErrorInvalidValue for an unsupported
 // (bits, head_dim, group_size, gqa, mode, page_size).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* seq_lens, const int* kv_indptr, const int* kv_indices,
+    const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
     int page_size, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
     long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
