@@ -1,0 +1,92 @@
+"""Time the CUDA kernel at every split count, per point: data for the split-KV heuristic.
+
+GPU only. For each (bits, batch, context) of the h200 grid (Qwen3-8B shape, G=128) and each
+split count s (1 .. the most that keeps two 256-token CTA iterations per split, and at most
+~8 waves of 3 CTAs per SM), plus the heuristic's own choice ("auto"), the output is checked
+against the fp64 reference rows of the bench and timed the way `foscar bench` times
+(CUDA-graph replay over rotating copies). Writes OUT/split_sweep.csv after every point and
+prints, per point, the best s against auto.
+
+    python scripts/split_sweep.py OUT_DIR [--bits 2 --bits 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+import foscar
+from bench.backends import Prepared, clone_cache
+from bench.sweep import rotation  # the bench's rotating copies (working set past the L2)
+from bench.timing import time_fn
+from bench.workload import Point, build_workload, max_rel_err
+
+CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+QO, KV, HD, G = 32, 8, 128, 128
+
+
+def _prepared(w, num_splits):
+    last = {}
+
+    def make(q, c, keep):
+        def fn():
+            out = foscar.decode(q, c, sm_scale=w.sm_scale, num_splits=num_splits, backend="cuda")
+            if keep:
+                last["out"] = out
+
+        return fn
+
+    return Prepared(fn=make(w.q, w.cache, True), output=lambda: last["out"],
+                    bytes=w.cache.bytes_read() + w.io_bytes(),
+                    replica=lambda: make(w.q.clone(), clone_cache(w.cache), False))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--bits", type=int, action="append")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device("cuda")
+    slots = 3 * torch.cuda.get_device_properties(dev).multi_processor_count
+    rows = []
+    for bits in args.bits or [2, 4]:
+        for batch in (1, 8, 32, 64):
+            for context in (8192, 32768, 131072):
+                w = build_workload(Point(batch, context, bits, G, QO, KV, HD, 16), dev, 0, 1 << 20)
+                most = max(1, math.ceil(context / 512))
+                cands = [s for s in CANDIDATES if s <= most and batch * KV * s <= 8 * slots] + [None]
+                for s in cands:
+                    row = dict(bits=bits, batch=batch, context=context, num_splits=s if s else "auto")
+                    try:
+                        prep = _prepared(w, s)
+                        prep.fn()
+                        torch.cuda.synchronize()
+                        row["max_rel_err"] = err = max_rel_err(prep.output(), w.reference, w.rows)
+                        if not err <= 1e-2:
+                            row["status"] = "failed"
+                        else:
+                            t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
+                            row.update(median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, status="ok")
+                    except Exception as e:  # recorded, the sweep goes on
+                        row.update(status="error", error=repr(e)[:200])
+                    rows.append(row)
+                del w
+                torch.cuda.empty_cache()
+                pd.DataFrame(rows).to_csv(args.out / "split_sweep.csv", index=False)
+                d = pd.DataFrame([r for r in rows if r["bits"] == bits and r["batch"] == batch
+                                  and r["context"] == context and r.get("status") == "ok"])
+                fixed = d[d.num_splits != "auto"]
+                best = fixed.loc[fixed.median_us.idxmin()]
+                auto = d[d.num_splits == "auto"].median_us
+                print(f"int{bits} b{batch} x {context}: best s={best.num_splits} {best.median_us:.1f} us, "
+                      f"auto {float(auto.iloc[0]) if len(auto) else float('nan'):.1f} us, "
+                      f"s=1 {float(fixed[fixed.num_splits == 1].median_us.iloc[0]):.1f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main()
