@@ -104,10 +104,17 @@ def test_long_range_single_split_keeps_error(device):
 
 
 def test_split_heuristic():
+    # ~2 programs per SM as a power of two: 8 programs on 132 SMs -> 32 splits of 1024 tokens
     n, per = splits.choose_num_splits(batch=1, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
-    assert n * 8 >= 3 * 132 and per % 128 == 0 and n * per >= 32768
+    assert (n, per) == (32, 1024)
+    # enough programs already: one split per sequence up to 32K tokens, then 32K-token splits
     n, per = splits.choose_num_splits(batch=64, num_kv_heads=8, max_seq_len=32768, block_n=128, num_sms=132)
-    assert n == 2 and per == 16384
+    assert (n, per) == (1, 32768)
+    n, per = splits.choose_num_splits(batch=64, num_kv_heads=8, max_seq_len=131072, block_n=256, num_sms=132)
+    assert (n, per) == (4, 32768)
+    # each split keeps two tiles: 1 x 8K on 8 KV heads gets 16 splits of 512, not 32 of 256
+    n, per = splits.choose_num_splits(batch=1, num_kv_heads=8, max_seq_len=8192, block_n=256, num_sms=132)
+    assert (n, per) == (16, 512)
     n, per = splits.choose_num_splits(batch=1, num_kv_heads=1, max_seq_len=100, block_n=128, num_sms=132)
     assert (n, per) == (1, 128)
 
