@@ -1,7 +1,7 @@
 """Instructions in the main loop of each CUDA decode kernel, from the compiled SASS.
 
 The numbers in bench/NOTES.md §5, §6, §8 and §12 ("1209 instructions per 64 tokens per
-warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place")
+warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place", 1051 today)
 come from here: compile the kernel's translation units for sm_90a with nvcc (no GPU
 needed), disassemble with ``cuobjdump -sass``, and in every ``folded_decode_kernel``
 instance find the per-tile loop of a warp (64 tokens): of the backward branches around the

@@ -12,6 +12,9 @@
 # variant into $OUT/ab/NAME, then a table of median us per point and variant (ratio to the
 # base), last. Everything lands in $OUT/ab.tgz; builds of variants other than the plain
 # one (no defines, no CSRC) are removed from the extension cache so it stays small.
+# A source tree from before commit f28672a takes sequence lengths where the Python side now
+# passes kv_last_page_len for paged caches: time only contiguous kernels against those
+# (their paged rows would fail the reference check and be recorded as failed).
 set -uo pipefail
 
 OUT="${OUT:?set OUT to the output folder}"
@@ -23,7 +26,9 @@ jobs_each=$(( $(nproc) / ${#variants[@]} )); [ "$jobs_each" -ge 1 ] || jobs_each
 with_variant() {  # NAME:DEFINES[@CSRC] command...: run the command with that variant's environment
   local rest="${1#*:}"; shift
   local defines="${rest%%@*}" csrc=""
-  [ "$rest" != "$defines" ] && csrc="$(cd "${rest#*@}" && pwd)"
+  if [ "$rest" != "$defines" ]; then
+    csrc="$(cd "${rest#*@}" && pwd)" || { echo "gpu_ab.sh: no source directory ${rest#*@}" >&2; return 2; }
+  fi
   ( export FOSCAR_NVCC_DEFINES="${defines//,/ }" FOSCAR_CSRC="$csrc"; "$@" )
 }
 
@@ -74,6 +79,8 @@ d = pd.concat(frames)
 keys = ["kernel", "bits", "operand", "group_size", "batch", "context"]
 t = d.pivot_table(index=keys, columns="variant", values="median_us").reindex(columns=[n for n in names if n in set(d.variant)])
 base = t.columns[0]
+if base != names[0]:
+    print(f"note: the base variant {names[0]!r} has no results; ratios are against {base!r}")
 for c in t.columns[1:]:
     t[f"{c}/{base}"] = t[c] / t[base]
 err = d.pivot_table(index=keys, columns="variant", values="max_rel_err")

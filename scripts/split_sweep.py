@@ -80,12 +80,18 @@ def main() -> None:
                 pd.DataFrame(rows).to_csv(args.out / "split_sweep.csv", index=False)
                 d = pd.DataFrame([r for r in rows if r["bits"] == bits and r["batch"] == batch
                                   and r["context"] == context and r.get("status") == "ok"])
+                if d.empty or (d.num_splits == "auto").all():
+                    print(f"int{bits} b{batch} x {context}: no fixed split count measured", flush=True)
+                    continue
                 fixed = d[d.num_splits != "auto"]
                 best = fixed.loc[fixed.median_us.idxmin()]
-                auto = d[d.num_splits == "auto"].median_us
+
+                def us(sel):
+                    return float(sel.median_us.iloc[0]) if len(sel) else float("nan")
+
                 print(f"int{bits} b{batch} x {context}: best s={best.num_splits} {best.median_us:.1f} us, "
-                      f"auto {float(auto.iloc[0]) if len(auto) else float('nan'):.1f} us, "
-                      f"s=1 {float(fixed[fixed.num_splits == 1].median_us.iloc[0]):.1f} us", flush=True)
+                      f"auto {us(d[d.num_splits == 'auto']):.1f} us, s=1 {us(fixed[fixed.num_splits == 1]):.1f} us",
+                      flush=True)
 
 
 if __name__ == "__main__":

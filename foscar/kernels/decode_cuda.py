@@ -128,7 +128,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     as bf16(s * code + z) instead of folding: the ablation baseline).
     """
     paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
-    lens = cache.kv_last_page_len if paged else cache.seq_lens
+    lens = cache.kv_last_page_len.contiguous() if paged else cache.seq_lens  # (a no-op when contiguous)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
