@@ -22,8 +22,8 @@ OUT="${OUT:?set OUT to the output folder}"
 mkdir -p "$OUT"
 export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
 
-nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
-  > "$OUT/gpu.csv" 2>&1 || true
+GPU_QUERY=name,uuid,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw
+nvidia-smi --query-gpu=$GPU_QUERY --format=csv > "$OUT/gpu.csv" 2>&1 || true
 
 echo "== 1. build the CUDA extension (MAX_JOBS=$MAX_JOBS)"
 start=$SECONDS
@@ -57,6 +57,8 @@ if [ $# -gt 0 ]; then
   rc=$?
   if [ "$rc" = 124 ]; then note=" (cut at ${FOSCAR_BENCH_SECONDS:-300} s; rerun with FOSCAR_RESUME_DIR to finish)"; else note=""; fi
   echo "bench rc=$rc$note" | tee -a "$OUT/bench.log"
+  # clocks, temperature and power again after the sweep (sustained load slows the largest points, NOTES §14)
+  nvidia-smi --query-gpu=$GPU_QUERY --format=csv,noheader >> "$OUT/gpu.csv" 2>&1 || true
   tar -czf "$OUT/run.tgz" -C "$OUT" run && rm -rf "$OUT/run"
   tail -40 "$OUT/bench.log"
 fi
