@@ -207,15 +207,8 @@ __device__ __forceinline__ float e4m3_to_f32(uint32_t byte) {  // byte in bits 0
 __device__ __forceinline__ float f16_lo(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x & 0xFFFFu))); }
 __device__ __forceinline__ float f16_hi(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x >> 16))); }
 
-// BF16 pair 1 + code/128 from two bytes of a word: (x & mask) | 0x3F803F80 in one lop3.
-template <uint32_t MASK>
-__device__ __forceinline__ uint32_t operand_pair(uint32_t x) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(0x3F803F80));
-  return r;
-}
-
-// The same with the codes at bits e.. of each half: BF16 1 + code * 2^e / 128 (e + BITS <= 7).
+// BF16 pair from two bytes of a word in one lop3, (x & (MASK << e)) | 0x3F803F80: with the codes at
+// bits e.. of each half, 1 + code * 2^e / 128 (e + BITS <= 7; e = 0: 1 + code / 128).
 template <uint32_t MASK>
 __device__ __forceinline__ uint32_t operand_pair_at(uint32_t x, int e) {  // e: a constant after unrolling
   uint32_t r;
