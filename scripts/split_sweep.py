@@ -19,30 +19,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import foscar
-from bench.backends import Prepared, clone_cache
+from bench.ablate import Setting, _prepared  # the ablation's prepared decode call, any split count
 from bench.sweep import rotation  # the bench's rotating copies (working set past the L2)
 from bench.timing import time_fn
 from bench.workload import Point, build_workload, max_rel_err
 
 CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 QO, KV, HD, G = 32, 8, 128, 128
-
-
-def _prepared(w, num_splits):
-    last = {}
-
-    def make(q, c, keep):
-        def fn():
-            out = foscar.decode(q, c, sm_scale=w.sm_scale, num_splits=num_splits, backend="cuda")
-            if keep:
-                last["out"] = out
-
-        return fn
-
-    return Prepared(fn=make(w.q, w.cache, True), output=lambda: last["out"],
-                    bytes=w.cache.bytes_read() + w.io_bytes(),
-                    replica=lambda: make(w.q.clone(), clone_cache(w.cache), False))
 
 
 def main() -> None:
@@ -63,7 +46,7 @@ def main() -> None:
                 for s in cands:
                     row = dict(bits=bits, batch=batch, context=context, num_splits=s if s else "auto")
                     try:
-                        prep = _prepared(w, s)
+                        prep = _prepared(w, Setting("split_kv", str(s or "auto"), num_splits=s), "cuda")
                         prep.fn()
                         torch.cuda.synchronize()
                         row["max_rel_err"] = err = max_rel_err(prep.output(), w.reference, w.rows)
