@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])E")
+KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
 MODE_NAMES = {0: "folded-bf16", 1: "per-value", 2: "folded-fp8"}  # csrc enum Mode
 
 
@@ -43,10 +43,11 @@ class LoopCount:
     paged: bool
     instructions: int  # SASS instructions in the loop body (one 64-token tile of one warp)
     opcodes: dict[str, int]  # by opcode (predicates and modifiers stripped)
+    channel: bool = False  # channel-wise K
 
     def label(self) -> str:
         return (f"INT{self.bits} D={self.head_dim} G={self.group_size} {self.mode}"
-                f"{' paged' if self.paged else ''}")
+                f"{' paged' if self.paged else ''}{' channel-K' if self.channel else ''}")
 
 
 def find_cuobjdump() -> str | None:
@@ -93,8 +94,9 @@ def loop_counts(sass: str) -> list[LoopCount]:
         best = min(loops)[2:]
         body = [t for a, t in ins if best[0] <= a <= best[1]]
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in body)
-        bits, d, g, mode, paged = (int(x) for x in m.groups())
-        out.append(LoopCount(bits, d, g, MODE_NAMES.get(mode, str(mode)), bool(paged), len(body), dict(ops)))
+        bits, d, g, mode, paged, channel = (int(x) for x in m.groups())
+        out.append(LoopCount(bits, d, g, MODE_NAMES.get(mode, str(mode)), bool(paged), len(body), dict(ops),
+                             bool(channel)))
     return out
 
 
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for c in sorted(counts, key=lambda c: (c.head_dim, c.bits, -c.group_size, c.mode, c.paged)):
+    for c in sorted(counts, key=lambda c: (c.head_dim, c.bits, -c.group_size, c.mode, c.paged, c.channel)):
         if args.match and args.match not in c.label():
             continue
         top = ", ".join(f"{k} {v}" for k, v in sorted(c.opcodes.items(), key=lambda kv: -kv[1])[: args.top])

@@ -43,8 +43,8 @@ def decode(
         cache: :class:`~foscar.quant.QuantizedKVCache` (contiguous) or
             :class:`~foscar.paged.PagedQuantizedKVCache` (FlashInfer-style page table;
             the CUDA kernel takes page sizes that are powers of two), ``head_dim`` in
-            {64, 128, 256}. Channel-wise K
-            (``quantize_kv(..., k_layout="channel")``) runs on the Triton kernel only.
+            {64, 128, 256}. Token-wise or channel-wise K
+            (``quantize_kv(..., k_layout="channel")``) on every kernel and operand mode.
         operand: tensor-core operand mode: ``"bf16"`` (codes as ``1 + code/128``) or
             ``"fp8"`` (codes' bytes as e4m3 ``code * 2^-9``, query and probabilities in
             e4m3 with per-head / per-tile scaling; CUDA kernel only, head_dim * bits / 128
@@ -216,8 +216,6 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             raise ValueError(why_fp8)
     if backend == "triton":
         why_not_cuda = "not asked for"
-    elif getattr(cache, "k_block", None) is not None:
-        why_not_cuda = "channel-wise K (k_layout='channel') runs on the Triton kernel only"
     elif paged and cache.page_size & (cache.page_size - 1):
         why_not_cuda = f"the CUDA kernel takes page sizes that are powers of two, got {cache.page_size}"
     else:

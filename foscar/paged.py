@@ -8,6 +8,10 @@ Layout (HND pages; ``W = head_dim * bits // 8``, ``NG = head_dim // group_size``
     kv_indices           [num_used]   int32   page ids, in token order, any order in memory
     kv_last_page_len     [batch]      int32   tokens in the last page (1..page_size; 0 for no pages)
 
+Channel-wise K (``k_block`` set, :mod:`foscar.quant`): a page holds whole K blocks, so
+``k_block`` divides ``page_size`` and ``k_scale, k_offset`` are ``[num_pages, num_kv_heads,
+page_size // k_block, head_dim]`` float32 (block ``j`` of a page: its tokens ``j * k_block ..``).
+
 Sequence ``b`` has ``(n_pages - 1) * page_size + kv_last_page_len[b]`` tokens
 (0 without pages). ``max_seq_len`` is a host-side upper bound on every sequence's
 length (it sizes the split-KV plan without a device sync). Pages that no sequence
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from foscar._validate import check_tensor
-from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors
+from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors, num_k_blocks
 
 
 @dataclass
@@ -43,6 +47,7 @@ class PagedQuantizedKVCache(_CacheTensors):
     group_size: int
     head_dim: int
     max_seq_len: int
+    k_block: int | None = None
 
     @property
     def batch_size(self) -> int:
@@ -62,8 +67,12 @@ class PagedQuantizedKVCache(_CacheTensors):
         """Check shapes, dtypes and devices (not the page-table values: that would need a sync).
 
         Raises:
-            ValueError: the first inconsistency, as "expected X, got Y".
+            ValueError: the first inconsistency, as "expected X, got Y" (channel-wise K:
+                also a ``k_block`` that does not divide ``page_size``).
         """
+        if self.k_block is not None and self.k_codes.dim() == 4 and self.page_size % self.k_block:
+            raise ValueError(f"k_block: a page must hold whole channel-wise K blocks; k_block={self.k_block} "
+                             f"does not divide page_size={self.page_size}")
         self._validate_tensors()
         dev = self.device
         check_tensor("kv_indptr", self.kv_indptr, ndim=1, dtypes=(torch.int32,), device=dev)
@@ -81,18 +90,21 @@ class PagedQuantizedKVCache(_CacheTensors):
         out = {}
         for name in CACHE_TENSORS:
             src = getattr(self, name)
-            dst = torch.zeros((self.batch_size, self.num_kv_heads, max_len, src.shape[-1]), dtype=src.dtype, device=self.device)
+            per_block = self.k_block is not None and name in ("k_scale", "k_offset")  # rows are K blocks
+            rows_of = (lambda n: num_k_blocks(n, self.k_block)) if per_block else (lambda n: n)
+            dst = torch.zeros((self.batch_size, self.num_kv_heads, rows_of(max_len), src.shape[-1]), dtype=src.dtype,
+                              device=self.device)
             for b, length in enumerate(lens):
                 if length == 0:
                     continue
                 pages = self.kv_indices[indptr[b]:indptr[b + 1]].long()
-                rows = src[pages].permute(1, 0, 2, 3).reshape(self.num_kv_heads, -1, src.shape[-1])  # [H, pages*page, .]
-                dst[b, :, :length] = rows[:, :length]
+                rows = src[pages].permute(1, 0, 2, 3).reshape(self.num_kv_heads, -1, src.shape[-1])  # [H, pages*rows, .]
+                dst[b, :, :rows_of(length)] = rows[:, :rows_of(length)]
             out[name] = dst
         return QuantizedKVCache(
             **out,
             seq_lens=torch.tensor(lens, dtype=torch.int32, device=self.device),
-            bits=self.bits, group_size=self.group_size, head_dim=self.head_dim,
+            bits=self.bits, group_size=self.group_size, head_dim=self.head_dim, k_block=self.k_block,
         )
 
 
@@ -115,15 +127,17 @@ def paginate(
             (e.g. 1e30: a kernel that reads them gives a wrong answer).
         generator: for ``shuffle``.
 
+    A channel-wise K cache keeps its K blocks whole: ``k_block`` must divide ``page_size``.
+
     Raises:
-        ValueError: ``page_size < 1``; a channel-wise K cache (paged caches hold
-            token-wise K only so far).
+        ValueError: ``page_size < 1``; a channel-wise K cache whose ``k_block`` does not
+            divide ``page_size``.
     """
     if page_size < 1:
         raise ValueError(f"page_size: expected >= 1, got {page_size}")
-    if cache.k_block is not None:
-        raise ValueError("cache: channel-wise K (k_layout='channel') is not supported in paged caches yet; "
-                         "decode the contiguous cache")
+    if cache.k_block is not None and page_size % cache.k_block:
+        raise ValueError(f"page_size: a page must hold whole channel-wise K blocks; k_block={cache.k_block} "
+                         f"does not divide page_size={page_size} (use a multiple of it)")
     lens = [int(x) for x in cache.seq_lens.tolist()]
     counts = [math.ceil(n / page_size) for n in lens]
     used = sum(counts)
@@ -143,10 +157,14 @@ def paginate(
     for name in CACHE_TENSORS:
         src = getattr(cache, name)
         value = 0 if fill is None else (0xFF if src.dtype == torch.uint8 else fill)
-        pool = torch.full((total, cache.num_kv_heads, page_size, src.shape[-1]), value, dtype=src.dtype, device=dev)
+        if cache.k_block is not None and name in ("k_scale", "k_offset"):  # rows are K blocks: k_block tokens each
+            r_tok, r_valid, r_per_page = tok[:, ::cache.k_block] // cache.k_block, valid[:, ::cache.k_block], page_size // cache.k_block
+        else:
+            r_tok, r_valid, r_per_page = tok, valid, page_size
+        pool = torch.full((total, cache.num_kv_heads, r_per_page, src.shape[-1]), value, dtype=src.dtype, device=dev)
         if used:
-            rows = src[page_seq[:, None], :, tok]  # [used, page_size, num_kv_heads, W]
-            rows = torch.where(valid[:, :, None, None], rows, torch.full_like(rows, value))
+            rows = src[page_seq[:, None], :, r_tok]  # [used, r_per_page, num_kv_heads, W]
+            rows = torch.where(r_valid[:, :, None, None], rows, torch.full_like(rows, value))
             pool[slots] = rows.permute(0, 2, 1, 3)
         fields[name] = pool
     indptr = [0]
@@ -160,5 +178,5 @@ def paginate(
         kv_indices=ids.to(**i32),
         kv_last_page_len=torch.tensor(last, **i32),
         bits=cache.bits, group_size=cache.group_size, head_dim=cache.head_dim,
-        max_seq_len=max(lens, default=0),
+        max_seq_len=max(lens, default=0), k_block=cache.k_block,
     )

@@ -33,7 +33,8 @@ KERNEL_NAME = "foscar-cuda"
 # header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"). Both enter the extension's name.
 CSRC = Path(os.environ.get("FOSCAR_CSRC") or Path(__file__).parent / "csrc")
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
-    CSRC / f"decode_mode_{mode}{cache}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged"))
+    CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
+    for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
     f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split())
@@ -132,7 +133,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
-        o_part, lse_part, cache.bits, cache.group_size, tokens_per_split, sm_scale * 1.4426950408889634,
+        o_part, lse_part, cache.bits, cache.group_size, cache.k_block or 0, tokens_per_split,
+        sm_scale * 1.4426950408889634,
         MODES[mode],
     )
 

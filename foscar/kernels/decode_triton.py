@@ -32,7 +32,8 @@ path dots the caller's BF16 query exactly), and BF16's 2^-9 rounding moved the L
 up to 7e-3 against the fp64 reference, FP16's 2^-11 by about 1e-3 (up to 1.4e-3 in
 tests/test_channel_k.py), at the same MMA cost. FP16 subnormal inputs to the tensor
 cores are assumed exact (as FP8's are on the H200): tests/test_channel_k.py's gpu
-tests check it. V stays token-wise (BF16). Contiguous caches only.
+tests check it. V stays token-wise (BF16). Paged caches hold whole K blocks per page (the block of a
+tile is the one of its first token, on its page).
 
 Operand: BF16 ``1 + code/128`` built as ``0x3F80 | code`` (exact), four codes per
 32-bit register with inline PTX (shr + 2 prmt + 2 lop3, :data:`_PLANE_ASM`). Numerics
@@ -263,7 +264,8 @@ def _folded_decode_split_kernel(
     K_codes, V_codes,  # [batch, num_kv_heads, max_seq_len, PACKED] uint8
     K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NG] fp32
     Seq_lens,  # [batch] int32
-    # (K_BLOCK > 0: K_scale, K_offset are [batch, num_kv_heads, cdiv(max_seq_len, K_BLOCK), HEAD_DIM] fp32)
+    # (K_BLOCK > 0: K_scale, K_offset are [batch, num_kv_heads, cdiv(max_seq_len, K_BLOCK), HEAD_DIM] fp32;
+    #  PAGED: [num_pages, num_kv_heads, PAGE // K_BLOCK, HEAD_DIM])
     Kv_indptr, Kv_indices,  # PAGED: [batch + 1], [num_used_pages] int32 (else unused)
     O_part,  # [batch, num_qo_heads, num_splits, HEAD_DIM] fp32
     Lse_part,  # [batch, num_qo_heads, num_splits] fp32 (base 2)
@@ -307,7 +309,7 @@ def _folded_decode_split_kernel(
     else:  # [batch, num_kv_heads, max_seq_len, ...]
         code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
         scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
-    if K_BLOCK > 0:  # channel-wise K scales/offsets, contiguous: max_seq_len = stride_ch / PACKED
+    if K_BLOCK > 0 and not PAGED:  # channel-wise K scales/offsets, contiguous: max_seq_len = stride_ch / PACKED
         k_blocks = tl.cdiv(stride_ch // PACKED, K_BLOCK)
         kmeta_base = (b.to(tl.int64) * num_kv_heads + hkv) * k_blocks * HEAD_DIM
 
@@ -335,7 +337,11 @@ def _folded_decode_split_kernel(
             srow = scale_base + tok * NG
 
         if K_BLOCK > 0:  # ---- scores, channel-wise K: the query scaled per block, one constant per head
-            kmeta = kmeta_base + (n0 // K_BLOCK) * HEAD_DIM  # the tile's block (BLOCK_N divides K_BLOCK)
+            if PAGED:  # pages hold whole blocks (K_BLOCK divides PAGE): the block of the tile's first token
+                kpage = tl.load(Kv_indices + page_base + n0 // PAGE).to(tl.int64)
+                kmeta = ((kpage * num_kv_heads + hkv) * (PAGE // K_BLOCK) + (n0 % PAGE) // K_BLOCK) * HEAD_DIM
+            else:
+                kmeta = kmeta_base + (n0 // K_BLOCK) * HEAD_DIM  # the tile's block (BLOCK_N divides K_BLOCK)
             scores = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
             q_const = tl.zeros([BLOCK_H], tl.float32)
             for g in tl.static_range(NG):
@@ -514,16 +520,13 @@ def plan_launch(
     rounded to whole tiles. Host-side only (no device sync).
 
     Raises:
-        ValueError: a paged channel-wise K cache (not supported yet), or a ``config``
-            ``BLOCK_N`` that does not divide ``k_block``.
+        ValueError: a ``config`` ``BLOCK_N`` that does not divide ``k_block``.
     """
     hkv = cache.num_kv_heads
     k_block = cache.k_block
     meta = launch_config(cache.head_dim, cache.bits, cache.group_size, num_qo_heads // hkv, k_block)
     meta.update(config or {})
-    if k_block is not None:
-        if hasattr(cache, "kv_indptr"):
-            raise ValueError("cache: channel-wise K in a paged cache is not supported yet")
+    if k_block is not None:  # (a paged cache holds whole K blocks per page: PagedQuantizedKVCache.validate)
         if k_block % meta["BLOCK_N"]:
             raise ValueError(f"config: BLOCK_N={meta['BLOCK_N']} must divide k_block={k_block} (a tile in one K block)")
     if num_splits is None:

@@ -13,7 +13,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor lens,
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, int64_t bits, int64_t group_size,
-                   int64_t tokens_per_split, double qk_scale_log2, int64_t mode) {
+                   int64_t k_block, int64_t tokens_per_split, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
@@ -26,6 +26,12 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
     indptr = kv_indptr->data_ptr<int>();
     indices = kv_indices->data_ptr<int>();
   }
+  for (const auto& t : {k_codes, v_codes})  // 16-byte copies of code rows (and of channel-wise K's scale rows)
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "code tensors must be 16-byte aligned");
+  if (k_block != 0)
+    for (const auto& t : {k_scale, k_offset})
+      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(3) == q.size(2),
+                  "channel-wise K: k_scale / k_offset [.., .., blocks, head_dim], 16-byte aligned");
   TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
@@ -37,7 +43,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
       lse_part.data_ptr<float>(), batch, num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_splits,
       (int)tokens_per_split, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size,
-      (int)mode, c10::cuda::getCurrentCUDAStream());
+      (int)k_block, (int)mode, c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
 }
 

@@ -1,6 +1,6 @@
-// Instantiates the fp8 paged-cache variant of the sm_90 decode kernel (all formats).
+// Instantiates the fp8 paged-cache variant (token-wise K) of the sm_90 decode kernel (all formats).
 #include "folded_decode_sm90.cuh"
 
 namespace foscar {
-template cudaError_t launch_mode<kFoldedFp8, true>(const Params&, int, int, int, int, cudaStream_t);
+template cudaError_t launch_mode<kFoldedFp8, true, false>(const Params&, int, int, int, int, cudaStream_t);
 }  // namespace foscar

@@ -79,11 +79,14 @@ struct Fmt {
   static constexpr int KSTEPS8 = NCH / 2 * P;      // FP8: k32 steps of QK (chunk pair, plane)
   static constexpr float C0 = ((1 << BITS) - 1) * 0.5f;  // FP8: mid code, centres the rounding corrections
 
-  // shared memory of one warp-stage: K codes, V codes, then ks, kz, vs, vz
+  // shared memory of one warp-stage: K codes, V codes, then ks, kz (KM_BYTES each), vs, vz
+  // (SCALE_BYTES each). Token-wise K: ks, kz per token and group like V's. Channel-wise K
+  // (CH): the rows of HEAD_DIM scales / offsets of the (at most 2) K blocks of the sub-tile.
   static constexpr int CODE_BYTES = kTileTokens * RB;
   static constexpr int SCALE_BYTES = kTileTokens * NG * 4;
-  static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 4 * SCALE_BYTES;
-  static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES;
+  template <bool CH> static constexpr int KM_BYTES = CH ? 2 * HEAD_DIM * 4 : SCALE_BYTES;
+  template <bool CH> static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 2 * KM_BYTES<CH> + 2 * SCALE_BYTES;
+  template <bool CH> static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES<CH>;
   // Folded BF16: plane pl is used in place (no shift) where its bits already sit in the BF16
   // mantissa (bits 0..6 of each half): operand 1 + code * 2^E / 128, E = PEXP(pl) = BITS * pl;
   // INT2 planes 0, 1, 2 (INT4 plane 1 would reach the exponent bit: shifted, E = 0). The
@@ -161,6 +164,20 @@ __device__ __forceinline__ void mma_bf16_c(float (&d)[4], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c0), "f"(c1));
 }
 
+// FP16 operands (channel-wise K's QK: the query scaled per K block, the codes as FP16 subnormals)
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
 // FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
 __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -216,6 +233,13 @@ __device__ __forceinline__ uint32_t operand_pair_at(uint32_t x, int e) {  // e: 
   return r;
 }
 
+// FP16 pair from two bytes of a word in one and: with the codes at bits e.. of each half (e + BITS
+// <= 8), the FP16 subnormals code * 2^(e - 24), exact and unbiased (channel-wise K's QK operand).
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t subnormal_pair_at(uint32_t x, int e) {  // e: a constant after unrolling
+  return x & (MASK << e);
+}
+
 // Per-value reconstruction (the ablation baseline, DESIGN §4): convert each code, then
 // s * code + z, then round the pair to BF16. Codes at bits 0.. and 16.. of x.
 template <uint32_t MASK>
@@ -260,13 +284,16 @@ struct Params {
   const uint8_t* k_codes;  // [batch, num_kv_heads, max_seq_len, RB]; paged: [num_pages, num_kv_heads, page, RB]
   const uint8_t* v_codes;
   const float* k_scale;  // [batch, num_kv_heads, max_seq_len, NG]; paged: [num_pages, num_kv_heads, page, NG]
-  const float* k_offset;
+  const float* k_offset;  // channel-wise K: [batch, num_kv_heads, k_blocks, HEAD_DIM]; paged: [num_pages, num_kv_heads, k_blocks, HEAD_DIM]
   const float* v_scale;
   const float* v_offset;
   const int* lens;  // [batch]: contiguous, the sequences' lengths; paged, kv_last_page_len
   const int* kv_indptr;   // paged: [batch + 1], pages of sequence b: kv_indices[kv_indptr[b] ..]; else nullptr
   const int* kv_indices;  // paged: page ids in token order; else nullptr
   int page_shift;         // paged: log2(page size)
+  int k_block_shift;      // channel-wise K: log2(tokens per K block), 5..7; else 0
+  int k_blocks;           // channel-wise K: K blocks per (sequence, KV head) row, ceil(max_seq_len / k_block);
+                          // paged: per page, page / k_block (pages hold whole blocks)
   float* o_part;        // [batch, num_qo_heads, num_splits, HEAD_DIM]
   float* lse_part;      // [batch, num_qo_heads, num_splits], base 2
   int num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split;
@@ -293,14 +320,30 @@ struct Params {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
+// Channel-wise K (CH; KIVI style, foscar/quant.py): K's scale s_c and offset z_c per channel c and
+// block of 2^k_block_shift tokens (32, 64 or 128; V stays token-wise). A 64-token sub-tile starts
+// at a multiple of 64, so it lies in one block, or in two (m16 tiles 0-1 and 2-3) at k_block 32;
+// the query is rebuilt once per block, S = sum_c (Q_c s_c) code_c + sum_c Q_c z_c:
+//  kFoldedBf16: QK on FP16 operands (as the Triton kernel's, decode_triton.py): the codes of plane
+//               pl, kept at bits E = BITS * pl of each half (one and), are the FP16 subnormals
+//               code 2^(E - 24) (exact, no bias); the query is fp16(Q s 2^-E / f), f per head
+//               bringing max |Q s| to 2^14 (FP16's 11-bit significand: BF16's 8 bits moved the LSE
+//               by ~7e-3 in the Triton kernel); S = 2^24 f acc + Q . z.
+//  kPerValue:   the K operand is bf16(s_c code + z_c) per value, the query unscaled.
+//  kFoldedFp8:  the FP8 mode's formula with Q s in place of Q and Q . z in place of z sum(Q),
+//               sigma per (head, block).
+
 // PAGED: token rows through the page table (p.kv_indptr / p.kv_indices), else contiguous.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED>
+// CH: channel-wise K (above), else token-wise.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
 __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
   constexpr bool FP8 = MODE == kFoldedFp8;
   constexpr int KS8 = FP8 ? F::KSTEPS8 : 1;
+  constexpr int KM_BYTES = F::template KM_BYTES<CH>, STAGE_BYTES = F::template STAGE_BYTES<CH>;
+  constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -318,6 +361,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   }
   const int start = split * p.tokens_per_split;
   const int end = min(start + p.tokens_per_split, seq_len);
+  const bool kb32 = CH && p.k_block_shift == 5;  // channel-wise K blocks of 32 tokens: two per sub-tile
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
@@ -336,8 +380,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const float* vz_g = p.v_offset + row0 * NG;
 
   // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
-  uint32_t qf[FP8 ? 1 : KSTEPS][2];
-  if constexpr (!FP8) {
+  // (channel-wise K: the raw query, scaled per K block into qc below)
+  uint32_t qf[FP8 && !CH ? 1 : KSTEPS][2];
+  if constexpr (!FP8 || CH) {
     const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
     const bool live = g < p.gqa;
 #pragma unroll
@@ -346,7 +391,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       for (int pl = 0; pl < P; ++pl) {
         const int ch = pl * RB + 16 * c + 4 * tig;
         // folded: plane pl's query times 2^-E (exact in BF16), E = F::pexp(pl)
-        const float sc = PER_VALUE ? 1.f : 1.f / (1 << F::pexp(pl));
+        const float sc = PER_VALUE || CH ? 1.f : 1.f / (1 << F::pexp(pl));
         __nv_bfloat16 x0 = __float2bfloat16(live ? __bfloat162float(qh[ch + 0]) * sc : 0.f);
         __nv_bfloat16 x1 = __float2bfloat16(live ? __bfloat162float(qh[ch + 1]) * sc : 0.f);
         __nv_bfloat16 x2 = __float2bfloat16(live ? __bfloat162float(qh[ch + 2]) * sc : 0.f);
@@ -360,7 +405,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   // the QK accumulators start (so they end at sum(code * Q) / 128), and qsum is premultiplied by
   // sm_scale log2(e)
   float qsum[NG][2], nqs[NG][2];
-  if constexpr (!FP8) {
+  if constexpr (!FP8 && !CH) {
 #pragma unroll
   for (int gr = 0; gr < NG; ++gr) {
     float s = 0.f, sq = 0.f;
@@ -388,7 +433,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
   uint32_t qf8[KS8][2];
   float qerr[FP8 ? NG : 1][2], cq[2];
-  if constexpr (FP8) {
+  if constexpr (FP8 && !CH) {
     const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
     const bool live = g < p.gqa;
     auto qv = [&](int ch) { return live ? __bfloat162float(qh[ch]) : 0.f; };
@@ -443,6 +488,75 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     }
   }
 
+  // ---- channel-wise K: the query of one K block (rows sr, zr of its scales and offsets in shared
+  // memory) as B fragments qc (FP16, or e4m3 in qc[k8] for FP8), and per column head (2tig + j) the
+  // score of a token, acc * cs[j] + cb[j] (log2 domain)
+  uint32_t qc[CH && !PER_VALUE ? (FP8 ? KS8 : KSTEPS) : 1][2];
+  float cs[2], cb[2];
+  auto q_raw = [&](int k, int j) -> float {  // query of channel pl * RB + 16c + 4tig + j, step k = c * P + pl
+    return j == 0 ? bf16_lo(qf[k][0]) : j == 1 ? bf16_lo(qf[k][1]) : j == 2 ? bf16_hi(qf[k][0]) : bf16_hi(qf[k][1]);
+  };
+  auto build_channel_query = [&](const float* sr, const float* zr) {
+    if constexpr (CH && !PER_VALUE) {
+      float y[KSTEPS][4];  // Q s
+      float amax = 0.f, qz = 0.f;
+#pragma unroll
+      for (int k = 0; k < KSTEPS; ++k) {
+        const int ch = (k % P) * RB + 16 * (k / P) + 4 * tig;
+        const float4 s4 = *reinterpret_cast<const float4*>(sr + ch);
+        const float4 z4 = *reinterpret_cast<const float4*>(zr + ch);
+        const float sv[4] = {s4.x, s4.y, s4.z, s4.w}, zv[4] = {z4.x, z4.y, z4.z, z4.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float q = q_raw(k, j);
+          y[k][j] = q * sv[j];
+          amax = fmaxf(amax, fabsf(y[k][j]));
+          qz = fmaf(q, zv[j], qz);
+        }
+      }
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      qz += __shfl_xor_sync(0xffffffffu, qz, 1);
+      qz += __shfl_xor_sync(0xffffffffu, qz, 2);
+      float scale, bias;  // of head g: score = acc * scale + bias
+      if constexpr (!FP8) {  // fp16(Q s 2^-E / f), f = max |Q s| / 2^14
+        const float f = amax > 0.f ? amax * (1.f / 16384.f) : 1.f;
+        const float inv = 1.f / f;
+#pragma unroll
+        for (int k = 0; k < KSTEPS; ++k) {
+          const float m = inv * (1.f / (1 << (BITS * (k % P))));  // plane pl's codes sit at bits E = BITS pl
+          qc[k][0] = pack_f16x2(y[k][0] * m, y[k][2] * m);
+          qc[k][1] = pack_f16x2(y[k][1] * m, y[k][3] * m);
+        }
+        scale = f * 16777216.f * p.qk_scale_log2;
+        bias = qz * p.qk_scale_log2;
+      } else {  // e4m3(Q s sigma), sigma = 448 / max |Q s|; rounding corrected around C0 as in the prologue
+        const float sigma = amax > 0.f ? 448.f / amax : 1.f;
+        const float inv_sigma = 1.f / sigma;
+        float qe = 0.f;
+#pragma unroll
+        for (int k8 = 0; k8 < KS8; ++k8) {
+          const int k_lo = (2 * (k8 / P)) * P + k8 % P, k_hi = k_lo + P;  // chunks 2cp, 2cp + 1 of plane pl
+          qc[k8][0] = e4m3x4_from_f32(y[k_lo][0] * sigma, y[k_lo][1] * sigma, y[k_lo][2] * sigma, y[k_lo][3] * sigma);
+          qc[k8][1] = e4m3x4_from_f32(y[k_hi][0] * sigma, y[k_hi][1] * sigma, y[k_hi][2] * sigma, y[k_hi][3] * sigma);
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            qe += (e4m3_to_f32(qc[k8][0] >> (8 * j)) * inv_sigma - y[k_lo][j]) +
+                  (e4m3_to_f32(qc[k8][1] >> (8 * j)) * inv_sigma - y[k_hi][j]);
+        }
+        qe += __shfl_xor_sync(0xffffffffu, qe, 1);
+        qe += __shfl_xor_sync(0xffffffffu, qe, 2);
+        scale = 512.f * inv_sigma * p.qk_scale_log2;
+        bias = (qz - F::C0 * qe) * p.qk_scale_log2;
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        cs[j] = __shfl_sync(0xffffffffu, scale, (2 * tig + j) * 4);
+        cb[j] = __shfl_sync(0xffffffffu, bias, (2 * tig + j) * 4);
+      }
+    }
+  };
+
   float o_acc[KSTEPS][4];
 #pragma unroll
   for (int k = 0; k < KSTEPS; ++k)
@@ -451,7 +565,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_part[2] = {0.f, 0.f};
 
-  uint8_t* wsm = smem + warp * kStages * F::STAGE_BYTES;
+  uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
@@ -488,7 +602,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
 
   // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its page ids
   auto issue = [&](int it, const int (&pg)[2]) {
-    uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
+    uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
 #pragma unroll
@@ -516,10 +630,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
           const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
           const long long src = bytes ? row * NG + f0 % NG : 0;
           uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
-          cp_async16(base, ks_g + src, bytes);
-          cp_async16(base + F::SCALE_BYTES, kz_g + src, bytes);
-          cp_async16(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
-          cp_async16(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+          if constexpr (!CH) {
+            cp_async16(base, ks_g + src, bytes);
+            cp_async16(base + KM_BYTES, kz_g + src, bytes);
+          }
+          cp_async16(base + 2 * KM_BYTES, vs_g + src, bytes);
+          cp_async16(base + 2 * KM_BYTES + F::SCALE_BYTES, vz_g + src, bytes);
         }
       }
     } else {  // rows (pages) of scales not 16-byte aligned: 4-byte copies
@@ -529,10 +645,33 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
         const int bytes = f0 < valid ? 4 : 0;
         const long long src = bytes ? row * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
-        cp_async4(base, ks_g + src, bytes);
-        cp_async4(base + F::SCALE_BYTES, kz_g + src, bytes);
-        cp_async4(base + 2 * F::SCALE_BYTES, vs_g + src, bytes);
-        cp_async4(base + 3 * F::SCALE_BYTES, vz_g + src, bytes);
+        if constexpr (!CH) {
+          cp_async4(base, ks_g + src, bytes);
+          cp_async4(base + KM_BYTES, kz_g + src, bytes);
+        }
+        cp_async4(base + 2 * KM_BYTES, vs_g + src, bytes);
+        cp_async4(base + 2 * KM_BYTES + F::SCALE_BYTES, vz_g + src, bytes);
+      }
+    }
+    if constexpr (CH) {  // the K blocks of tokens t0 and (k_block 32) t0 + 32: rows of HEAD_DIM floats
+      constexpr int ROW_CHUNKS = HEAD_DIM / 4;
+      const int rows = kb32 ? 2 : 1;
+      int ids[2] = {0, 0};
+      if constexpr (PAGED) {
+        ids[0] = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0
+        ids[1] = __shfl_sync(0xffffffffu, pg[1], 0);  // of token t0 + 32
+      }
+      for (int i = lane; i < rows * ROW_CHUNKS; i += 32) {
+        const int r = i / ROW_CHUNKS, cc = i % ROW_CHUNKS;
+        const int gt = t0 + 32 * r;
+        const bool live = gt < end;
+        const long long krow =
+            PAGED ? ((long long)(r ? ids[1] : ids[0]) * p.num_kv_heads + hkv) * p.k_blocks + ((gt & page_mask) >> p.k_block_shift)
+                  : (long long)bh * p.k_blocks + (gt >> p.k_block_shift);
+        const long long src = live ? krow * HEAD_DIM + 4 * cc : 0;
+        uint8_t* dst = st + 2 * F::CODE_BYTES + (r * HEAD_DIM + 4 * cc) * 4;
+        cp_async16(dst, p.k_scale + src, live ? 16 : 0);
+        cp_async16(dst + KM_BYTES, p.k_offset + src, live ? 16 : 0);
       }
     }
   };
@@ -561,12 +700,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
-    const uint8_t* st = wsm + (it % kStages) * F::STAGE_BYTES;
+    const uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const uint8_t* ksm = st;
     const uint8_t* vsm = st + F::CODE_BYTES;
-    const float* ks = reinterpret_cast<const float*>(st + 2 * F::CODE_BYTES);
-    const float* kz = ks + kTileTokens * NG;
-    const float* vs = kz + kTileTokens * NG;
+    const float* ks = reinterpret_cast<const float*>(st + 2 * F::CODE_BYTES);  // channel-wise K: 2 rows of HEAD_DIM
+    const float* kz = ks + KM_BYTES / 4;
+    const float* vs = ks + 2 * KM_BYTES / 4;
     const float* vz = vs + kTileTokens * NG;
     const int t0 = first + it * stride;
 
@@ -574,9 +713,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     float s[4][4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
-      float acc[NG][4];  // folded BF16: starts at nqs (in the group's first mma)
+      // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
+      const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
+      if constexpr (CH && !PER_VALUE) {
+        if (mt == 0 || (kb32 && mt == 2)) build_channel_query(ks + krow, kz + krow);
+      }
+      float acc[KG][4];  // folded BF16: starts at nqs (in the group's first mma)
 #pragma unroll
-      for (int gr = 0; gr < NG; ++gr)
+      for (int gr = 0; gr < KG; ++gr)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[gr][i] = 0.f;
       if constexpr (FP8) {
@@ -594,7 +738,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
             const int sh = BITS * pl;
             const uint32_t a[4] = {(w[0] >> sh) & F::MASK4, (w[1] >> sh) & F::MASK4, (w[2] >> sh) & F::MASK4,
                                    (w[3] >> sh) & F::MASK4};
-            mma_fp8(acc[(pl * RB + 32 * cp) / GROUP], a, qf8[cp * P + pl][0], qf8[cp * P + pl][1]);
+            if constexpr (CH)
+              mma_fp8(acc[0], a, qc[cp * P + pl][0], qc[cp * P + pl][1]);
+            else
+              mma_fp8(acc[(pl * RB + 32 * cp) / GROUP], a, qf8[cp * P + pl][0], qf8[cp * P + pl][1]);
           }
         }
       } else {
@@ -612,7 +759,21 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
           const int k = c * P + pl;
           const int gr = (pl * RB + 16 * c) / GROUP;
           uint32_t a[4];
-          if constexpr (PER_VALUE) {
+          if constexpr (CH && PER_VALUE) {  // s, z per channel: ch, ch + 2 (a[0], a[1]); ch + 1, ch + 3
+            const int ch = pl * RB + 16 * c + 4 * tig;
+            const float4 s4 = *reinterpret_cast<const float4*>(ks + krow + ch);
+            const float4 z4 = *reinterpret_cast<const float4*>(kz + krow + ch);
+            a[0] = dequant_pair<F::MASK>(w[0] >> sh, s4.x, z4.x, s4.z, z4.z);
+            a[1] = dequant_pair<F::MASK>(w[1] >> sh, s4.x, z4.x, s4.z, z4.z);
+            a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s4.y, z4.y, s4.w, z4.w);
+            a[3] = dequant_pair<F::MASK>(w[1] >> (sh + 8), s4.y, z4.y, s4.w, z4.w);
+          } else if constexpr (CH) {  // FP16 subnormals code 2^(sh - 24): plane pl stays at bits sh
+            constexpr uint32_t M = F::MASK;
+            a[0] = subnormal_pair_at<M>(w[0], sh);      // row g,   k 2tig..: bytes 0, 2
+            a[1] = subnormal_pair_at<M>(w[1], sh);      // row g+8
+            a[2] = subnormal_pair_at<M>(w[0] >> 8, sh);  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = subnormal_pair_at<M>(w[1] >> 8, sh);
+          } else if constexpr (PER_VALUE) {
             const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
             const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
             const float s1 = ks[t_hi * NG + gr], z1 = kz[t_hi * NG + gr];
@@ -628,7 +789,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
             a[2] = operand_pair_at<M>(w[0] >> (sh - e + 8), e);  // row g,   k 2tig+8..: bytes 1, 3
             a[3] = operand_pair_at<M>(w[1] >> (sh - e + 8), e);
           }
-          if (!PER_VALUE && first_step_of_group<F>(c, pl))
+          if constexpr (CH && !PER_VALUE)
+            mma_f16(acc[0], a, qc[k][0], qc[k][1]);
+          else if constexpr (CH)
+            mma_bf16(acc[0], a, qf[k][0], qf[k][1]);
+          else if (!PER_VALUE && first_step_of_group<F>(c, pl))
             mma_bf16_c(acc[gr], a, qf[k][0], qf[k][1], nqs[gr][0], nqs[gr][1]);
           else
             mma_bf16(acc[gr], a, qf[k][0], qf[k][1]);
@@ -641,8 +806,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1)
         const int tl = mt * 16 + g + 8 * half;
         const bool valid = t0 + tl < end;
+        if constexpr (CH) {  // one accumulator; per-value: the mma saw s code + z, else acc * cs + cb
 #pragma unroll
-        for (int gr = 0; gr < NG; ++gr) {
+          for (int j = 0; j < 2; ++j)
+            s[mt][2 * half + j] = PER_VALUE ? acc[0][2 * half + j] * p.qk_scale_log2 : fmaf(acc[0][2 * half + j], cs[j], cb[j]);
+        }
+#pragma unroll
+        for (int gr = 0; gr < (CH ? 0 : NG); ++gr) {
           if constexpr (PER_VALUE) {  // the mma already saw s * code + z
             s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
             s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
@@ -912,12 +1082,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   }
 }
 
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED>
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
-  constexpr int smem = F::SMEM_BYTES > merge_bytes ? F::SMEM_BYTES : merge_bytes;
-  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED>;
+  constexpr int tiles = F::template SMEM_BYTES<CH>;
+  constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
+  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   dim3 grid(batch * p.num_kv_heads, p.num_splits);
@@ -927,12 +1098,12 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
 
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported
 // (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks.
-template <int MODE, bool PAGED>
+template <int MODE, bool PAGED, bool CH>
 cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, cudaStream_t stream) {
 #define FOSCAR_CASE(B, D, G)                                                   \
   if (bits == B && head_dim == D && group_size == G) {                         \
     if constexpr (MODE != kFoldedFp8 || Fmt<B, D, G>::NCH % 2 == 0)             \
-      return launch<B, D, G, MODE, PAGED>(p, batch, stream);                   \
+      return launch<B, D, G, MODE, PAGED, CH>(p, batch, stream);               \
     return cudaErrorInvalidValue;                                              \
   }
   FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
@@ -943,10 +1114,13 @@ cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size,
 #undef FOSCAR_CASE
   return cudaErrorInvalidValue;
 }
-// instantiated once each, in decode_mode_{bf16,per_value,fp8}{,_paged}.cu
-#define FOSCAR_MODES(X) \
-  X(kFoldedBf16, false) X(kFoldedBf16, true) X(kPerValue, false) X(kPerValue, true) X(kFoldedFp8, false) X(kFoldedFp8, true)
-#define FOSCAR_EXTERN(M, PG) extern template cudaError_t launch_mode<M, PG>(const Params&, int, int, int, int, cudaStream_t);
+// instantiated once each, in decode_mode_{bf16,per_value,fp8}{,_paged}{,_channel}.cu
+#define FOSCAR_MODES(X)                                                                                         \
+  X(kFoldedBf16, false, false) X(kFoldedBf16, true, false) X(kPerValue, false, false) X(kPerValue, true, false) \
+  X(kFoldedFp8, false, false) X(kFoldedFp8, true, false) X(kFoldedBf16, false, true) X(kFoldedBf16, true, true) \
+  X(kPerValue, false, true) X(kPerValue, true, true) X(kFoldedFp8, false, true) X(kFoldedFp8, true, true)
+#define FOSCAR_EXTERN(M, PG, CH) \
+  extern template cudaError_t launch_mode<M, PG, CH>(const Params&, int, int, int, int, cudaStream_t);
 FOSCAR_MODES(FOSCAR_EXTERN)
 #undef FOSCAR_EXTERN
 

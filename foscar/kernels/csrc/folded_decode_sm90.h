@@ -9,12 +9,15 @@
 // reconstruction, 2: folded FP8). Contiguous cache: lens = the sequences' lengths [batch],
 // kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache (FlashInfer-style page
 // table, page_size a power of two): lens = kv_last_page_len [batch]; the kernel derives each
-// length from kv_indptr (no extra kernel). Returns cudaErrorInvalidValue for an unsupported
-// (bits, head_dim, group_size, gqa, mode, page_size).
+// length from kv_indptr (no extra kernel). k_block: 0 for token-wise K (k_scale / k_offset like
+// V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
+// ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
+// head_dim], k_block dividing page_size). Returns cudaErrorInvalidValue for an unsupported
+// (bits, head_dim, group_size, gqa, mode, page_size, k_block).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
     int page_size, float* o_part, float* lse_part, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
-    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int mode,
+    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int k_block, int mode,
     cudaStream_t stream);

@@ -1,0 +1,6 @@
+// Instantiates the bf16 paged-cache variant (channel-wise K) of the sm_90 decode kernel (all formats).
+#include "folded_decode_sm90.cuh"
+
+namespace foscar {
+template cudaError_t launch_mode<kFoldedBf16, true, true>(const Params&, int, int, int, int, cudaStream_t);
+}  // namespace foscar
