@@ -262,11 +262,13 @@ def ablate(
     context: ContextOpt = None,
     out: OutOpt = None,
     smoke: SmokeOpt = False,
+    axis: Annotated[Optional[list[str]], typer.Option(
+        "--axis", help="Only this axis (repeat): reconstruction, group_size, split_kv, operand, cache, k_layout.")] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Isolate each idea on the same points: folded vs per-value reconstruction, group
     size 32/64/128, split-KV off/fixed/auto, BF16 vs FP8 operands, contiguous vs paged
-    cache; geometric-mean speed-up per setting.
+    cache, token- vs channel-wise K; geometric-mean speed-up per setting.
 
     Default points: batch {1, 8, 64} x 32K and 8 x 128K, INT2 and INT4, Qwen3-8B shape.
     """
@@ -283,6 +285,7 @@ def ablate(
         smoke,
         argv=_state["argv"] if _state["argv"] is not None else sys.argv[1:],
         console=make_console(),
+        axes=axis,
     )
 
 

@@ -14,10 +14,11 @@ Axes (each compared with its reference setting, everything else held fixed):
   :data:`TOLERANCE_FP8` (bench/NOTES.md §8: ~4e-2 is their rounding).
 * ``cache``: contiguous vs paged (``foscar.paginate`` of the same cache, pages shuffled
   in memory, 16 and 64 tokens per page); reference ``contiguous``.
+* ``k_layout``: token-wise K (G=128) vs channel-wise K (KIVI style, 128- and 32-token
+  blocks; the same random data quantized that way, checked against its own fp64
+  reference); reference ``token``. What the per-block query rebuild costs.
 
-Not ablated: token-wise vs channel-wise K (channel-wise K runs on the Triton kernel
-only, and the same data would have to be quantized both ways). Rows for it are not
-invented.
+``--axis`` runs only the named axes.
 
 Per point and setting: build the point's quantized cache (fresh random data), check
 the output against the fp64 reference, time with CUDA-graph replay over rotating
@@ -60,6 +61,7 @@ class Setting:
     num_splits: int | None = None  # None: the heuristic
     operand: str = "bf16"
     page_size: int | None = None  # None: the contiguous cache; else a shuffled paged copy
+    k_block: int | None = None  # None: token-wise K; else channel-wise K over k_block tokens
     reference: bool = False
 
 
@@ -77,10 +79,15 @@ SETTINGS = (
     Setting("cache", "contiguous", reference=True),
     Setting("cache", "paged-16", page_size=16),
     Setting("cache", "paged-64", page_size=64),
+    Setting("k_layout", "token", reference=True),
+    Setting("k_layout", "channel-128", k_block=128),
+    Setting("k_layout", "channel-32", k_block=32),
 )
+AXES = tuple(dict.fromkeys(s.axis for s in SETTINGS))
 
 COLUMNS = [
-    "axis", "setting", "is_reference", "backend", "method", "operand", "page_size", "bits", "group_size", "num_splits",
+    "axis", "setting", "is_reference", "backend", "method", "operand", "page_size", "bits", "group_size", "k_block",
+    "num_splits",
     "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim",
     "median_us", "p20_us", "p80_us", "bytes", "tbps", "speedup_vs_reference", "max_rel_err",
     "status", "error", "timing_mode",
@@ -138,6 +145,7 @@ def run_ablation(
     cpu_reps: int = 3,
     csv_path: Path | None = None,
     console=None,
+    axes: list[str] | None = None,
 ) -> pd.DataFrame:
     """Measure every setting at every ``(batch, context, bits)`` point.
 
@@ -148,17 +156,19 @@ def run_ablation(
         backend: ``"cuda"`` or ``"triton"`` (per-value and FP8 rows are skipped with
             the reason where the CUDA kernel cannot run).
         csv_path: rewritten after every point, so nothing measured is lost.
+        axes: only the settings of these axes (default: all, :data:`AXES`).
 
     Returns:
         One row per (point, setting) with :data:`COLUMNS`.
     """
     qo, kv, hd = shape
     rows: list[dict[str, Any]] = []
+    settings = [s for s in SETTINGS if axes is None or s.axis in axes]
     for batch, context, bits in points:
-        by_group: dict[int, Any] = {}
-        for s in SETTINGS:
+        by_group: dict[tuple[int, int | None], Any] = {}  # workloads by (group_size, k_block)
+        for s in settings:
             row = dict(axis=s.axis, setting=s.name, is_reference=s.reference, backend=backend, method=s.method,
-                       operand=s.operand, page_size=s.page_size, bits=bits, group_size=s.group_size,
+                       operand=s.operand, page_size=s.page_size, bits=bits, group_size=s.group_size, k_block=s.k_block,
                        num_splits=s.num_splits, batch=batch, context=context,
                        num_qo_heads=qo, num_kv_heads=kv, head_dim=hd)
             rows.append(row)
@@ -167,10 +177,11 @@ def run_ablation(
                 row.update(status="skipped", error=why)
                 continue
             try:
-                if s.group_size not in by_group:
-                    pt = Point(batch, context, bits, s.group_size, qo, kv, hd, 16)
-                    by_group[s.group_size] = build_workload(pt, device, seed, FULL_CHECK_MAX_TOKENS)
-                w = by_group[s.group_size]
+                key = (s.group_size, s.k_block)
+                if key not in by_group:
+                    pt = Point(batch, context, bits, s.group_size, qo, kv, hd, 16, k_block=s.k_block)
+                    by_group[key] = build_workload(pt, device, seed, FULL_CHECK_MAX_TOKENS)
+                w = by_group[key]
                 prep = _prepared(w, s, backend)
                 prep.fn()
                 if device.type == "cuda":
@@ -317,6 +328,7 @@ def run_ablate(
     smoke: bool,
     argv: list[str] | None = None,
     console=None,
+    axes: list[str] | None = None,
 ) -> Path:
     """The ``foscar ablate`` command: points, device, run directory, outputs.
 
@@ -326,7 +338,7 @@ def run_ablate(
 
     Raises:
         FoscarError: no GPU without ``--smoke``; an output directory that already
-            holds results.
+            holds results; an unknown axis.
     """
     import datetime as _dt
 
@@ -334,6 +346,9 @@ def run_ablate(
     from bench.errors import FoscarError
     from bench.run import RESULTS_DIR, SCRATCH_DIR, enable_interpreter
 
+    unknown = sorted(set(axes or ()) - set(AXES))
+    if unknown:
+        raise FoscarError(f"unknown ablation axis {', '.join(unknown)}; known: {', '.join(AXES)}")
     info = detect_device()
     if info is None and not smoke:
         raise FoscarError("foscar ablate needs a CUDA GPU (none detected); use --smoke for the tiny CPU grid")
@@ -360,7 +375,7 @@ def run_ablate(
 
     device = torch.device("cuda", torch.cuda.current_device()) if info else torch.device("cpu")
     backend = "cuda" if decode_cuda.unavailable(device, shape[0] // shape[1]) is None else "triton"
-    df = run_ablation(points, shape, device, backend, csv_path=out / "results.csv", console=console)
+    df = run_ablation(points, shape, device, backend, csv_path=out / "results.csv", console=console, axes=axes)
     meta = {
         "command": "foscar " + " ".join(argv or []),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -370,7 +385,7 @@ def run_ablate(
         "backend": backend,
         "shape": dict(zip(("num_qo_heads", "num_kv_heads", "head_dim"), shape)),
         "points": points,
-        "settings": setting_dicts(),
+        "settings": [d for d in setting_dicts() if axes is None or d["axis"] in axes],
         "git": git_state(),
         "timing": "CUDA-graph replay over rotating input copies" if info else "interpreter timing, not a performance number",
         "versions": software_versions(flashinfer=False),

@@ -44,9 +44,11 @@ class Point:
     num_kv_heads: int
     head_dim: int
     page_size: int
+    k_block: int | None = None  # channel-wise K over blocks of k_block tokens (foscar.quant); None: token-wise K
 
     def label(self) -> str:
-        return f"batch {self.batch} x context {self.context}, int{self.bits} G={self.group_size}"
+        k = f", channel-wise K k_block={self.k_block}" if self.k_block else ""
+        return f"batch {self.batch} x context {self.context}, int{self.bits} G={self.group_size}{k}"
 
 
 @dataclass
@@ -127,24 +129,27 @@ def estimate_bytes(point: Point, with_bf16_cache: bool, with_fp8_cache: bool = F
 
 
 def build_cache(point: Point, device: torch.device, generator: torch.Generator):
-    """Random BF16 K/V quantized chunk by chunk into one ``QuantizedKVCache``."""
-    from foscar.quant import QuantizedKVCache, quantize_kv
+    """Random BF16 K/V quantized chunk by chunk into one ``QuantizedKVCache`` (channel-wise K
+    with ``point.k_block``: the chunks are whole sequences, so its blocks are too)."""
+    from foscar.quant import QuantizedKVCache, num_k_blocks, quantize_kv
 
     p = point
     shape = (p.batch, p.num_kv_heads, p.context)
     packed = p.head_dim * p.bits // 8
     groups = p.head_dim // p.group_size
+    k_meta = (p.batch, p.num_kv_heads, num_k_blocks(p.context, p.k_block), p.head_dim) if p.k_block else (*shape, groups)
     cache = QuantizedKVCache(
         k_codes=torch.empty(*shape, packed, dtype=torch.uint8, device=device),
         v_codes=torch.empty(*shape, packed, dtype=torch.uint8, device=device),
-        k_scale=torch.empty(*shape, groups, dtype=torch.float32, device=device),
-        k_offset=torch.empty(*shape, groups, dtype=torch.float32, device=device),
+        k_scale=torch.empty(*k_meta, dtype=torch.float32, device=device),
+        k_offset=torch.empty(*k_meta, dtype=torch.float32, device=device),
         v_scale=torch.empty(*shape, groups, dtype=torch.float32, device=device),
         v_offset=torch.empty(*shape, groups, dtype=torch.float32, device=device),
         seq_lens=torch.full((p.batch,), p.context, dtype=torch.int32, device=device),
         bits=p.bits,
         group_size=p.group_size,
         head_dim=p.head_dim,
+        k_block=p.k_block,
     )
     hsd = p.num_kv_heads * p.context * p.head_dim
     step = max(1, CHUNK_VALUES // hsd)
@@ -153,7 +158,8 @@ def build_cache(point: Point, device: torch.device, generator: torch.Generator):
         kv_shape = (b1 - b0, p.num_kv_heads, p.context, p.head_dim)
         k = torch.randn(kv_shape, dtype=torch.bfloat16, device=device, generator=generator)
         v = torch.randn(kv_shape, dtype=torch.bfloat16, device=device, generator=generator)
-        part = quantize_kv(k, v, bits=p.bits, group_size=p.group_size)
+        layout = dict(k_layout="channel", k_block=p.k_block) if p.k_block else {}
+        part = quantize_kv(k, v, bits=p.bits, group_size=p.group_size, **layout)
         del k, v
         for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
             getattr(cache, name)[b0:b1].copy_(getattr(part, name))

@@ -25,7 +25,7 @@ def test_reference_speedups_and_summary():
     assert v["geomean_speedup"] == pytest.approx(6 ** 0.5) and (v["min"], v["max"], v["points"]) == (2.0, 3.0, 2)
     assert "int4" not in summary["ablation"]["reconstruction"]
     assert summary["reference"] == {"reconstruction": "per-value", "group_size": "G=128", "split_kv": "off",
-                                    "operand": "bf16", "cache": "contiguous"}
+                                    "operand": "bf16", "cache": "contiguous", "k_layout": "token"}
 
 
 def test_every_axis_has_one_reference():
@@ -52,5 +52,22 @@ def test_ablate_smoke_writes_files(tmp_path):
     assert len(ok) == len(SETTINGS) - 2 and (ok["max_rel_err"] < 2e-2).all()
     assert set(ok[ok["axis"] == "cache"]["setting"]) == {"contiguous", "paged-16", "paged-64"}
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["ablation"]) == {"group_size", "split_kv", "operand", "cache"}
+    assert set(summary["ablation"]) == {"group_size", "split_kv", "operand", "cache", "k_layout"}
+    kl = ok[ok["axis"] == "k_layout"]
+    assert set(kl["setting"]) == {"token", "channel-128", "channel-32"}  # each checked against its own reference
     assert json.loads((out / "meta.json").read_text())["triton_interpreter"] is True
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")
+def test_ablate_axis_selects_settings_and_rejects_unknown(tmp_path):
+    from bench.ablate import run_ablate
+    from bench.errors import FoscarError
+
+    with pytest.raises(FoscarError, match="unknown ablation axis k_blocks; known: reconstruction, group_size, "
+                                          "split_kv, operand, cache, k_layout"):
+        run_ablate(tmp_path / "x", [2], [1], [64], True, axes=["k_blocks"])
+    out = run_ablate(tmp_path / "kl", [4], [1], [100], True, axes=["k_layout"])
+    df = pd.read_csv(out / "results.csv")
+    assert list(df["setting"]) == ["token", "channel-128", "channel-32"] and (df["status"] == "ok").all()
+    assert list(df["k_block"].fillna(0).astype(int)) == [0, 128, 32]
+    assert json.loads((out / "meta.json").read_text())["settings"][1]["k_block"] == 128
