@@ -211,8 +211,10 @@ def test_folding_identity_channel_k_fp64(bits, k_block, operand):
 
 TOL = 1e-2  # BF16 P and V operands: as tests/test_decode_triton.py
 # The scaled query Q * s_blk is rounded to FP16 for the dot (2^-11 relative per value), which
-# the token-wise path does not need (it dots the caller's BF16 query as is): up to 1.4e-3 seen here.
-LSE_TOL = 2e-3
+# the token-wise path does not need (it dots the caller's BF16 query as is): up to 1.4e-3 seen here
+# (Triton, whose FP16 query is normalized per group), 2.04e-3 on the H200 with the CUDA kernel (one
+# normalization per head and block) at a 128-token sequence.
+LSE_TOL = 3e-3
 
 
 def _case(device, *, batch, num_qo_heads, num_kv_heads, head_dim, seq_lens, bits, group_size, k_block, seed=0):

@@ -536,13 +536,17 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
         float qe = 0.f;
 #pragma unroll
         for (int k8 = 0; k8 < KS8; ++k8) {
-          const int k_lo = (2 * (k8 / P)) * P + k8 % P, k_hi = k_lo + P;  // chunks 2cp, 2cp + 1 of plane pl
-          qc[k8][0] = e4m3x4_from_f32(y[k_lo][0] * sigma, y[k_lo][1] * sigma, y[k_lo][2] * sigma, y[k_lo][3] * sigma);
-          qc[k8][1] = e4m3x4_from_f32(y[k_hi][0] * sigma, y[k_hi][1] * sigma, y[k_hi][2] * sigma, y[k_hi][3] * sigma);
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
-            qe += (e4m3_to_f32(qc[k8][0] >> (8 * j)) * inv_sigma - y[k_lo][j]) +
-                  (e4m3_to_f32(qc[k8][1] >> (8 * j)) * inv_sigma - y[k_hi][j]);
+          for (int r = 0; r < 2; ++r) {  // chunks 2cp, 2cp + 1 of plane pl; bytes = channels ch + 0..3
+            const int k = (2 * (k8 / P) + r) * P + k8 % P;
+            // e4m3 pairs as their exact f16x2 (as P' below). (Reading the bytes back with e4m3_to_f32,
+            // as the prologue does, gave a wrong qe in this second-block rebuild on the H200.)
+            const uint32_t h01 = round_to_e4m3_as_f16x2(y[k][0] * sigma, y[k][1] * sigma);
+            const uint32_t h23 = round_to_e4m3_as_f16x2(y[k][2] * sigma, y[k][3] * sigma);
+            qc[k8][r] = f16x2_to_e4m3x2(h01) | (f16x2_to_e4m3x2(h23) << 16);
+            qe += (f16_lo(h01) * inv_sigma - y[k][0]) + (f16_hi(h01) * inv_sigma - y[k][1]) +
+                  (f16_lo(h23) * inv_sigma - y[k][2]) + (f16_hi(h23) * inv_sigma - y[k][3]);
+          }
         }
         qe += __shfl_xor_sync(0xffffffffu, qe, 1);
         qe += __shfl_xor_sync(0xffffffffu, qe, 2);
