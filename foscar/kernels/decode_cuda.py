@@ -11,7 +11,8 @@ that directory.
 
 Why a CUDA kernel beside the Triton one: bench/NOTES.md ("Triton ceiling").
 Supported: INT2/INT4, head_dim 64/128/256, group_size 32/64/128, 1 <= GQA <= 8,
-compute capability 9.x. Output layout matches :mod:`foscar.kernels.decode_triton`
+token-wise or channel-wise K (k_block 32/64/128), contiguous or paged caches (page sizes
+that are powers of two), compute capability 9.x. Output layout matches :mod:`foscar.kernels.decode_triton`
 (normalized fp32 partials + base-2 LSE), merged by :mod:`foscar.kernels.merge_triton`.
 """
 
