@@ -66,6 +66,8 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
 
 def test_unavailable_reasons():
     assert "CUDA device" in decode_cuda.unavailable(torch.device("cpu"))
+    if not torch.cuda.is_available():  # a reason, not an error from torch's CUDA initialisation
+        assert "torch sees none" in decode_cuda.unavailable(torch.device("cuda"))
 
 
 def test_per_value_needs_the_cuda_kernel(device):

@@ -56,6 +56,8 @@ def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
     """Why the CUDA kernel cannot run on ``device`` (or for this GQA ratio), or ``None``."""
     if device.type != "cuda":
         return f"the CUDA kernel needs a CUDA device, got {device}"
+    if not torch.cuda.is_available():
+        return "the CUDA kernel needs a CUDA device, and torch sees none (torch.cuda.is_available() is False)"
     why = _device_unavailable(device.index if device.index is not None else torch.cuda.current_device())
     if why is None and gqa is not None and not 1 <= gqa <= MAX_GQA:
         why = f"the CUDA kernel handles 1..{MAX_GQA} query heads per KV head, got {gqa}"

@@ -1,0 +1,91 @@
+"""Where the time of a small decode goes: the CUDA kernel alone, the split merge alone, both
+(what ``foscar.decode`` runs), and both on a cache of the same shapes whose sequences are all
+empty (the fixed cost: launches, prologue, partial writes, merge; no KV read).
+
+    python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
+
+Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits and part; microseconds from
+CUDA-graph replay over rotating input copies, as ``foscar bench`` times) and prints a table.
+Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-KV heuristic.
+For bench/NOTES.md §16: how much of INT4's small-point gap to its 3.0x target is fixed cost.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+import foscar
+from bench.backends import Prepared, clone_cache
+from bench.sweep import rotation
+from bench.timing import time_fn
+from bench.workload import Point, build_workload
+from foscar.kernels import decode_cuda, merge_triton
+
+POINTS = [(1, 8192), (1, 32768), (8, 8192), (1, 131072), (8, 32768), (64, 131072)]
+SHAPE = (32, 8, 128)
+
+
+def _parts(w) -> dict[str, Prepared]:
+    """The timed callables of one workload, each with replicas over its own input copies."""
+    qo = w.q.shape[1]
+
+    def make(part: str, q, cache):
+        plan = foscar.plan_decode(cache, qo, sm_scale=w.sm_scale, backend="cuda")
+        # the plan's own buffers (private attributes: this script times the plan's two launches apart)
+        o_part, lse_part, per = plan._o_part, plan._lse_part, plan._per
+        if part == "kernel":
+            return lambda: decode_cuda.launch(q, cache, w.sm_scale, o_part, lse_part, per, "bf16")
+        if part == "merge":
+            decode_cuda.launch(q, cache, w.sm_scale, o_part, lse_part, per, "bf16")  # real partials to merge
+            return lambda: merge_triton.merge_splits(o_part, lse_part, plan.out, plan.lse)
+        return lambda: plan.run(q, cache)
+
+    empty = clone_cache(w.cache)
+    empty.seq_lens.zero_()
+    out = {}
+    for part, cache in (("decode", w.cache), ("kernel", w.cache), ("merge", w.cache), ("decode, empty cache", empty)):
+        # the merge reads partials just written (as in a real call) and the empty cache reads no KV:
+        # no rotating copies for those two
+        rotate = part in ("decode", "kernel")
+        out[part] = Prepared(fn=make(part, w.q, cache), output=lambda: None, bytes=w.cache.bytes_read() + w.io_bytes(),
+                             replica=(lambda part=part, cache=cache: make(part, w.q.clone(), clone_cache(cache)))
+                             if rotate else None)
+    return out
+
+
+def main(out_dir: str) -> int:
+    dev = torch.device("cuda")
+    why = decode_cuda.unavailable(dev, SHAPE[0] // SHAPE[1])
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for bits in (2, 4):
+        for batch, context in POINTS:
+            pt = Point(batch, context, bits, 128, *SHAPE, 16)
+            w = build_workload(pt, dev, seed=0, full_check_max_tokens=0)
+            plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
+            for part, prep in _parts(w).items():
+                t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100)
+                rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits, part=part,
+                                 median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, timing_mode=t.mode))
+            del w
+            torch.cuda.empty_cache()
+            pd.DataFrame(rows).to_csv(out / "latency_floor.csv", index=False)
+    df = pd.DataFrame(rows)
+    table = df.pivot_table(index=["bits", "batch", "context", "num_splits"], columns="part", values="median_us")
+    print(table.round(2).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(main(sys.argv[1]))
