@@ -72,7 +72,7 @@ def main(out_dir: str) -> int:
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=0)
             plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
             for part, prep in _parts(w).items():
-                t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100)
+                t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
                 rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits, part=part,
                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, timing_mode=t.mode))
             del w
