@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from foscar._validate import check_tensor
-from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors, num_k_blocks
+from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors, check_k_block, num_k_blocks
 
 
 @dataclass
@@ -68,8 +68,10 @@ class PagedQuantizedKVCache(_CacheTensors):
 
         Raises:
             ValueError: the first inconsistency, as "expected X, got Y" (channel-wise K:
-                also a ``k_block`` that does not divide ``page_size``).
+                ``k_block`` not 32, 64 or 128, or not dividing ``page_size``).
         """
+        if self.k_block is not None:
+            check_k_block(self.k_block)  # 32, 64 or 128 before asking whether it divides the page
         if self.k_block is not None and self.k_codes.dim() == 4 and self.page_size % self.k_block:
             raise ValueError(f"k_block: a page must hold whole channel-wise K blocks; k_block={self.k_block} "
                              f"does not divide page_size={self.page_size}")

@@ -326,7 +326,8 @@ class _CacheTensors:
     :data:`CACHE_TENSORS`, whose first three dimensions agree (``[batch or num_pages,
     num_kv_heads, tokens]``) except for channel-wise K's scales and offsets (``[batch,
     num_kv_heads, blocks, head_dim]``), and ``bits``, ``group_size``, ``head_dim``,
-    ``k_block`` (``None``: token-wise K; a field of the contiguous cache only)."""
+    ``k_block`` (``None``: token-wise K; a field of both caches, and a paged cache's
+    ``k_block`` divides its ``page_size``)."""
 
     k_block = None
 

@@ -166,6 +166,10 @@ def test_paged_channel_k_needs_whole_blocks_per_page_and_append_refuses():
     bad = foscar.PagedQuantizedKVCache(**{**paged.__dict__, "k_block": 128})
     with pytest.raises(ValueError, match="k_block=128 does not divide page_size=64"):
         bad.validate()
+    for k_block in (0, 48, "32"):  # not a block size at all: that is the message, not the page
+        bad = foscar.PagedQuantizedKVCache(**{**paged.__dict__, "k_block": k_block})
+        with pytest.raises(ValueError, match=r"k_block: expected one of \[32, 64, 128\]"):
+            bad.validate()
     with pytest.raises(ValueError, match="append_kv supports token-wise K only"):
         foscar.append_kv(c, k[:, :, :1], v[:, :, :1])
 
@@ -300,11 +304,13 @@ def test_decode_channel_k_matches_token_k_on_its_own_dequantized_cache(device):
     assert errs["channel"] < errs["token"], errs
 
 
-@pytest.mark.parametrize("k_block, page_size, bits", [(32, 64, 2), (64, 64, 4), (32, 32, 4), (128, 128, 2)])
+@pytest.mark.parametrize("k_block, page_size, bits", [(32, 64, 2), (64, 64, 4), (32, 32, 4), (128, 128, 2), (32, 128, 2)])
 def test_decode_channel_k_paged(device, k_block, page_size, bits):
-    # shuffled pages, poisoned unused pages; lengths: a partial block, exactly a page, several pages + 1, 0
-    q, cache = _case(device, batch=4, num_qo_heads=4, num_kv_heads=2, head_dim=128,
-                     seq_lens=[k_block - 3, page_size, 2 * page_size + 1, 0], bits=bits, group_size=64,
+    # shuffled pages, poisoned unused pages; lengths: a partial block, exactly a page, several pages + 1,
+    # 0, and a last page with later block slots unused (page + k_block + 8)
+    q, cache = _case(device, batch=5, num_qo_heads=4, num_kv_heads=2, head_dim=128,
+                     seq_lens=[k_block - 3, page_size, 2 * page_size + 1, 0, page_size + k_block + 8], bits=bits,
+                     group_size=64,
                      k_block=k_block, seed=k_block + page_size)
     g = torch.Generator().manual_seed(1)
     paged = foscar.paginate(cache, page_size, shuffle=True, extra_pages=2, fill=1e30, generator=g)
@@ -354,11 +360,17 @@ def test_gpu_channel_k_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size
     for method in ("folded", "per-value"):
         _check(q, cache, backend="cuda", method=method)
         _check(q, cache, num_splits=7, backend="cuda", method=method)
+    from foscar.kernels.decode_cuda import fp8_unsupported
+    from tests.test_decode_cuda import _check_fp8
+
+    if fp8_unsupported(head_dim, bits) is None:  # FP8 operands: KS8 and the chunk pairing change with the format
+        _check_fp8(q, cache)
+        _check_fp8(q, cache, num_splits=7)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bits, k_block, page_size", [(2, 32, 64), (4, 64, 64), (2, 128, 128), (4, 32, 128)])
-def test_gpu_channel_k_paged_every_mode(bits, k_block, page_size):
+@pytest.mark.parametrize("bits, k_block, page_size", [(2, 32, 64), (4, 64, 64), (2, 128, 128), (4, 32, 128), (4, 32, 32)])
+def test_gpu_channel_k_paged_every_mode(bits, k_block, page_size):  # page 32: a sub-tile's two blocks on two pages
     from tests.test_decode_cuda import _check_fp8
 
     dev = torch.device("cuda")
