@@ -4,6 +4,7 @@ on the GPU (``-m gpu``) it matches the fp64 reference on the same cases as Trito
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -324,3 +325,26 @@ def test_fp8_score_emulation_channel_k_is_the_reference_for_e4m3_exact_queries()
     out, lse = fp8_score_emulation(q, cache)
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
     assert torch.allclose(out, ref, rtol=1e-9, atol=1e-12) and torch.allclose(lse, ref_lse, rtol=1e-12, atol=1e-12)
+
+
+def test_binding_source_compiles(tmp_path):
+    """The torch binding (binding.cpp) is not in the nvcc compile above (it needs torch's headers):
+    a syntax check with the host compiler, torch's include paths and the CUDA headers."""
+    import sysconfig
+
+    from torch.utils.cpp_extension import CUDA_HOME, include_paths
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    cuda_include = [p for p in (CUDA_HOME and f"{CUDA_HOME}/include", "/usr/local/cuda/include") if p]
+    cuda_include = next((p for p in cuda_include if (Path(p) / "cuda_runtime.h").exists()), None)
+    if cxx is None or cuda_include is None:
+        pytest.skip(f"needs a C++ compiler and the CUDA headers (found {cxx}, {cuda_include})")
+    # a CPU build of torch lacks this generated header of its CUDA headers; an empty one stands in
+    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("")
+    src = next(s for s in decode_cuda.SOURCES if s.name == "binding.cpp")
+    cmd = [cxx, "-fsyntax-only", "-std=c++17", "-w", "-DTORCH_EXTENSION_NAME=foscar_check", f"-I{tmp_path / 'stub'}",
+           *(f"-I{p}" for p in include_paths()), f"-I{cuda_include}", f"-I{sysconfig.get_paths()['include']}", str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]

@@ -26,12 +26,20 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
     indptr = kv_indptr->data_ptr<int>();
     indices = kv_indices->data_ptr<int>();
   }
-  for (const auto& t : {k_codes, v_codes})  // 16-byte copies of code rows (and of channel-wise K's scale rows)
+  for (const auto& t : {k_codes, v_codes})  // 16-byte copies of code rows
     TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "code tensors must be 16-byte aligned");
-  if (k_block != 0)
+  if (k_block != 0) {  // channel-wise K: rows of head_dim scales / offsets per K block, copied 16 bytes at a time
+    TORCH_CHECK(k_block == 32 || k_block == 64 || k_block == 128, "k_block: expected 0, 32, 64 or 128, got ", k_block);
+    const int64_t rows = k_codes.size(2);  // tokens per sequence (contiguous) or per page (paged)
+    TORCH_CHECK(!kv_indptr.has_value() || rows % k_block == 0, "paged channel-wise K: k_block ", k_block,
+                " must divide page_size ", rows);
+    const int64_t blocks = (rows + k_block - 1) / k_block;
     for (const auto& t : {k_scale, k_offset})
-      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(3) == q.size(2),
-                  "channel-wise K: k_scale / k_offset [.., .., blocks, head_dim], 16-byte aligned");
+      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(0) == k_codes.size(0) &&
+                      t.size(1) == k_codes.size(1) && t.size(2) == blocks && t.size(3) == q.size(2),
+                  "channel-wise K: k_scale / k_offset must be [", k_codes.size(0), ", ", k_codes.size(1), ", ", blocks,
+                  ", ", q.size(2), "] and 16-byte aligned, got ", t.sizes());
+  }
   TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
