@@ -493,11 +493,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   // score of a token, acc * cs[j] + cb[j] (log2 domain)
   uint32_t qc[CH && !PER_VALUE ? (FP8 ? KS8 : KSTEPS) : 1][2];
   float cs[2], cb[2];
-  auto q_raw = [&](int k, int j) -> float {  // query of channel pl * RB + 16c + 4tig + j, step k = c * P + pl
-    return j == 0 ? bf16_lo(qf[k][0]) : j == 1 ? bf16_lo(qf[k][1]) : j == 2 ? bf16_hi(qf[k][0]) : bf16_hi(qf[k][1]);
-  };
   auto build_channel_query = [&](const float* sr, const float* zr) {
     if constexpr (CH && !PER_VALUE) {
+      // the raw query of channel pl * RB + 16c + 4tig + j, step k = c * P + pl (qf is built in every CH mode)
+      auto q_raw = [&](int k, int j) -> float {
+        return j == 0 ? bf16_lo(qf[k][0]) : j == 1 ? bf16_lo(qf[k][1]) : j == 2 ? bf16_hi(qf[k][0]) : bf16_hi(qf[k][1]);
+      };
       float y[KSTEPS][4];  // Q s
       float amax = 0.f, qz = 0.f;
 #pragma unroll
