@@ -72,9 +72,9 @@ class PagedQuantizedKVCache(_CacheTensors):
         """
         if self.k_block is not None:
             check_k_block(self.k_block)  # 32, 64 or 128 before asking whether it divides the page
-        if self.k_block is not None and self.k_codes.dim() == 4 and self.page_size % self.k_block:
-            raise ValueError(f"k_block: a page must hold whole channel-wise K blocks; k_block={self.k_block} "
-                             f"does not divide page_size={self.page_size}")
+            if self.k_codes.dim() == 4 and self.page_size % self.k_block:
+                raise ValueError(f"k_block: a page must hold whole channel-wise K blocks; k_block={self.k_block} "
+                                 f"does not divide page_size={self.page_size}")
         self._validate_tensors()
         dev = self.device
         check_tensor("kv_indptr", self.kv_indptr, ndim=1, dtypes=(torch.int32,), device=dev)

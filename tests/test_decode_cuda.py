@@ -32,9 +32,11 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
     # words across the loop in some (INT2 G=64: 12 bytes, FP8 paged INT4 G=32: 24; STL before the
     # loop, LDL after it or a few per tile, in the SASS), so up to 32 bytes pass here and the loop
     # itself is checked below; a real spill in the loop is tens to hundreds of bytes
+    from bench.sass import KERNEL_RE, find_cuobjdump, loop_counts
+
     checked = set()
     for e in re.split(r"Compiling entry function", "\n".join(reports)):
-        m = re.search(r"folded_decode_kernelILi(\d)ELi(\d+)ELi(\d+)ELi(\d)ELb([01])ELb([01])E", e)
+        m = KERNEL_RE.search(e)
         if m and m.group(2) == "128":
             spill = re.search(r"(\d+) bytes spill stores", e)
             assert spill and int(spill.group(1)) <= 32, e[:400]
@@ -45,8 +47,6 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
     # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128; 1051 vs 2781
     # today). Channel-wise K: the static count holds the query rebuild of a second K block (k_block
     # 32 only) besides the first, 1573 vs 3004 at INT2 and 1713 vs 2925 at INT4 (NOTES §15)
-    from bench.sass import find_cuobjdump, loop_counts
-
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         return
