@@ -52,8 +52,10 @@ def decode(
             slower than ``"bf16"`` there, and less accurate (bench/NOTES.md §8 has the
             measured speed and error: ~4e-2 relative L2 against ~5e-3).
         sm_scale: softmax scale, default ``1 / sqrt(head_dim)``.
-        num_splits: split-KV count (default: a heuristic from batch x num_kv_heads
-            against the SM count, see ``choose_num_splits``).
+        num_splits: split-KV count per sequence (default: CUDA kernel, chunks sized on the
+            device from the actual lengths so that every SM gets about the same number of
+            tokens, ``foscar.kernels.splits.plan_work``; Triton kernel, a heuristic from batch x
+            num_kv_heads against the SM count, ``choose_num_splits``).
         return_lse: also return the natural-log LSE ``[batch, num_qo_heads]`` fp32
             (``-inf`` for a sequence of length 0).
         backend: ``"cuda"`` (the sm_90 CUDA C++ kernel, compiled at first use;
@@ -106,20 +108,31 @@ class DecodePlan:
     cache layout by comparing them with the plan's. The plan does not sync the device
     and ``run`` is CUDA-graph capturable.
 
+    What a plan depends on: the cache's layout (type, format, ``max_seq_len``, tensor shapes,
+    dtypes, devices), the query shape and the options; ``run`` checks these and raises on a
+    change (make a new plan then). It does not depend on the sequence lengths or the page table's
+    contents: the CUDA kernel sizes its split-KV chunks from the lengths on the device at every
+    ``run`` (DESIGN §10), so one plan serves every decode step of a batch whose lengths grow, and a
+    CUDA graph captured over ``run`` stays right. The Triton kernel's splits come from
+    ``max_seq_len``. One plan must not run on two CUDA streams at once (its buffers are shared);
+    give each stream its own plan.
+
     Attributes:
         kernel: ``"cuda"`` or ``"triton"`` (what ``backend="auto"`` resolved to).
-        num_splits: the split-KV count.
+        num_splits: the fixed split-KV count per sequence, or ``None`` for the CUDA kernel's
+            length-aware chunks (``num_splits=None``).
         out: ``[batch, num_qo_heads, head_dim]`` bfloat16, the output buffer ``run`` returns.
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
     """
 
-    def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, tokens_per_split, meta,
-                 o_part, lse_part, out, lse):
+    def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
+                 o_part, lse_part, out, lse, counters=None, num_splits=None):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
-        self._per, self._meta = tokens_per_split, meta
+        self._schedule, self._meta = schedule, meta
         self._o_part, self._lse_part, self.out, self.lse = o_part, lse_part, out, lse
-        self.num_splits = o_part.shape[2]
+        self._counters = counters
+        self.num_splits = num_splits
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -150,11 +163,12 @@ class DecodePlan:
             name, want, got = next((n, w, g) for n, w, g in zip(_LAYOUT_FIELDS, self._layout, layout) if w != g)
             raise ValueError(f"cache: {name} differs from the plan's (planned {want}, got {got}); "
                              "make a new plan (foscar.plan_decode) for this cache")
-        if self.kernel == "cuda":
-            decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._per, self._mode)
+        if self.kernel == "cuda":  # one launch: chunks from the lengths, merge inside the kernel
+            decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
+                               self._counters, *self._schedule, self._mode)
         else:
-            decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._per, self._meta)
-        merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
+            decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
+            merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
         return (self.out, self.lse) if return_lse else self.out
 
 
@@ -227,19 +241,20 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     if operand == "fp8" and why_not_cuda:
         raise ValueError(f"operand='fp8' exists in the CUDA kernel only, which cannot run here: {why_not_cuda}")
     batch, head_dim = cache.batch_size, cache.head_dim
-    if why_not_cuda is None:
-        kernel, meta = "cuda", None
-        splits, per = decode_cuda.plan_splits(batch, cache.num_kv_heads, cache.max_seq_len, device, num_splits)
-    else:
-        kernel = "triton"
-        meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)
     f32 = dict(dtype=torch.float32, device=device)
+    common = dict(q_shape=torch.Size((batch, num_qo_heads, head_dim)), device=device, layout=_layout(cache),
+                  mode="per-value" if method == "per-value" else operand, sm_scale=scale,
+                  out=torch.empty(batch, num_qo_heads, head_dim, dtype=torch.bfloat16, device=device),
+                  lse=torch.empty(batch, num_qo_heads, **f32))
+    if why_not_cuda is None:  # partials per work slot; counters zero (the kernel leaves them zero)
+        slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
+        return DecodePlan(
+            kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
+            o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
+            lse_part=torch.empty(slots, num_qo_heads, **f32),
+            counters=torch.zeros(batch, cache.num_kv_heads, dtype=torch.int32, device=device))
+    meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)
     return DecodePlan(
-        q_shape=torch.Size((batch, num_qo_heads, head_dim)), device=device, layout=_layout(cache),
-        kernel=kernel, mode="per-value" if method == "per-value" else operand, sm_scale=scale,
-        tokens_per_split=per, meta=meta,
+        kernel="triton", schedule=per, meta=meta, num_splits=splits, **common,
         o_part=torch.empty(batch, num_qo_heads, splits, head_dim, **f32),
-        lse_part=torch.empty(batch, num_qo_heads, splits, **f32),
-        out=torch.empty(batch, num_qo_heads, head_dim, dtype=torch.bfloat16, device=device),
-        lse=torch.empty(batch, num_qo_heads, **f32),
-    )
+        lse_part=torch.empty(batch, num_qo_heads, splits, **f32))

@@ -12,8 +12,9 @@ that directory.
 Why a CUDA kernel beside the Triton one: bench/NOTES.md ("Triton ceiling").
 Supported: INT2/INT4, head_dim 64/128/256, group_size 32/64/128, 1 <= GQA <= 8,
 token-wise or channel-wise K (k_block 32/64/128), contiguous or paged caches (page sizes
-that are powers of two), compute capability 9.x. Output layout matches :mod:`foscar.kernels.decode_triton`
-(normalized fp32 partials + base-2 LSE), merged by :mod:`foscar.kernels.merge_triton`.
+that are powers of two), compute capability 9.x. Split-KV chunks are sized on the device from
+the actual lengths (:func:`foscar.kernels.splits.plan_work`) and merged inside the kernel (the
+last CTA of each sequence), so one launch writes the final output and LSE.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from foscar.kernels.splits import choose_num_splits, device_sm_count, split_tokens
+from foscar.kernels.splits import device_sm_count, plan_work
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -39,7 +40,6 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
     f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split())
-TOKENS_PER_CTA_ITERATION = 256  # 4 warps x 64 tokens
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 
 
@@ -97,12 +97,11 @@ def extension():
     )
 
 
-def plan_splits(batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
-                num_splits: int | None = None) -> tuple[int, int]:
-    """``(num_splits, tokens_per_split)`` in whole CTA iterations (256 tokens)."""
-    if num_splits is None:
-        return choose_num_splits(batch, num_kv_heads, max_seq_len, TOKENS_PER_CTA_ITERATION, device_sm_count(device))
-    return split_tokens(max_seq_len, num_splits, TOKENS_PER_CTA_ITERATION)
+def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
+    """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
+    paged = hasattr(cache, "kv_indptr")
+    max_tokens = cache.kv_indices.numel() * cache.page_size if paged else cache.batch_size * cache.max_seq_len
+    return plan_work(cache.batch_size, cache.num_kv_heads, max_tokens, device_sm_count(device), num_splits)
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
@@ -120,11 +119,17 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 
 
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
-           tokens_per_split: int, mode: str = "bf16") -> None:
-    """Launch the CUDA split kernel into ``o_part`` ``[batch, num_qo_heads, num_splits,
-    head_dim]`` and ``lse_part`` ``[batch, num_qo_heads, num_splits]`` (fp32, normalized
-    partials and base-2 LSE), ``tokens_per_split`` from :func:`plan_splits`. Inputs are
-    assumed validated (see :func:`foscar.decode`).
+           out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
+           mode: str = "bf16") -> None:
+    """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
+    ``[batch, num_qo_heads]`` fp32 (natural log) in one kernel: split-KV chunks sized from the
+    actual lengths, merged inside the kernel by the last CTA of each sequence.
+
+    ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
+    num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 must be
+    zero before the first launch (each launch leaves them zero); ``num_slots``, ``fixed_splits``
+    and ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
+    :func:`foscar.decode`). Buffers are the plan's: one plan must not run on two streams at once.
 
     ``cache``: a contiguous ``QuantizedKVCache`` or a ``PagedQuantizedKVCache`` (page
     size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded,
@@ -132,12 +137,11 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     as bf16(s * code + z) instead of folding: the ablation baseline).
     """
     paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
-    lens = cache.kv_last_page_len.contiguous() if paged else cache.seq_lens  # (a no-op when contiguous)
+    lens = cache.kv_last_page_len.contiguous() if paged else cache.seq_lens.contiguous()  # (no-ops when contiguous)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
-        o_part, lse_part, cache.bits, cache.group_size, cache.k_block or 0, tokens_per_split,
-        sm_scale * 1.4426950408889634,
+        lens, cache.kv_indptr.contiguous() if paged else None, cache.kv_indices.contiguous() if paged else None,
+        o_part, lse_part, out, lse, counters, cache.bits, cache.group_size, cache.k_block or 0,
+        fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
         MODES[mode],
     )
-

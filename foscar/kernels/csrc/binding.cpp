@@ -12,11 +12,19 @@
 void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes, torch::Tensor k_scale,
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor lens,
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
-                   torch::Tensor o_part, torch::Tensor lse_part, int64_t bits, int64_t group_size,
-                   int64_t k_block, int64_t tokens_per_split, double qk_scale_log2, int64_t mode) {
+                   torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
+                   torch::Tensor counters, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
+                   int64_t target_chunks, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
-  for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part})
+  for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
+  TORCH_CHECK(lens.scalar_type() == torch::kInt32 && counters.scalar_type() == torch::kInt32, "lens, counters: int32");
+  TORCH_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
+  TORCH_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
+  TORCH_CHECK(counters.numel() == q.size(0) * k_codes.size(1), "counters: [batch, num_kv_heads]");
+  TORCH_CHECK(o_part.dim() == 3 && o_part.size(1) == q.size(1) && o_part.size(2) == q.size(2) &&
+                  lse_part.dim() == 2 && lse_part.size(0) == o_part.size(0) && lse_part.size(1) == q.size(1),
+              "o_part [num_slots, num_qo_heads, head_dim], lse_part [num_slots, num_qo_heads]");
   TORCH_CHECK(kv_indptr.has_value() == kv_indices.has_value(), "kv_indptr and kv_indices: both or neither");
   const int* indptr = nullptr;
   const int* indices = nullptr;
@@ -44,14 +52,17 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
   const int num_kv_heads = k_codes.size(1), max_seq_len = k_codes.size(2);
-  const int num_splits = o_part.size(2);
+  const int num_slots = o_part.size(0);
+  TORCH_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
+  TORCH_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
-      indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
-      lse_part.data_ptr<float>(), batch, num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_splits,
-      (int)tokens_per_split, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size,
-      (int)k_block, (int)mode, c10::cuda::getCurrentCUDAStream());
+      indices ? (int)kv_indices->numel() : 0, indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
+      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), batch,
+      num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
+      q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
+      c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
 }
 

@@ -8,12 +8,14 @@
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int page_size, float* o_part, float* lse_part, int batch,
-    int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
-    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int k_block, int mode,
-    cudaStream_t stream) {
+    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters, int batch,
+    int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
+    long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
+    int k_block, int mode, cudaStream_t stream) {
   using namespace foscar;
-  if (gqa < 1 || gqa > 8) return cudaErrorInvalidValue;
+  if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1)
+    return cudaErrorInvalidValue;
+  if (batch == 0) return cudaSuccess;
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
   if (paged) {  // page sizes: powers of two
@@ -28,10 +30,41 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     k_blocks = paged ? page_size / k_block : (max_seq_len + k_block - 1) / k_block;
   }
   const int ng = head_dim / group_size;
-  Params p{static_cast<const __nv_bfloat16*>(q), static_cast<const uint8_t*>(k_codes),
-           static_cast<const uint8_t*>(v_codes), k_scale, k_offset, v_scale, v_offset, lens, kv_indptr, kv_indices,
-           page_shift, k_block_shift, k_blocks, o_part, lse_part, num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split,
-           paged ? (page_size * ng) % 4 == 0 : (max_seq_len * ng) % 4 == 0, q_stride_b, q_stride_h, qk_scale_log2};
+  Params p{};  // by field name (Params in folded_decode_sm90.cuh documents each)
+  p.q = static_cast<const __nv_bfloat16*>(q);
+  p.k_codes = static_cast<const uint8_t*>(k_codes);
+  p.v_codes = static_cast<const uint8_t*>(v_codes);
+  p.k_scale = k_scale;
+  p.k_offset = k_offset;
+  p.v_scale = v_scale;
+  p.v_offset = v_offset;
+  p.lens = lens;
+  p.kv_indptr = kv_indptr;
+  p.kv_indices = kv_indices;
+  p.page_shift = page_shift;
+  p.k_block_shift = k_block_shift;
+  p.k_blocks = k_blocks;
+  p.o_part = o_part;
+  p.lse_part = lse_part;
+  p.out = static_cast<__nv_bfloat16*>(out);
+  p.lse = lse;
+  p.counters = counters;
+  p.batch = batch;
+  p.num_kv_heads = num_kv_heads;
+  p.gqa = gqa;
+  p.max_seq_len = max_seq_len;
+  p.num_slots = num_slots;
+  p.fixed_splits = fixed_splits;
+  p.target_chunks = target_chunks;
+  p.num_indices = num_indices;
+  // 16-byte scale copies need rows / pages of whole 16-byte chunks and 16-byte aligned bases (a view
+  // with another storage offset takes the 4-byte path)
+  bool bases16 = true;
+  for (const float* t : {k_scale, k_offset, v_scale, v_offset}) bases16 &= reinterpret_cast<uintptr_t>(t) % 16 == 0;
+  p.scales_aligned = bases16 && (paged ? (page_size * ng) % 4 == 0 : (max_seq_len * ng) % 4 == 0);
+  p.q_stride_b = q_stride_b;
+  p.q_stride_h = q_stride_h;
+  p.qk_scale_log2 = qk_scale_log2;
 #define FOSCAR_DISPATCH(M, PG, CH)                 \
   if (mode == M && paged == PG && (k_block != 0) == CH) \
     return launch_mode<M, PG, CH>(p, bits, head_dim, group_size, batch, stream);

@@ -1,10 +1,15 @@
 // FOSCAR folded INT2/INT4 split-KV decode attention for sm_90 (mma.sync; BF16 or FP8 operands).
 //
-// One CTA = one (sequence, KV head, split); 4 warps, each streaming its own 64-token
-// sub-tiles (tokens [start + (4 * it + warp) * 64, +64)) through a private two-stage
-// cp.async pipeline in shared memory, with its own online softmax; the 4 warps are
-// merged through shared memory at the end. Output per split: normalized fp32 partial
-// output and base-2 LSE, merged across splits by foscar/kernels/merge_triton.py.
+// One CTA = one (KV head, work slot); a slot is one chunk of one sequence's tokens (length-aware
+// split-KV, find_work below: chunks sized from the actual lengths so that every SM gets about the same
+// number of tokens, DESIGN §10). 4 warps, each streaming its own 64-token sub-tiles (tokens
+// [start + (4 * it + warp) * 64, +64)) through a private two-stage cp.async pipeline in shared
+// memory, with its own online softmax; the 4 warps are merged through shared memory at the end.
+// A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
+// partial and base-2 LSE, and the last CTA of the sequence (an atomic counter per (sequence, KV
+// head), reset by that CTA) merges them: no second kernel. Programmatic dependent launch: the
+// kernel waits for the previous grid (griddepcontrol.wait) before it reads anything, and lets the
+// next one launch once its main loop is done.
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -56,6 +61,10 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // (a min-blocks of 1 is not the same: ptxas then used 167 registers instead of 128)
 #define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
+#endif
+
+#ifndef FOSCAR_PDL  // 0: launch without programmatic dependent launch (A/B)
+#define FOSCAR_PDL 1
 #endif
 
 #ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
@@ -294,13 +303,238 @@ struct Params {
   int k_block_shift;      // channel-wise K: log2(tokens per K block), 5..7; else 0
   int k_blocks;           // channel-wise K: K blocks per (sequence, KV head) row, ceil(max_seq_len / k_block);
                           // paged: per page, page / k_block (pages hold whole blocks)
-  float* o_part;        // [batch, num_qo_heads, num_splits, HEAD_DIM]
-  float* lse_part;      // [batch, num_qo_heads, num_splits], base 2
-  int num_kv_heads, gqa, max_seq_len, num_splits, tokens_per_split;
+  float* o_part;        // [num_slots, num_qo_heads, HEAD_DIM]: partials of sequences of several chunks
+  float* lse_part;      // [num_slots, num_qo_heads], base 2
+  __nv_bfloat16* out;   // [batch, num_qo_heads, HEAD_DIM]
+  float* lse;           // [batch, num_qo_heads], natural log
+  int* counters;        // [batch, num_kv_heads], zero between launches (the merging CTA resets its own)
+  int batch, num_kv_heads, gqa, max_seq_len;
+  int num_slots;        // work slots per KV head (the grid is num_slots x num_kv_heads CTAs)
+  int fixed_splits;     // > 0: every sequence in this many equal chunks (slot = b * fixed_splits + i);
+                        // 0: length-aware chunks, about target_chunks of them per KV head (find_work)
+  int target_chunks;
+  int num_indices;      // paged: kv_indices.numel() (page-table reads are clamped to it)
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
 };
+
+// ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
+constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
+constexpr int kMinChunk = 2 * kChunkAlign;         // at least two iterations per chunk
+constexpr int kMaxChunk = 32768;                   // no chunk longer than this (bench/NOTES.md §14)
+
+struct Work {
+  int b;       // sequence
+  int index;   // chunk index within the sequence
+  int count;   // chunks of the sequence (0: this slot has no work)
+  int first;   // slot of the sequence's chunk 0
+  int start, end;  // token range [start, end) of this chunk
+  int page0;   // paged: kv_indptr[b] (clamped)
+};
+
+// Length of sequence b, clamped to what the cache holds: contiguous, 0..max_seq_len; paged, the
+// pages in kv_indptr[b]..kv_indptr[b + 1] clipped to kv_indices, and kv_last_page_len to 0..page.
+template <bool PAGED>
+__device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
+  if constexpr (PAGED) {
+    const int lo = min(max(p.kv_indptr[b], 0), p.num_indices);
+    const int hi = min(max(p.kv_indptr[b + 1], lo), p.num_indices);
+    if (page0) *page0 = lo;
+    const int last = min(max(p.lens[b], 0), 1 << p.page_shift);
+    return hi > lo ? ((hi - lo - 1) << p.page_shift) + last : 0;  // FlashInfer's rule
+  } else {
+    return min(max(p.lens[b], 0), p.max_seq_len);
+  }
+}
+
+__device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
+
+// Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
+// kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
+// C = min(T / target_chunks, 32768), at least 512 and at least T / (num_slots - batch) (so that the
+// chunks always fit in the slots, whatever the lengths), rounded up to 256; sequence b in
+// ceil(len_b / C) chunks (1 for an empty sequence, which writes a zero row and LSE -inf), slots in
+// sequence order. The host sizes num_slots = max(target_chunks, ceil(T_max / 32768)) + batch for the
+// largest T it expects. sm: 8 ints of shared memory (free before the pipeline starts).
+template <bool PAGED>
+__device__ Work find_work(const Params& p, int slot, int* sm) {
+  Work w{0, 0, 0, 0, 0, 0, 0};
+  if (p.fixed_splits > 0) {
+    const int b = slot / p.fixed_splits, i = slot % p.fixed_splits;
+    if (b >= p.batch) return w;
+    const int len = seq_length<PAGED>(p, b, &w.page0);
+    int chunk = (len + p.fixed_splits - 1) / p.fixed_splits;
+    chunk = max(kChunkAlign, (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+    const int n = chunks_of(len, chunk);
+    if (i >= n) return w;
+    w.b = b; w.index = i; w.count = n; w.first = b * p.fixed_splits;
+    w.start = i * chunk; w.end = min(w.start + chunk, len);
+    return w;
+  }
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  constexpr int kThreads = kWarps * 32;
+  long long total = 0;
+  for (int b = tid; b < p.batch; b += kThreads) total += seq_length<PAGED>(p, b);
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
+  long long* sm_total = reinterpret_cast<long long*>(sm);  // sm[0..7]
+  if (lane == 0) sm_total[warp] = total;
+  __syncthreads();
+  total = 0;
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) total += sm_total[i];
+  long long c = min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
+  const int spare = max(p.num_slots - p.batch, 1);  // sum_b ceil(len_b / C) <= total / C + batch <= num_slots
+  c = max(max(c, (total + spare - 1) / spare), (long long)kMinChunk);
+  const int chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+  // contiguous ranges of sequences per thread, then an exclusive scan of their chunk counts
+  const int per = (p.batch + kThreads - 1) / kThreads;
+  const int b0 = min(tid * per, p.batch), b1 = min(b0 + per, p.batch);
+  int cnt = 0;
+  for (int b = b0; b < b1; ++b) cnt += chunks_of(seq_length<PAGED>(p, b), chunk);
+  int incl = cnt;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += v;
+  }
+  __syncthreads();  // sm_total read by every thread
+  if (lane == 31) sm[warp] = incl;
+  if (tid == 0) sm[kWarps] = -1;
+  __syncthreads();
+  int excl = incl - cnt;
+  for (int i = 0; i < warp; ++i) excl += sm[i];
+  if (slot >= excl && slot < excl + cnt) {
+    int first = excl;
+    for (int b = b0; b < b1; ++b) {
+      const int n = chunks_of(seq_length<PAGED>(p, b), chunk);
+      if (slot < first + n) {
+        sm[kWarps] = b; sm[kWarps + 1] = first; sm[kWarps + 2] = n;
+        break;
+      }
+      first += n;
+    }
+  }
+  __syncthreads();
+  const int b = sm[kWarps];
+  if (b >= 0) {
+    const int len = seq_length<PAGED>(p, b, &w.page0);
+    w.b = b; w.first = sm[kWarps + 1]; w.count = sm[kWarps + 2]; w.index = slot - w.first;
+    w.start = w.index * chunk; w.end = min(w.start + chunk, len);
+  }
+  __syncthreads();  // sm is the pipeline's shared memory from here on
+  return w;
+}
+
+// Final output of a (sequence, query head) from the merged numerator / denominator / base-2 max:
+// den 0 (no token): zero row, LSE -inf; NaN (a NaN in the query or the cache): NaN, LSE NaN.
+__device__ __forceinline__ void finalize(float num, float den, float mx, float& o, float& lse2) {
+  if (den > 0.f) {
+    o = num / den;
+    lse2 = mx + log2f(den);
+  } else if (den == 0.f) {
+    o = 0.f;
+    lse2 = -INFINITY;
+  } else {
+    o = __int_as_float(0x7fffffff);
+    lse2 = o;
+  }
+}
+
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kMergeSlots = 64;  // chunk weights staged in shared memory per pass
+
+// Split-KV merge inside the decode kernel (flash-decoding's second pass, fused): every CTA of a
+// sequence of several chunks has written its partial; the CTA that finishes last, found with an
+// atomic counter per (sequence, KV head) after a release fence, merges them for its query heads:
+//   m = max_i lse_i,  w_i = 2^(lse_i - m),  out = sum_i w_i o_i / sum_i w_i,  lse = m + log2(sum_i w_i)
+// (empty chunks carry lse -inf and weigh 0; a NaN LSE makes the row NaN). It resets the counter, so
+// the counters stay zero between launches. Partials of other CTAs are read through L2 (ld.cg).
+template <int HEAD_DIM>
+__device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t* smem) {
+  __threadfence();  // release: this CTA's partials before its arrival
+  __syncthreads();
+  int* flag = reinterpret_cast<int*>(smem);
+  float* sm_w = reinterpret_cast<float*>(smem) + 4;  // [8][kMergeSlots] weights / den
+  float* sm_m = sm_w + 8 * kMergeSlots;              // [8] max, [8] den
+  int* counter = p.counters + (long long)work.b * p.num_kv_heads + hkv;
+  if (threadIdx.x == 0) {
+    const int last = atomicAdd(counter, 1) == work.count - 1;
+    if (last) *counter = 0;  // every chunk of this launch has arrived: ready for the next launch
+    *flag = last;
+  }
+  __syncthreads();
+  if (!*flag) return;
+  __threadfence();  // acquire: the other chunks' partials
+  const int num_qo_heads = p.num_kv_heads * p.gqa;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long base = (long long)work.first * num_qo_heads + hkv * p.gqa;  // slot first, head 0
+  for (int head = warp; head < p.gqa; head += kWarps) {  // max and denominator per query head
+    float mx = -INFINITY;
+    bool nan = false;
+    for (int i = lane; i < work.count; i += 32) {
+      const float l = __ldcg(p.lse_part + base + (long long)i * num_qo_heads + head);
+      nan |= l != l;
+      mx = fmaxf(mx, l);
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+      nan |= __shfl_xor_sync(0xffffffffu, (int)nan, d);
+    }
+    const float m_safe = mx == -INFINITY ? 0.f : mx;
+    float den = 0.f;
+    for (int i = lane; i < work.count; i += 32)
+      den += fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - m_safe);
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
+    if (lane == 0) {
+      sm_m[head] = m_safe;
+      sm_m[8 + head] = nan ? __int_as_float(0x7fffffff) : den;
+    }
+  }
+  float acc[(8 * HEAD_DIM + kWarps * 32 - 1) / (kWarps * 32)];
+#pragma unroll
+  for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) acc[j] = 0.f;
+  for (int i0 = 0; i0 < work.count; i0 += kMergeSlots) {
+    __syncthreads();  // sm_m written; the previous pass's weights read
+    for (int idx = threadIdx.x; idx < p.gqa * kMergeSlots; idx += kWarps * 32) {
+      const int head = idx / kMergeSlots, i = i0 + idx % kMergeSlots;
+      sm_w[idx] = i < work.count
+                      ? fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - sm_m[head])
+                      : 0.f;
+    }
+    __syncthreads();
+    const int n = min(kMergeSlots, work.count - i0);
+#pragma unroll
+    for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) {
+      const int idx = threadIdx.x + j * kWarps * 32;
+      if (idx < p.gqa * HEAD_DIM) {
+        const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+        const float* src = p.o_part + (base + (long long)i0 * num_qo_heads + head) * HEAD_DIM + ch;
+        float a = acc[j];
+        for (int i = 0; i < n; ++i) {
+          const float wt = sm_w[head * kMergeSlots + i];
+          if (wt != 0.f) a = fmaf(wt, __ldcg(src + (long long)i * num_qo_heads * HEAD_DIM), a);  // empty chunks: skip
+        }
+        acc[j] = a;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) {
+    const int idx = threadIdx.x + j * kWarps * 32;
+    if (idx < p.gqa * HEAD_DIM) {
+      const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+      float o, lse2;
+      finalize(acc[j], sm_m[8 + head], sm_m[head], o, lse2);
+      const long long row = (long long)work.b * num_qo_heads + hkv * p.gqa + head;
+      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
+      if (ch == 0) p.lse[row] = lse2 * kLn2;
+    }
+  }
+}
 
 // Operand modes (the MODE template argument):
 //  kFoldedBf16: the folded kernel, BF16 operands 1 + code/128 (m16n8k16).
@@ -347,27 +581,23 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
-  const int bh = blockIdx.x;
-  const int split = blockIdx.y;
-  const int b = bh / p.num_kv_heads, hkv = bh % p.num_kv_heads;
+  // slot-major order: the chunks of all KV heads come first, empty slots (exiting at once) last
+  const int hkv = blockIdx.x % p.num_kv_heads;
+  const int slot = blockIdx.x / p.num_kv_heads;
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
+  const Work work = find_work<PAGED>(p, slot, reinterpret_cast<int*>(smem));
+  if (work.count == 0) return;
+  const int b = work.b, bh = b * p.num_kv_heads + hkv;
+  const int start = work.start, end = work.end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, tig = lane % 4;
-  int seq_len;
-  if constexpr (PAGED) {  // FlashInfer's rule: (pages - 1) * page_size + kv_last_page_len, 0 without pages
-    const int num_pages = p.kv_indptr[b + 1] - p.kv_indptr[b];
-    seq_len = num_pages > 0 ? ((num_pages - 1) << p.page_shift) + p.lens[b] : 0;
-  } else {
-    seq_len = p.lens[b];
-  }
-  const int start = split * p.tokens_per_split;
-  const int end = min(start + p.tokens_per_split, seq_len);
   const bool kb32 = CH && p.k_block_shift == 5;  // channel-wise K blocks of 32 tokens: two per sub-tile
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
   // whose ids are loaded one tile ahead of their use (pages_of below) and read back by shuffles
   const long long row0 = PAGED ? 0 : (long long)bh * p.max_seq_len;  // contiguous: first token of (sequence, KV head)
-  const int* pages = PAGED ? p.kv_indices + p.kv_indptr[b] : nullptr;
+  const int* pages = PAGED ? p.kv_indices + work.page0 : nullptr;
   const int page_mask = (1 << p.page_shift) - 1;
   auto paged_row = [&](long long pg, int gt) -> long long {
     return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
@@ -1040,7 +1270,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     __syncwarp();  // every lane is done with this stage before it is refilled
   }
 
-  // ---- merge the 4 warps through shared memory, write this split's partial
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
+
+  // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   cp_async_commit();
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
@@ -1067,6 +1299,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     }
   }
   __syncthreads();
+  const int num_qo_heads = p.num_kv_heads * p.gqa;
   for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
     const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
     float mx = -INFINITY;
@@ -1080,11 +1313,20 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       num += e * sm_o[(w * 8 + head) * HEAD_DIM + ch];
       den += e * sm_l[w * 8 + head];
     }
-    const long long row = (long long)b * p.num_kv_heads * p.gqa + hkv * p.gqa + head;  // (batch, qo head)
-    const long long o = (row * p.num_splits + split);
-    p.o_part[o * HEAD_DIM + ch] = den > 0.f ? num / den : 0.f;
-    if (ch == 0) p.lse_part[o] = den > 0.f ? mx + log2f(den) : -INFINITY;
+    float o, lse2;
+    finalize(num, den, mx, o, lse2);
+    const int hq = hkv * p.gqa + head;
+    if (work.count == 1) {  // the whole sequence: final output
+      const long long row = (long long)b * num_qo_heads + hq;
+      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
+      if (ch == 0) p.lse[row] = lse2 * kLn2;
+    } else {
+      const long long row = (long long)(work.first + work.index) * num_qo_heads + hq;
+      p.o_part[row * HEAD_DIM + ch] = o;
+      if (ch == 0) p.lse_part[row] = lse2;
+    }
   }
+  if (work.count > 1) merge_chunks<HEAD_DIM>(p, work, hkv, smem);
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
@@ -1096,9 +1338,18 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  dim3 grid(batch * p.num_kv_heads, p.num_splits);
-  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
-  return cudaGetLastError();
+  if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(p.num_slots * p.num_kv_heads);
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL (griddepcontrol in the kernel)
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = FOSCAR_PDL ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported

@@ -9,7 +9,15 @@
 // reconstruction, 2: folded FP8). Contiguous cache: lens = the sequences' lengths [batch],
 // kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache (FlashInfer-style page
 // table, page_size a power of two): lens = kv_last_page_len [batch]; the kernel derives each
-// length from kv_indptr (no extra kernel). k_block: 0 for token-wise K (k_scale / k_offset like
+// length from kv_indptr (no extra kernel). Lengths are clamped to what the cache holds (contiguous:
+// max_seq_len; paged: num_indices = the length of kv_indices, kv_last_page_len to 0..page_size).
+// Output: out [batch, num_qo_heads, head_dim] bf16 and lse [batch, num_qo_heads] fp32 (natural
+// log), through the split partials o_part [num_slots, num_qo_heads, head_dim] / lse_part
+// [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads] int32, zero before the first
+// launch (the kernel leaves them zero). Split-KV: fixed_splits > 0 cuts every sequence into that
+// many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths, about
+// target_chunks per KV head (num_slots >= max(target_chunks, ceil(max total tokens / 32768)) + batch).
+// k_block: 0 for token-wise K (k_scale / k_offset like
 // V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
 // ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
 // head_dim], k_block dividing page_size). Returns cudaErrorInvalidValue for an unsupported
@@ -17,7 +25,7 @@
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int page_size, float* o_part, float* lse_part, int batch,
-    int num_kv_heads, int gqa, int max_seq_len, int num_splits, int tokens_per_split, long long q_stride_b,
-    long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size, int k_block, int mode,
-    cudaStream_t stream);
+    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters, int batch,
+    int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
+    long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
+    int k_block, int mode, cudaStream_t stream);

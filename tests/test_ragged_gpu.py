@@ -1,0 +1,147 @@
+"""Ragged batches and large caches on the CUDA kernel (issue 11): length-aware split-KV chunks, the
+split merge inside the kernel, and lengths past what the cache holds (clamped in the kernel), each
+against the fp64 reference on the dequantized cache. GPU only; the schedule itself is checked on the
+CPU in tests/test_splits.py."""
+
+import pytest
+import torch
+
+import foscar
+from tests.test_decode_triton import _case, _check
+
+pytestmark = pytest.mark.gpu
+
+
+def _cuda():
+    return torch.device("cuda")
+
+
+@pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
+@pytest.mark.parametrize("bits", [2, 4])
+def test_one_long_sequence_among_short_ones(bits, operand, method):
+    q, cache = _case(_cuda(), batch=8, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[40000] + [4096, 0, 1, 300, 4096, 257, 4095], bits=bits, group_size=128)
+    tol = 1e-1 if operand == "fp8" else 1e-2
+    out, lse = foscar.decode(q, cache, backend="cuda", operand=operand, method=method, return_lse=True)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    for b, length in enumerate(cache.seq_lens.tolist()):
+        if length == 0:
+            assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
+            continue
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < tol, f"sequence {b} (length {length}): relative L2 error {err:.3g}"
+        if operand == "bf16" and method == "folded":
+            assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3)
+
+
+def test_many_sequences_and_fixed_splits():
+    lens = torch.randint(0, 3000, (300,), generator=torch.Generator().manual_seed(1)).tolist()
+    lens[5] = 0
+    lens[7] = 9000
+    q, cache = _case(_cuda(), batch=300, num_qo_heads=8, num_kv_heads=2, head_dim=64,
+                     seq_lens=lens, bits=2, group_size=32)
+    _check(q, cache, backend="cuda")
+    _check(q, cache, backend="cuda", num_splits=5)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_same_lengths_same_answer_in_any_capacity(paged):
+    """The chunks depend on the lengths only, so a 4K and a 64K cache give bit-identical outputs."""
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(4, 8, 65536, 128, generator=g).to(torch.bfloat16)
+    v = torch.randn(4, 8, 65536, 128, generator=g).to(torch.bfloat16)
+    q = torch.randn(4, 32, 128, generator=g).to(torch.bfloat16).cuda()
+    lens = torch.tensor([4096, 1000, 4000, 17], dtype=torch.int32).cuda()
+    small = foscar.quantize_kv(k[:, :, :4096].cuda(), v[:, :, :4096].cuda(), 2, 128, seq_lens=lens)
+    large = foscar.quantize_kv(k.cuda(), v.cuda(), 2, 128, seq_lens=lens)
+    if paged:
+        small, large = foscar.paginate(small, 16), foscar.paginate(large, 16)
+    a, la = foscar.decode(q, small, backend="cuda", return_lse=True)
+    b, lb = foscar.decode(q, large, backend="cuda", return_lse=True)
+    assert torch.equal(a, b) and torch.equal(la, lb)
+    _check(q, large, backend="cuda")
+
+
+def test_paged_ragged_against_the_reference():
+    q, cache = _case(_cuda(), batch=8, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[33000] + [4096] * 6 + [5], bits=2, group_size=64)
+    paged = foscar.paginate(cache, 16, shuffle=True)
+    out, lse = foscar.decode(q, paged, backend="cuda", return_lse=True)
+    ref, ref_lse = foscar.decode(q, cache, backend="cuda", return_lse=True)
+    assert float((out.float() - ref.float()).norm() / ref.float().norm()) < 1e-3
+    _check(q, cache, backend="cuda")
+
+
+def test_lengths_past_the_capacity_are_clamped_in_the_kernel():
+    """append_kv(check_capacity=False) can advance seq_lens past max_seq_len without a host check:
+    plan.run must read only what the cache holds (the answer at the capacity), never past it."""
+    q, cache = _case(_cuda(), batch=3, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[2048, 2048, 100], bits=2, group_size=128)
+    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    want = plan.run(q, cache).clone()
+    cache.seq_lens.copy_(torch.tensor([2048 + 5000, 1 << 30, 100], dtype=torch.int32))  # no validate() here
+    got = plan.run(q, cache)
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+    cache.seq_lens.copy_(torch.tensor([-7, 2048, 100], dtype=torch.int32))
+    got = plan.run(q, cache)
+    assert not got[0].any() and torch.equal(got[1:], want[1:])
+
+
+def test_paged_lengths_past_the_page_table_are_clamped_in_the_kernel():
+    q, cache = _case(_cuda(), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[1000, 520], bits=4, group_size=64)
+    paged = foscar.paginate(cache, 16)
+    plan = foscar.plan_decode(paged, 8, backend="cuda")
+    want = plan.run(q, paged).clone()
+    last = paged.kv_last_page_len.clone()
+    paged.kv_last_page_len.fill_(10_000)  # more than a page: read as a full last page
+    full = plan.run(q, paged).clone()
+    paged.kv_last_page_len.copy_(last)
+    paged.kv_indptr[-1] += 1000  # past the page list: clamped to len(kv_indices)
+    got = plan.run(q, paged)
+    torch.cuda.synchronize()
+    assert torch.isfinite(full).all()
+    assert torch.equal(got[0], want[0]) and torch.isfinite(got).all()
+
+
+def test_a_captured_plan_follows_growing_lengths_and_leaves_its_counters_zero():
+    """One plan, captured once, replayed while the lengths change (a decode loop): every replay
+    gives the answer for the current lengths; the in-kernel merge's counters end at zero."""
+    q, cache = _case(_cuda(), batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[8192, 8192, 8192, 8192], bits=2, group_size=128)
+    cache.seq_lens.copy_(torch.tensor([100, 200, 300, 400], dtype=torch.int32))
+    plan = foscar.plan_decode(cache, 32, backend="cuda")
+    plan.run(q, cache)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.run(q, cache)
+    for lens in ([100, 200, 300, 400], [8192, 1, 0, 5000], [8000, 8100, 8192, 7]):
+        cache.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(plan.out, foscar.decode(q, cache, backend="cuda")), lens
+        assert not plan._counters.any()
+    _check(q, cache, backend="cuda")
+
+
+def test_nan_in_the_query_gives_nan_lse_and_leaves_other_rows():
+    q, cache = _case(_cuda(), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[40000, 17], bits=2, group_size=128)
+    out0, lse0 = foscar.decode(q, cache, backend="cuda", return_lse=True)
+    q[0, 1, 3] = float("nan")
+    out, lse = foscar.decode(q, cache, backend="cuda", return_lse=True)
+    assert torch.isnan(out[0, 1]).all() and torch.isnan(lse[0, 1])
+    keep = torch.ones_like(lse, dtype=torch.bool)
+    keep[0, 1] = False
+    assert torch.equal(out[keep], out0[keep]) and torch.equal(lse[keep], lse0[keep])
+
+
+def test_batch_zero():
+    q, cache = _case(_cuda(), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[5, 7], bits=2, group_size=128)
+    empty = foscar.quantize_kv(torch.zeros(0, 2, 16, 128, dtype=torch.bfloat16, device="cuda"),
+                               torch.zeros(0, 2, 16, 128, dtype=torch.bfloat16, device="cuda"), 2, 128)
+    out, lse = foscar.decode(q[:0], empty, backend="cuda", return_lse=True)
+    assert out.shape == (0, 8, 128) and lse.shape == (0, 8)

@@ -1,0 +1,85 @@
+"""Length-aware split-KV (foscar.kernels.splits.plan_work / schedule, DESIGN §10): the chunks follow the
+sequences' actual lengths, not the cache's capacity (CPU; the kernel's own schedule is checked against
+the fp64 reference by the GPU tests in tests/test_ragged_gpu.py)."""
+
+import random
+
+import pytest
+
+from foscar.kernels import splits
+
+H200_SMS = 132
+
+
+def _chunks(lengths, capacity, num_kv_heads=8, num_splits=None, sms=H200_SMS):
+    slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, len(lengths) * capacity, sms, num_splits)
+    work = splits.schedule(lengths, slots, fixed, target)
+    assert len(work) <= slots, "more chunks than the grid has slots"
+    return work, slots
+
+
+def _per_sequence(work, batch):
+    per = [[] for _ in range(batch)]
+    for b, start, end in work:
+        per[b].append((start, end))
+    return per
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_chunks_cover_every_sequence_exactly(seed):
+    rng = random.Random(seed)
+    batch = rng.choice([1, 2, 7, 64, 300])
+    capacity = rng.choice([256, 4096, 131072])
+    lengths = [rng.choice([0, 1, rng.randrange(capacity + 1), capacity]) for _ in range(batch)]
+    num_splits = rng.choice([None, None, 1, 3, 16])
+    work, _ = _chunks(lengths, capacity, num_kv_heads=rng.choice([1, 8, 32]), num_splits=num_splits)
+    for b, chunks in enumerate(_per_sequence(work, batch)):
+        assert chunks, f"sequence {b} has no CTA (its output row would never be written)"
+        assert chunks[0][0] == 0 and chunks[-1][1] == lengths[b]
+        assert all(a[1] == c[0] for a, c in zip(chunks, chunks[1:])), "chunks must tile [0, len)"
+        assert all(s % 256 == 0 for s, _ in chunks)
+
+
+def test_a_long_sequence_among_short_ones_gets_most_chunks():
+    """Issue 11: 1 x 128K + 7 x 4K ran on 4 splits of 32K (capacity-sized), 6x slower than alone."""
+    lengths = [131072] + [4096] * 7
+    work, _ = _chunks(lengths, 131072)
+    per = _per_sequence(work, 8)
+    assert len(per[0]) >= 24 and all(len(c) == 1 for c in per[1:])
+    sizes = [e - s for s, e in per[0]]
+    assert max(sizes) <= 6144  # about the same tokens per CTA as the short sequences
+    alone, _ = _chunks([131072], 131072)
+    assert len(alone) == 32  # two CTAs per SM over 8 KV heads
+
+
+def test_chunks_do_not_depend_on_the_capacity():
+    lengths = [4096] * 8
+    small, _ = _chunks(lengths, 4096)
+    large, slots = _chunks(lengths, 131072)
+    assert small == large and len(small) == 32
+    assert slots <= 40 + 32  # empty slots beyond the chunks exit at once
+
+
+@pytest.mark.parametrize("batch, context", [(1, 8192), (1, 131072), (8, 4096), (8, 32768), (64, 32768),
+                                            (64, 131072), (1, 300)])
+def test_uniform_batches_keep_the_fitted_split_counts(batch, context):
+    """On uniform lengths the chunks are choose_num_splits' splits (fit on the H200, bench/NOTES.md §14)."""
+    work, _ = _chunks([context] * batch, context)
+    n, _ = splits.choose_num_splits(batch, 8, context, 256, H200_SMS)
+    assert len(work) == batch * n
+
+
+def test_more_tokens_than_planned_still_fit():
+    """The plan sizes the grid for the capacity; lengths past it (a paged cache given more pages) grow
+    the chunk instead of dropping work."""
+    slots, fixed, target = splits.plan_work(4, 8, 4 * 1024, H200_SMS)
+    lengths = [1 << 20] * 4
+    work = splits.schedule(lengths, slots, fixed, target)
+    assert len(work) <= slots
+    assert sum(e - s for _, s, e in work) == sum(lengths)
+
+
+def test_fixed_split_count_follows_each_length():
+    work, slots = _chunks([1000, 100, 0], 4096, num_splits=4)
+    assert slots == 12
+    assert _per_sequence(work, 3) == [[(0, 256), (256, 512), (512, 768), (768, 1000)], [(0, 100)], [(0, 0)]]
