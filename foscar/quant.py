@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_choice, check_tensor
+from foscar._validate import check_choice, check_tensor, host_checks
 
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
@@ -99,6 +99,20 @@ def check_k_block(k_block: int) -> None:
 def num_k_blocks(max_seq_len: int, k_block: int) -> int:
     """Channel-wise K blocks covering ``max_seq_len`` tokens: ``ceil(max_seq_len / k_block)``."""
     return -(-max_seq_len // k_block)
+
+
+def check_lengths(name: str, lens: torch.Tensor, max_seq_len: int, what: str = "") -> None:
+    """Raise unless every ``lens[b]`` (a host tensor) lies in ``[0, max_seq_len]``.
+
+    Raises:
+        ValueError: naming ``name``, the first sequence out of range, its length and the
+            allowed range (``what`` is added after the length, e.g. how it was derived).
+    """
+    bad = ((lens < 0) | (lens > max_seq_len)).nonzero()
+    if bad.numel():
+        b = int(bad[0, 0])
+        raise ValueError(f"{name}: sequence {b} has length {int(lens[b])}{what}, expected 0 <= length <= "
+                         f"max_seq_len={max_seq_len} (the cache holds {max_seq_len} tokens per sequence)")
 
 
 def num_planes(bits: int) -> int:
@@ -365,14 +379,16 @@ class _CacheTensors:
         their shared first three dimensions.
 
         Raises:
-            ValueError: the first inconsistency, as "expected X, got Y".
+            ValueError: the first inconsistency, as "expected X, got Y"; a tensor that is
+                not contiguous (a strided view: :mod:`foscar._validate`).
         """
         check_format(self.bits, self.group_size, self.head_dim)
         dev = self.k_codes.device
         lead = tuple(self.k_codes.shape[:3]) if self.k_codes.dim() == 4 else (None, None, None)
         pd = packed_dim(self.head_dim, self.bits)
         for name in ("k_codes", "v_codes"):
-            check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev)
+            check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev,
+                         contiguous=True)
         if self.k_block is None:
             k_meta_shape = (*lead, self.num_groups)
         else:
@@ -380,12 +396,11 @@ class _CacheTensors:
             blocks = None if lead[2] is None else num_k_blocks(lead[2], self.k_block)
             k_meta_shape = (lead[0], lead[1], blocks, self.head_dim)
         for name in ("k_scale", "k_offset"):
-            check_tensor(name, getattr(self, name), shape=k_meta_shape, dtypes=(torch.float32,), device=dev)
+            check_tensor(name, getattr(self, name), shape=k_meta_shape, dtypes=(torch.float32,), device=dev,
+                         contiguous=True)
         for name in ("v_scale", "v_offset"):
-            check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,), device=dev)
-        for name in CACHE_TENSORS:
-            if not getattr(self, name).is_contiguous():
-                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
+            check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,),
+                         device=dev, contiguous=True)
         return lead
 
 
@@ -434,14 +449,27 @@ class QuantizedKVCache(_CacheTensors):
         blocks = int(((lens + self.k_block - 1) // self.k_block).sum())
         return self.num_kv_heads * (total_tokens * per_token + blocks * 2 * 4 * self.head_dim)
 
-    def validate(self) -> "QuantizedKVCache":
-        """Check shapes, dtypes and devices of every field.
+    def validate(self, check_values: bool | None = None) -> "QuantizedKVCache":
+        """Check every field: format, shapes, dtypes, devices, contiguity and the lengths.
+
+        Args:
+            check_values: also check every ``seq_lens[b]`` against ``[0, max_seq_len]``
+                (reads ``seq_lens`` on the host: one device sync). ``None`` (default):
+                unless the current CUDA stream is capturing a graph.
+
+        Returns:
+            ``self``.
 
         Raises:
-            ValueError: the first inconsistency, as "expected X, got Y".
+            ValueError: the first inconsistency, as "expected X, got Y"; a cache or index
+                tensor that is not contiguous (a strided view; names the tensor); a
+                ``seq_lens[b]`` outside ``[0, max_seq_len]`` (names the sequence).
         """
         b = self._validate_tensors()[0]
-        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device)
+        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device,
+                     contiguous=True)
+        if b and host_checks(check_values, self.device):
+            check_lengths("seq_lens", self.seq_lens.cpu(), self.max_seq_len)
         return self
 
 

@@ -296,6 +296,12 @@ def _folded_decode_split_kernel(
     b = pid_bh // num_kv_heads
     hkv = pid_bh % num_kv_heads
     seq_len = tl.load(Seq_lens + b)
+    # never past the sequence's rows, whatever the lengths say (plan.run does not check them;
+    # append_kv(check_capacity=False) may advance seq_lens past max_seq_len)
+    if PAGED:
+        seq_len = tl.minimum(seq_len, (tl.load(Kv_indptr + b + 1) - tl.load(Kv_indptr + b)) * PAGE)
+    else:
+        seq_len = tl.minimum(seq_len, stride_ch // PACKED)  # max_seq_len (contiguous rows)
     start = split * tokens_per_split
     end = tl.minimum(start + tokens_per_split, seq_len)
 

@@ -1,0 +1,228 @@
+"""Bad inputs get a clear error or the right answer, never a silent wrong one (issue 13, items
+1-4; issue 11, "lengths the cache cannot hold"): strided index tensors, batch 0, group ranges
+past fp32, NaN in the query, lengths and page tables the cache cannot hold.
+
+CPU through the Triton interpreter (tiny shapes); the ``gpu`` cases run the CUDA kernel."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import foscar
+from tests.test_decode_triton import _case
+
+
+def _issue_case(device, seq_lens=(40, 17), num_qo_heads=4, **kw):
+    """The issue's case: batch 2, 1 KV head, head_dim 64, INT2, G=32."""
+    return _case(device, batch=len(seq_lens), num_qo_heads=num_qo_heads, num_kv_heads=1, head_dim=64,
+                 seq_lens=list(seq_lens), bits=2, group_size=32, seed=13, **kw)
+
+
+def _strided(t: torch.Tensor) -> torch.Tensor:
+    """A view of ``t``'s values with stride 2 (column 0 of a ``[n, 2]`` tensor; column 1 holds 5)."""
+    wide = torch.full((*t.shape, 2), 5, dtype=t.dtype, device=t.device)
+    wide[..., 0] = t
+    view = wide[..., 0]
+    assert not view.is_contiguous() and torch.equal(view, t)
+    return view
+
+
+# ---------------------------------------------------------------------------
+# 1. strided index and metadata tensors: a ValueError naming the tensor
+
+
+CONTIGUOUS_FIELDS = ("seq_lens", "k_scale", "k_offset", "v_scale", "v_offset", "k_codes")
+PAGED_FIELDS = ("kv_indptr", "kv_indices", "kv_last_page_len", "k_scale", "v_offset")
+
+
+@pytest.mark.parametrize("name", CONTIGUOUS_FIELDS)
+def test_strided_field_of_a_contiguous_cache_is_refused(device, name):
+    q, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, **{name: _strided(getattr(cache, name))})
+    with pytest.raises(ValueError, match=f"^{name}: expected a contiguous tensor, got a strided view"):
+        foscar.decode(q, bad)
+    plan = foscar.plan_decode(cache, q.shape[1])
+    with pytest.raises(ValueError, match=f"{name}: expected a contiguous tensor"):
+        plan.run(q, bad)
+
+
+@pytest.mark.parametrize("name", PAGED_FIELDS)
+def test_strided_field_of_a_paged_cache_is_refused(device, name):
+    q, cache = _issue_case(device)
+    paged = foscar.paginate(cache, page_size=16)
+    bad = dataclasses.replace(paged, **{name: _strided(getattr(paged, name))})
+    with pytest.raises(ValueError, match=f"^{name}: expected a contiguous tensor, got a strided view"):
+        foscar.decode(q, bad)
+    plan = foscar.plan_decode(paged, q.shape[1])
+    with pytest.raises(ValueError, match=f"{name}: expected a contiguous tensor"):
+        plan.run(q, bad)
+
+
+def test_strided_seq_lens_is_refused_by_append(device):
+    _, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=_strided(torch.tensor([30, 10], dtype=torch.int32, device=device)))
+    new = torch.randn(2, 1, 1, 64, device=device)
+    with pytest.raises(ValueError, match="^seq_lens: expected a contiguous tensor"):
+        foscar.append_kv(bad, new, new.clone())
+
+
+def test_storage_offset_view_is_accepted(device):
+    # contiguous views with a storage offset are fine: the kernels take data_ptr
+    q, cache = _issue_case(device)
+    shifted = torch.tensor([7, 40, 17], dtype=torch.int32, device=device)[1:]
+    out = foscar.decode(q, dataclasses.replace(cache, seq_lens=shifted))
+    assert torch.equal(out, foscar.decode(q, cache))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_strided_index_tensor_is_a_value_error_on_cuda(paged):
+    q, cache = _issue_case(torch.device("cuda"))
+    if paged:
+        cache = foscar.paginate(cache, page_size=16)
+        bad = dataclasses.replace(cache, kv_indices=_strided(cache.kv_indices))
+    else:
+        bad = dataclasses.replace(cache, seq_lens=_strided(cache.seq_lens))
+    with pytest.raises(ValueError, match="expected a contiguous tensor"):
+        foscar.decode(q, bad, backend="cuda")
+
+
+# ---------------------------------------------------------------------------
+# 2. batch of zero sequences: empty results
+
+
+def _empty_cache(device, **kw):
+    k = torch.zeros(0, 1, 8, 64, device=device)
+    return foscar.quantize_kv(k, k.clone(), bits=2, group_size=32, **kw)
+
+
+@pytest.mark.parametrize("k_layout", ["token", "channel"])
+def test_batch_zero_quantize_and_paginate(device, k_layout):
+    cache = _empty_cache(device, k_layout=k_layout)
+    assert cache.k_codes.shape == (0, 1, 8, 16) and cache.seq_lens.shape == (0,)
+    paged = foscar.paginate(cache, 16 if k_layout == "token" else 128)
+    assert paged.batch_size == 0 and paged.kv_indptr.tolist() == [0] and paged.kv_indices.numel() == 0
+    assert paged.lengths().shape == (0,)
+    assert paged.to_contiguous().batch_size == 0
+
+
+def test_batch_zero_append(device):
+    cache = _empty_cache(device)
+    new = torch.randn(0, 1, 3, 64, device=device)
+    assert foscar.append_kv(cache, new, new.clone()) is cache and cache.seq_lens.shape == (0,)
+
+
+def _check_empty_decode(fn, num_qo_heads=4):
+    out = fn(False)
+    assert out.shape == (0, num_qo_heads, 64) and out.dtype == torch.bfloat16
+    out, lse = fn(True)
+    assert out.shape == (0, num_qo_heads, 64) and lse.shape == (0, num_qo_heads) and lse.dtype == torch.float32
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_batch_zero_decode_and_plan(device, paged):
+    cache = _empty_cache(device)
+    if paged:
+        cache = foscar.paginate(cache, 16)
+    q = torch.zeros(0, 4, 64, dtype=torch.bfloat16, device=device)
+    _check_empty_decode(lambda lse: foscar.decode(q, cache, return_lse=lse))
+    plan = foscar.plan_decode(cache, 4)
+    _check_empty_decode(lambda lse: plan.run(q, cache, return_lse=lse))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_batch_zero_on_cuda(paged):
+    cache = _empty_cache(torch.device("cuda"))
+    if paged:
+        cache = foscar.paginate(cache, 16)
+    q = torch.zeros(0, 4, 64, dtype=torch.bfloat16, device="cuda")
+    _check_empty_decode(lambda lse: foscar.decode(q, cache, return_lse=lse, backend="cuda"))
+    plan = foscar.plan_decode(cache, 4, backend="cuda")
+    _check_empty_decode(lambda lse: plan.run(q, cache, return_lse=lse))
+
+
+# ---------------------------------------------------------------------------
+# 5. lengths and page tables the cache cannot hold: validate() names tensor, sequence, range
+
+
+@pytest.mark.parametrize("lens, match", [
+    ([40, 41], r"seq_lens: sequence 1 has length 41, expected 0 <= length <= max_seq_len=40"),
+    ([-1, 17], r"seq_lens: sequence 0 has length -1, expected 0 <= length <= max_seq_len=40"),
+])
+def test_seq_lens_out_of_capacity_raises(device, lens, match):
+    q, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=torch.tensor(lens, dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match=match):
+        bad.validate()
+    with pytest.raises(ValueError, match=match):
+        foscar.decode(q, bad)
+    with pytest.raises(ValueError, match=match):
+        foscar.plan_decode(bad, q.shape[1])
+    bad.validate(check_values=False)  # shapes only: no sync
+
+
+def _paged_case(device):
+    # lengths [40, 17] in pages of 16: 3 + 2 pages, 5 pages in the pool plus one spare
+    q, cache = _issue_case(device)
+    paged = foscar.paginate(cache, 16, extra_pages=1)
+    assert paged.kv_indptr.tolist() == [0, 3, 5] and paged.kv_last_page_len.tolist() == [8, 1]
+    return q, paged
+
+
+def _i32(values, device):
+    return torch.tensor(values, dtype=torch.int32, device=device)
+
+
+@pytest.mark.parametrize("field, values, match", [
+    ("kv_last_page_len", [17, 1], r"kv_last_page_len: sequence 0 has 3 page\(s\) and kv_last_page_len 17, "
+                                  r"expected 1 <= kv_last_page_len <= page_size=16"),
+    ("kv_last_page_len", [8, 0], r"kv_last_page_len: sequence 1 has 2 page\(s\) and kv_last_page_len 0"),
+    ("kv_indptr", [1, 3, 5], r"kv_indptr: expected kv_indptr\[0\] == 0, got 1"),
+    ("kv_indptr", [0, 3, 2], r"kv_indptr: expected non-decreasing values, got kv_indptr\[1\]=3 > kv_indptr\[2\]=2 "
+                             r"\(sequence 1\)"),
+    ("kv_indptr", [0, 3, 6], r"kv_indptr: sequence 1's pages end at kv_indptr\[2\]=6, past len\(kv_indices\)=5"),
+    ("kv_indices", [0, 1, 2, 6, 4], r"kv_indices: entry 3 \(sequence 1\) is page 6, expected a page id in "
+                                    r"\[0, num_pages=6\)"),
+    ("kv_indices", [0, -1, 2, 3, 4], r"kv_indices: entry 1 \(sequence 0\) is page -1"),
+])
+def test_page_table_the_cache_cannot_hold_raises(device, field, values, match):
+    q, paged = _paged_case(device)
+    bad = dataclasses.replace(paged, **{field: _i32(values, device)})
+    with pytest.raises(ValueError, match=match):
+        bad.validate()
+    with pytest.raises(ValueError, match=match):
+        foscar.decode(q, bad)
+
+
+def test_paged_length_past_max_seq_len_and_empty_sequence_rules(device):
+    q, paged = _paged_case(device)
+    with pytest.raises(ValueError, match=r"kv_indptr / kv_last_page_len: sequence 0 has length 40 .*"
+                                         r"expected 0 <= length <= max_seq_len=39"):
+        dataclasses.replace(paged, max_seq_len=39).validate()
+    # a sequence without pages must say kv_last_page_len 0 (the module docstring's rule)
+    empty = dataclasses.replace(paged, kv_indptr=_i32([0, 3, 3], device), kv_last_page_len=_i32([8, 4], device))
+    with pytest.raises(ValueError, match="kv_last_page_len: sequence 1 has no pages and kv_last_page_len 4, expected 0"):
+        empty.validate()
+    ok = dataclasses.replace(empty, kv_last_page_len=_i32([8, 0], device)).validate()
+    assert ok.lengths().tolist() == [40, 0]
+    # entries of kv_indices past kv_indptr[batch] are never read, so not checked
+    dataclasses.replace(paged, kv_indices=_i32([0, 1, 2, 3, 4, 99], device)).validate()
+
+
+def test_paginate_checks_the_lengths(device):
+    _, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=_i32([41, 17], device))
+    with pytest.raises(ValueError, match="seq_lens: sequence 0 has length 41"):
+        foscar.paginate(bad, 16)
+
+
+def test_run_clamps_lengths_past_capacity(device):
+    # plan.run reads no values on the host; the Triton kernel clamps a length past capacity
+    # (append_kv(check_capacity=False) can produce one) instead of reading the next rows
+    q, cache = _issue_case(device)
+    plan = foscar.plan_decode(cache, q.shape[1], backend="triton")
+    want = foscar.decode(q, dataclasses.replace(cache, seq_lens=_i32([40, 40], device)), backend="triton").clone()
+    got = plan.run(q, dataclasses.replace(cache, seq_lens=_i32([40, 90], device)))
+    assert torch.equal(got, want)
