@@ -16,6 +16,21 @@ Contract (DESIGN §2):
   and by the tests. A group whose values are all equal has ``scale == 0``; its
   codes are 0 and it dequantizes to ``offset`` exactly (no NaN, no Inf).
 
+* Largest magnitude. The format takes every finite fp32 value, ``|x| <= 3.40e38``
+  (so every fp16 and bf16 value): :func:`quantize_kv`, ``append_kv`` and
+  :func:`dequantize_kv` give finite scales, codes and values for finite input. A group
+  whose ``max - min`` passes fp32's largest value (only possible with ``|x| >
+  1.7e38``) is computed on halved operands, ``scale = 2 * ((max/2 - min/2) / qmax)``
+  and ``code = round((x/2 - min/2) / (scale/2))`` (the halvings are exact); every other
+  group gets the formulas above bit for bit. NaN and Inf are refused by
+  ``quantize_kv(check_finite=True)`` and give NaN scales in ``append_kv``.
+  The decode kernels fold the scales into fp32 and bf16 operands (``128 * scale``; the
+  CUDA kernel up to ``2^6`` more for its in-place planes), which overflow for group
+  ranges near 1e36: for a finite decode keep ``|K|, |V| <= 1e30`` and the scores
+  ``|q . k| * sm_scale`` within fp32 (tests/test_bad_inputs.py checks 1e30 against the
+  fp64 reference). Beyond that a decode can give NaN (seen with the Triton kernel at
+  3.4e38, where the fp64 reference stays finite).
+
 * Plane-split packing. With ``P = 8 // bits`` planes, byte ``j`` of a token's
   packed row (``head_dim // P`` bytes) holds channel ``j + p * head_dim / P`` in
   bits ``[bits * p, bits * (p + 1))`` for ``p = 0 .. P-1``. INT2: byte ``j`` holds
@@ -194,7 +209,8 @@ def quantize_groups(
     Returns:
         ``(codes, scale, offset)``: codes ``[..., head_dim]`` uint8 (unpacked);
         scale and offset ``[..., head_dim // group_size]`` float32. Formulas in
-        the module docstring; arithmetic in fp32 (``x`` is first rounded to fp32).
+        the module docstring; arithmetic in fp32 (``x`` is first rounded to fp32),
+        finite for every finite ``x`` (a range past fp32 on halved operands).
 
     Raises:
         ValueError: unsupported ``bits``/``group_size``/``head_dim`` or dtype.
@@ -219,11 +235,20 @@ def _minmax_codes(xg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: in
     # a tensor divisor: PyTorch's CUDA kernels divide by a Python scalar as a multiply by
     # its reciprocal, which is not the IEEE division of the contract (and differed from
     # the append kernel's div_rn in the last bit on the H200)
-    scale = (hi - lo) / torch.full_like(hi, qmax)
+    qmax_t = torch.full_like(hi, qmax)
+    scale = (hi - lo) / qmax_t
+    # A range past fp32's largest value (finite values only: |x| > 1.7e38) is computed on
+    # halved operands (halving is exact there), so the scale stays finite; other groups
+    # keep the plain arithmetic bit for bit (module docstring, "Largest magnitude").
+    over = torch.isinf(hi - lo) & torch.isfinite(hi) & torch.isfinite(lo)
+    scale = torch.where(over, (hi * 0.5 - lo * 0.5) / qmax_t * 2.0, scale)
     flat = scale == 0
     # Zero-range group: code 0 everywhere. Divide by 1 there so nothing is 0/0.
     denom = torch.where(flat, torch.ones_like(scale), scale)
-    q = torch.round((xg - lo.unsqueeze(dim)) / denom.unsqueeze(dim))
+    lo_d, denom_d, over_d = lo.unsqueeze(dim), denom.unsqueeze(dim), over.unsqueeze(dim)
+    ratio = (xg - lo_d) / denom_d
+    ratio = torch.where(over_d, (xg * 0.5 - lo_d * 0.5) / (denom_d * 0.5), ratio)
+    q = torch.round(ratio)
     q = torch.where(flat.unsqueeze(dim), torch.zeros_like(q), q)
     return q.clamp_(0, qmax).to(torch.uint8), scale
 
@@ -300,7 +325,17 @@ def dequantize_channels(
     length = codes.shape[-2]
     s = scale.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
     z = offset.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
-    return codes.to(dtype) * s + z
+    return _affine(codes.to(dtype), s, z)
+
+
+def _affine(q: torch.Tensor, s: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``q * s + z``, finite wherever the exact value is: where the plain arithmetic
+    overflows (fp32, a group whose range passes fp32's largest value), on halved
+    operands (``2 * (q * s/2 + z/2)``, exact halvings), elsewhere bit for bit the plain."""
+    x = q * s + z
+    if x.dtype == torch.float64:  # the scales are fp32: nothing overflows in fp64
+        return x
+    return torch.where(torch.isinf(x) & torch.isfinite(s) & torch.isfinite(z), (q * (s * 0.5) + z * 0.5) * 2.0, x)
 
 
 def dequantize_groups(
@@ -324,7 +359,7 @@ def dequantize_groups(
     head_dim = codes.shape[-1]
     shape = (*codes.shape[:-1], head_dim // group_size, group_size)
     q = codes.to(dtype).reshape(shape)
-    x = q * scale.to(dtype).unsqueeze(-1) + offset.to(dtype).unsqueeze(-1)
+    x = _affine(q, scale.to(dtype).unsqueeze(-1), offset.to(dtype).unsqueeze(-1))
     return x.reshape(codes.shape)
 
 
@@ -502,6 +537,9 @@ def quantize_kv(
 
     Returns:
         A :class:`QuantizedKVCache` on the device of ``k``.
+
+    Every finite value is taken (module docstring, "Largest magnitude"): scales and
+    codes are finite even for a group whose range passes fp32's largest value.
 
     Raises:
         ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,

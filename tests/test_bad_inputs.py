@@ -10,7 +10,10 @@ import pytest
 import torch
 
 import foscar
+from foscar.kernels.quantize_triton import append_kv_
 from tests.test_decode_triton import _case
+
+BF16_MAX = torch.finfo(torch.bfloat16).max  # 3.3895e38
 
 
 def _issue_case(device, seq_lens=(40, 17), num_qo_heads=4, **kw):
@@ -141,6 +144,94 @@ def test_gpu_batch_zero_on_cuda(paged):
     _check_empty_decode(lambda lse: foscar.decode(q, cache, return_lse=lse, backend="cuda"))
     plan = foscar.plan_decode(cache, 4, backend="cuda")
     _check_empty_decode(lambda lse: plan.run(q, cache, return_lse=lse))
+
+
+# ---------------------------------------------------------------------------
+# 3. finite values whose group range passes fp32's largest value
+
+
+def _huge_k(device, bits=2):
+    """``[1, 1, 4, 64]`` bf16 K: token 0's first group holds +-bf16 max (range 6.8e38, past
+    fp32's 3.4e38) and a ramp in between; everything else ordinary."""
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(1, 1, 4, 64, generator=g)
+    ramp = torch.linspace(-1.0, 1.0, 32) * BF16_MAX
+    k[0, 0, 0, :32] = ramp
+    return k.to(torch.bfloat16).to(device)
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_range_past_fp32_gives_finite_scales_codes_and_values(device, bits):
+    k = _huge_k(device)
+    cache = foscar.quantize_kv(k, k.clone(), bits=bits, group_size=32)
+    assert bool(torch.isfinite(cache.k_scale).all()) and bool(torch.isfinite(cache.k_offset).all())
+    kd32, _ = foscar.dequantize_kv(cache, torch.float32)
+    kd64, _ = foscar.dequantize_kv(cache, torch.float64)
+    assert bool(torch.isfinite(kd32).all())
+    # each value within half a step of the exact one (the group's step is range / qmax)
+    step = 2.0 * float(BF16_MAX) / ((1 << bits) - 1)
+    x = k.double()
+    assert float((kd64 - x)[0, 0, 0, :32].abs().max()) <= 0.5 * step * (1 + 1e-6)
+    assert torch.allclose(kd32.double()[0, 0, 0, :32], kd64[0, 0, 0, :32], rtol=0, atol=1e-6 * float(BF16_MAX))
+    # the ends are exact codes 0 and qmax; the other groups are untouched
+    codes = foscar.quant.unpack_codes(cache.k_codes, bits)[0, 0, 0]
+    assert int(codes[0]) == 0 and int(codes[31]) == (1 << bits) - 1
+    plain = foscar.quantize_kv(k[..., 1:, :], k[..., 1:, :].clone(), bits=bits, group_size=32)
+    assert torch.equal(plain.k_scale, cache.k_scale[:, :, 1:]) and torch.equal(plain.k_codes, cache.k_codes[:, :, 1:])
+
+
+def test_range_past_fp32_channel_wise_k(device):
+    g = torch.Generator().manual_seed(4)
+    k = torch.randn(1, 1, 32, 64, generator=g).to(torch.bfloat16)
+    k[0, 0, 0, 5], k[0, 0, 1, 5] = BF16_MAX, -BF16_MAX  # channel 5 of the one K block
+    cache = foscar.quantize_kv(k.to(device), k.to(device), bits=2, group_size=32, k_layout="channel", k_block=32)
+    assert bool(torch.isfinite(cache.k_scale).all())
+    kd, _ = foscar.dequantize_kv(cache, torch.float32)
+    assert bool(torch.isfinite(kd).all())
+    assert float(kd[0, 0, 0, 5]) == pytest.approx(float(BF16_MAX), rel=1e-6)
+    assert float(kd[0, 0, 1, 5]) == pytest.approx(-float(BF16_MAX), rel=1e-6)
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_range_past_fp32_append_matches_quantize_kv(device, bits):
+    k = _huge_k(device)
+    v = k.flip(-1).contiguous()
+    want = foscar.quantize_kv(k, v, bits=bits, group_size=32)
+    got = foscar.quantize_kv(torch.zeros_like(k), torch.zeros_like(v), bits=bits, group_size=32,
+                             seq_lens=torch.zeros(1, dtype=torch.int32, device=device))
+    append_kv_(got, k, v)
+    assert bool(torch.isfinite(got.k_scale).all()) and bool(torch.isfinite(got.v_scale).all())
+    for name in foscar.quant.CACHE_TENSORS:
+        assert torch.equal(getattr(got, name), getattr(want, name)), name
+
+
+def _check_large_decode(device, backend, magnitude=1e30):
+    """Decode over a cache holding values up to the documented decode bound (quant.py,
+    "Largest magnitude") against the fp64 reference."""
+    g = torch.Generator().manual_seed(5)
+    k = torch.randn(2, 1, 40, 64, generator=g)
+    v = torch.randn(2, 1, 40, 64, generator=g)
+    k[0, 0, 3, :32] = torch.linspace(-1.0, 1.0, 32) * magnitude
+    v[1, 0, 7, 32:] = torch.linspace(1.0, -1.0, 32) * magnitude
+    cache = foscar.quantize_kv(k.to(device), v.to(device), bits=2, group_size=32)
+    q = torch.randn(2, 4, 64, generator=g).to(torch.bfloat16).to(device)
+    out, lse = foscar.decode(q, cache, return_lse=True, backend=backend)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(lse).all())
+    for b in range(2):
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < 1e-2, f"sequence {b}: relative L2 error {err:.3g}"
+    assert torch.allclose(lse.double(), ref_lse, rtol=1e-3, atol=1e-3)
+
+
+def test_decode_at_the_documented_magnitude(device):
+    _check_large_decode(device, "triton")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_gpu_decode_at_the_documented_magnitude(backend):
+    _check_large_decode(torch.device("cuda"), backend)
 
 
 # ---------------------------------------------------------------------------
