@@ -235,6 +235,51 @@ def test_gpu_decode_at_the_documented_magnitude(backend):
 
 
 # ---------------------------------------------------------------------------
+# 4. NaN in the query: NaN output row and NaN LSE, other rows unchanged
+
+
+def _check_nan_query(q, cache, **kw):
+    out, lse = (t.clone() for t in foscar.decode(q, cache, return_lse=True, **kw))
+    qn = q.clone()
+    qn[0, 1, 3] = float("nan")
+    out_n, lse_n = foscar.decode(qn, cache, return_lse=True, **kw)
+    assert bool(torch.isnan(out_n[0, 1]).all()) and bool(torch.isnan(lse_n[0, 1]))
+    keep = torch.ones(lse.shape, dtype=torch.bool, device=lse.device)
+    keep[0, 1] = False
+    assert torch.equal(out_n[keep], out[keep]) and torch.equal(lse_n[keep], lse[keep])
+    assert not torch.isnan(lse_n[keep]).any()
+
+
+@pytest.mark.parametrize("num_splits", [None, 1, 3])
+def test_nan_query_gives_nan_lse(device, num_splits):
+    q, cache = _issue_case(device)
+    _check_nan_query(q, cache, num_splits=num_splits, backend="triton")
+
+
+def test_nan_query_channel_wise_and_paged(device):
+    q, cache = _issue_case(device)
+    k, v = foscar.dequantize_kv(cache)
+    ch = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=cache.seq_lens, k_layout="channel", k_block=32)
+    _check_nan_query(q, ch, backend="triton")
+    _check_nan_query(q, foscar.paginate(cache, 16, shuffle=True, generator=torch.Generator().manual_seed(0)),
+                     backend="triton")
+
+
+def test_empty_sequence_lse_stays_minus_inf_next_to_a_nan_row(device):
+    q, cache = _issue_case(device, seq_lens=(40, 0))
+    q[0, 1, 3] = float("nan")
+    out, lse = foscar.decode(q, cache, return_lse=True, backend="triton")
+    assert bool(torch.isnan(lse[0, 1])) and bool(torch.isneginf(lse[1]).all()) and not out[1].any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_gpu_nan_query_gives_nan_lse(backend):
+    q, cache = _issue_case(torch.device("cuda"))
+    _check_nan_query(q, cache, backend=backend)
+
+
+# ---------------------------------------------------------------------------
 # 5. lengths and page tables the cache cannot hold: validate() names tensor, sequence, range
 
 
