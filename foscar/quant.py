@@ -48,7 +48,10 @@ Contract (DESIGN §2):
       v_scale, v_offset   [batch, num_kv_heads, max_seq_len, head_dim // group_size] float32
       seq_lens            [batch]                                                     int32
 
-  Tokens at positions ``>= seq_lens[b]`` are padding and never read.
+  Tokens at positions ``>= seq_lens[b]`` are padding and never read. Every tensor,
+  ``seq_lens`` included, must be contiguous (a strided view is refused with a
+  ``ValueError`` naming it, :mod:`foscar._validate`), and ``0 <= seq_lens[b] <=
+  max_seq_len`` (:meth:`QuantizedKVCache.validate` checks it on the host).
 
 * Channel-wise K (KIVI style, ``k_layout="channel"``; V stays token-wise). Each
   channel ``c`` of K has its own FP32 scale and offset over a block of ``k_block``

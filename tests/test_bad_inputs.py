@@ -362,3 +362,26 @@ def test_run_clamps_lengths_past_capacity(device):
     want = foscar.decode(q, dataclasses.replace(cache, seq_lens=_i32([40, 40], device)), backend="triton").clone()
     got = plan.run(q, dataclasses.replace(cache, seq_lens=_i32([40, 90], device)))
     assert torch.equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_decode_and_append_capture_without_host_checks(paged):
+    # validate() reads the lengths on the host, except while a CUDA graph is captured:
+    # foscar.decode (what `foscar bench` captures) and append_kv(check_capacity=False) stay capturable
+    dev = torch.device("cuda")
+    q, cache = _issue_case(dev)
+    decode_cache = foscar.paginate(cache, 16) if paged else cache
+    want = foscar.decode(q, decode_cache).clone()  # compile / first launch outside the capture
+    new = torch.randn(2, 1, 1, 64, device=dev)
+    room = foscar.quantize_kv(torch.zeros(2, 1, 4, 64, device=dev), torch.zeros(2, 1, 4, 64, device=dev), 2, 32,
+                              seq_lens=torch.zeros(2, dtype=torch.int32, device=dev))
+    foscar.append_kv(room, new, new.clone())
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = foscar.decode(q, decode_cache)
+        foscar.append_kv(room, new, new.clone(), check_capacity=False)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want) and room.seq_lens.tolist() == [2, 2]
