@@ -22,8 +22,10 @@ Contract (DESIGN §2):
   whose ``max - min`` passes fp32's largest value (only possible with ``|x| >
   1.7e38``) is computed on halved operands, ``scale = 2 * ((max/2 - min/2) / qmax)``
   and ``code = round((x/2 - min/2) / (scale/2))`` (the halvings are exact); every other
-  group gets the formulas above bit for bit. NaN and Inf are refused by
-  ``quantize_kv(check_finite=True)`` and give NaN scales in ``append_kv``.
+  group gets the formulas above bit for bit. NaN and Inf, and float64 input past fp32's
+  largest value (e.g. a Hadamard rotation of huge values), are refused by
+  ``quantize_kv(check_finite=True)`` (naming the position); unchecked, they give
+  non-finite scales (``append_kv`` never checks).
   The decode kernels fold the scales into fp32 and bf16 operands (``128 * scale``; the
   CUDA kernel up to ``2^6`` more for its in-place planes), which overflow for group
   ranges near 1e36: for a finite decode keep ``|K|, |V| <= 1e30`` and the scores
@@ -86,6 +88,7 @@ K_LAYOUTS = ("token", "channel")
 SUPPORTED_K_BLOCKS = (32, 64, 128)
 DEFAULT_K_BLOCK = 128
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+FP32_MAX = torch.finfo(torch.float32).max  # the format's largest magnitude (module docstring)
 
 
 def check_format(bits: int, group_size: int, head_dim: int) -> None:
@@ -525,13 +528,14 @@ def quantize_kv(
     """Quantize and pack a K/V cache.
 
     Args:
-        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32.
+        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32/float64.
         bits: 2 or 4 (K and V alike).
         group_size: 32, 64 or 128, dividing ``head_dim``: V's channel group, and K's
             with ``k_layout="token"``.
         seq_lens: ``[batch]`` int32 valid lengths (default: all ``max_seq_len``);
             each in ``[0, max_seq_len]``.
-        check_finite: raise on NaN/Inf in ``k``/``v`` (one device sync).
+        check_finite: raise on NaN/Inf in ``k``/``v``, and on float64 values past fp32's
+            largest (3.40e38, the format's largest magnitude) (device syncs).
         k_layout: ``"token"`` (K in per-token groups of ``group_size`` channels) or
             ``"channel"`` (KIVI-style: K per channel over blocks of ``k_block`` tokens,
             min/max over the valid tokens only; module docstring).
@@ -546,8 +550,8 @@ def quantize_kv(
 
     Raises:
         ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,
-            ``k_block`` given with ``k_layout="token"``, lengths out of range, or
-            non-finite values.
+            ``k_block`` given with ``k_layout="token"``, lengths out of range,
+            non-finite values, or float64 values past fp32's range (naming the position).
     """
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
@@ -572,6 +576,12 @@ def quantize_kv(
         for name, x in (("k", k), ("v", v)):
             if not bool(torch.isfinite(x).all()):
                 raise ValueError(f"{name}: expected finite values, got NaN or Inf")
+            if x.dtype == torch.float64:  # finite in fp64 but past fp32 (the format's arithmetic)
+                big = x.abs() > FP32_MAX
+                if bool(big.any()):
+                    pos = [int(i) for i in big.nonzero()[0]]
+                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at {pos} is past the format's largest "
+                                     f"magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest magnitude')")
     if k_block is None:
         kc, ks, ko = quantize_groups(k, bits, group_size)
     else:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import foscar
+import foscar.rotation
 from foscar.kernels.quantize_triton import append_kv_
 from tests.test_decode_triton import _case
 
@@ -203,6 +204,15 @@ def test_range_past_fp32_append_matches_quantize_kv(device, bits):
     assert bool(torch.isfinite(got.k_scale).all()) and bool(torch.isfinite(got.v_scale).all())
     for name in foscar.quant.CACHE_TENSORS:
         assert torch.equal(getattr(got, name), getattr(want, name)), name
+
+
+def test_float64_past_fp32_is_refused_naming_the_position(device):
+    # e.g. a Hadamard rotation (fp64) of bf16-max values: finite in fp64, past the format's fp32
+    k = foscar.rotation.rotate(_huge_k(device), foscar.rotation.random_signs(64))
+    assert bool(torch.isfinite(k).all()) and float(k.abs().max()) > torch.finfo(torch.float32).max
+    with pytest.raises(ValueError, match=r"^k: value -?[0-9.e+]+ at \[0, 0, 0, [0-9]+\] is past the format's largest "
+                                         r"magnitude 3.403e\+38"):
+        foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
 
 
 def _check_large_decode(device, backend, magnitude=1e30):
