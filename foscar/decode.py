@@ -115,8 +115,9 @@ class DecodePlan:
 
     ``foscar.decode`` spends ~180 us of Python per call validating its inputs (measured
     with the launches stubbed out, bench/NOTES.md §3); ``run`` checks the query and the
-    cache layout by comparing them with the plan's. The plan does not sync the device
-    and ``run`` is CUDA-graph capturable.
+    cache layout by comparing them with the plan's. The plan reads the cache's lengths
+    on the host once (``cache.validate()``, one sync; skipped while a CUDA graph is being
+    captured); ``run`` never syncs and is CUDA-graph capturable.
 
     Attributes:
         kernel: ``"cuda"`` or ``"triton"`` (what ``backend="auto"`` resolved to).
