@@ -160,8 +160,9 @@ class PagedQuantizedKVCache(_CacheTensors):
             raise ValueError(f"kv_last_page_len: sequence {b} has no pages and kv_last_page_len {int(last[b])}, "
                              "expected 0")
         lens = torch.where(pages > 0, (pages - 1) * page + last, torch.zeros_like(pages))
-        check_lengths("kv_indptr / kv_last_page_len", lens, self.max_seq_len, what=" ((pages - 1) * page_size + "
-                      "kv_last_page_len)")
+        check_lengths("kv_indptr / kv_last_page_len", lens, self.max_seq_len,
+                      what=" ((pages - 1) * page_size + kv_last_page_len)",
+                      hint=" (the bound the split-KV plan covers; raise max_seq_len)")
 
     def to_contiguous(self) -> QuantizedKVCache:
         """The same tokens as a contiguous :class:`QuantizedKVCache` (gathers pages; one sync)."""

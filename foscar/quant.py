@@ -122,18 +122,19 @@ def num_k_blocks(max_seq_len: int, k_block: int) -> int:
     return -(-max_seq_len // k_block)
 
 
-def check_lengths(name: str, lens: torch.Tensor, max_seq_len: int, what: str = "") -> None:
+def check_lengths(name: str, lens: torch.Tensor, max_seq_len: int, what: str = "", hint: str = "") -> None:
     """Raise unless every ``lens[b]`` (a host tensor) lies in ``[0, max_seq_len]``.
 
     Raises:
         ValueError: naming ``name``, the first sequence out of range, its length and the
-            allowed range (``what`` is added after the length, e.g. how it was derived).
+            allowed range (``what`` follows the length, e.g. how it was derived; ``hint``
+            ends the message).
     """
     bad = ((lens < 0) | (lens > max_seq_len)).nonzero()
     if bad.numel():
         b = int(bad[0, 0])
         raise ValueError(f"{name}: sequence {b} has length {int(lens[b])}{what}, expected 0 <= length <= "
-                         f"max_seq_len={max_seq_len} (the cache holds {max_seq_len} tokens per sequence)")
+                         f"max_seq_len={max_seq_len}{hint}")
 
 
 def num_planes(bits: int) -> int:
@@ -510,7 +511,8 @@ class QuantizedKVCache(_CacheTensors):
         check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device,
                      contiguous=True)
         if b and host_checks(check_values, self.device):
-            check_lengths("seq_lens", self.seq_lens.cpu(), self.max_seq_len)
+            check_lengths("seq_lens", self.seq_lens.cpu(), self.max_seq_len,
+                          hint=" (the cache's rows per sequence)")
         return self
 
 
