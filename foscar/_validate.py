@@ -3,6 +3,14 @@
 Every check raises :class:`ValueError` (or :class:`TypeError` for a non-tensor)
 with a message that names the argument, what was expected and what was given,
 so that bad input never reaches a kernel.
+
+Contiguity: the kernels index every cache tensor (codes, scales, offsets) and every
+index tensor (``seq_lens``, ``kv_indptr``, ``kv_indices``, ``kv_last_page_len``) as a
+dense row-major array, so each must be contiguous (``t.is_contiguous()``; a view with
+a storage offset is fine, a strided view is not). A strided view is refused with a
+``ValueError`` naming the tensor, never copied behind the caller's back: a copy would
+detach the cache from the tensors the caller updates (``append_kv``, a serving
+engine's page table) and would not be CUDA-graph safe. Call ``.contiguous()`` first.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ def check_tensor(
     shape: Sequence[int | None] | None = None,
     dtypes: Iterable[torch.dtype] | None = None,
     device: torch.device | None = None,
+    contiguous: bool = False,
 ) -> torch.Tensor:
     """Check a tensor argument and return it.
 
@@ -30,10 +39,11 @@ def check_tensor(
         shape: required shape; ``None`` entries match any size.
         dtypes: allowed dtypes.
         device: required device (compared by type and index).
+        contiguous: require ``t.is_contiguous()`` (module docstring).
 
     Raises:
         TypeError: ``t`` is not a tensor.
-        ValueError: wrong ``ndim``, shape, dtype or device.
+        ValueError: wrong ``ndim``, shape, dtype or device; not contiguous.
     """
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
@@ -54,7 +64,24 @@ def check_tensor(
             )
     if device is not None and not same_device(t.device, device):
         raise ValueError(f"{name}: expected device {device}, got {t.device}")
+    if contiguous and not t.is_contiguous():
+        raise ValueError(
+            f"{name}: expected a contiguous tensor, got a strided view (shape {list(t.shape)}, "
+            f"strides {list(t.stride())}); pass {name}.contiguous()"
+        )
     return t
+
+
+def host_checks(check_values: bool | None, device: torch.device) -> bool:
+    """Whether a validator may read tensor values on the host (a device sync).
+
+    ``check_values`` ``True``/``False`` decides; ``None`` (the default of every
+    ``validate``) means yes unless the current CUDA stream is capturing a graph, where
+    a sync would break the capture.
+    """
+    if check_values is not None:
+        return bool(check_values)
+    return not (device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
 
 def same_device(a: torch.device, b: torch.device) -> bool:

@@ -23,20 +23,24 @@ def append_kv(
     Args:
         cache: the cache to extend (modified in place).
         k_new, v_new: ``[batch, num_kv_heads, n_new, head_dim]`` float16/bfloat16/float32
-            on the cache's device, finite (not checked: a NaN/Inf gives NaN scales).
-        check_capacity: raise if a sequence would pass ``max_seq_len`` (one device sync).
-            Pass False inside a CUDA graph: the caller then guarantees the room, and
-            tokens past ``max_seq_len`` are not written.
+            on the cache's device, finite (not checked: a NaN/Inf gives NaN scales; every
+            finite value gives finite scales, :mod:`foscar.quant` "Largest magnitude").
+        check_capacity: check the lengths (``cache.validate()``) and raise if a sequence
+            would pass ``max_seq_len`` (device syncs). Pass False inside a CUDA graph or
+            to avoid the syncs: the caller then guarantees the room, nothing reads
+            ``seq_lens`` on the host, and tokens past ``max_seq_len`` are not written.
 
     Returns:
         ``cache`` (the same object).
 
     Raises:
-        ValueError: shapes, dtypes or device that do not match the cache; no room left;
+        ValueError: what ``cache.validate()`` raises (a strided tensor; with
+            ``check_capacity``, a ``seq_lens[b]`` outside ``[0, max_seq_len]``); shapes,
+            dtypes or device that do not match the cache; no room left;
             a channel-wise K cache (its block scales would change as tokens arrive;
             re-quantize with :func:`foscar.quantize_kv` instead).
     """
-    cache.validate()
+    cache.validate(check_values=None if check_capacity else False)
     if cache.k_block is not None:
         raise ValueError("cache: append_kv supports token-wise K only; a channel-wise K cache "
                          "(k_layout='channel') must be re-quantized with quantize_kv")

@@ -34,7 +34,10 @@ def decode(
     over its first ``cache.seq_lens[b]`` tokens, where ``k_hat, v_hat`` are the
     dequantized cache (:mod:`foscar.quant`) — without dequantizing: scales and
     offsets are folded into the products (DESIGN §3). Split-KV with an fp32
-    partial-output + LSE merge; no host synchronisation (CUDA-graph capturable).
+    partial-output + LSE merge. ``cache.validate()`` reads the lengths (or the page
+    table) on the host once per call to check them, except while a CUDA graph is being
+    captured, where only shapes, dtypes and contiguity are checked (capturable then; a
+    decode loop should use :func:`plan_decode`, whose ``run`` never syncs).
 
     Args:
         q: ``[batch, num_qo_heads, head_dim]`` bfloat16, last dim contiguous, on
@@ -57,7 +60,8 @@ def decode(
             tokens, ``foscar.kernels.splits.plan_work``; Triton kernel, a heuristic from batch x
             num_kv_heads against the SM count, ``choose_num_splits``).
         return_lse: also return the natural-log LSE ``[batch, num_qo_heads]`` fp32
-            (``-inf`` for a sequence of length 0).
+            (``-inf`` for a sequence of length 0 and only then; NaN for a row whose
+            query holds a NaN, like its output row).
         backend: ``"cuda"`` (the sm_90 CUDA C++ kernel, compiled at first use;
             GQA <= 8), ``"triton"`` (portable), or ``"auto"``: CUDA where it can run
             (sm_90 GPU, GQA <= 8, nvcc present), else Triton.
@@ -68,13 +72,16 @@ def decode(
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` bfloat16 (a length-0 sequence gives a
-        zero row), and the LSE if asked.
+        zero row; batch 0 gives empty tensors), and the LSE if asked.
 
     Raises:
         ValueError: wrong shapes/dtypes/devices, unsupported head_dim or operand
             mode, ``num_qo_heads`` not a multiple of ``num_kv_heads``, a CPU tensor
             without ``TRITON_INTERPRET=1``, ``backend="cuda"`` where it cannot run
-            (the message says why).
+            (the message says why); everything ``cache.validate()`` raises: a cache or
+            index tensor that is not contiguous, a length the cache cannot hold
+            (``seq_lens[b]`` outside ``[0, max_seq_len]``, a page table that breaks
+            FlashInfer's rules; the message names the tensor and the sequence).
     """
     cache.validate()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
@@ -85,17 +92,22 @@ def decode(
 
 
 _LAYOUT_FIELDS = ("cache type", "bits", "group_size", "head_dim", "max_seq_len", "k_block", *CACHE_TENSORS,
-                  "seq_lens / kv_indptr")
+                  "seq_lens / kv_indptr", "kv_indices / kv_last_page_len")
+_INDEX_TENSORS = ("seq_lens", "kv_indptr", "kv_indices", "kv_last_page_len")
 
 
 def _layout(cache) -> tuple:
     """What a plan depends on (names in ``_LAYOUT_FIELDS``): the cache's format and its
-    tensors' shapes, dtypes, devices and contiguity (not their contents, not the lengths)."""
+    tensors' shapes, dtypes, devices and contiguity (not their contents, not the lengths;
+    ``kv_indices``' length may change between runs)."""
     tensors = [getattr(cache, n) for n in CACHE_TENSORS]
-    tensors.append(cache.kv_indptr if hasattr(cache, "kv_indptr") else cache.seq_lens)
+    paged = hasattr(cache, "kv_indptr")
+    tensors.append(cache.kv_indptr if paged else cache.seq_lens)
+    index = (cache.kv_indices, cache.kv_last_page_len) if paged else ()
     return (type(cache).__name__, cache.bits, cache.group_size, cache.head_dim, cache.max_seq_len,
             getattr(cache, "k_block", None),
-            *((tuple(t.shape), t.dtype, t.device, t.is_contiguous()) for t in tensors))
+            *((tuple(t.shape), t.dtype, t.device, t.is_contiguous()) for t in tensors),
+            tuple((t.dtype, t.device, t.is_contiguous()) for t in index))
 
 
 class DecodePlan:
@@ -105,8 +117,9 @@ class DecodePlan:
 
     ``foscar.decode`` spends ~180 us of Python per call validating its inputs (measured
     with the launches stubbed out, bench/NOTES.md §3); ``run`` checks the query and the
-    cache layout by comparing them with the plan's. The plan does not sync the device
-    and ``run`` is CUDA-graph capturable.
+    cache layout by comparing them with the plan's. The plan reads the cache's lengths
+    on the host once (``cache.validate()``, one sync; skipped while a CUDA graph is being
+    captured); ``run`` never syncs and is CUDA-graph capturable.
 
     What a plan depends on: the cache's layout (type, format, ``max_seq_len``, tensor shapes,
     dtypes, devices), the query shape and the options; ``run`` checks these and raises on a
@@ -146,11 +159,15 @@ class DecodePlan:
 
         Returns:
             :attr:`out` (and :attr:`lse`): the plan's buffers, overwritten by the next
-            ``run`` (clone to keep a result).
+            ``run`` (clone to keep a result); empty at batch 0.
+
+        ``run`` reads no tensor values on the host, so it does not check the lengths
+        (``cache.validate()`` does); the Triton kernel clamps each length to the
+        sequence's rows (``max_seq_len``; paged: its listed pages).
 
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message
-                says how).
+                says how; a strided index tensor is named as not contiguous).
         """
         from foscar.kernels import decode_cuda, decode_triton, merge_triton
 
@@ -160,9 +177,14 @@ class DecodePlan:
             raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
         layout = _layout(cache)
         if layout != self._layout:
+            for name in (*CACHE_TENSORS, *_INDEX_TENSORS):  # (the plan's were contiguous: plan_decode validated them)
+                if hasattr(cache, name):
+                    check_tensor(name, getattr(cache, name), contiguous=True)
             name, want, got = next((n, w, g) for n, w, g in zip(_LAYOUT_FIELDS, self._layout, layout) if w != g)
             raise ValueError(f"cache: {name} differs from the plan's (planned {want}, got {got}); "
                              "make a new plan (foscar.plan_decode) for this cache")
+        if q.shape[0] == 0:  # batch 0: nothing to launch (a grid of 0 programs is an invalid CUDA launch)
+            return (self.out, self.lse) if return_lse else self.out
         if self.kernel == "cuda":  # one launch: chunks from the lengths, merge inside the kernel
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode)

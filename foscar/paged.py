@@ -17,6 +17,11 @@ Sequence ``b`` has ``(n_pages - 1) * page_size + kv_last_page_len[b]`` tokens
 length (it sizes the split-KV plan without a device sync). Pages that no sequence
 lists are never read, whatever they hold. Offsets are computed in 64-bit, so a cache
 past 2^31 bytes works.
+
+Every tensor, the index tensors included, must be contiguous (a strided view is refused
+with a ``ValueError`` naming it, :mod:`foscar._validate`). :meth:`PagedQuantizedKVCache.validate`
+checks the page table's values on the host (:meth:`~PagedQuantizedKVCache.check_page_table`)
+except while a CUDA graph is being captured; ``DecodePlan.run`` never reads them.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_tensor
-from foscar.quant import CACHE_TENSORS, QuantizedKVCache, _CacheTensors, check_k_block, num_k_blocks
+from foscar._validate import check_tensor, host_checks
+from foscar.quant import (CACHE_TENSORS, QuantizedKVCache, _CacheTensors, check_k_block, check_lengths,
+                          num_k_blocks)
 
 
 @dataclass
@@ -63,12 +69,23 @@ class PagedQuantizedKVCache(_CacheTensors):
         full = torch.clamp(pages - 1, min=0) * self.page_size
         return torch.where(pages > 0, full + self.kv_last_page_len, torch.zeros_like(pages)).to(torch.int32)
 
-    def validate(self) -> "PagedQuantizedKVCache":
-        """Check shapes, dtypes and devices (not the page-table values: that would need a sync).
+    def validate(self, check_values: bool | None = None) -> "PagedQuantizedKVCache":
+        """Check every field: format, shapes, dtypes, devices, contiguity, and the page table.
+
+        Args:
+            check_values: also check the page table's values (reads ``kv_indptr``,
+                ``kv_last_page_len`` and ``kv_indices``' min and max on the host: one
+                device sync; :meth:`check_page_table`). ``None`` (default): unless the
+                current CUDA stream is capturing a graph.
+
+        Returns:
+            ``self``.
 
         Raises:
             ValueError: the first inconsistency, as "expected X, got Y" (channel-wise K:
-                ``k_block`` not 32, 64 or 128, or not dividing ``page_size``).
+                ``k_block`` not 32, 64 or 128, or not dividing ``page_size``); a cache or
+                index tensor that is not contiguous (a strided view; names the tensor);
+                with the values checked, what :meth:`check_page_table` raises.
         """
         if self.k_block is not None:
             check_k_block(self.k_block)  # 32, 64 or 128 before asking whether it divides the page
@@ -77,12 +94,75 @@ class PagedQuantizedKVCache(_CacheTensors):
                                  f"does not divide page_size={self.page_size}")
         self._validate_tensors()
         dev = self.device
-        check_tensor("kv_indptr", self.kv_indptr, ndim=1, dtypes=(torch.int32,), device=dev)
-        check_tensor("kv_indices", self.kv_indices, ndim=1, dtypes=(torch.int32,), device=dev)
-        check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), dtypes=(torch.int32,), device=dev)
+        i32 = dict(dtypes=(torch.int32,), device=dev, contiguous=True)
+        check_tensor("kv_indptr", self.kv_indptr, ndim=1, **i32)
+        if self.kv_indptr.shape[0] < 1:
+            raise ValueError("kv_indptr: expected shape [batch + 1] (at least one entry, 0), got [0]")
+        check_tensor("kv_indices", self.kv_indices, ndim=1, **i32)
+        check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), **i32)
         if self.max_seq_len < 0:
             raise ValueError(f"max_seq_len: expected >= 0, got {self.max_seq_len}")
+        if host_checks(check_values, dev):
+            self.check_page_table()
         return self
+
+    def check_page_table(self) -> None:
+        """Check the page table's values on the host (one device sync), FlashInfer's rules.
+
+        * ``kv_indptr[0] == 0``, non-decreasing, ``kv_indptr[batch] <= len(kv_indices)``;
+        * ``kv_indices[kv_indptr[0]:kv_indptr[batch]]`` (the pages listed) in ``[0, num_pages)``
+          (entries past ``kv_indptr[batch]`` are never read and not checked);
+        * ``kv_last_page_len[b]`` in ``1..page_size`` for a sequence with pages, ``0`` for one
+          without;
+        * every sequence's length ``(pages - 1) * page_size + kv_last_page_len[b]`` at most
+          ``max_seq_len`` (the split-KV plan covers ``max_seq_len`` tokens).
+
+        Raises:
+            ValueError: the first rule broken, naming the tensor, the sequence (or
+                position) and the allowed range.
+        """
+        batch, page, num_pages = self.batch_size, self.page_size, self.k_codes.shape[0]
+        used_ids = self.kv_indices
+        meta = [self.kv_indptr, self.kv_last_page_len]
+        if used_ids.numel():
+            meta.append(torch.stack([used_ids.min(), used_ids.max()]))
+        host = torch.cat(meta).cpu()  # the one sync
+        indptr, last = host[:batch + 1], host[batch + 1:2 * batch + 1]
+        if int(indptr[0]) != 0:
+            raise ValueError(f"kv_indptr: expected kv_indptr[0] == 0, got {int(indptr[0])}")
+        pages = indptr[1:] - indptr[:-1]
+        bad = (pages < 0).nonzero()
+        if bad.numel():
+            b = int(bad[0, 0])
+            raise ValueError(f"kv_indptr: expected non-decreasing values, got kv_indptr[{b}]={int(indptr[b])} > "
+                             f"kv_indptr[{b + 1}]={int(indptr[b + 1])} (sequence {b})")
+        n_listed = int(indptr[batch])
+        if n_listed > used_ids.numel():
+            b = int((indptr[1:] > used_ids.numel()).nonzero()[0, 0])
+            raise ValueError(f"kv_indptr: sequence {b}'s pages end at kv_indptr[{b + 1}]={int(indptr[b + 1])}, "
+                             f"past len(kv_indices)={used_ids.numel()}")
+        if n_listed and (int(host[-2]) < 0 or int(host[-1]) >= num_pages):  # min/max of all entries: look closer
+            listed = used_ids[:n_listed]
+            bad = ((listed < 0) | (listed >= num_pages)).nonzero()
+            if bad.numel():
+                pos = int(bad[0, 0])
+                b = int(torch.searchsorted(indptr[1:], pos, right=True))
+                raise ValueError(f"kv_indices: entry {pos} (sequence {b}) is page {int(listed[pos])}, expected a "
+                                 f"page id in [0, num_pages={num_pages})")
+        bad = ((pages > 0) & ((last < 1) | (last > page))).nonzero()
+        if bad.numel():
+            b = int(bad[0, 0])
+            raise ValueError(f"kv_last_page_len: sequence {b} has {int(pages[b])} page(s) and kv_last_page_len "
+                             f"{int(last[b])}, expected 1 <= kv_last_page_len <= page_size={page}")
+        bad = ((pages == 0) & (last != 0)).nonzero()
+        if bad.numel():
+            b = int(bad[0, 0])
+            raise ValueError(f"kv_last_page_len: sequence {b} has no pages and kv_last_page_len {int(last[b])}, "
+                             "expected 0")
+        lens = torch.where(pages > 0, (pages - 1) * page + last, torch.zeros_like(pages))
+        check_lengths("kv_indptr / kv_last_page_len", lens, self.max_seq_len,
+                      what=" ((pages - 1) * page_size + kv_last_page_len)",
+                      hint=" (the bound the split-KV plan covers; raise max_seq_len)")
 
     def to_contiguous(self) -> QuantizedKVCache:
         """The same tokens as a contiguous :class:`QuantizedKVCache` (gathers pages; one sync)."""
@@ -131,12 +211,17 @@ def paginate(
 
     A channel-wise K cache keeps its K blocks whole: ``k_block`` must divide ``page_size``.
 
+    Reads ``seq_lens`` on the host. A cache of batch 0 gives a paged cache of batch 0
+    (``kv_indptr = [0]``, no pages listed).
+
     Raises:
-        ValueError: ``page_size < 1``; a channel-wise K cache whose ``k_block`` does not
-            divide ``page_size``.
+        ValueError: what ``cache.validate(check_values=True)`` raises; ``page_size`` not
+            an int >= 1; a channel-wise K cache whose ``k_block`` does not divide
+            ``page_size``.
     """
-    if page_size < 1:
-        raise ValueError(f"page_size: expected >= 1, got {page_size}")
+    cache.validate(check_values=True)
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size: expected >= 1 (an int), got {page_size!r}")
     if cache.k_block is not None and page_size % cache.k_block:
         raise ValueError(f"page_size: a page must hold whole channel-wise K blocks; k_block={cache.k_block} "
                          f"does not divide page_size={page_size} (use a multiple of it)")
@@ -149,10 +234,11 @@ def paginate(
     dev = cache.device
     # every used page's (sequence, token) rows, gathered at once: page i of the token order
     # is page page_no[i] of sequence page_seq[i]; rows past the sequence's end get the fill
-    page_seq = torch.repeat_interleave(torch.arange(len(lens), device=dev), torch.tensor(counts, device=dev))
+    page_seq = torch.repeat_interleave(torch.arange(len(lens), device=dev),
+                                       torch.tensor(counts, dtype=torch.long, device=dev))
     page_no = torch.cat([torch.arange(c, device=dev) for c in counts]) if used else page_seq
     tok = page_no[:, None] * page_size + torch.arange(page_size, device=dev)  # [used, page_size]
-    valid = tok < torch.tensor(lens, device=dev)[page_seq][:, None]
+    valid = tok < torch.tensor(lens, dtype=torch.long, device=dev)[page_seq][:, None]
     tok = tok.clamp_(max=max(cache.max_seq_len - 1, 0))
     slots = ids.to(dev)
     fields = {}

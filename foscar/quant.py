@@ -16,6 +16,23 @@ Contract (DESIGN §2):
   and by the tests. A group whose values are all equal has ``scale == 0``; its
   codes are 0 and it dequantizes to ``offset`` exactly (no NaN, no Inf).
 
+* Largest magnitude. The format takes every finite fp32 value, ``|x| <= 3.40e38``
+  (so every fp16 and bf16 value): :func:`quantize_kv`, ``append_kv`` and
+  :func:`dequantize_kv` give finite scales, codes and values for finite input. A group
+  whose ``max - min`` passes fp32's largest value (only possible with ``|x| >
+  1.7e38``) is computed on halved operands, ``scale = 2 * ((max/2 - min/2) / qmax)``
+  and ``code = round((x/2 - min/2) / (scale/2))`` (the halvings are exact); every other
+  group gets the formulas above bit for bit. NaN and Inf, and float64 input past fp32's
+  largest value (e.g. a Hadamard rotation of huge values), are refused by
+  ``quantize_kv(check_finite=True)`` (naming the position); unchecked, they give
+  non-finite scales (``append_kv`` never checks).
+  The decode kernels fold the scales into fp32 and bf16 operands (``128 * scale``; the
+  CUDA kernel up to ``2^6`` more for its in-place planes), which overflow for group
+  ranges near 1e36: for a finite decode keep ``|K|, |V| <= 1e30`` and the scores
+  ``|q . k| * sm_scale`` within fp32 (tests/test_bad_inputs.py checks 1e30 against the
+  fp64 reference). Beyond that a decode can give NaN (seen with the Triton kernel at
+  3.4e38, where the fp64 reference stays finite).
+
 * Plane-split packing. With ``P = 8 // bits`` planes, byte ``j`` of a token's
   packed row (``head_dim // P`` bytes) holds channel ``j + p * head_dim / P`` in
   bits ``[bits * p, bits * (p + 1))`` for ``p = 0 .. P-1``. INT2: byte ``j`` holds
@@ -33,7 +50,10 @@ Contract (DESIGN §2):
       v_scale, v_offset   [batch, num_kv_heads, max_seq_len, head_dim // group_size] float32
       seq_lens            [batch]                                                     int32
 
-  Tokens at positions ``>= seq_lens[b]`` are padding and never read.
+  Tokens at positions ``>= seq_lens[b]`` are padding and never read. Every tensor,
+  ``seq_lens`` included, must be contiguous (a strided view is refused with a
+  ``ValueError`` naming it, :mod:`foscar._validate`), and ``0 <= seq_lens[b] <=
+  max_seq_len`` (:meth:`QuantizedKVCache.validate` checks it on the host).
 
 * Channel-wise K (KIVI style, ``k_layout="channel"``; V stays token-wise). Each
   channel ``c`` of K has its own FP32 scale and offset over a block of ``k_block``
@@ -57,7 +77,7 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_choice, check_tensor
+from foscar._validate import check_choice, check_tensor, host_checks
 
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
@@ -68,6 +88,7 @@ K_LAYOUTS = ("token", "channel")
 SUPPORTED_K_BLOCKS = (32, 64, 128)
 DEFAULT_K_BLOCK = 128
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+FP32_MAX = torch.finfo(torch.float32).max  # the format's largest magnitude (module docstring)
 
 
 def check_format(bits: int, group_size: int, head_dim: int) -> None:
@@ -99,6 +120,21 @@ def check_k_block(k_block: int) -> None:
 def num_k_blocks(max_seq_len: int, k_block: int) -> int:
     """Channel-wise K blocks covering ``max_seq_len`` tokens: ``ceil(max_seq_len / k_block)``."""
     return -(-max_seq_len // k_block)
+
+
+def check_lengths(name: str, lens: torch.Tensor, max_seq_len: int, what: str = "", hint: str = "") -> None:
+    """Raise unless every ``lens[b]`` (a host tensor) lies in ``[0, max_seq_len]``.
+
+    Raises:
+        ValueError: naming ``name``, the first sequence out of range, its length and the
+            allowed range (``what`` follows the length, e.g. how it was derived; ``hint``
+            ends the message).
+    """
+    bad = ((lens < 0) | (lens > max_seq_len)).nonzero()
+    if bad.numel():
+        b = int(bad[0, 0])
+        raise ValueError(f"{name}: sequence {b} has length {int(lens[b])}{what}, expected 0 <= length <= "
+                         f"max_seq_len={max_seq_len}{hint}")
 
 
 def num_planes(bits: int) -> int:
@@ -180,7 +216,8 @@ def quantize_groups(
     Returns:
         ``(codes, scale, offset)``: codes ``[..., head_dim]`` uint8 (unpacked);
         scale and offset ``[..., head_dim // group_size]`` float32. Formulas in
-        the module docstring; arithmetic in fp32 (``x`` is first rounded to fp32).
+        the module docstring; arithmetic in fp32 (``x`` is first rounded to fp32),
+        finite for every finite ``x`` (a range past fp32 on halved operands).
 
     Raises:
         ValueError: unsupported ``bits``/``group_size``/``head_dim`` or dtype.
@@ -205,11 +242,20 @@ def _minmax_codes(xg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: in
     # a tensor divisor: PyTorch's CUDA kernels divide by a Python scalar as a multiply by
     # its reciprocal, which is not the IEEE division of the contract (and differed from
     # the append kernel's div_rn in the last bit on the H200)
-    scale = (hi - lo) / torch.full_like(hi, qmax)
+    qmax_t = torch.full_like(hi, qmax)
+    scale = (hi - lo) / qmax_t
+    # A range past fp32's largest value (finite values only: |x| > 1.7e38) is computed on
+    # halved operands (halving is exact there), so the scale stays finite; other groups
+    # keep the plain arithmetic bit for bit (module docstring, "Largest magnitude").
+    over = torch.isinf(hi - lo) & torch.isfinite(hi) & torch.isfinite(lo)
+    scale = torch.where(over, (hi * 0.5 - lo * 0.5) / qmax_t * 2.0, scale)
     flat = scale == 0
     # Zero-range group: code 0 everywhere. Divide by 1 there so nothing is 0/0.
     denom = torch.where(flat, torch.ones_like(scale), scale)
-    q = torch.round((xg - lo.unsqueeze(dim)) / denom.unsqueeze(dim))
+    lo_d, denom_d, over_d = lo.unsqueeze(dim), denom.unsqueeze(dim), over.unsqueeze(dim)
+    ratio = (xg - lo_d) / denom_d
+    ratio = torch.where(over_d, (xg * 0.5 - lo_d * 0.5) / (denom_d * 0.5), ratio)
+    q = torch.round(ratio)
     q = torch.where(flat.unsqueeze(dim), torch.zeros_like(q), q)
     return q.clamp_(0, qmax).to(torch.uint8), scale
 
@@ -286,7 +332,17 @@ def dequantize_channels(
     length = codes.shape[-2]
     s = scale.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
     z = offset.to(dtype).repeat_interleave(k_block, dim=-2)[..., :length, :]
-    return codes.to(dtype) * s + z
+    return _affine(codes.to(dtype), s, z)
+
+
+def _affine(q: torch.Tensor, s: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``q * s + z``, finite wherever the exact value is: where the plain arithmetic
+    overflows (fp32, a group whose range passes fp32's largest value), on halved
+    operands (``2 * (q * s/2 + z/2)``, exact halvings), elsewhere bit for bit the plain."""
+    x = q * s + z
+    if x.dtype == torch.float64:  # the scales are fp32: nothing overflows in fp64
+        return x
+    return torch.where(torch.isinf(x) & torch.isfinite(s) & torch.isfinite(z), (q * (s * 0.5) + z * 0.5) * 2.0, x)
 
 
 def dequantize_groups(
@@ -310,7 +366,7 @@ def dequantize_groups(
     head_dim = codes.shape[-1]
     shape = (*codes.shape[:-1], head_dim // group_size, group_size)
     q = codes.to(dtype).reshape(shape)
-    x = q * scale.to(dtype).unsqueeze(-1) + offset.to(dtype).unsqueeze(-1)
+    x = _affine(q, scale.to(dtype).unsqueeze(-1), offset.to(dtype).unsqueeze(-1))
     return x.reshape(codes.shape)
 
 
@@ -365,14 +421,16 @@ class _CacheTensors:
         their shared first three dimensions.
 
         Raises:
-            ValueError: the first inconsistency, as "expected X, got Y".
+            ValueError: the first inconsistency, as "expected X, got Y"; a tensor that is
+                not contiguous (a strided view: :mod:`foscar._validate`).
         """
         check_format(self.bits, self.group_size, self.head_dim)
         dev = self.k_codes.device
         lead = tuple(self.k_codes.shape[:3]) if self.k_codes.dim() == 4 else (None, None, None)
         pd = packed_dim(self.head_dim, self.bits)
         for name in ("k_codes", "v_codes"):
-            check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev)
+            check_tensor(name, getattr(self, name), shape=(*lead, pd), dtypes=(torch.uint8,), device=dev,
+                         contiguous=True)
         if self.k_block is None:
             k_meta_shape = (*lead, self.num_groups)
         else:
@@ -380,12 +438,11 @@ class _CacheTensors:
             blocks = None if lead[2] is None else num_k_blocks(lead[2], self.k_block)
             k_meta_shape = (lead[0], lead[1], blocks, self.head_dim)
         for name in ("k_scale", "k_offset"):
-            check_tensor(name, getattr(self, name), shape=k_meta_shape, dtypes=(torch.float32,), device=dev)
+            check_tensor(name, getattr(self, name), shape=k_meta_shape, dtypes=(torch.float32,), device=dev,
+                         contiguous=True)
         for name in ("v_scale", "v_offset"):
-            check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,), device=dev)
-        for name in CACHE_TENSORS:
-            if not getattr(self, name).is_contiguous():
-                raise ValueError(f"{name}: expected a contiguous tensor, got strides {getattr(self, name).stride()}")
+            check_tensor(name, getattr(self, name), shape=(*lead, self.num_groups), dtypes=(torch.float32,),
+                         device=dev, contiguous=True)
         return lead
 
 
@@ -434,14 +491,28 @@ class QuantizedKVCache(_CacheTensors):
         blocks = int(((lens + self.k_block - 1) // self.k_block).sum())
         return self.num_kv_heads * (total_tokens * per_token + blocks * 2 * 4 * self.head_dim)
 
-    def validate(self) -> "QuantizedKVCache":
-        """Check shapes, dtypes and devices of every field.
+    def validate(self, check_values: bool | None = None) -> "QuantizedKVCache":
+        """Check every field: format, shapes, dtypes, devices, contiguity and the lengths.
+
+        Args:
+            check_values: also check every ``seq_lens[b]`` against ``[0, max_seq_len]``
+                (reads ``seq_lens`` on the host: one device sync). ``None`` (default):
+                unless the current CUDA stream is capturing a graph.
+
+        Returns:
+            ``self``.
 
         Raises:
-            ValueError: the first inconsistency, as "expected X, got Y".
+            ValueError: the first inconsistency, as "expected X, got Y"; a cache or index
+                tensor that is not contiguous (a strided view; names the tensor); a
+                ``seq_lens[b]`` outside ``[0, max_seq_len]`` (names the sequence).
         """
         b = self._validate_tensors()[0]
-        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device)
+        check_tensor("seq_lens", self.seq_lens, shape=(b,), dtypes=(torch.int32,), device=self.device,
+                     contiguous=True)
+        if b and host_checks(check_values, self.device):
+            check_lengths("seq_lens", self.seq_lens.cpu(), self.max_seq_len,
+                          hint=" (the cache's rows per sequence)")
         return self
 
 
@@ -459,13 +530,14 @@ def quantize_kv(
     """Quantize and pack a K/V cache.
 
     Args:
-        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32.
+        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float16/bfloat16/float32/float64.
         bits: 2 or 4 (K and V alike).
         group_size: 32, 64 or 128, dividing ``head_dim``: V's channel group, and K's
             with ``k_layout="token"``.
         seq_lens: ``[batch]`` int32 valid lengths (default: all ``max_seq_len``);
             each in ``[0, max_seq_len]``.
-        check_finite: raise on NaN/Inf in ``k``/``v`` (one device sync).
+        check_finite: raise on NaN/Inf in ``k``/``v``, and on float64 values past fp32's
+            largest (3.40e38, the format's largest magnitude) (device syncs).
         k_layout: ``"token"`` (K in per-token groups of ``group_size`` channels) or
             ``"channel"`` (KIVI-style: K per channel over blocks of ``k_block`` tokens,
             min/max over the valid tokens only; module docstring).
@@ -475,10 +547,13 @@ def quantize_kv(
     Returns:
         A :class:`QuantizedKVCache` on the device of ``k``.
 
+    Every finite value is taken (module docstring, "Largest magnitude"): scales and
+    codes are finite even for a group whose range passes fp32's largest value.
+
     Raises:
         ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,
-            ``k_block`` given with ``k_layout="token"``, lengths out of range, or
-            non-finite values.
+            ``k_block`` given with ``k_layout="token"``, lengths out of range,
+            non-finite values, or float64 values past fp32's range (naming the position).
     """
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
@@ -503,6 +578,12 @@ def quantize_kv(
         for name, x in (("k", k), ("v", v)):
             if not bool(torch.isfinite(x).all()):
                 raise ValueError(f"{name}: expected finite values, got NaN or Inf")
+            if x.dtype == torch.float64:  # finite in fp64 but past fp32 (the format's arithmetic)
+                big = x.abs() > FP32_MAX
+                if bool(big.any()):
+                    pos = [int(i) for i in big.nonzero()[0]]
+                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at {pos} is past the format's largest "
+                                     f"magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest magnitude')")
     if k_block is None:
         kc, ks, ko = quantize_groups(k, bits, group_size)
     else:

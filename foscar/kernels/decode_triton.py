@@ -48,7 +48,10 @@ through BF16, because the interpreter's dot on bitcast BF16 tensors is unreliabl
 
 Outputs per split: fp32 partial output ``[batch, num_qo_heads, num_splits,
 head_dim]`` (normalized) and base-2 LSE ``[batch, num_qo_heads, num_splits]``
-(``-inf`` for an empty split); :mod:`foscar.kernels.merge_triton` merges them.
+(``-inf`` for an empty split and only then; NaN where the query row holds a NaN);
+:mod:`foscar.kernels.merge_triton` merges them. Each sequence's length is clamped to
+its rows (``max_seq_len``; paged: its listed pages), so no length makes it read another
+sequence's tokens.
 """
 
 from __future__ import annotations
@@ -296,6 +299,12 @@ def _folded_decode_split_kernel(
     b = pid_bh // num_kv_heads
     hkv = pid_bh % num_kv_heads
     seq_len = tl.load(Seq_lens + b)
+    # never past the sequence's rows, whatever the lengths say (plan.run does not check them;
+    # append_kv(check_capacity=False) may advance seq_lens past max_seq_len)
+    if PAGED:
+        seq_len = tl.minimum(seq_len, (tl.load(Kv_indptr + b + 1) - tl.load(Kv_indptr + b)) * PAGE)
+    else:
+        seq_len = tl.minimum(seq_len, stride_ch // PACKED)  # max_seq_len (contiguous rows)
     start = split * tokens_per_split
     end = tl.minimum(start + tokens_per_split, seq_len)
 
@@ -408,11 +417,12 @@ def _folded_decode_split_kernel(
                                    NG, BITS, W, CW, C, PPG, INTERPRET)
         acc = acc * alpha[:, None] + tile
 
-    # ---- partial output (normalized) and base-2 LSE; an empty split gives 0 and -inf
-    has = l_i > 0
-    l_safe = tl.where(has, l_i, 1.0)
+    # ---- partial output (normalized) and base-2 LSE; an empty split gives 0 and -inf. Only
+    # l_i == 0 is empty: a NaN l_i (a NaN in the query row or its scores) gives NaN, not -inf
+    empty = l_i == 0.0
+    l_safe = tl.where(empty, 1.0, l_i)
     out = acc / l_safe[:, None]
-    lse = tl.where(has, m_i + tl.log2(l_safe), float("-inf"))
+    lse = tl.where(empty, float("-inf"), m_i + tl.log2(l_safe))
     row = (b * num_kv_heads + hkv).to(tl.int64) * GQA + offs_h  # flat (batch, qo_head)
     cols = _tile_channels(NG, W, CW, C, PPG)
     o_ptrs = O_part + (row[:, None] * num_splits + split) * HEAD_DIM + cols

@@ -8,7 +8,9 @@ For each (sequence, query head) with splits ``i``::
     lse = (m + log2(sum_i w_i)) * ln 2     (natural log, FlashInfer's convention)
 
 Empty splits carry ``lse_i = -inf`` and weigh zero. A sequence of length 0 has
-every split empty: its output row is all zeros and its LSE is ``-inf`` (no NaN).
+every split empty: its output row is all zeros and its LSE is ``-inf`` (no NaN). A
+NaN split LSE (a NaN in the query row) gives a NaN output row and a NaN LSE: ``-inf``
+means "no tokens" and nothing else.
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ def _merge_splits_kernel(
                 mask=s_mask[:, None], other=0.0)
     den = tl.sum(w, axis=0)
     num = tl.sum(o * w[:, None], axis=0)
-    den_safe = tl.where(den > 0, den, 1.0)
+    empty = den == 0.0  # every split empty; a NaN den (a NaN split LSE) stays NaN, not -inf
+    den_safe = tl.where(empty, 1.0, den)
     out = num / den_safe
     tl.store(Out + row * stride_out + offs_d, out.to(Out.dtype.element_ty))
-    tl.store(Lse_out + row, tl.where(den > 0, (m_safe + tl.log2(den_safe)) * 0.6931471805599453, float("-inf")))
+    tl.store(Lse_out + row, tl.where(empty, float("-inf"), (m_safe + tl.log2(den_safe)) * 0.6931471805599453))
 
 
 def merge_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor, lse_out: torch.Tensor) -> None:

@@ -6,7 +6,9 @@ of :func:`foscar.quant.quantize_groups`: fp32 min and max per group, IEEE divisi
 (``tl.math.div_rn``, not Triton's default approximate ``/``) for the scale and for
 ``(x - min) / scale``, round half to even (the ``1.5 * 2^23`` add-subtract, exact in
 fp32 for the values ``0 .. 2^b - 1`` seen here), clamp, then plane-split packing, and
-writes codes, scale and offset at position ``seq_lens[b] + t``.
+writes codes, scale and offset at position ``seq_lens[b] + t``. A group whose range
+passes fp32's largest value is computed on halved operands, as in ``foscar.quant``
+(finite scale and codes; bit for bit ``quantize_kv`` there too).
 """
 
 from __future__ import annotations
@@ -28,10 +30,17 @@ def _quantize_vector(x, BITS: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.co
     xg = tl.reshape(x, [NG, GROUP])
     lo = tl.min(xg, axis=1)
     hi = tl.max(xg, axis=1)
-    scale = tl.math.div_rn(hi - lo, tl.full([NG], QMAX, tl.float32))
+    qmax = tl.full([NG], QMAX, tl.float32)
+    rng = hi - lo
+    scale = tl.math.div_rn(rng, qmax)
+    # a range past fp32's largest value (finite |x| > 1.7e38): halved operands, as quant._minmax_codes
+    over = (rng == float("inf")) & (hi < float("inf")) & (lo > float("-inf"))
+    scale = tl.where(over, tl.math.div_rn(hi * 0.5 - lo * 0.5, qmax) * 2.0, scale)
     flat = scale == 0.0
     denom = tl.where(flat, 1.0, scale)
-    ratio = tl.math.div_rn(xg - lo[:, None], tl.broadcast_to(denom[:, None], [NG, GROUP]))
+    denom_b = tl.broadcast_to(denom[:, None], [NG, GROUP])
+    ratio = tl.math.div_rn(xg - lo[:, None], denom_b)
+    ratio = tl.where(over[:, None], tl.math.div_rn(xg * 0.5 - lo[:, None] * 0.5, denom_b * 0.5), ratio)
     q = (ratio + 12582912.0) - 12582912.0  # round half to even
     q = tl.where(flat[:, None], 0.0, q)
     q = tl.minimum(tl.maximum(q, 0.0), QMAX)

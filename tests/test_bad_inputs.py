@@ -1,0 +1,397 @@
+"""Bad inputs get a clear error or the right answer, never a silent wrong one (issue 13, items
+1-4; issue 11, "lengths the cache cannot hold"): strided index tensors, batch 0, group ranges
+past fp32, NaN in the query, lengths and page tables the cache cannot hold.
+
+CPU through the Triton interpreter (tiny shapes); the ``gpu`` cases run the CUDA kernel."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import foscar
+import foscar.rotation
+from foscar.kernels.quantize_triton import append_kv_
+from tests.test_decode_triton import _case
+
+BF16_MAX = torch.finfo(torch.bfloat16).max  # 3.3895e38
+
+
+def _issue_case(device, seq_lens=(40, 17), num_qo_heads=4, **kw):
+    """The issue's case: batch 2, 1 KV head, head_dim 64, INT2, G=32."""
+    return _case(device, batch=len(seq_lens), num_qo_heads=num_qo_heads, num_kv_heads=1, head_dim=64,
+                 seq_lens=list(seq_lens), bits=2, group_size=32, seed=13, **kw)
+
+
+def _strided(t: torch.Tensor) -> torch.Tensor:
+    """A view of ``t``'s values with stride 2 (column 0 of a ``[n, 2]`` tensor; column 1 holds 5)."""
+    wide = torch.full((*t.shape, 2), 5, dtype=t.dtype, device=t.device)
+    wide[..., 0] = t
+    view = wide[..., 0]
+    assert not view.is_contiguous() and torch.equal(view, t)
+    return view
+
+
+# ---------------------------------------------------------------------------
+# 1. strided index and metadata tensors: a ValueError naming the tensor
+
+
+CONTIGUOUS_FIELDS = ("seq_lens", "k_scale", "k_offset", "v_scale", "v_offset", "k_codes")
+PAGED_FIELDS = ("kv_indptr", "kv_indices", "kv_last_page_len", "k_scale", "v_offset")
+
+
+@pytest.mark.parametrize("name", CONTIGUOUS_FIELDS)
+def test_strided_field_of_a_contiguous_cache_is_refused(device, name):
+    q, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, **{name: _strided(getattr(cache, name))})
+    with pytest.raises(ValueError, match=f"^{name}: expected a contiguous tensor, got a strided view"):
+        foscar.decode(q, bad)
+    plan = foscar.plan_decode(cache, q.shape[1])
+    with pytest.raises(ValueError, match=f"{name}: expected a contiguous tensor"):
+        plan.run(q, bad)
+
+
+@pytest.mark.parametrize("name", PAGED_FIELDS)
+def test_strided_field_of_a_paged_cache_is_refused(device, name):
+    q, cache = _issue_case(device)
+    paged = foscar.paginate(cache, page_size=16)
+    bad = dataclasses.replace(paged, **{name: _strided(getattr(paged, name))})
+    with pytest.raises(ValueError, match=f"^{name}: expected a contiguous tensor, got a strided view"):
+        foscar.decode(q, bad)
+    plan = foscar.plan_decode(paged, q.shape[1])
+    with pytest.raises(ValueError, match=f"{name}: expected a contiguous tensor"):
+        plan.run(q, bad)
+
+
+def test_strided_seq_lens_is_refused_by_append(device):
+    _, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=_strided(torch.tensor([30, 10], dtype=torch.int32, device=device)))
+    new = torch.randn(2, 1, 1, 64, device=device)
+    with pytest.raises(ValueError, match="^seq_lens: expected a contiguous tensor"):
+        foscar.append_kv(bad, new, new.clone())
+
+
+def test_storage_offset_view_is_accepted(device):
+    # contiguous views with a storage offset are fine: the kernels take data_ptr
+    q, cache = _issue_case(device)
+    shifted = torch.tensor([7, 40, 17], dtype=torch.int32, device=device)[1:]
+    out = foscar.decode(q, dataclasses.replace(cache, seq_lens=shifted))
+    assert torch.equal(out, foscar.decode(q, cache))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_strided_index_tensor_is_a_value_error_on_cuda(paged):
+    q, cache = _issue_case(torch.device("cuda"))
+    if paged:
+        cache = foscar.paginate(cache, page_size=16)
+        bad = dataclasses.replace(cache, kv_indices=_strided(cache.kv_indices))
+    else:
+        bad = dataclasses.replace(cache, seq_lens=_strided(cache.seq_lens))
+    with pytest.raises(ValueError, match="expected a contiguous tensor"):
+        foscar.decode(q, bad, backend="cuda")
+
+
+# ---------------------------------------------------------------------------
+# 2. batch of zero sequences: empty results
+
+
+def _empty_cache(device, **kw):
+    k = torch.zeros(0, 1, 8, 64, device=device)
+    return foscar.quantize_kv(k, k.clone(), bits=2, group_size=32, **kw)
+
+
+@pytest.mark.parametrize("k_layout", ["token", "channel"])
+def test_batch_zero_quantize_and_paginate(device, k_layout):
+    cache = _empty_cache(device, k_layout=k_layout)
+    assert cache.k_codes.shape == (0, 1, 8, 16) and cache.seq_lens.shape == (0,)
+    paged = foscar.paginate(cache, 16 if k_layout == "token" else 128)
+    assert paged.batch_size == 0 and paged.kv_indptr.tolist() == [0] and paged.kv_indices.numel() == 0
+    assert paged.lengths().shape == (0,)
+    assert paged.to_contiguous().batch_size == 0
+
+
+def test_batch_zero_append(device):
+    cache = _empty_cache(device)
+    new = torch.randn(0, 1, 3, 64, device=device)
+    assert foscar.append_kv(cache, new, new.clone()) is cache and cache.seq_lens.shape == (0,)
+
+
+def _check_empty_decode(fn, num_qo_heads=4):
+    out = fn(False)
+    assert out.shape == (0, num_qo_heads, 64) and out.dtype == torch.bfloat16
+    out, lse = fn(True)
+    assert out.shape == (0, num_qo_heads, 64) and lse.shape == (0, num_qo_heads) and lse.dtype == torch.float32
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_batch_zero_decode_and_plan(device, paged):
+    cache = _empty_cache(device)
+    if paged:
+        cache = foscar.paginate(cache, 16)
+    q = torch.zeros(0, 4, 64, dtype=torch.bfloat16, device=device)
+    _check_empty_decode(lambda lse: foscar.decode(q, cache, return_lse=lse))
+    plan = foscar.plan_decode(cache, 4)
+    _check_empty_decode(lambda lse: plan.run(q, cache, return_lse=lse))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_batch_zero_on_cuda(paged):
+    cache = _empty_cache(torch.device("cuda"))
+    if paged:
+        cache = foscar.paginate(cache, 16)
+    q = torch.zeros(0, 4, 64, dtype=torch.bfloat16, device="cuda")
+    _check_empty_decode(lambda lse: foscar.decode(q, cache, return_lse=lse, backend="cuda"))
+    plan = foscar.plan_decode(cache, 4, backend="cuda")
+    _check_empty_decode(lambda lse: plan.run(q, cache, return_lse=lse))
+
+
+# ---------------------------------------------------------------------------
+# 3. finite values whose group range passes fp32's largest value
+
+
+def _huge_k(device, bits=2):
+    """``[1, 1, 4, 64]`` bf16 K: token 0's first group holds +-bf16 max (range 6.8e38, past
+    fp32's 3.4e38) and a ramp in between; everything else ordinary."""
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(1, 1, 4, 64, generator=g)
+    ramp = torch.linspace(-1.0, 1.0, 32) * BF16_MAX
+    k[0, 0, 0, :32] = ramp
+    return k.to(torch.bfloat16).to(device)
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_range_past_fp32_gives_finite_scales_codes_and_values(device, bits):
+    k = _huge_k(device)
+    cache = foscar.quantize_kv(k, k.clone(), bits=bits, group_size=32)
+    assert bool(torch.isfinite(cache.k_scale).all()) and bool(torch.isfinite(cache.k_offset).all())
+    kd32, _ = foscar.dequantize_kv(cache, torch.float32)
+    kd64, _ = foscar.dequantize_kv(cache, torch.float64)
+    assert bool(torch.isfinite(kd32).all())
+    # each value within half a step of the exact one (the group's step is range / qmax)
+    step = 2.0 * float(BF16_MAX) / ((1 << bits) - 1)
+    x = k.double()
+    assert float((kd64 - x)[0, 0, 0, :32].abs().max()) <= 0.5 * step * (1 + 1e-6)
+    assert torch.allclose(kd32.double()[0, 0, 0, :32], kd64[0, 0, 0, :32], rtol=0, atol=1e-6 * float(BF16_MAX))
+    # the ends are exact codes 0 and qmax; the other groups are untouched
+    codes = foscar.quant.unpack_codes(cache.k_codes, bits)[0, 0, 0]
+    assert int(codes[0]) == 0 and int(codes[31]) == (1 << bits) - 1
+    plain = foscar.quantize_kv(k[..., 1:, :], k[..., 1:, :].clone(), bits=bits, group_size=32)
+    assert torch.equal(plain.k_scale, cache.k_scale[:, :, 1:]) and torch.equal(plain.k_codes, cache.k_codes[:, :, 1:])
+
+
+def test_range_past_fp32_channel_wise_k(device):
+    g = torch.Generator().manual_seed(4)
+    k = torch.randn(1, 1, 32, 64, generator=g).to(torch.bfloat16)
+    k[0, 0, 0, 5], k[0, 0, 1, 5] = BF16_MAX, -BF16_MAX  # channel 5 of the one K block
+    cache = foscar.quantize_kv(k.to(device), k.to(device), bits=2, group_size=32, k_layout="channel", k_block=32)
+    assert bool(torch.isfinite(cache.k_scale).all())
+    kd, _ = foscar.dequantize_kv(cache, torch.float32)
+    assert bool(torch.isfinite(kd).all())
+    assert float(kd[0, 0, 0, 5]) == pytest.approx(float(BF16_MAX), rel=1e-6)
+    assert float(kd[0, 0, 1, 5]) == pytest.approx(-float(BF16_MAX), rel=1e-6)
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_range_past_fp32_append_matches_quantize_kv(device, bits):
+    k = _huge_k(device)
+    v = k.flip(-1).contiguous()
+    want = foscar.quantize_kv(k, v, bits=bits, group_size=32)
+    got = foscar.quantize_kv(torch.zeros_like(k), torch.zeros_like(v), bits=bits, group_size=32,
+                             seq_lens=torch.zeros(1, dtype=torch.int32, device=device))
+    append_kv_(got, k, v)
+    assert bool(torch.isfinite(got.k_scale).all()) and bool(torch.isfinite(got.v_scale).all())
+    for name in foscar.quant.CACHE_TENSORS:
+        assert torch.equal(getattr(got, name), getattr(want, name)), name
+
+
+def test_float64_past_fp32_is_refused_naming_the_position(device):
+    # e.g. a Hadamard rotation (fp64) of bf16-max values: finite in fp64, past the format's fp32
+    k = foscar.rotation.rotate(_huge_k(device), foscar.rotation.random_signs(64))
+    assert bool(torch.isfinite(k).all()) and float(k.abs().max()) > torch.finfo(torch.float32).max
+    with pytest.raises(ValueError, match=r"^k: value -?[0-9.e+]+ at \[0, 0, 0, [0-9]+\] is past the format's largest "
+                                         r"magnitude 3.403e\+38"):
+        foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
+
+
+def _check_large_decode(device, backend, magnitude=1e30):
+    """Decode over a cache holding values up to the documented decode bound (quant.py,
+    "Largest magnitude") against the fp64 reference."""
+    g = torch.Generator().manual_seed(5)
+    k = torch.randn(2, 1, 40, 64, generator=g)
+    v = torch.randn(2, 1, 40, 64, generator=g)
+    k[0, 0, 3, :32] = torch.linspace(-1.0, 1.0, 32) * magnitude
+    v[1, 0, 7, 32:] = torch.linspace(1.0, -1.0, 32) * magnitude
+    cache = foscar.quantize_kv(k.to(device), v.to(device), bits=2, group_size=32)
+    q = torch.randn(2, 4, 64, generator=g).to(torch.bfloat16).to(device)
+    out, lse = foscar.decode(q, cache, return_lse=True, backend=backend)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(lse).all())
+    for b in range(2):
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < 1e-2, f"sequence {b}: relative L2 error {err:.3g}"
+    assert torch.allclose(lse.double(), ref_lse, rtol=1e-3, atol=1e-3)
+
+
+def test_decode_at_the_documented_magnitude(device):
+    _check_large_decode(device, "triton")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_gpu_decode_at_the_documented_magnitude(backend):
+    _check_large_decode(torch.device("cuda"), backend)
+
+
+# ---------------------------------------------------------------------------
+# 4. NaN in the query: NaN output row and NaN LSE, other rows unchanged
+
+
+def _check_nan_query(q, cache, **kw):
+    out, lse = (t.clone() for t in foscar.decode(q, cache, return_lse=True, **kw))
+    qn = q.clone()
+    qn[0, 1, 3] = float("nan")
+    out_n, lse_n = foscar.decode(qn, cache, return_lse=True, **kw)
+    assert bool(torch.isnan(out_n[0, 1]).all()) and bool(torch.isnan(lse_n[0, 1]))
+    keep = torch.ones(lse.shape, dtype=torch.bool, device=lse.device)
+    keep[0, 1] = False
+    assert torch.equal(out_n[keep], out[keep]) and torch.equal(lse_n[keep], lse[keep])
+    assert not torch.isnan(lse_n[keep]).any()
+
+
+@pytest.mark.parametrize("num_splits", [None, 1, 3])
+def test_nan_query_gives_nan_lse(device, num_splits):
+    q, cache = _issue_case(device)
+    _check_nan_query(q, cache, num_splits=num_splits, backend="triton")
+
+
+def test_nan_query_channel_wise_and_paged(device):
+    q, cache = _issue_case(device)
+    k, v = foscar.dequantize_kv(cache)
+    ch = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=cache.seq_lens, k_layout="channel", k_block=32)
+    _check_nan_query(q, ch, backend="triton")
+    _check_nan_query(q, foscar.paginate(cache, 16, shuffle=True, generator=torch.Generator().manual_seed(0)),
+                     backend="triton")
+
+
+def test_empty_sequence_lse_stays_minus_inf_next_to_a_nan_row(device):
+    q, cache = _issue_case(device, seq_lens=(40, 0))
+    q[0, 1, 3] = float("nan")
+    out, lse = foscar.decode(q, cache, return_lse=True, backend="triton")
+    assert bool(torch.isnan(lse[0, 1])) and bool(torch.isneginf(lse[1]).all()) and not out[1].any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_gpu_nan_query_gives_nan_lse(backend):
+    q, cache = _issue_case(torch.device("cuda"))
+    _check_nan_query(q, cache, backend=backend)
+
+
+# ---------------------------------------------------------------------------
+# 5. lengths and page tables the cache cannot hold: validate() names tensor, sequence, range
+
+
+@pytest.mark.parametrize("lens, match", [
+    ([40, 41], r"seq_lens: sequence 1 has length 41, expected 0 <= length <= max_seq_len=40"),
+    ([-1, 17], r"seq_lens: sequence 0 has length -1, expected 0 <= length <= max_seq_len=40"),
+])
+def test_seq_lens_out_of_capacity_raises(device, lens, match):
+    q, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=torch.tensor(lens, dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match=match):
+        bad.validate()
+    with pytest.raises(ValueError, match=match):
+        foscar.decode(q, bad)
+    with pytest.raises(ValueError, match=match):
+        foscar.plan_decode(bad, q.shape[1])
+    bad.validate(check_values=False)  # shapes only: no sync
+
+
+def _paged_case(device):
+    # lengths [40, 17] in pages of 16: 3 + 2 pages, 5 pages in the pool plus one spare
+    q, cache = _issue_case(device)
+    paged = foscar.paginate(cache, 16, extra_pages=1)
+    assert paged.kv_indptr.tolist() == [0, 3, 5] and paged.kv_last_page_len.tolist() == [8, 1]
+    return q, paged
+
+
+def _i32(values, device):
+    return torch.tensor(values, dtype=torch.int32, device=device)
+
+
+@pytest.mark.parametrize("field, values, match", [
+    ("kv_last_page_len", [17, 1], r"kv_last_page_len: sequence 0 has 3 page\(s\) and kv_last_page_len 17, "
+                                  r"expected 1 <= kv_last_page_len <= page_size=16"),
+    ("kv_last_page_len", [8, 0], r"kv_last_page_len: sequence 1 has 2 page\(s\) and kv_last_page_len 0"),
+    ("kv_indptr", [1, 3, 5], r"kv_indptr: expected kv_indptr\[0\] == 0, got 1"),
+    ("kv_indptr", [0, 3, 2], r"kv_indptr: expected non-decreasing values, got kv_indptr\[1\]=3 > kv_indptr\[2\]=2 "
+                             r"\(sequence 1\)"),
+    ("kv_indptr", [0, 3, 6], r"kv_indptr: sequence 1's pages end at kv_indptr\[2\]=6, past len\(kv_indices\)=5"),
+    ("kv_indices", [0, 1, 2, 6, 4], r"kv_indices: entry 3 \(sequence 1\) is page 6, expected a page id in "
+                                    r"\[0, num_pages=6\)"),
+    ("kv_indices", [0, -1, 2, 3, 4], r"kv_indices: entry 1 \(sequence 0\) is page -1"),
+])
+def test_page_table_the_cache_cannot_hold_raises(device, field, values, match):
+    q, paged = _paged_case(device)
+    bad = dataclasses.replace(paged, **{field: _i32(values, device)})
+    with pytest.raises(ValueError, match=match):
+        bad.validate()
+    with pytest.raises(ValueError, match=match):
+        foscar.decode(q, bad)
+
+
+def test_paged_length_past_max_seq_len_and_empty_sequence_rules(device):
+    q, paged = _paged_case(device)
+    with pytest.raises(ValueError, match=r"kv_indptr / kv_last_page_len: sequence 0 has length 40 .*"
+                                         r"expected 0 <= length <= max_seq_len=39"):
+        dataclasses.replace(paged, max_seq_len=39).validate()
+    # a sequence without pages must say kv_last_page_len 0 (the module docstring's rule)
+    empty = dataclasses.replace(paged, kv_indptr=_i32([0, 3, 3], device), kv_last_page_len=_i32([8, 4], device))
+    with pytest.raises(ValueError, match="kv_last_page_len: sequence 1 has no pages and kv_last_page_len 4, expected 0"):
+        empty.validate()
+    ok = dataclasses.replace(empty, kv_last_page_len=_i32([8, 0], device)).validate()
+    assert ok.lengths().tolist() == [40, 0]
+    # entries of kv_indices past kv_indptr[batch] are never read, so not checked
+    dataclasses.replace(paged, kv_indices=_i32([0, 1, 2, 3, 4, 99], device)).validate()
+
+
+def test_paginate_checks_the_lengths(device):
+    _, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, seq_lens=_i32([41, 17], device))
+    with pytest.raises(ValueError, match="seq_lens: sequence 0 has length 41"):
+        foscar.paginate(bad, 16)
+
+
+def test_run_clamps_lengths_past_capacity(device):
+    # plan.run reads no values on the host; the Triton kernel clamps a length past capacity
+    # (append_kv(check_capacity=False) can produce one) instead of reading the next rows
+    q, cache = _issue_case(device)
+    plan = foscar.plan_decode(cache, q.shape[1], backend="triton")
+    want = foscar.decode(q, dataclasses.replace(cache, seq_lens=_i32([40, 40], device)), backend="triton").clone()
+    got = plan.run(q, dataclasses.replace(cache, seq_lens=_i32([40, 90], device)))
+    assert torch.equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_gpu_decode_and_append_capture_without_host_checks(paged):
+    # validate() reads the lengths on the host, except while a CUDA graph is captured:
+    # foscar.decode (what `foscar bench` captures) and append_kv(check_capacity=False) stay capturable
+    dev = torch.device("cuda")
+    q, cache = _issue_case(dev)
+    decode_cache = foscar.paginate(cache, 16) if paged else cache
+    want = foscar.decode(q, decode_cache).clone()  # compile / first launch outside the capture
+    new = torch.randn(2, 1, 1, 64, device=dev)
+    room = foscar.quantize_kv(torch.zeros(2, 1, 4, 64, device=dev), torch.zeros(2, 1, 4, 64, device=dev), 2, 32,
+                              seq_lens=torch.zeros(2, dtype=torch.int32, device=dev))
+    foscar.append_kv(room, new, new.clone())
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = foscar.decode(q, decode_cache)
+        foscar.append_kv(room, new, new.clone(), check_capacity=False)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want) and room.seq_lens.tolist() == [2, 2]
