@@ -217,7 +217,7 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
         err = max_rel_err(prep.output(), w.reference, w.rows)
         row.update(max_rel_err=err, checked_rows=checked)
         if not err == err:  # NaN
-            row.update(status="failed", error="output has NaN/Inf in a checked row; not timed")
+            row.update(status="failed", error="NaN/Inf in a checked row of the output or the reference; not timed")
             return
         tolerance, key = cfg.tolerance_for(row["kv_dtype"], operand)
         if err > tolerance:

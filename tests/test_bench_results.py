@@ -272,6 +272,18 @@ def test_max_rel_err():
         max_rel_err(out[:, :2], ref, [0])
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("where", ["reference", "output"])
+def test_max_rel_err_non_finite_fails_the_row(bad, where):
+    """A NaN/Inf in a checked row of the output or the reference gives NaN (max() would drop a NaN row)."""
+    ref = torch.randn(3, 4, 8, dtype=torch.float64)
+    out = ref.clone()
+    out[0] *= 1.001
+    (ref if where == "reference" else out)[1, 2, 3] = bad
+    assert math.isnan(max_rel_err(out, ref, [0, 1, 2]))
+    assert max_rel_err(out, ref, [0, 2]) == pytest.approx(1e-3)  # the row is not checked: no effect
+
+
 def test_timing_summary():
     t = summarize_times([5.0, 1.0, 3.0, 2.0, 4.0], GPU_TIMING)
     assert t.median_us == 3.0 and t.reps == 5
