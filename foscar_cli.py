@@ -171,7 +171,7 @@ def bench(
         _state["debug"] = True
     from bench.run import run_bench
 
-    run_bench(
+    outcome = run_bench(
         BenchOptions(
             arch=arch,
             config=config,
@@ -193,6 +193,8 @@ def bench(
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
     )
+    if outcome is not None and outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
 
 
 @app.command()
