@@ -24,3 +24,28 @@ EXIT_RUN_PROBLEM = 3
 
 class FoscarError(Exception):
     """A user-facing error: one line, says what to do next."""
+
+
+def check_choices(name: str, given, allowed, unavailable: dict | None = None) -> None:
+    """Refuse the first value of ``given`` that is not in ``allowed``, in the one wording
+    every command uses: ``--kernel 'x': expected one of a, b, c`` (``name`` is the flag,
+    or the config key for a config file).
+
+    Args:
+        name: the flag (``--group-size``) or config key (``group_size``).
+        given: the values to check (an iterable; ``None`` checks nothing).
+        allowed: the values that can run.
+        unavailable: values that are known but can never run here, mapped to why (e.g.
+            ``{"fp4": "needs sm_100 ..."}``); their message gives the reason first.
+
+    Raises:
+        FoscarError: the first value not allowed.
+    """
+    choices = ", ".join(str(a) for a in allowed)
+    for value in given or ():
+        if value in allowed:
+            continue
+        why = (unavailable or {}).get(value)
+        if why:
+            raise FoscarError(f"{name} {value!r}: {why}; expected one of {choices}")
+        raise FoscarError(f"{name} {value!r}: expected one of {choices}")

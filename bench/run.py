@@ -199,11 +199,13 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
 
     cfg, cfg_path = resolve_config(opts, arch)
     cfg_hash = config_hash(cfg)
+    from bench.backends import select_backends  # the registry imports no torch
+
+    backends = select_backends(cfg.kernels)
 
     # heavy imports only now (torch; triton stays lazy inside the kernels and timing)
     import torch
 
-    from bench.backends import select_backends
     from bench.hbm import measure_hbm
     from bench.manifest import build_manifest, git_state, record_gpu_state
     from bench.results import summarize, write_json
@@ -212,7 +214,6 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     from bench.tables import make_console, summary_tables
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
-    backends = select_backends(cfg.kernels)
     out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
     prior = load_prior(out, cfg_hash, cfg.to_dict())
     if prior is not None:
