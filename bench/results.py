@@ -22,6 +22,9 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
 * correctness: ``max_rel_err`` (max over ``checked_rows`` of the relative L2 error
   ``||out_b - ref_b|| / ||ref_b||`` against the fp64 reference), ``checked_rows``
   (``all`` or ``0;32;63``);
+* the GPU's clocks around the row's timing: ``sm_clock_before_mhz``,
+  ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after`` and
+  ``clock_note`` (:mod:`bench.clocks`; empty without NVML);
 * ``status``: ``ok``; ``failed`` (check failed: not timed); ``error`` (raised:
   ``error`` holds the reason); ``skipped`` (cannot run here, or the point does not
   fit in memory); ``suspect`` (timed, but faster than the HBM ceiling allows: a
@@ -44,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from bench import SCHEMA_VERSION
+from bench.clocks import CLOCK_COLUMNS
 from bench.timing import DEVICE_TIMINGS
 
 COLUMNS = [
@@ -53,6 +57,7 @@ COLUMNS = [
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
     "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
     "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
+    *CLOCK_COLUMNS,
 ]  # fmt: skip
 POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
 TIMED = ("ok", "suspect")  # statuses that carry a time
@@ -174,7 +179,7 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
     for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
-              "head_dim", "page_size", "reps", "bytes"):  # fmt: skip
+              "head_dim", "page_size", "reps", "bytes", "sm_clock_before_mhz", "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us", "baseline_fp8_us",
               "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
@@ -368,5 +373,6 @@ def _json_default(x: Any) -> Any:
 
 def read_results(path: Path) -> pd.DataFrame:
     """Read a ``results.csv`` back with the schema's dtypes."""
-    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str})
+    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str,
+                                  "clock_events_before": str, "clock_events_after": str, "clock_note": str})
     return to_frame(df.to_dict("records"))

@@ -200,6 +200,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     cfg, cfg_path = resolve_config(opts, arch)
     cfg_hash = config_hash(cfg)
     from bench.backends import select_backends  # the registry imports no torch
+    from bench.clocks import ClockReader
 
     backends = select_backends(cfg.kernels)
 
@@ -266,10 +267,14 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         done = len(finished_points(cfg, backends, prior_rows))
         session = session_record(manifest, done)
         meta.setdefault("resumes", []).append(session)
+    # the clocks are only read (bench.clocks), never set
+    clocks, clocks_why = (None, "no GPU (CPU run)") if info is None else ClockReader.open(info.uuid, dev.index or 0)
+    session["clock_readings"] = (
+        "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
+    )
     write_json(meta, out / "meta.json")
-
     sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=prior_rows,
-                  progress=opts.output is OutputFormat.table)  # fmt: skip
+                  progress=opts.output is OutputFormat.table, clocks=clocks)  # fmt: skip
     try:
         df = run_sweep(sweep)
     except KeyboardInterrupt:
@@ -277,6 +282,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         print(hint, file=sys.stderr)
         raise
     finally:  # the GPU's state at the end, also after Ctrl-C or a crash
+        if clocks is not None:
+            clocks.close()
         record_gpu_state(session, "end", info, dev.index or 0)
         write_json(meta, out / "meta.json")
     summary = summarize(df)
