@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.resources
 import json
 import sys
 from dataclasses import dataclass, field
@@ -63,7 +64,17 @@ else:  # pragma: no cover
 
 from bench.errors import FoscarError, check_choices
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+def _config_dir() -> Path:
+    """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
+    puts the repository's ``configs/`` there, see pyproject.toml), else ``configs/`` of the
+    checkout this module runs from (the source of truth; also editable installs)."""
+    installed = Path(str(importlib.resources.files("bench"))) / "presets"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 MODEL_DIR = CONFIG_DIR / "models"
 SMOKE_PRESET = "smoke"
 
