@@ -37,7 +37,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from bench.errors import FoscarError, check_choices
+from bench.errors import check_choices
 from bench.lazy import torch
 
 if TYPE_CHECKING:
@@ -189,18 +189,14 @@ def kernel_names() -> list[str]:
     return list(registered_backends())
 
 
-def select_backends(names: list[str], name: str = "kernels") -> list[Backend]:
+def select_backends(names: list[str]) -> list[Backend]:
     """The named backends, in the given order.
 
-    Args:
-        names: backend names.
-        name: what to call them in an error (the config key, or ``--kernel``).
-
     Raises:
-        FoscarError: an unknown name (the message lists the known ones).
+        FoscarError: an unknown name (``kernels 'x': expected one of ...``).
     """
     known = registered_backends()
-    check_choices(name, names, list(known))
+    check_choices("kernels", names, list(known))
     out = []
     for n in names:
         if known[n] not in out:

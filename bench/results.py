@@ -130,9 +130,10 @@ def new_row(
 def invalid_time(median_us: Any, p20_us: Any = None, p80_us: Any = None) -> str | None:
     """Why these numbers (microseconds) cannot be a measured time, or ``None`` when they can.
 
-    The median must be finite and > 0; p20/p80, where given (not ``None``/NaN-free
-    missing), must be finite and > 0 too. A zero time makes every speed-up and
-    bandwidth infinite, so such a row must never reach a table or a mean.
+    The median must be given, finite and > 0; p20/p80 must be finite and > 0 where
+    they are recorded (``None`` or NaN: not recorded, which is allowed). A zero time
+    makes every speed-up and bandwidth infinite, so such a row must never reach a
+    baseline, a table's mean or summary.json.
     """
     for name, v in (("median", median_us), ("p20", p20_us), ("p80", p80_us)):
         if v is None or v is pd.NA or (name != "median" and isinstance(v, float) and math.isnan(v)):

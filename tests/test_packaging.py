@@ -1,8 +1,8 @@
 """A packaged (non-editable) install has the presets (issue 13 item 10).
 
 Builds the project from a copy of its sources with pip (no dependencies, no build
-isolation, no index: no network; the test venv already has setuptools and the
-runtime deps), installs it into a temporary ``--target``, and runs
+isolation, no index: no network; the ``test`` extra brings setuptools >= 70.1, and
+the test venv has the runtime deps), installs it into a temporary ``--target``, and runs
 ``foscar bench --dry-run --arch h100`` from a directory outside the repository with
 only that target on ``PYTHONPATH``.
 """
@@ -37,6 +37,12 @@ print(json.dumps({"cli": foscar_cli.__file__, "config_dir": str(bench.config.CON
 
 
 def test_installed_package_finds_its_presets(tmp_path):
+    import setuptools
+
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    assert (major, minor) >= (70, 1), (
+        f"setuptools {setuptools.__version__} cannot build a wheel offline; pip install -e '.[test]' brings >= 70.1"
+    )
     src = tmp_path / "src"
     src.mkdir()
     for name in SOURCES:
