@@ -203,3 +203,25 @@ def test_compare_counts_clock_noted_rows_as_ambiguous(tmp_path):
     r3 = compare_runs(base_noted, faster, 0.05)
     assert {r["context"]: r["verdict"] for r in r3["rows"]} == {8192: "faster", 32768: "ambiguous"}
     assert exit_code(r3) == 0
+
+
+@pytest.mark.gpu
+def test_real_nvml_reading_and_a_bench_row_with_clocks(tmp_path):
+    """On the GPU (with nvidia-ml-py): a real reading, and a timed row that carries it."""
+    pytest.importorskip("pynvml")
+    from bench.arch import Arch, detect_device
+    from bench.run import BenchOptions, OutputFormat, run_bench
+
+    info = detect_device()
+    reader, why = ClockReader.open(info.uuid, torch.cuda.current_device())
+    assert reader is not None, why
+    r = reader.read()
+    reader.close()
+    assert 100 <= r.sm_clock_mhz <= 5000 and r.events
+    out = tmp_path / "run"
+    run_bench(BenchOptions(arch=Arch.h100, out=out, bits=[2], batch=[8], context=[32768], kernels=["foscar-triton"],
+                           output=OutputFormat.quiet, argv=["foscar", "bench"]))  # fmt: skip
+    df = pd.read_csv(out / "results.csv")
+    ok = df[df["status"] == "ok"]
+    assert len(ok) and ok["sm_clock_before_mhz"].notna().all() and ok["sm_clock_after_mhz"].notna().all()
+    assert ok["clock_events_after"].notna().all()
