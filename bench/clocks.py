@@ -16,9 +16,10 @@ is below its maximum), once just before and once just after. The readings go int
 A row gets a note when (a) a throttling reason (:data:`THROTTLE_REASONS`: power cap,
 thermal or hardware slowdown, power brake) was set before or after its timing, or
 (b) its SM clock is more than :data:`CLOCK_DROP` (5%) below the median over the
-run's rows. The clock judged is the lowest reading not taken while NVML called the
-GPU idle (an idle GPU drops its clock between rows; that says nothing about the
-timing). ``foscar compare`` counts a row whose note is set in either run as
+run's rows. The clock judged is the one read just after the timing, at the end of
+its sustained load (:func:`judged_clock`); the reading before it may catch the
+clock still ramping up from idle (an idle H200 reads ~345-435 MHz) and is used only
+where the one after is missing, and never while NVML calls the GPU idle. ``foscar compare`` counts a row whose note is set in either run as
 ``ambiguous``: never a regression, never an improvement.
 
 ``pynvml`` (package ``nvidia-ml-py``) is optional: without it, on CPU, or when NVML
@@ -148,17 +149,17 @@ def _events(x: Any) -> list[str]:
 
 
 def judged_clock(row: pd.Series) -> float | None:
-    """The row's SM clock for the median test: the lowest reading not taken while the GPU
-    was idle (``gpu_idle`` among its reasons); ``None`` when there is none."""
-    clocks = []
-    for when in ("before", "after"):
+    """The row's SM clock for the median test: the reading just after its timing, else the
+    one just before; a reading taken while the GPU was idle (``gpu_idle`` among its
+    reasons) does not count. ``None`` when there is none."""
+    for when in ("after", "before"):
         mhz = row.get(f"sm_clock_{when}_mhz")
         if mhz is None or mhz is pd.NA or (isinstance(mhz, float) and math.isnan(mhz)):
             continue
         if "gpu_idle" in _events(row.get(f"clock_events_{when}")):
             continue
-        clocks.append(float(mhz))
-    return min(clocks) if clocks else None
+        return float(mhz)
+    return None
 
 
 def add_clock_notes(df: pd.DataFrame, timed_statuses: tuple[str, ...] = ("ok", "suspect")) -> pd.DataFrame:

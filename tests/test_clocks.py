@@ -117,19 +117,25 @@ def test_notes_for_throttling_and_a_clock_below_the_median():
         _row("d", 10.0, ok, ClockReading(1800, "none")),  # 9% below the median 1980
         _row("e", 10.0, ClockReading(1980, "sw_power_cap"), ok),  # throttled before its timing
         _row("f", 10.0, ClockReading(345, "gpu_idle"), ok),  # idle before: its low clock says nothing
+        _row("i", 10.0, ClockReading(1200, "none"), ok),  # still ramping up before: the clock after is judged
+        _row("j", 10.0, ClockReading(1500, "none"), None),  # no reading after: the one before is judged
         _row("g", 10.0),  # no readings (no NVML): no note
         _row("h", None, ClockReading(1000, "hw_slowdown"), ok, status="failed"),  # not timed: no note
     ])  # fmt: skip
     assert notes["a"] is None and notes["b"] is None and notes["c"] is None and notes["f"] is None
     assert notes["d"] == "SM clock 1800 MHz, 9% below the run's median 1980 MHz"
     assert notes["e"] == "throttled before timing (sw_power_cap)"
-    assert notes["g"] is None and notes["h"] is None
+    assert notes["g"] is None and notes["h"] is None and notes["i"] is None
+    assert notes["j"] == "SM clock 1500 MHz, 24% below the run's median 1980 MHz"
 
 
 def test_judged_clock_ignores_idle_readings():
     s = pd.Series({"sm_clock_before_mhz": 345, "clock_events_before": "gpu_idle",
                    "sm_clock_after_mhz": 1950, "clock_events_after": "none"})  # fmt: skip
     assert judged_clock(s) == 1950
+    s2 = pd.Series({"sm_clock_before_mhz": 1700, "clock_events_before": "none",
+                    "sm_clock_after_mhz": 345, "clock_events_after": "gpu_idle"})  # fmt: skip
+    assert judged_clock(s2) == 1700
     assert judged_clock(pd.Series({"sm_clock_before_mhz": None, "sm_clock_after_mhz": float("nan")})) is None
 
 
