@@ -174,6 +174,8 @@ def bench(
     Every kernel is checked against an fp64 reference before it is timed. Writes
     results.csv, meta.json and summary.json to the run directory. Rerunning the same
     command with the same --out DIR resumes it (finished points are not run again).
+
+    Exit code 2: a bad flag or config (nothing ran); 3: the run finished, but a row's time was invalid or no FOSCAR row was timed (summary.json's "problems").
     """
     if debug:
         _state["debug"] = True
