@@ -14,8 +14,13 @@
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
-shows the traceback).
-Nothing heavy (torch, triton, flashinfer) is imported until a command runs.
+shows the traceback). Exit codes: 0 done, 1 ``compare`` found a regression, 2 bad
+input, 3 ``bench`` finished but its numbers need a look (:mod:`bench.errors`).
+Nothing heavy (torch, triton, flashinfer) is imported until a command runs, and the
+flags with a fixed set of values (``--kernel``, ``--group-size``, ``--operand``,
+``--head-dim``, ``--axis``) are checked before that, in one wording
+(:func:`bench.errors.check_choices`), against the backend registry and
+:mod:`bench.config`'s lists of what the kernels take.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from typing import Annotated, Optional
 import typer
 
 from bench.arch import Arch
-from bench.errors import EXIT_USAGE, FoscarError
+from bench.backends import kernel_names
+from bench.config import SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
+from bench.errors import EXIT_USAGE, FoscarError, check_choices
 from bench.run import BenchOptions, OutputFormat
 
 app = typer.Typer(
@@ -48,14 +55,6 @@ class Bits(str, Enum):
 
     int2 = "2"
     int4 = "4"
-
-
-class Operand(str, Enum):
-    """Tensor-core operand the codes are turned into (DESIGN §4)."""
-
-    bf16 = "bf16"
-    fp8 = "fp8"
-    fp4 = "fp4"
 
 
 # shared option aliases
@@ -78,13 +77,19 @@ SmokeOpt = Annotated[
 BitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several).")]
 BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="Batch size (repeat for several).")]
 ContextOpt = Annotated[Optional[list[int]], typer.Option("--context", min=1, help="Context length in tokens (repeat).")]
-GroupOpt = Annotated[Optional[int], typer.Option("--group-size", help="Quantization group size: 32, 64 or 128.")]
-OperandOpt = Annotated[Optional[list[Operand]], typer.Option("--operand", help="FOSCAR operand mode (repeat).")]
-KernelOpt = Annotated[
+def _one_of(values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+GroupOpt = Annotated[
+    Optional[int], typer.Option("--group-size", help=f"Quantization group size: {_one_of(SUPPORTED_GROUP_SIZES)}.")
+]
+OperandOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--kernel", help="Only these kernels (repeat): foscar-cuda, foscar-cuda-paged, foscar-cuda-per-value, "
-                 "foscar-triton, flashinfer-fa2, flashinfer-fa2-tc, flashinfer-xqa, and the FP8-cache baselines "
-                 "flashinfer-fa2-fp8, flashinfer-fa2-tc-fp8, flashinfer-xqa-fp8."),
+    typer.Option("--operand", help=f"FOSCAR tensor-core operand mode (repeat): {_one_of(SUPPORTED_OPERANDS)}."),
+]
+KernelOpt = Annotated[
+    Optional[list[str]], typer.Option("--kernel", help=f"Only these kernels (repeat): {_one_of(kernel_names())}.")
 ]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", help="table: tables as it runs; json: summary.json on stdout; quiet: the run directory only.")
@@ -115,7 +120,10 @@ ModelOpt = Annotated[
 ]  # fmt: skip
 QoHeadsOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (overrides preset and --model).")]
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (overrides preset and --model).")]
-HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", min=1, help="Head dimension (overrides preset and --model).")]
+HeadDimOpt = Annotated[
+    Optional[int],
+    typer.Option("--head-dim", help=f"Head dimension: {_one_of(SUPPORTED_HEAD_DIMS)} (overrides preset and --model)."),
+]
 NearestOpt = Annotated[
     bool,
     typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
@@ -166,12 +174,18 @@ def bench(
     Every kernel is checked against an fp64 reference before it is timed. Writes
     results.csv, meta.json and summary.json to the run directory. Rerunning the same
     command with the same --out DIR resumes it (finished points are not run again).
+
+    Exit code 2: a bad flag or config (nothing ran); 3: the run finished, but a row's time was invalid or no FOSCAR row was timed (summary.json's "problems").
     """
     if debug:
         _state["debug"] = True
+    check_choices("--kernel", kernel, kernel_names())
+    check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
+    check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
+    check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     from bench.run import run_bench
 
-    run_bench(
+    outcome = run_bench(
         BenchOptions(
             arch=arch,
             config=config,
@@ -181,7 +195,7 @@ def bench(
             batch=list(batch or []),
             context=list(context or []),
             group_size=group_size,
-            operand=[o.value for o in operand or []],
+            operand=list(operand or []),
             kernels=list(kernel or []),
             model=model,
             num_qo_heads=num_qo_heads,
@@ -193,6 +207,8 @@ def bench(
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
     )
+    if outcome is not None and outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
 
 
 @app.command()
@@ -274,7 +290,9 @@ def ablate(
     """
     if debug:
         _state["debug"] = True
-    from bench.ablate import run_ablate
+    from bench.ablate import AXES, run_ablate
+
+    check_choices("--axis", axis, AXES)
     from bench.tables import make_console
 
     run_ablate(
@@ -310,7 +328,6 @@ def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = Fals
 from bench.accuracy import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES  # noqa: E402  (no torch import)
 
 DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
-AccKernel = Enum("AccKernel", {n: n for n in VARIANT_NAMES}, type=str)
 Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
 
 AccOutOpt = Annotated[
@@ -324,10 +341,13 @@ AccSmokeOpt = Annotated[
                  "group size 128) that the Triton interpreter runs on CPU in seconds."),
 ]  # fmt: skip
 AccGroupOpt = Annotated[
-    Optional[list[int]], typer.Option("--group-size", help="Group size: 32, 64, 128 (repeat; default all, smoke 128).")
+    Optional[list[int]],
+    typer.Option("--group-size", help=f"Group size: {_one_of(SUPPORTED_GROUP_SIZES)} (repeat; default all, smoke 128)."),
 ]
 AccDataOpt = Annotated[Optional[list[DataKind]], typer.Option("--data", help="Synthetic data kind (repeat; default all).")]
-AccKernelOpt = Annotated[Optional[list[AccKernel]], typer.Option("--kernel", help="Variant (repeat; default all).")]
+AccKernelOpt = Annotated[
+    Optional[list[str]], typer.Option("--kernel", help=f"Variant (repeat; default all): {_one_of(VARIANT_NAMES)}.")
+]
 AccRotationOpt = Annotated[Optional[list[Rotation]], typer.Option("--rotation", help="Rotation (repeat; default both).")]
 AccBatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Batch size (default 4; smoke 1).")]
 AccContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens per sequence (default 8192).")]
@@ -375,6 +395,8 @@ def accuracy(
     """
     if debug:
         _state["debug"] = True
+    check_choices("--kernel", kernel, VARIANT_NAMES)
+    check_choices("--group-size", group_size, SUPPORTED_GROUP_SIZES)
     from bench.accuracy import AccuracyOptions, run_accuracy
 
     run_accuracy(
@@ -384,7 +406,7 @@ def accuracy(
             bits=[int(b.value) for b in bits or []],
             group_sizes=list(group_size or []),
             data=[d.value for d in data or []],
-            kernels=[k.value for k in kernel or []],
+            kernels=list(kernel or []),
             rotations=[r.value for r in rotation or []],
             batch=batch,
             context=context,
@@ -410,7 +432,7 @@ def main(argv: list[str] | None = None) -> None:
     except FoscarError as e:
         if _state["debug"] or os.environ.get("FOSCAR_DEBUG") == "1":
             raise
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {e} (rerun with --debug for the traceback)", err=True)
         sys.exit(EXIT_USAGE)
 
 

@@ -38,12 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import torch
 
 from bench.backends import Prepared, clone_cache
-from bench.sweep import error_reason, rotation
+from bench.lazy import torch  # imported at first use: `--axis` is checked before it
 from bench.timing import DEVICE_TIMINGS, time_fn
-from bench.workload import Point, build_workload, max_rel_err
 
 TOLERANCE = 2e-2
 TOLERANCE_FP8 = 1e-1  # = bench's tolerance_fp8_operand
@@ -161,6 +159,9 @@ def run_ablation(
     Returns:
         One row per (point, setting) with :data:`COLUMNS`.
     """
+    from bench.sweep import error_reason, rotation
+    from bench.workload import Point, build_workload, max_rel_err
+
     qo, kv, hd = shape
     rows: list[dict[str, Any]] = []
     settings = [s for s in SETTINGS if axes is None or s.axis in axes]
@@ -343,12 +344,10 @@ def run_ablate(
     import datetime as _dt
 
     from bench.arch import detect_device
-    from bench.errors import FoscarError
+    from bench.errors import FoscarError, check_choices
     from bench.run import RESULTS_DIR, SCRATCH_DIR, enable_interpreter
 
-    unknown = sorted(set(axes or ()) - set(AXES))
-    if unknown:
-        raise FoscarError(f"unknown ablation axis {', '.join(unknown)}; known: {', '.join(AXES)}")
+    check_choices("--axis", axes, AXES)
     info = detect_device()
     if info is None and not smoke:
         raise FoscarError("foscar ablate needs a CUDA GPU (none detected); use --smoke for the tiny CPU grid")

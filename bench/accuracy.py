@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench import SCHEMA_VERSION
-from bench.errors import FoscarError
+from bench.errors import FoscarError, check_choices
 from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat, enable_interpreter
 
 KIND = "accuracy"
@@ -333,9 +333,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
         ("--bits", opts.bits, list(SUPPORTED_BITS)),
         ("--group-size", opts.group_sizes, list(SUPPORTED_GROUP_SIZES)),
     ):
-        bad = [x for x in given if x not in allowed]
-        if bad:
-            raise FoscarError(f"{name} {bad[0]}: expected one of {allowed}")
+        check_choices(name, given, allowed)
     if shape.num_qo_heads % shape.num_kv_heads:
         raise FoscarError(f"--num-qo-heads {shape.num_qo_heads} must be a multiple of --num-kv-heads {shape.num_kv_heads}")
     if shape.head_dim not in (64, 128, 256):

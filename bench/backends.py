@@ -24,18 +24,24 @@ Baselines (:data:`BASELINE_KINDS`): ``baseline="bf16"`` rows count towards
 "FlashInfer BF16 at its best" (the fastest such row per point; the column
 ``speedup_vs_flashinfer_bf16``), ``baseline="fp8"`` rows towards "FlashInfer
 FP8-KV at its best" (``speedup_vs_flashinfer_fp8``). ``None``: not a baseline.
+
+Importing this module, and listing the registry (:func:`registered_backends`,
+:func:`kernel_names`), imports no torch: the CLI checks ``--kernel`` against it
+before any heavy import. Backend modules therefore use torch inside their
+functions only (``bench.lazy.torch`` where a module-level name is handier).
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import torch
+from bench.errors import check_choices
+from bench.lazy import torch
 
-from bench.errors import FoscarError
-from bench.workload import Workload
+if TYPE_CHECKING:
+    from bench.workload import Workload
 
 FOSCAR_TRITON = "foscar-triton"  # = foscar.kernels.decode_triton.KERNEL_NAME
 FOSCAR_CUDA = "foscar-cuda"  # = foscar.kernels.decode_cuda.KERNEL_NAME
@@ -178,17 +184,21 @@ def registered_backends() -> dict[str, Backend]:
     return dict(_REGISTRY)
 
 
+def kernel_names() -> list[str]:
+    """Names of every registered backend, in registration order (no torch import)."""
+    return list(registered_backends())
+
+
 def select_backends(names: list[str]) -> list[Backend]:
     """The named backends, in the given order.
 
     Raises:
-        FoscarError: an unknown name (the message lists the known ones).
+        FoscarError: an unknown name (``kernels 'x': expected one of ...``).
     """
     known = registered_backends()
+    check_choices("kernels", names, list(known))
     out = []
     for n in names:
-        if n not in known:
-            raise FoscarError(f"unknown kernel {n!r}; known: {', '.join(known)}")
         if known[n] not in out:
             out.append(known[n])
     return out
@@ -201,9 +211,9 @@ def select_backends(names: list[str]) -> list[Backend]:
 def operand_unavailable(device: torch.device, operand: str | None, kernel: str | None = None) -> str | None:
     """Why a FOSCAR row with this operand mode (of ``kernel``) cannot run here, or ``None``.
 
-    ``fp8`` exists in the folded CUDA kernel (``foscar-cuda``) only; ``fp4`` needs FP4
-    tensor cores (sm_100, Blackwell; DESIGN §4) and is not built yet. Such rows are
-    recorded as skipped with this reason.
+    ``fp8`` exists in the folded CUDA kernel (``foscar-cuda``) only: such rows are
+    recorded as skipped with this reason. Modes no kernel has (``fp4``,
+    :data:`bench.config.UNBUILT_OPERANDS`) never get here: the config refuses them.
     """
     if operand in (None, "bf16"):
         return None
@@ -211,12 +221,6 @@ def operand_unavailable(device: torch.device, operand: str | None, kernel: str |
         if kernel in (None, FOSCAR_CUDA, FOSCAR_CUDA_PAGED):
             return None
         return f"operand fp8 exists in the folded CUDA kernel ({FOSCAR_CUDA}) only, not in {kernel}"
-    if operand == "fp4":
-        if device.type != "cuda":
-            return "operand fp4 needs FP4 tensor cores (sm_100, Blackwell); no GPU here"
-        major, minor = torch.cuda.get_device_capability(device)
-        if major < 10:
-            return f"operand fp4 needs FP4 tensor cores (sm_100, Blackwell); this GPU is sm_{major}{minor}"
     return f"operand {operand} is not implemented (FOSCAR has bf16, and fp8 in {FOSCAR_CUDA})"
 
 

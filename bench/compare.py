@@ -10,12 +10,17 @@ Rows of the two runs are matched by :data:`MATCH_KEYS`. Per matched row, with
 * ``noisy``: the change exceeds the threshold but the spreads overlap;
 * ``same``: the change is within the threshold.
 
-A row without a recorded spread is judged on the threshold alone. Per series
+A row without a recorded spread is judged on the threshold alone. A row timed at
+a held-down clock in either run (its ``clock_note`` is set: throttled, or an SM clock
+more than 5% below its run's median; :mod:`bench.clocks`) is ``ambiguous`` whatever
+its ratio: never a regression, never an improvement, and left out of the
+geometric means. Per series
 (``kernel/int<bits>/<operand>``, or the baseline kernel's name) the geometric mean of
 the ratios gets the same verdict, its spreads being the geometric means of
 ``p20 / base median`` and ``p80 / base median`` of each side. Any ``slower`` row or
 geometric mean is a regression (exit status 1 in the CLI); the overall verdict is the
-most alarming verdict of any row or geometric mean (slower, noisy, faster, same).
+most alarming verdict of any row or geometric mean (slower, noisy, ambiguous, faster,
+same).
 
 Rows timed in only one run (or in neither) are listed as unmatched; they fail the
 comparison only under ``--strict``.
@@ -36,6 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import SCHEMA_VERSION
+from bench.clocks import has_clock_note
 from bench.errors import FoscarError
 from bench.results import geomean
 from bench.rundir import Run, point_label, series_label, timed_rows
@@ -43,8 +49,9 @@ from bench.rundir import Run, point_label, series_label, timed_rows
 # cache_bits is part of the key: the BF16 baselines run once per cache bit width at the same shape
 MATCH_KEYS = ["kernel", "bits", "operand", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
               "head_dim", "cache_bits"]  # fmt: skip
-VERDICT_ORDER = ("slower", "noisy", "faster", "same")  # most to least alarming
-VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "faster": "green", "same": "dim"}
+VERDICT_ORDER = ("slower", "noisy", "ambiguous", "faster", "same")  # most to least alarming
+VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim"}
+AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note): not judged
 
 
 def verdict(base: tuple[float, float, float], new: tuple[float, float, float], threshold: float) -> str:
@@ -82,17 +89,20 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
             continue
         bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
         nt = (float(rn["median_us"]), _f(rn["p20_us"]), _f(rn["p80_us"]))
+        clock_notes = [f"{side}: {row['clock_note']}" for side, row in (("base", rb), ("new", rn)) if has_clock_note(row)]
         rows.append({
             **ident,
             "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],
             "new_median_us": nt[0], "new_p20_us": nt[1], "new_p80_us": nt[2],
             "ratio": nt[0] / bt[0],
-            "verdict": verdict(bt, nt, threshold),
+            "verdict": AMBIGUOUS if clock_notes else verdict(bt, nt, threshold),
+            "clock_note": "; ".join(clock_notes) or None,
         })  # fmt: skip
 
     geomeans = []
-    for series in sorted({r["series"] for r in rows}):
-        mine = [r for r in rows if r["series"] == series]
+    judged = [r for r in rows if r["verdict"] != AMBIGUOUS]
+    for series in sorted({r["series"] for r in judged}):
+        mine = [r for r in judged if r["series"] == series]
         gm = {side: tuple(_gm_rel(mine, side, q) for q in ("median_us", "p20_us", "p80_us")) for side in ("base", "new")}
         geomeans.append({
             "series": series,
@@ -298,6 +308,10 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
                    f"{r['ratio']:.3f}", _change(r["ratio"]), _verdict(r["verdict"]))  # fmt: skip
     if shown:
         console.print(rt)
+    ambiguous = [r for r in result["rows"] if r["verdict"] == AMBIGUOUS]
+    if ambiguous:
+        console.print(f"[magenta]ambiguous:[/] {len(ambiguous)} row(s) timed at a held-down GPU clock in base or new "
+                      f"(not judged, not in the geometric means); first: {ambiguous[0]['clock_note']}")  # fmt: skip
     elif result["rows"]:
         console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.resources
 import json
 import sys
 from dataclasses import dataclass, field
@@ -61,15 +62,34 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from bench.errors import FoscarError
+from bench.errors import FoscarError, check_choices
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+def _config_dir() -> Path:
+    """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
+    puts the repository's ``configs/`` there, see pyproject.toml), else ``configs/`` of the
+    checkout this module runs from (the source of truth; also editable installs)."""
+    installed = Path(str(importlib.resources.files("bench"))) / "presets"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 MODEL_DIR = CONFIG_DIR / "models"
 SMOKE_PRESET = "smoke"
 
+# What FOSCAR's kernels take, repeated from foscar (foscar.quant.SUPPORTED_BITS /
+# SUPPORTED_GROUP_SIZES, foscar.OPERAND_MODES, foscar.kernels.decode_triton.SUPPORTED_HEAD_DIMS)
+# so that flags and configs are checked without importing torch;
+# tests/test_bench_flags.py asserts that the two agree.
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
-SUPPORTED_OPERANDS = ("bf16", "fp8", "fp4")
+SUPPORTED_OPERANDS = ("bf16", "fp8")
+SUPPORTED_HEAD_DIMS = (64, 128, 256)
+# operand modes that DESIGN §4 names but no FOSCAR kernel has: refused with the reason
+UNBUILT_OPERANDS = {
+    "fp4": "FP4 tensor-core operands need sm_100 (Blackwell) and are not implemented in FOSCAR yet",
+}
 
 
 @dataclass
@@ -319,23 +339,19 @@ def validate(cfg: BenchConfig) -> None:
     positive_ints("num_qo_heads", [cfg.num_qo_heads])
     positive_ints("num_kv_heads", [cfg.num_kv_heads])
     positive_ints("head_dim", [cfg.head_dim])
+    check_choices("head_dim", [cfg.head_dim], SUPPORTED_HEAD_DIMS)
     positive_ints("page_size", [cfg.page_size])
-    for b in cfg.bits:
-        if b not in SUPPORTED_BITS:
-            raise FoscarError(f"bits: expected values in {list(SUPPORTED_BITS)}, got {b!r}")
+    check_choices("bits", cfg.bits, SUPPORTED_BITS)
     if not cfg.bits:
         raise FoscarError("bits: expected at least one value, got none")
-    if cfg.group_size not in SUPPORTED_GROUP_SIZES:
-        raise FoscarError(f"group_size: expected one of {list(SUPPORTED_GROUP_SIZES)}, got {cfg.group_size!r}")
+    check_choices("group_size", [cfg.group_size], SUPPORTED_GROUP_SIZES)
     if cfg.head_dim % cfg.group_size != 0:
         raise FoscarError(f"head_dim: expected a multiple of group_size={cfg.group_size}, got {cfg.head_dim}")
     if cfg.num_qo_heads % cfg.num_kv_heads != 0:
         raise FoscarError(
             f"num_qo_heads: expected a multiple of num_kv_heads={cfg.num_kv_heads}, got {cfg.num_qo_heads}"
         )
-    for op in cfg.operand:
-        if op not in SUPPORTED_OPERANDS:
-            raise FoscarError(f"operand: expected values in {list(SUPPORTED_OPERANDS)}, got {op!r}")
+    check_choices("operand", cfg.operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     if not cfg.kernels:
         raise FoscarError("kernels: expected at least one kernel, got none")
     for key in ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand"):

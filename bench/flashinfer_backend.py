@@ -47,15 +47,18 @@ import importlib.util
 import itertools
 import math
 
-import torch
+from typing import TYPE_CHECKING
 
 from bench.backends import Prepared, register_backend
-from bench.workload import Workload
+from bench.lazy import torch  # imported at first use: listing the kernels needs no torch
+
+if TYPE_CHECKING:
+    from bench.workload import Workload
 
 KV_LAYOUT = "HND"  # the wrapper's layout; XQA always gets HND
 WRAPPER_WORKSPACE_BYTES = 128 << 20
 XQA_WORKSPACE_BYTES = 256 << 20
-FP8_DTYPE = torch.float8_e4m3fn
+FP8_DTYPE = "float8_e4m3fn"  # torch dtype name: getattr(torch, FP8_DTYPE)
 FP8_MAX = 448.0  # largest finite e4m3fn value: torch.finfo(torch.float8_e4m3fn).max
 FP8_CONVERT_VALUES = 1 << 26  # values per chunk of the BF16 -> FP8 conversion (256 MiB of fp32 scratch)
 
@@ -145,11 +148,11 @@ def to_fp8(x: torch.Tensor, scale: float, chunk_values: int = FP8_CONVERT_VALUES
     (torch's conversion does not saturate: beyond it lies NaN). Converted ``chunk_values``
     values at a time, so the fp32 scratch stays small for a cache of many GB."""
     src = x.contiguous().view(-1)
-    out = torch.empty(src.shape, dtype=FP8_DTYPE, device=x.device)
+    out = torch.empty(src.shape, dtype=getattr(torch, FP8_DTYPE), device=x.device)
     inv = 1.0 / scale
     for i in range(0, src.numel(), chunk_values):
         part = (src[i : i + chunk_values].float() * inv).clamp_(-FP8_MAX, FP8_MAX)  # a new tensor: x untouched
-        out[i : i + chunk_values] = part.to(FP8_DTYPE)
+        out[i : i + chunk_values] = part.to(getattr(torch, FP8_DTYPE))
     return out.view(x.shape)
 
 
@@ -199,7 +202,7 @@ def _wrapper(w: Workload, use_tensor_cores: bool, fp8: bool = False) -> Prepared
         p.page_size,
         pos_encoding_mode="NONE",
         q_data_type=torch.bfloat16,
-        kv_data_type=FP8_DTYPE if fp8 else torch.bfloat16,
+        kv_data_type=getattr(torch, FP8_DTYPE) if fp8 else torch.bfloat16,
         sm_scale=w.sm_scale,
     )
     out = torch.empty_like(w.q)

@@ -5,10 +5,19 @@ Plots (matplotlib, drawn on ``Figure`` objects with the Agg canvas: no display n
 * ``speedup.png``: speed-up vs FlashInfer BF16 at its best against context length
   (log2 axis), one line per FOSCAR variant (kernel/bits/operand), one panel per batch
   size, a dashed line at 1.0. Several runs are overlaid (line style per run).
-* ``bandwidth.png``: achieved TB/s of every kernel, baselines included, per point,
-  bars grouped by kernel, against the measured HBM ceiling ("speed of light").
+* ``bandwidth.png``: achieved TB/s of every kernel, baselines included, one panel per
+  batch size, bars grouped by context length, against the measured HBM ceiling
+  ("speed of light"). The figure has a fixed width (:data:`FIGURE_WIDTH`); more
+  points add panels (rows), never width.
 * ``heatmap.png``: batch x context speed-up per FOSCAR variant, cells annotated.
-* ``error_vs_speed.png``: ``max_rel_err`` (log) against speed-up per kernel.
+* ``error_vs_speed.png``: ``max_rel_err`` (log) against speed-up per kernel, one
+  panel per check tolerance, so that every row is drawn against its own tolerance
+  (:meth:`bench.config.BenchConfig.tolerance_for`: FP8 rows 0.1, the others 0.02 by
+  default).
+
+Every series (kernel/bits/operand) has one colour in every plot; only series with a
+timed row take a colour (a series that was only ever skipped takes none), and the
+palette never wraps (:func:`series_colors`).
 
 With several runs the last three are drawn per run (``bandwidth-<run>.png``, ...).
 Rows whose status is not ``ok``/``suspect`` are left out of every plot and listed in
@@ -32,6 +41,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from bench.config import BenchConfig
 from bench.errors import FoscarError
 from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
 from bench.rundir import Run, context_label, point_label, series_label, timed_rows, untimed_rows
@@ -42,6 +52,7 @@ SUSPECT_COLOR = "#d62728"
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 DPI = 120
+FIGURE_WIDTH = 13.0  # inches: bandwidth.png's width whatever the grid size
 
 
 @dataclass
@@ -125,19 +136,39 @@ def _save(fig: Figure, out: Path, name: str, title: str, caption: str) -> Plot:
 
 
 def series_colors(runs: list[Run]) -> dict[str, Any]:
-    """One color per series (FOSCAR variants first, then baselines), the same in every plot."""
+    """One distinct color per series that has a timed row in any run (FOSCAR variants
+    first, then baselines), the same in every plot.
+
+    Series with no timed row (only skipped, failed, ...) appear in no plot and take no
+    color. Red is kept for warnings (suspect rows, the error tolerance). The palette
+    grows with the number of series (tab10, tab20, then tab20 + tab20b + tab20c, then
+    evenly spaced hues) and never repeats a color.
+    """
     quant, base = set(), set()
     for r in runs:
-        for (k, b, o, is_base), _ in r.df.groupby(["kernel", "bits", "operand", "is_baseline"], dropna=False):
+        t = timed_rows(r.df)
+        for (k, b, o, is_base), _ in t.groupby(["kernel", "bits", "operand", "is_baseline"], dropna=False):
             (base if is_base else quant).add(series_label(k, b, o))
     ordered = sorted(quant) + sorted(base)
+    palette = _palette(len(ordered))
+    return {s: palette[i] for i, s in enumerate(ordered)}
+
+
+def _palette(n: int) -> list[Any]:
+    """``n`` distinct colors without tab10's red pair."""
     from matplotlib import colormaps
 
-    # red is kept for warnings (suspect rows, the error tolerance)
-    palette = [c for c in colormaps["tab10"].colors if c != colormaps["tab10"].colors[3]]
-    if len(ordered) > len(palette):
-        palette = [c for i, c in enumerate(colormaps["tab20"].colors) if i not in (6, 7)]
-    return {s: palette[i % len(palette)] for i, s in enumerate(ordered)}
+    tab10 = [c for i, c in enumerate(colormaps["tab10"].colors) if i != 3]
+    if n <= len(tab10):
+        return tab10
+    tab20 = [c for i, c in enumerate(colormaps["tab20"].colors) if i not in (6, 7)]
+    if n <= len(tab20):
+        return tab20
+    more = tab20 + list(colormaps["tab20b"].colors) + list(colormaps["tab20c"].colors)
+    if n <= len(more):
+        return more
+    hsv = colormaps["hsv"]
+    return [hsv(i / n) for i in range(n)]
 
 
 def _with_series(df: pd.DataFrame) -> pd.DataFrame:
@@ -222,7 +253,8 @@ def _suspect_handle() -> Line2D:
 
 
 def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
-    """Achieved TB/s per point, one bar per kernel, against the measured HBM ceiling."""
+    """Achieved TB/s against the measured HBM ceiling: one panel per batch size, bars
+    grouped by context length, one bar per kernel; fixed width (:data:`FIGURE_WIDTH`)."""
     t = timed_rows(run.df)
     t = _with_series(t[t["tbps"].notna()])
     if t.empty:
@@ -233,49 +265,50 @@ def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
         .agg(tbps=("tbps", "mean"), suspect=("status", lambda s: bool((s == "suspect").any())))
         .reset_index()
     )
-    points = sorted({(int(b), int(c)) for b, c in zip(agg["batch"], agg["context"])})
+    batches = sorted({int(b) for b in agg["batch"]})
+    contexts = sorted({int(c) for c in agg["context"]})
     order = sorted(agg.loc[~agg["is_baseline"], "series"].unique()) + sorted(agg.loc[agg["is_baseline"], "series"].unique())
-    x = np.arange(len(points))
     width = 0.84 / len(order)
-    fig = Figure(figsize=(max(7.0, 0.22 * len(points) * len(order) + 2.5), 4.8), layout="constrained")
-    ax = fig.subplots()
-    pos = {p: i for i, p in enumerate(points)}
-    for j, series in enumerate(order):
-        g = agg[agg["series"] == series]
-        xs = np.array([pos[(int(b), int(c))] for b, c in zip(g["batch"], g["context"])], dtype=float)
-        xs += (j - (len(order) - 1) / 2) * width
-        bars = ax.bar(xs, g["tbps"], width=width, color=colors[series], label=series)
-        for bar, sus in zip(bars, g["suspect"]):
-            if sus:
-                bar.set_edgecolor(SUSPECT_COLOR)
-                bar.set_linewidth(1.2)
-                bar.set_hatch("///")
     hbm = run.hbm_tbps
-    handles, _ = ax.get_legend_handles_labels()
+    top = max(float(agg["tbps"].max()), hbm or 0.0) * 1.12
+    fig = Figure(figsize=(FIGURE_WIDTH, 2.3 * len(batches) + 1.0), layout="constrained")
+    axes = fig.subplots(len(batches), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
+    pos = {c: i for i, c in enumerate(contexts)}
+    handles: dict[str, Any] = {}
+    for ax, b in zip(axes, batches):
+        for j, series in enumerate(order):
+            g = agg[(agg["series"] == series) & (agg["batch"] == b)]
+            if g.empty:
+                continue
+            xs = np.array([pos[int(c)] for c in g["context"]], dtype=float) + (j - (len(order) - 1) / 2) * width
+            bars = ax.bar(xs, g["tbps"], width=width, color=colors[series], label=series)
+            handles.setdefault(series, bars)
+            for bar, sus in zip(bars, g["suspect"]):
+                if sus:
+                    bar.set_edgecolor(SUSPECT_COLOR)
+                    bar.set_linewidth(1.2)
+                    bar.set_hatch("///")
+        if hbm:
+            ax.axhline(hbm, color="black", linestyle="-", linewidth=1.6)
+            sol = ax.secondary_yaxis("right", functions=(lambda v: v / hbm, lambda f: f * hbm))
+            sol.set_ylabel("of ceiling")
+            sol.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+        ax.set_ylim(0, top)
+        ax.set_xlim(-0.6, len(contexts) - 0.4)
+        ax.set_ylabel("TB/s")
+        ax.set_title(f"batch {b}", fontsize=10, loc="left")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    axes[-1].set_xticks(np.arange(len(contexts)))
+    axes[-1].set_xticklabels([f"context {context_label(c)}" for c in contexts])
+    axes[-1].set_xlabel("context length (tokens); bars: one per kernel, in the legend's order")
+    items = [handles[s] for s in order if s in handles]
     if hbm:
-        ax.axhline(hbm, color="black", linestyle="-", linewidth=1.6)
-        ax.annotate(f"speed of light: HBM ceiling {hbm:.2f} TB/s", (-0.55, hbm), xytext=(0, 3),
-                    textcoords="offset points", ha="left", va="bottom", fontsize=9,
-                    bbox=dict(boxstyle="square,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))  # fmt: skip
-        handles.append(Line2D([], [], color="black", linewidth=1.6, label=f"measured HBM ceiling {hbm:.2f} TB/s"))
-        sol = ax.secondary_yaxis("right", functions=(lambda v: v / hbm, lambda f: f * hbm))
-        sol.set_ylabel("fraction of HBM ceiling")
-        sol.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+        items.append(Line2D([], [], color="black", linewidth=1.6, label=f"measured HBM ceiling {hbm:.2f} TB/s"))
     if agg["suspect"].any():
-        handles.append(Patch(facecolor="white", edgecolor=SUSPECT_COLOR, hatch="///",
-                             label="suspect: above the HBM ceiling"))  # fmt: skip
-    top = max(float(agg["tbps"].max()), hbm or 0.0)
-    ax.set_ylim(0, top * 1.12)
-    ax.set_xticks(x)
-    ax.set_xticklabels([point_label(b, c) for b, c in points], rotation=45 if len(points) > 8 else 0,
-                       ha="right" if len(points) > 8 else "center")  # fmt: skip
-    ax.set_xlim(-0.6, len(points) - 0.4)
-    ax.set_xlabel("point (batch x context length)")
-    ax.set_ylabel("achieved bandwidth (TB/s)")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False)
-    ax.set_title(f"Achieved bandwidth vs HBM ceiling: {run.gpu_name}" + ("" if hbm else " (no ceiling recorded)"),
+        items.append(Patch(facecolor="white", edgecolor=SUSPECT_COLOR, hatch="///", label="suspect: above the HBM ceiling"))
+    fig.legend(handles=items, loc="outside right upper", fontsize=8, frameon=False)
+    fig.suptitle(f"Achieved bandwidth (TB/s) vs HBM ceiling: {run.gpu_name}" + ("" if hbm else " (no ceiling recorded)"),
                  fontsize=11)  # fmt: skip
     return fig
 
@@ -336,8 +369,24 @@ def plot_heatmap(run: Run, colors: dict[str, Any]) -> Figure | None:
     return fig
 
 
+def row_tolerances(run: Run, df: pd.DataFrame) -> pd.Series:
+    """Each row's check tolerance and the config key it comes from, ``"<value>|<key>"``
+    (:meth:`bench.config.BenchConfig.tolerance_for` with the run's recorded config;
+    keys a run did not record take the defaults)."""
+    recorded = run.meta.get("config") or {}
+    fields = {f for f in BenchConfig.__dataclass_fields__ if f.startswith("tolerance")}
+    cfg = BenchConfig(**{k: v for k, v in recorded.items() if k in fields and isinstance(v, (int, float))})
+    kv = df["kv_dtype"] if "kv_dtype" in df.columns else pd.Series(None, index=df.index)
+    out = []
+    for dtype, op in zip(kv, df["operand"]):
+        tol, key = cfg.tolerance_for(dtype if isinstance(dtype, str) else None, op if isinstance(op, str) else None)
+        out.append(f"{tol:g}|{key}")
+    return pd.Series(out, index=df.index)
+
+
 def plot_error_vs_speed(run: Run, colors: dict[str, Any]) -> Figure | None:
-    """max_rel_err (log) against speed-up (or median time without a baseline), one color per kernel."""
+    """max_rel_err (log) against speed-up (or median time without a baseline), one color per
+    kernel, one panel per check tolerance: each row drawn against its own tolerance."""
     t = timed_rows(run.df)
     t = _with_series(t[t["max_rel_err"].notna()])
     if t.empty:
@@ -347,43 +396,55 @@ def plot_error_vs_speed(run: Run, colors: dict[str, Any]) -> Figure | None:
     t = t[t[xcol].notna()]
     if t.empty:
         return None
+    t = t.assign(tolerance=row_tolerances(run, t))
+    groups = sorted(t["tolerance"].unique(), key=lambda s: float(s.split("|")[0]))
     floor = 1e-9  # an exact match would sit at -inf on the log axis
-    fig = Figure(figsize=(8.6, 4.6), layout="constrained")
-    ax = fig.subplots()
+    fig = Figure(figsize=(4.6 * len(groups) + 3.4, 4.6), layout="constrained")
+    axes = fig.subplots(1, len(groups), squeeze=False, sharey=True)[0]
     order = sorted(t.loc[~t["is_baseline"], "series"].unique()) + sorted(t.loc[t["is_baseline"], "series"].unique())
-    for k, series in enumerate(order):
-        g = t[t["series"] == series]
-        y = g["max_rel_err"].clip(lower=floor)
-        ax.scatter(g[xcol], y, color=colors[series], marker=MARKERS[k % len(MARKERS)], s=36, alpha=0.85,
-                   label=series, zorder=3)  # fmt: skip
-        sus = g[g["status"] == "suspect"]
-        if len(sus):
-            ax.scatter(sus[xcol], sus["max_rel_err"].clip(lower=floor), s=110, facecolors="none",
-                       edgecolors=SUSPECT_COLOR, linewidths=1.3, zorder=4)  # fmt: skip
-    ax.set_yscale("log")
-    handles, _ = ax.get_legend_handles_labels()
-    tol = (run.meta.get("config") or {}).get("tolerance")
-    if isinstance(tol, (int, float)) and tol > 0:
+    marker = {s: MARKERS[k % len(MARKERS)] for k, s in enumerate(order)}
+    handles: dict[str, Any] = {}
+    for ax, group in zip(axes, groups):
+        tol_value, tol_key = group.split("|")
+        tol = float(tol_value)
+        tg = t[t["tolerance"] == group]
+        for series in order:
+            g = tg[tg["series"] == series]
+            if g.empty:
+                continue
+            handles.setdefault(series, ax.scatter(g[xcol], g["max_rel_err"].clip(lower=floor), color=colors[series],
+                                                  marker=marker[series], s=36, alpha=0.85, label=series, zorder=3))
+            sus = g[g["status"] == "suspect"]
+            if len(sus):
+                ax.scatter(sus[xcol], sus["max_rel_err"].clip(lower=floor), s=110, facecolors="none",
+                           edgecolors=SUSPECT_COLOR, linewidths=1.3, zorder=4)  # fmt: skip
         ax.axhline(tol, color=SUSPECT_COLOR, linestyle="--", linewidth=1.0)
-        handles.append(Line2D([], [], color=SUSPECT_COLOR, linestyle="--", label=f"check tolerance {tol:g}"))
+        ax.set_title(f"checked against {tol_key} = {tol:g}", fontsize=10)
+        if use_speedup:
+            ax.axvline(1.0, color="0.35", linestyle=":", linewidth=1.0)
+            ax.set_xlabel("speed-up vs FlashInfer BF16 (x)")
+        else:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(FuncFormatter(_minor_log_label))
+            ax.set_xlabel("median time (us), lower is better")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_yscale("log")
+    top = max(float(t["max_rel_err"].max()), max(float(g.split("|")[0]) for g in groups))
+    bottom = max(float(t["max_rel_err"].clip(lower=floor).min()), floor)
+    axes[0].set_ylim(bottom / 1.5, top * 1.5)
+    axes[0].set_ylabel("max_rel_err vs fp64 reference (log)")
+    items = [handles[s] for s in order if s in handles]
+    items.append(Line2D([], [], color=SUSPECT_COLOR, linestyle="--", label="the panel's check tolerance"))
     if use_speedup:
-        ax.axvline(1.0, color="0.35", linestyle=":", linewidth=1.0)
-        handles.append(Line2D([], [], color="0.35", linestyle=":", label="parity with FlashInfer BF16"))
-        ax.set_xlabel(SPEEDUP_LABEL + ", higher is better")
-    else:
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(FuncFormatter(_minor_log_label))
-        ax.set_xlabel("median time (us), lower is better")
+        items.append(Line2D([], [], color="0.35", linestyle=":", label="parity with FlashInfer BF16"))
     if (t["status"] == "suspect").any():
-        handles.append(_suspect_handle())
-    ax.set_ylabel("max_rel_err vs fp64 reference (log)")
-    ax.grid(True, which="major", alpha=0.3)
-    fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False)
-    title = f"Accuracy next to speed: {run.gpu_name}"
+        items.append(_suspect_handle())
+    fig.legend(handles=items, loc="outside right upper", fontsize=9, frameon=False)
+    title = f"Accuracy next to speed: {run.gpu_name}" + (" (x: higher is better)" if use_speedup else "")
     if run.timing_mode == INTERPRETER_TIMING:
         title += "\n(interpreter timing: not a performance number)"
-    ax.set_title(title, fontsize=11)
+    fig.suptitle(title, fontsize=11)
     return fig
 
 

@@ -22,10 +22,16 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
 * correctness: ``max_rel_err`` (max over ``checked_rows`` of the relative L2 error
   ``||out_b - ref_b|| / ||ref_b||`` against the fp64 reference), ``checked_rows``
   (``all`` or ``0;32;63``);
+* the GPU's clocks around the row's timing: ``sm_clock_before_mhz``,
+  ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after`` and
+  ``clock_note`` (:mod:`bench.clocks`; empty without NVML);
 * ``status``: ``ok``; ``failed`` (check failed: not timed); ``error`` (raised:
   ``error`` holds the reason); ``skipped`` (cannot run here, or the point does not
   fit in memory); ``suspect`` (timed, but faster than the HBM ceiling allows: a
-  measurement bug, excluded from geometric means).
+  measurement bug, excluded from geometric means); ``invalid`` (the timer gave a
+  median, p20 or p80 that is zero, negative, NaN or Inf: ``error`` says which; such a
+  row is neither a baseline nor in any geometric mean, and ``foscar bench`` exits
+  with :data:`bench.errors.EXIT_RUN_PROBLEM`).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from bench import SCHEMA_VERSION
+from bench.clocks import CLOCK_COLUMNS
 from bench.timing import DEVICE_TIMINGS
 
 COLUMNS = [
@@ -50,9 +57,11 @@ COLUMNS = [
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
     "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
     "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
+    *CLOCK_COLUMNS,
 ]  # fmt: skip
 POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
 TIMED = ("ok", "suspect")  # statuses that carry a time
+INVALID = "invalid"  # the timer's numbers cannot be a time (<= 0, NaN, Inf): see invalid_time
 BASELINE_LABEL = (
     "FlashInfer BF16 at its best: the fastest of the FlashInfer BF16 rows that passed the check, per point "
     "(rows flagged suspect included)"
@@ -118,8 +127,29 @@ def new_row(
     return row
 
 
+def invalid_time(median_us: Any, p20_us: Any = None, p80_us: Any = None) -> str | None:
+    """Why these numbers (microseconds) cannot be a measured time, or ``None`` when they can.
+
+    The median must be given, finite and > 0; p20/p80 must be finite and > 0 where
+    they are recorded (``None`` or NaN: not recorded, which is allowed). A zero time
+    makes every speed-up and bandwidth infinite, so such a row must never reach a
+    baseline, a table's mean or summary.json.
+    """
+    for name, v in (("median", median_us), ("p20", p20_us), ("p80", p80_us)):
+        if v is None or v is pd.NA or (name != "median" and isinstance(v, float) and math.isnan(v)):
+            if name == "median":
+                return "no median time recorded"
+            continue
+        x = float(v)
+        if not math.isfinite(x) or x <= 0:
+            return f"{name} time {x!r} us is not a positive finite number (a timer fault); not used"
+    return None
+
+
 def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None) -> None:
-    """Fill time, bandwidth and roofline fraction; mark ``suspect`` above the HBM ceiling.
+    """Fill time, bandwidth and roofline fraction; mark ``suspect`` above the HBM ceiling,
+    ``invalid`` (with the reason in ``error``) when the time is zero, negative, NaN or Inf
+    (:func:`invalid_time`).
 
     Interpreter timings get no bandwidth (``tbps``/``sol_fraction`` stay empty).
     """
@@ -131,10 +161,14 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
         timing_mode=timing.mode,
         bytes=nbytes,
     )
+    why = invalid_time(timing.median_us, timing.p20_us, timing.p80_us)
+    if why:
+        row.update(status=INVALID, error=why)
+        return
     row["status"] = "ok"
     if timing.mode not in DEVICE_TIMINGS:  # interpreter time: bandwidth would be meaningless
         return
-    row["tbps"] = nbytes / (timing.median_us * 1e-6) / 1e12 if timing.median_us > 0 else math.nan
+    row["tbps"] = nbytes / (timing.median_us * 1e-6) / 1e12
     if hbm_tbps:
         row["sol_fraction"] = row["tbps"] / hbm_tbps
         if row["sol_fraction"] > 1.0:
@@ -146,7 +180,7 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
     for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
-              "head_dim", "page_size", "reps", "bytes"):  # fmt: skip
+              "head_dim", "page_size", "reps", "bytes", "sm_clock_before_mhz", "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us", "baseline_fp8_us",
               "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
@@ -157,6 +191,19 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df["baseline_kind"] = kind.where(~(df["is_baseline"] & kind.isna()), "bf16")
     for c in ("baseline_kernel", "baseline_fp8_kernel"):
         df[c] = df[c].astype(object)
+    return flag_invalid_times(df)
+
+
+def flag_invalid_times(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a timed status (``ok``/``suspect``) whose time is not a positive finite
+    number (:func:`invalid_time`) become ``invalid`` with the reason in ``error`` (in
+    place; returns ``df``). Catches rows from any source: an older results.csv, a test."""
+    timed = df.index[df["status"].isin(TIMED)]
+    for i in timed:
+        why = invalid_time(df.at[i, "median_us"], df.at[i, "p20_us"], df.at[i, "p80_us"])
+        if why:
+            df.at[i, "status"] = INVALID
+            df.at[i, "error"] = why
     return df
 
 
@@ -194,7 +241,16 @@ def variant_key(kernel: str, bits: Any, operand: Any) -> str:
 
 
 def geomean(values) -> float:
+    """Geometric mean of positive finite values (NaN for none).
+
+    Raises:
+        ValueError: a value that is zero, negative, NaN or Inf (it has no logarithm
+            that a mean could use; such rows must be left out before).
+    """
     xs = [float(v) for v in values]
+    bad = [x for x in xs if not (math.isfinite(x) and x > 0)]
+    if bad:
+        raise ValueError(f"geomean: expected positive finite values, got {bad[0]!r}")
     if not xs:
         return math.nan
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
@@ -292,9 +348,20 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def write_json(obj: Any, path: Path) -> None:
+    """Write strict JSON atomically; NaN and +-Inf floats become ``null`` (JSON has no such numbers)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=_json_default, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps(_finite_or_null(obj), indent=2, default=_json_default, allow_nan=False) + "\n")
     os.replace(tmp, path)
+
+
+def _finite_or_null(x: Any) -> Any:
+    if isinstance(x, float):  # numpy's float64 included
+        return None if not math.isfinite(x) else x
+    if isinstance(x, dict):
+        return {k: _finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_or_null(v) for v in x]
+    return x
 
 
 def _json_default(x: Any) -> Any:
@@ -307,5 +374,6 @@ def _json_default(x: Any) -> Any:
 
 def read_results(path: Path) -> pd.DataFrame:
     """Read a ``results.csv`` back with the schema's dtypes."""
-    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str})
+    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str,
+                                  "clock_events_before": str, "clock_events_after": str, "clock_note": str})
     return to_frame(df.to_dict("records"))

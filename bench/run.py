@@ -7,7 +7,9 @@ under ``results/_scratch/``, or ``--out DIR``) receives:
                     HBM ceiling, GPU clocks/temperature), again at the end (or on
                     Ctrl-C / a crash) with the GPU's state then
 * ``results.csv``   rewritten after every point (schema in :mod:`bench.results`)
-* ``summary.json``  geometric-mean speed-ups with bootstrap intervals, written at the end
+* ``summary.json``  geometric-mean speed-ups with bootstrap intervals, written at the end,
+                    and ``problems``: why the run's numbers need a look (:func:`run_problems`;
+                    the CLI then exits with :data:`bench.errors.EXIT_RUN_PROBLEM`)
 
 An ``--out DIR`` that already holds results.csv is resumed (:mod:`bench.resume`)
 when the resolved config hashes the same as its meta.json says, else refused.
@@ -36,7 +38,7 @@ from bench.config import (
     load_model,
     preset_path,
 )
-from bench.errors import FoscarError
+from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
 
 RESULTS_DIR = Path("results")
 SCRATCH_DIR = RESULTS_DIR / "_scratch"
@@ -140,8 +142,43 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     return cfg, cfg_path
 
 
-def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> Path:
-    """Do the whole run; return the run directory.
+@dataclass(frozen=True)
+class BenchOutcome:
+    """What a finished ``foscar bench`` run left: its directory and the problems of its numbers."""
+
+    path: Path
+    problems: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        """:data:`EXIT_RUN_PROBLEM` when there is a problem, else :data:`EXIT_OK`."""
+        return EXIT_RUN_PROBLEM if self.problems else EXIT_OK
+
+
+def run_problems(df) -> list[str]:
+    """Why a finished run's numbers need a look (empty: none), one sentence each.
+
+    * rows with status ``invalid`` (a time that is zero, negative, NaN or Inf);
+    * no FOSCAR row (a non-baseline row) was timed (``ok`` or ``suspect``), e.g. every
+      one was skipped, failed its check or raised: the run measured nothing of FOSCAR.
+    """
+    from bench.results import INVALID, TIMED
+
+    problems = []
+    invalid = df[df["status"] == INVALID]
+    if len(invalid):
+        names = ", ".join(sorted(set(invalid["kernel"].astype(str))))
+        problems.append(f"{len(invalid)} row(s) with an invalid time ({names}): left out of every mean")
+    foscar = df[~df["is_baseline"].astype(bool)]
+    if not foscar["status"].isin(TIMED).any():
+        counts = ", ".join(f"{n} {s}" for s, n in foscar["status"].value_counts().items()) or "no rows"
+        problems.append(f"no FOSCAR row was timed ({counts})")
+    return problems
+
+
+def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> BenchOutcome | None:
+    """Do the whole run; return the run directory and the problems of its numbers
+    (:func:`run_problems`); ``None`` for ``--dry-run``.
 
     Args:
         opts: parsed flags.
@@ -162,11 +199,14 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
 
     cfg, cfg_path = resolve_config(opts, arch)
     cfg_hash = config_hash(cfg)
+    from bench.backends import select_backends  # the registry imports no torch
+    from bench.clocks import ClockReader
+
+    backends = select_backends(cfg.kernels)
 
     # heavy imports only now (torch; triton stays lazy inside the kernels and timing)
     import torch
 
-    from bench.backends import select_backends
     from bench.hbm import measure_hbm
     from bench.manifest import build_manifest, git_state, record_gpu_state
     from bench.results import summarize, write_json
@@ -175,7 +215,6 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     from bench.tables import make_console, summary_tables
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
-    backends = select_backends(cfg.kernels)
     out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
     prior = load_prior(out, cfg_hash, cfg.to_dict())
     if prior is not None:
@@ -228,10 +267,14 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         done = len(finished_points(cfg, backends, prior_rows))
         session = session_record(manifest, done)
         meta.setdefault("resumes", []).append(session)
+    # the clocks are only read (bench.clocks), never set
+    clocks, clocks_why = (None, "no GPU (CPU run)") if info is None else ClockReader.open(info.uuid, dev.index or 0)
+    session["clock_readings"] = (
+        "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
+    )
     write_json(meta, out / "meta.json")
-
     sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=prior_rows,
-                  progress=opts.output is OutputFormat.table)  # fmt: skip
+                  progress=opts.output is OutputFormat.table, clocks=clocks)  # fmt: skip
     try:
         df = run_sweep(sweep)
     except KeyboardInterrupt:
@@ -239,11 +282,15 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         print(hint, file=sys.stderr)
         raise
     finally:  # the GPU's state at the end, also after Ctrl-C or a crash
+        if clocks is not None:
+            clocks.close()
         record_gpu_state(session, "end", info, dev.index or 0)
         write_json(meta, out / "meta.json")
     summary = summarize(df)
     summary["timing_mode"] = timing_mode
     summary["smoke"] = opts.smoke
+    problems = run_problems(df)
+    summary["problems"] = problems
     write_json(summary, out / "summary.json")
 
     if opts.output is OutputFormat.json:
@@ -257,7 +304,9 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         console.print(f"wrote {out / 'results.csv'}, {out / 'meta.json'}, {out / 'summary.json'}")
     else:
         print(out)
-    return out
+    for p in problems:  # on stderr whatever the format, so a script sees why the exit code is 3
+        print(f"problem: {p} (exit code {EXIT_RUN_PROBLEM})", file=sys.stderr)
+    return BenchOutcome(out, problems)
 
 
 def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> None:

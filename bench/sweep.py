@@ -10,8 +10,9 @@ For every point (batch x context x bits, in that nesting):
    build it, run it once, check it against the reference (NaN or ``max_rel_err >``
    the tolerance for the cache it reads, :meth:`BenchConfig.tolerance_for`, fails,
    and a failed row is not timed); then time it: CUDA-graph replay over rotating
-   input copies (:func:`rotation`, :mod:`bench.timing`);
-4. add the point's speed-ups, rewrite ``results.csv`` (so nothing measured is lost
+   input copies (:func:`rotation`, :mod:`bench.timing`), with the GPU's SM clock
+   and clock event reasons read just before and just after (:mod:`bench.clocks`);
+4. add the point's speed-ups and the clock notes (over all rows so far), rewrite ``results.csv`` (so nothing measured is lost
    if a later point crashes the process), print the point's table, free memory.
 
 A point or row that raises (out of memory, compile error, unsupported shape) is
@@ -37,6 +38,7 @@ import torch
 from rich.console import Console
 
 from bench.backends import Backend, Prepared, operand_unavailable
+from bench.clocks import ClockReader, add_clock_notes, clock_fields
 from bench.config import BenchConfig
 from bench.plan import plan_points
 from bench.progress import Eta, SweepProgress, bar_wanted
@@ -61,6 +63,7 @@ class Sweep:
     console: Console | None  # None: print nothing
     prior: pd.DataFrame | None = None  # rows of the run being resumed (bench.resume.load_prior)
     progress: bool = False  # a rich bar on stderr (where stderr is a terminal)
+    clocks: ClockReader | None = None  # NVML reader of the GPU's clocks; None: none recorded
 
 
 def grid(cfg: BenchConfig) -> list[Point]:
@@ -129,7 +132,7 @@ def run_sweep(sweep: Sweep) -> pd.DataFrame:
         )
 
     def all_rows() -> pd.DataFrame:
-        return add_speedups(to_frame([r for i in sorted(by_point) for r in by_point[i]]))
+        return add_clock_notes(add_speedups(to_frame([r for i in sorted(by_point) for r in by_point[i]])))
 
     runnable = {be.name: be.unavailable(sweep.device) is None for be in sweep.backends}
     plans = plan_points(cfg, sweep.backends, interpreter=sweep.device.type != "cuda", runnable=runnable)
@@ -217,14 +220,17 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
         err = max_rel_err(prep.output(), w.reference, w.rows)
         row.update(max_rel_err=err, checked_rows=checked)
         if not err == err:  # NaN
-            row.update(status="failed", error="output has NaN/Inf in a checked row; not timed")
+            row.update(status="failed", error="NaN/Inf in a checked row of the output or the reference; not timed")
             return
         tolerance, key = cfg.tolerance_for(row["kv_dtype"], operand)
         if err > tolerance:
             row.update(status="failed", error=f"max_rel_err {err:.3g} > {key} {tolerance:g}; not timed")
             return
         fns = rotation(prep, dev)
+        before = sweep.clocks.read() if sweep.clocks else None
         timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)
+        after = sweep.clocks.read() if sweep.clocks else None
+        row.update(clock_fields(before, after))
         set_timing(row, timing, prep.bytes, sweep.hbm_tbps)
         row["working_set_bytes"] = prep.bytes * len(fns)
         del fns

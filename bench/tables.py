@@ -13,7 +13,7 @@ from rich.table import Table
 from bench.results import BASELINES
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
-STATUS_STYLE = {"ok": "green", "failed": "red", "error": "red", "skipped": "yellow", "suspect": "magenta"}
+STATUS_STYLE = {"ok": "green", "failed": "red", "error": "red", "skipped": "yellow", "suspect": "magenta", "invalid": "red"}
 
 
 def _num(x: Any, fmt: str) -> str:

@@ -12,7 +12,7 @@
 The error metric, ``max_rel_err``: for every checked batch row ``b``,
 ``||out[b] - ref[b]||_2 / ||ref[b]||_2`` over all query heads and channels of that
 row (out upcast to fp64), then the maximum over the checked rows. Any NaN/Inf in
-a checked row makes it NaN (a failure).
+a checked row of the output or of the reference makes it NaN (a failure).
 """
 
 from __future__ import annotations
@@ -184,14 +184,28 @@ def build_workload(point: Point, device: torch.device, seed: int, full_check_max
 
 
 def max_rel_err(out: torch.Tensor, reference: torch.Tensor, rows: list[int]) -> float:
-    """Max over ``rows`` of ``||out[b] - ref[b]||_2 / ||ref[b]||_2``; NaN if any checked value is not finite."""
+    """Max over ``rows`` of ``||out[b] - ref[b]||_2 / ||ref[b]||_2``.
+
+    Args:
+        out: ``[batch, num_qo_heads, head_dim]``, any float dtype (upcast to fp64).
+        reference: the same shape, float64 (rows outside ``rows`` are not read).
+        rows: the batch rows to check.
+
+    Returns:
+        The largest relative L2 error, or NaN when any value of a checked row is
+        NaN or Inf in ``out`` *or* in ``reference`` (a NaN must fail the row, and
+        ``max`` would drop it).
+
+    Raises:
+        ValueError: the shapes differ.
+    """
     if tuple(out.shape) != tuple(reference.shape):
         raise ValueError(f"output: expected shape {list(reference.shape)}, got {list(out.shape)}")
     worst = 0.0
     for b in rows:
         o = out[b].to(torch.float64)
-        r = reference[b].to(device=o.device)
-        if not bool(torch.isfinite(o).all()):
+        r = reference[b].to(device=o.device, dtype=torch.float64)
+        if not (bool(torch.isfinite(o).all()) and bool(torch.isfinite(r).all())):
             return math.nan
         denom = float(torch.linalg.vector_norm(r))
         err = float(torch.linalg.vector_norm(o - r)) / max(denom, 1e-300)

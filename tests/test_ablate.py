@@ -63,7 +63,7 @@ def test_ablate_axis_selects_settings_and_rejects_unknown(tmp_path):
     from bench.ablate import run_ablate
     from bench.errors import FoscarError
 
-    with pytest.raises(FoscarError, match="unknown ablation axis k_blocks; known: reconstruction, group_size, "
+    with pytest.raises(FoscarError, match="--axis 'k_blocks': expected one of reconstruction, group_size, "
                                           "split_kv, operand, cache, k_layout"):
         run_ablate(tmp_path / "x", [2], [1], [64], True, axes=["k_blocks"])
     out = run_ablate(tmp_path / "kl", [4], [1], [100], True, axes=["k_layout"])

@@ -1,0 +1,103 @@
+"""`foscar report`'s figures stay readable (issue 13 item 9): a fixed width at any grid
+size, one distinct colour per series that appears (skipped-only series take none), and
+every row of error_vs_speed drawn against its own check tolerance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.report import DPI, FIGURE_WIDTH, plot_bandwidth, plot_error_vs_speed, row_tolerances, series_colors
+from bench.results import add_speedups, new_row, to_frame
+from bench.rundir import Run
+from bench.workload import Point
+
+HBM = 4.0
+FOSCAR = [(k, b, op) for k in ("foscar-cuda", "foscar-cuda-paged", "foscar-cuda-per-value", "foscar-triton")
+          for b in (2, 4) for op in ("bf16", "fp8")]  # fmt: skip
+BASELINES = [("flashinfer-fa2", "bf16"), ("flashinfer-fa2-tc", "bf16"), ("flashinfer-xqa", "bf16"),
+             ("flashinfer-fa2-fp8", "fp8"), ("flashinfer-fa2-tc-fp8", "fp8"), ("flashinfer-xqa-fp8", "fp8")]  # fmt: skip
+
+
+def make_run(batches, contexts, path=Path("run")) -> Run:
+    """The s5 run's series: 16 FOSCAR series (fp8 of per-value and triton only ever skipped) and 6 baselines."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for batch in batches:
+        for context in contexts:
+            for bits in (2, 4):
+                p = Point(batch, context, bits, 128, 32, 8, 128, 16)
+                for kernel, b, op in FOSCAR:
+                    if b != bits:
+                        continue
+                    r = new_row(p, kernel, b, op, None)
+                    if op == "fp8" and kernel in ("foscar-cuda-per-value", "foscar-triton"):
+                        r.update(status="skipped", error="operand fp8 exists in the folded CUDA kernel only")
+                    else:
+                        us = float(rng.uniform(20, 80))
+                        err = 0.04 if op == "fp8" else 0.005  # fp8 rows: above 2e-2, within their 1e-1
+                        r.update(status="ok", median_us=us, p20_us=us, p80_us=us, reps=15, tbps=float(rng.uniform(1, 3.9)),
+                                 max_rel_err=err)  # fmt: skip
+                    rows.append(r)
+                for kernel, kind in BASELINES:
+                    us = float(rng.uniform(40, 120))
+                    r = new_row(p, kernel, None, None, kind)
+                    r.update(status="ok", median_us=us, p20_us=us, p80_us=us, reps=15, tbps=float(rng.uniform(1, 3.9)),
+                             max_rel_err=0.06 if kind == "fp8" else 0.004)  # fmt: skip
+                    rows.append(r)
+    meta = {"hbm_ceiling_tbps": HBM, "timing_mode": "cuda_graph", "gpu": {"name": "NVIDIA H200"},
+            "config": {"tolerance": 0.02, "tolerance_fp8_kv": 0.1, "tolerance_fp8_operand": 0.1}}  # fmt: skip
+    return Run(path=path, label=path.name, df=add_speedups(to_frame(rows)), meta=meta, summary={})
+
+
+def test_colours_one_per_series_that_appears_never_repeated():
+    run = make_run([1, 8], [8192])
+    colors = series_colors([run])
+    assert "foscar-triton/int2/fp8" not in colors and "foscar-cuda-per-value/int4/fp8" not in colors  # skipped only
+    assert len(colors) == 12 + 6
+    assert len(set(colors.values())) == len(colors)  # distinct: flashinfer-fa2-tc no longer shares a colour
+    assert not any(np.allclose(c[:3], (0.839, 0.153, 0.157), atol=0.01) for c in colors.values())  # red is for warnings
+
+
+def test_colours_stay_distinct_for_many_series():
+    from bench.report import _palette
+
+    for n in (5, 18, 40, 80):
+        pal = [tuple(np.round(c[:3], 4)) for c in _palette(n)[:n]]
+        assert len(pal) == n and len(set(pal)) == n
+
+
+@pytest.mark.parametrize("batches, contexts", [([8], [32768]), ([1, 8, 32, 64], [8192, 32768, 131072]),
+                                               ([1, 2, 4, 8, 16, 32, 64, 128], [1024 * 2**i for i in range(8)])])
+def test_bandwidth_has_a_fixed_width(batches, contexts):
+    run = make_run(batches, contexts)
+    fig = plot_bandwidth(run, series_colors([run]))
+    width, height = fig.get_size_inches()
+    assert width == FIGURE_WIDTH and width * DPI < 2000  # the s5 run's was 6002 px wide
+    assert len([ax for ax in fig.axes if ax.get_title(loc="left").startswith("batch")]) == len(batches)
+
+
+def test_error_vs_speed_draws_each_row_against_its_own_tolerance():
+    run = make_run([1, 8], [8192, 32768])
+    t = run.df[run.df["status"] == "ok"]
+    tol = row_tolerances(run, t)
+    fp8 = (t["operand"] == "fp8") | (t["kv_dtype"] == "fp8_e4m3")
+    assert set(tol[fp8]) == {"0.1|tolerance_fp8_operand", "0.1|tolerance_fp8_kv"}
+    assert set(tol[~fp8]) == {"0.02|tolerance"}
+
+    fig = plot_error_vs_speed(run, series_colors([run]))
+    panels = [ax for ax in fig.axes if ax.get_title().startswith("checked against")]
+    assert len(panels) == 3
+    drawn = 0
+    for ax in panels:
+        line = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert len(line) == 1
+        tol_y = line[0].get_ydata()[0]
+        assert f"= {tol_y:g}" in ax.get_title()
+        for coll in ax.collections:
+            ys = coll.get_offsets()[:, 1]
+            assert (ys <= tol_y).all(), ax.get_title()  # every row passed its own check: none above its line
+            drawn += len(ys)
+    assert drawn == len(t)  # every timed row, once
