@@ -186,8 +186,19 @@ def run(args) -> Path:
             dense = DynamicCache(config=model.config)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
-            with torch.no_grad():
-                tok = model(input_ids=prompt, past_key_values=dense, use_cache=True, logits_to_keep=1).logits[:, -1]
+            try:
+                with torch.no_grad():
+                    tok = model(input_ids=prompt, past_key_values=dense, use_cache=True, logits_to_keep=1).logits[:, -1]
+            except RuntimeError as e:  # e.g. CUDA out of memory in the prefill: record it, go on with the next point
+                err = f"prefill: {type(e).__name__}: {e}".splitlines()[0][:300]
+                rows.extend({**{c: None for c in COLUMNS}, "batch": batch, "context": context, "cache": name,
+                             "status": "error", "error": err} for name in caches)  # fmt: skip
+                print(json.dumps({"batch": batch, "context": context, "error": err}), flush=True)
+                del prompt, dense
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                _write(rows, out)
+                continue
             tok = tok.argmax(-1, keepdim=True)
             del prompt
             bf16_rate = None

@@ -1,8 +1,8 @@
 """transformers integration (foscar.hf), foscar eval-model, dump-kv and accuracy --kv-file.
 
 Tiny models built in-process from a config (random weights, nothing downloaded): a
-Qwen3-style GQA model (q/k norms, 4 query heads per 2 KV heads... see _config) and a
-Llama-style one, head_dim 64, 2 layers. Decode steps run the Triton kernel through the
+Qwen3-style model (q/k RMSNorm) and a Llama-style one, both GQA with 4 query heads over
+2 KV heads, head_dim 64, 2 layers. Decode steps run the Triton kernel through the
 interpreter, so prompts are 24 tokens and a handful of tokens are decoded.
 """
 
@@ -209,3 +209,21 @@ def test_dump_kv_then_accuracy(saved_model, tmp_path, capsys):
     assert set(df["data"]) == {"real-L1"} and set(df["layout"]) == {"quantized", "sink8+recent8"}
     assert set(df["rotation"]) == {"none", "hadamard"} and (df["status"] == "ok").all()
     assert (df["context"] == 32).all() and (df["group_size"] == 64).all()
+
+
+def test_model_speed_smoke(tmp_path):
+    """The CPU-sized version of scripts/eval_model_gpu.sh (bench/model_speed.py --smoke)."""
+    from bench.model_speed import COLUMNS, main
+
+    out = tmp_path / "speed"
+    main(["--smoke", "--cache", "int4", "--cache", "bf16", "--out", str(out)])
+    import pandas as pd
+
+    df = pd.read_csv(out / "results.csv")
+    assert list(df.columns) == COLUMNS and (df["status"] == "ok").all()
+    assert df["cache"].tolist() == ["int4", "bf16"] and df["kernel"].tolist() == ["triton", "sdpa"]
+    assert (df["decode_tokens_per_s"] > 0).all() and ((df["attn_share"] > 0) & (df["attn_share"] < 1)).all()
+    assert df["kv_bytes"].iloc[0] < df["kv_bytes"].iloc[1]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["kind"] == "model-speed" and meta["random_weights"] is True
+    assert (out / "model_speed.md").is_file()
