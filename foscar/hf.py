@@ -34,7 +34,8 @@ What happens to the keys and values (per attention layer, :class:`FoscarLayer`):
 Limits (checked, ``ValueError``): ``head_dim`` must be 64, 128 or 256 and a multiple of
 ``group_size``; every layer full attention (no sliding-window layers); the model loaded
 with ``attn_implementation="foscar"``; no beam search or cache cropping. Decode steps
-ignore the attention mask, so every row of a batch must be the same length (no padding).
+take no attention mask, so every row of a batch must be the same length (a padded batch
+raises at its first decode step).
 The CUDA kernel takes at most 8 query heads per KV head; with ``backend="auto"`` a model
 with more decodes through the Triton kernel and :class:`FoscarCache` warns once, with
 ``backend="cuda"`` it raises. The kernel that ran is :attr:`FoscarCache.kernel`.
@@ -108,14 +109,21 @@ def foscar_attention_forward(
             ``update`` returned. A one-token decode step over a :class:`FoscarCache`
             returns the new token's K/V tagged with its layer, and the layer's cache is
             attended instead.
-        attention_mask: SDPA's mask (ignored on the FOSCAR path, which takes no padding).
+        attention_mask: SDPA's mask; on the FOSCAR path it must be ``None`` (what transformers
+            builds for a decode step without padding).
         scaling: softmax scale (default ``1 / sqrt(head_dim)``).
 
     Returns:
         ``([batch, q_len, num_qo_heads, head_dim]`` in ``query``'s dtype, ``None``).
+
+    Raises:
+        ValueError: a padding mask on a FOSCAR decode step; what :func:`foscar.decode` raises.
     """
     layer = getattr(key, _TAG, None)
     if layer is not None and query.shape[2] == 1:
+        if attention_mask is not None:  # transformers builds none for a decode step unless a row is padded
+            raise ValueError("attention_mask: FoscarCache decodes without a mask, so every batch row must have the "
+                             "same length (no padding); got a padding mask")  # fmt: skip
         out = layer.attend(query[:, :, 0], scaling)  # [batch, num_qo_heads, head_dim]
         return out.to(query.dtype).unsqueeze(1), None
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)

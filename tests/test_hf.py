@@ -146,6 +146,11 @@ def test_cache_checks():
         fh.FoscarCache(wide, backend="cuda")
     with pytest.warns(UserWarning, match="decodes with the Triton kernel"):
         fh.FoscarCache(wide)
+    ids = _prompt(0, 8).repeat(2, 1)
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0  # left padding: the prefill (SDPA) takes it, a FOSCAR decode step cannot
+    with pytest.raises(ValueError, match="no padding"), torch.no_grad():
+        model.generate(ids, attention_mask=mask, past_key_values=fh.FoscarCache(model.config), max_new_tokens=2)
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +232,45 @@ def test_model_speed_smoke(tmp_path):
     meta = json.loads((out / "meta.json").read_text())
     assert meta["kind"] == "model-speed" and meta["random_weights"] is True
     assert (out / "model_speed.md").is_file()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits,num_sink,num_recent,rotation", [(2, 0, 0, "none"), (4, 4, 16, "hadamard")])
+def test_cuda_decode_matches_dequantized_reference(bits, num_sink, num_recent, rotation):
+    """On the GPU: decode steps run the CUDA kernel (head_dim 128, GQA 4) and equal fp64
+    attention over the layer's own dequantized cache (the kernel's error alone)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    model = tiny_model("qwen3", head_dim=128, num_attention_heads=8, num_key_value_heads=2).cuda()
+    cache = fh.FoscarCache(model.config, bits=bits, group_size=128, num_sink=num_sink, num_recent=num_recent,
+                           rotation=rotation, backend="cuda")  # fmt: skip
+    ids = torch.randint(0, VOCAB, (2, 300), generator=torch.Generator().manual_seed(3)).cuda()
+    with torch.no_grad():
+        model.generate(ids, past_key_values=cache, max_new_tokens=4, do_sample=False)
+    assert cache.kernel == "cuda"
+    from foscar import attention_reference
+
+    for layer in cache.layers:
+        k, v = layer.dense(torch.float64)
+        q = torch.randn(2, 8, 128, dtype=torch.bfloat16, device="cuda")
+        lens = torch.full((2,), layer.seq_len, dtype=torch.int32, device="cuda")
+        ref = attention_reference(q, k, v, lens)
+        out = layer.attend(q, None).double()
+        assert ((out - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_eval_model_on_gpu(tmp_path, capsys):
+    """eval-model end to end on the GPU (the CUDA kernel; Llama-style, head_dim 128)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    path = tmp_path / "llama"
+    tiny_model("llama", head_dim=128, num_attention_heads=8, num_key_value_heads=2).save_pretrained(path)
+    out = tmp_path / "run"
+    code, _, stderr = run_main(capsys, "eval-model", "--model", path, "--bits", "2", "--bits", "4", "--group-size", "128",
+                               "--prefill", "64", "--max-tokens", "32", "--out", out, "--format", "quiet")  # fmt: skip
+    assert code == 0, stderr
+    import pandas as pd
+
+    df = pd.read_csv(out / "results.csv")
+    assert (df["status"] == "ok").all() and df["kernel"].tolist()[1:] == ["cuda", "cuda"]
