@@ -126,6 +126,27 @@ def test_windows_and_rotation_match_dequantized_reference():
     assert ((out - ref).norm() / ref.norm()).item() < 2e-2  # the kernel's BF16 query + output rounding
 
 
+def test_chunks_growth_and_append_match_one_prefill():
+    """Layer 0's K/V (which do not depend on attention) end up bit for bit the same whether
+    the tokens arrive in one prefill or as a prefill, a chunk that outgrows the quantized
+    middle's capacity (256 tokens), and a decode step (append_kv vs quantize_kv)."""
+    model = tiny_model("llama", seed=3)
+    ids = _prompt(3, 270)
+    kw = dict(bits=4, group_size=32, num_sink=2, num_recent=5)
+    pieces, whole = fh.FoscarCache(model.config, **kw), fh.FoscarCache(model.config, **kw)
+    with torch.no_grad():
+        model(input_ids=ids[:, :200], past_key_values=pieces, use_cache=True)
+        model(input_ids=ids[:, 200:269], past_key_values=pieces, use_cache=True)
+        model(input_ids=ids[:, 269:], past_key_values=pieces, use_cache=True)
+        model(input_ids=ids, past_key_values=whole, use_cache=True)
+    a, b = pieces.layers[0], whole.layers[0]
+    assert (a.middle_len, a.middle.max_seq_len, int(a.middle.seq_lens[0])) == (263, 512, 263)
+    for x, y in zip(a.dense(torch.float32), b.dense(torch.float32)):
+        assert torch.equal(x, y)
+    nbytes = 2 * 2 * (263 * (32 + 32 + 2 * 2 * 8) + 7 * 2 * 2 * 64)  # layers x KV heads x (INT4 middle + BF16 windows)
+    assert pieces.nbytes() == nbytes
+
+
 def test_cache_checks():
     model = tiny_model("llama")
     with pytest.raises(ValueError, match="bits"):
