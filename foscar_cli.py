@@ -437,7 +437,15 @@ EvalRotationOpt = Annotated[Rotation, typer.Option("--rotation", help="none, or 
 PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens (prefilled through SDPA on BF16 K/V).")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
-BackendOpt = Annotated[str, typer.Option("--backend", help="foscar.decode backend: auto, cuda, triton.")]
+EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
+EvalOutOpt = Annotated[
+    Optional[Path],
+    typer.Option("--out", help="Run directory (default results/<timestamp>-eval-model-<git short>; without GPU "
+                 "results/_scratch/...)."),
+]  # fmt: skip
+EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no eval_model.png and no report.md.")]
+Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
+BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
 
 
 @app.command("eval-model")
@@ -453,10 +461,10 @@ def eval_model(
     prefill: PrefillOpt = 256,
     max_tokens: MaxTokensOpt = 256,
     greedy_tokens: GreedyOpt = 32,
-    backend: BackendOpt = "auto",
-    seed: SeedOpt = 0,
-    out: AccOutOpt = None,
-    no_plots: NoPlotsOpt = False,
+    backend: BackendOpt = Backend.auto,
+    seed: EvalSeedOpt = 0,
+    out: EvalOutOpt = None,
+    no_plots: EvalNoPlotsOpt = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
@@ -464,7 +472,7 @@ def eval_model(
 
     Perplexity, top-1 agreement, mean KL, greedy agreement, decode tokens/s and KV
     bytes per cache (bench/eval_model.py). Writes results.csv, meta.json, summary.json,
-    eval_model.png and report.md. Needs the hf extra (pip install -e '.[hf]').
+    eval_model.png and report.md. Needs the hf extra (transformers, safetensors; README).
     """
     if debug:
         _state["debug"] = True
@@ -474,7 +482,7 @@ def eval_model(
         EvalOptions(
             model=model, random_init=random_init, bits=[int(b.value) for b in bits or [Bits.int4]],
             group_sizes=list(group_size or [32]), num_sink=sink, num_recent=recent, rotation=rotation.value,
-            text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend,
+            text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend.value,
             seed=seed, out=out, plots=not no_plots, output=output_format,
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
@@ -489,12 +497,12 @@ def dump_kv(
     text: TextOpt = None,
     layers: Annotated[Optional[list[int]], typer.Option("--layers", help="Layer index (repeat; default all).")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Tokens of the text to run.")] = 512,
-    seed: SeedOpt = 0,
+    seed: EvalSeedOpt = 0,
     debug: DebugOpt = False,
 ) -> None:
     """Write a model's per-layer post-RoPE queries, keys and values to a safetensors file.
 
-    Keys layers.<i>.q/k/v, [batch, heads, seq_len, head_dim] bfloat16 (bench/dump_kv.py);
+    Keys layers.<i>.q/k/v: (batch, heads, seq_len, head_dim) bfloat16 (bench/dump_kv.py);
     `foscar accuracy --kv-file FILE` measures every kernel variant on them.
     """
     if debug:

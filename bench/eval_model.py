@@ -330,7 +330,8 @@ def results_table(rows: list[dict[str, Any]], meta: dict[str, Any]):
     from rich.table import Table
 
     t = Table(title=f"foscar eval-model: {meta['model']} ({meta['tokens']} tokens"
-                    f"{', random weights' if meta['random_weights'] else ''})")  # fmt: skip
+                    f"{', random weights' if meta['random_weights'] else ''}"
+                    f"{'; tok/s: interpreter timing, not a speed' if meta['triton_interpreter'] else ''})")  # fmt: skip
     for c in ("cache", "perplexity", "top-1 agree", "KL mean", "greedy match", "tok/s", "KV bytes vs BF16", "status"):
         t.add_column(c)
     f = lambda x, s: "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, s)  # noqa: E731

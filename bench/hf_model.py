@@ -38,6 +38,7 @@ def import_transformers():
     except ImportError:
         raise FoscarError("transformers is not installed: pip install -e '.[hf]'") from None
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     import foscar.hf
 
     foscar.hf.register()

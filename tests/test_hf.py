@@ -235,6 +235,9 @@ def test_dump_kv_then_accuracy(saved_model, tmp_path, capsys):
     assert set(df["data"]) == {"real-L1"} and set(df["layout"]) == {"quantized", "sink8+recent8"}
     assert set(df["rotation"]) == {"none", "hadamard"} and (df["status"] == "ok").all()
     assert (df["context"] == 32).all() and (df["group_size"] == 64).all()
+    (tmp_path / "bad.safetensors").write_bytes(b"not safetensors")
+    code, _, stderr = run_main(capsys, "accuracy", "--smoke", "--kv-file", tmp_path / "bad.safetensors")
+    assert code == 2 and "cannot read it as safetensors" in stderr
 
 
 def test_model_speed_smoke(tmp_path):
