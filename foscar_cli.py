@@ -201,13 +201,15 @@ def bench(
 def report(run_dirs: RunDirsArg, out: ReportOutOpt = None, debug: DebugOpt = False) -> None:
     """Plot runs (speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed) into report.md.
 
-    Several run directories are overlaid in the speed-up plot (labelled by
+    An eval-model run (one directory) gets its own plot, eval_model.png. Several run directories are overlaid in the speed-up plot (labelled by
     directory name) and drawn one by one in the others.
     """
     if debug:
         _state["debug"] = True
     from bench.eval_model import is_eval_model_run
 
+    if len(run_dirs) > 1 and any(is_eval_model_run(d) for d in run_dirs):
+        raise FoscarError("an eval-model run is drawn on its own: pass one run directory")
     if len(run_dirs) == 1 and is_eval_model_run(run_dirs[0]):
         from bench.eval_model import write_report as write_eval_report
 

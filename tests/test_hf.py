@@ -280,7 +280,7 @@ def test_cuda_decode_matches_dequantized_reference(bits, num_sink, num_recent, r
         lens = torch.full((2,), layer.seq_len, dtype=torch.int32, device="cuda")
         ref = attention_reference(q, k, v, lens)
         out = layer.attend(q, None).double()
-        assert ((out - ref).norm() / ref.norm()).item() < 1e-2
+        assert ((out - ref).norm() / ref.norm()).item() < 2e-2  # foscar accuracy's tolerance vs the dequantized cache
 
 
 @pytest.mark.gpu
