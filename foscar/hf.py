@@ -151,11 +151,11 @@ class FoscarLayer(CacheLayerMixin):
     is_sliding = False
 
     def __init__(self, *, bits: int, group_size: int, num_sink: int, num_recent: int,
-                 signs: torch.Tensor | None, backend: str, num_qo_heads: int, capacity: int = 0):  # fmt: skip
+                 signs: torch.Tensor | None, backend: str, capacity: int = 0):  # fmt: skip
         super().__init__()
         self.bits, self.group_size = bits, group_size
         self.num_sink, self.num_recent = num_sink, num_recent
-        self.signs, self.backend, self.num_qo_heads = signs, backend, num_qo_heads
+        self.signs, self.backend = signs, backend
         self.capacity_hint = capacity
         self.seq_len = 0
         self.middle: QuantizedKVCache | None = None
@@ -454,7 +454,7 @@ class FoscarCache(Cache):
         self.rotation, self.backend = rotation, backend
         layers = [
             FoscarLayer(bits=bits, group_size=group_size, num_sink=num_sink, num_recent=num_recent, signs=signs,
-                        backend=backend, num_qo_heads=hq, capacity=max_cache_len)
+                        backend=backend, capacity=max_cache_len)
             for _ in range(num_layers)
         ]  # fmt: skip
         super().__init__(layers=layers)
