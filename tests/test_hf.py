@@ -205,6 +205,23 @@ def test_eval_model_writes_run_dir(saved_model, tmp_path, capsys):
     assert (tmp_path / "rep" / "eval_model.png").is_file()
 
 
+def test_load_model_uses_the_models_tokenizer(tmp_path):
+    """A checkpoint directory with a tokenizer: eval-model / dump-kv tokenize with it (else UTF-8 bytes)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from bench.hf_model import SAMPLE_TEXT, load_model, tokenize
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train([str(SAMPLE_TEXT)], trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>"]))
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(tmp_path)
+    tiny_model("llama", vocab_size=tok.get_vocab_size()).save_pretrained(tmp_path)
+    loaded = load_model(tmp_path, None, torch.device("cpu"))
+    assert loaded.tokenizer is not None and not loaded.random_weights
+    ids = tokenize(loaded, "Four score and seven years ago")
+    assert ids.tolist() == [tok.encode("Four score and seven years ago").ids]
+
+
 def test_model_errors_are_one_line(tmp_path, capsys):
     code, stdout, stderr = run_main(capsys, *["eval-model", "--model", str(tmp_path / "nothing")])
     assert code == 2 and "no such directory" in stderr and len(stderr.strip().splitlines()) == 1
