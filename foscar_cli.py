@@ -11,6 +11,8 @@
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
     foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
     foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV, operands, paging
+    foscar eval-model --model DIR --bits 4 --group-size 32   # a real model: INT2/INT4 cache vs its BF16 cache
+    foscar dump-kv --model DIR --out kv.safetensors          # per-layer post-RoPE q/k/v; then accuracy --kv-file
 
 Errors the user can fix raise :class:`bench.errors.FoscarError`; :func:`main` prints
 them as one line on stderr and exits with code 2 (``--debug`` or ``FOSCAR_DEBUG=1``
@@ -215,11 +217,21 @@ def bench(
 def report(run_dirs: RunDirsArg, out: ReportOutOpt = None, debug: DebugOpt = False) -> None:
     """Plot runs (speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed) into report.md.
 
-    Several run directories are overlaid in the speed-up plot (labelled by
+    An eval-model run (one directory) gets its own plot, eval_model.png. Several run directories are overlaid in the speed-up plot (labelled by
     directory name) and drawn one by one in the others.
     """
     if debug:
         _state["debug"] = True
+    from bench.eval_model import is_eval_model_run
+
+    if len(run_dirs) > 1 and any(is_eval_model_run(d) for d in run_dirs):
+        raise FoscarError("an eval-model run is drawn on its own: pass one run directory")
+    if len(run_dirs) == 1 and is_eval_model_run(run_dirs[0]):
+        from bench.eval_model import write_report as write_eval_report
+
+        written_eval = write_eval_report(run_dirs[0], out)
+        typer.echo(f"wrote {', '.join(str(p) for p in written_eval)}")
+        return
     from bench.report import write_report
     from bench.rundir import load_runs
 
@@ -359,6 +371,11 @@ RecentOpt = Annotated[Optional[int], typer.Option("--num-recent", min=0, help="T
 NoMixedOpt = Annotated[bool, typer.Option("--no-mixed", help="Leave out the sink + recent mixed-precision layout.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the rotation's signs.")]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no PNGs and no accuracy.md.")]
+KvFileOpt = Annotated[
+    Optional[Path],
+    typer.Option("--kv-file", help="A `foscar dump-kv` safetensors file: its layers' real post-RoPE q/K/V are the data "
+                 "(real-L<i> rows; the shape comes from the file; --data adds synthetic kinds at that shape)."),
+]  # fmt: skip
 
 
 @app.command()
@@ -379,6 +396,7 @@ def accuracy(
     num_recent: RecentOpt = None,
     no_mixed: NoMixedOpt = False,
     seed: SeedOpt = 0,
+    kv_file: KvFileOpt = None,
     no_plots: NoPlotsOpt = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
@@ -417,11 +435,105 @@ def accuracy(
             num_recent=num_recent,
             no_mixed=no_mixed,
             seed=seed,
+            kv_file=kv_file,
             plots=not no_plots,
             output=output_format,
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
         )
     )
+
+
+# --- foscar eval-model / dump-kv (transformers; the `hf` extra) -------------------------
+
+HfModelOpt = Annotated[
+    Optional[str], typer.Option("--model", metavar="DIR", help="A local model directory (config.json + weights); nothing is downloaded.")
+]
+RandomInitOpt = Annotated[
+    Optional[Path],
+    typer.Option("--random-init", metavar="CONFIG.json", help="Instead of --model: a transformers config.json built "
+                 "with random weights (speed only; no accuracy claim), e.g. configs/hf/qwen3-8b.json."),
+]  # fmt: skip
+TextOpt = Annotated[Optional[Path], typer.Option("--text", help="A UTF-8 text file (default: the public-domain sample bench/data/sample.txt).")]
+EvalGroupOpt = Annotated[Optional[list[int]], typer.Option("--group-size", help="Group size: 32, 64, 128 (repeat; default 32).")]
+EvalSinkOpt = Annotated[int, typer.Option("--sink", min=0, help="Leading tokens kept in BF16 (attention sinks).")]
+EvalRecentOpt = Annotated[int, typer.Option("--recent", min=0, help="Trailing tokens kept in BF16.")]
+EvalRotationOpt = Annotated[Rotation, typer.Option("--rotation", help="none, or hadamard (randomized Hadamard before quantization).")]
+PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens (prefilled through SDPA on BF16 K/V).")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
+GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
+EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
+EvalOutOpt = Annotated[
+    Optional[Path],
+    typer.Option("--out", help="Run directory (default results/<timestamp>-eval-model-<git short>; without GPU "
+                 "results/_scratch/...)."),
+]  # fmt: skip
+EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no eval_model.png and no report.md.")]
+Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
+BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
+
+
+@app.command("eval-model")
+def eval_model(
+    model: HfModelOpt = None,
+    random_init: RandomInitOpt = None,
+    bits: BitsOpt = None,
+    group_size: EvalGroupOpt = None,
+    sink: EvalSinkOpt = 0,
+    recent: EvalRecentOpt = 0,
+    rotation: EvalRotationOpt = Rotation.none,
+    text: TextOpt = None,
+    prefill: PrefillOpt = 256,
+    max_tokens: MaxTokensOpt = 256,
+    greedy_tokens: GreedyOpt = 32,
+    backend: BackendOpt = Backend.auto,
+    seed: EvalSeedOpt = 0,
+    out: EvalOutOpt = None,
+    no_plots: EvalNoPlotsOpt = False,
+    output_format: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """A model's next-token predictions with the INT2/INT4 cache vs its own BF16 cache, on the same tokens.
+
+    Perplexity, top-1 agreement, mean KL, greedy agreement, decode tokens/s and KV
+    bytes per cache (bench/eval_model.py). Writes results.csv, meta.json, summary.json,
+    eval_model.png and report.md. Needs the hf extra (transformers, safetensors; README).
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.eval_model import EvalOptions, run_eval_model
+
+    run_eval_model(
+        EvalOptions(
+            model=model, random_init=random_init, bits=[int(b.value) for b in bits or [Bits.int4]],
+            group_sizes=list(group_size or [32]), num_sink=sink, num_recent=recent, rotation=rotation.value,
+            text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend.value,
+            seed=seed, out=out, plots=not no_plots, output=output_format,
+            argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
+        )
+    )  # fmt: skip
+
+
+@app.command("dump-kv")
+def dump_kv(
+    out: Annotated[Path, typer.Option("--out", help="The safetensors file to write.")],
+    model: HfModelOpt = None,
+    random_init: RandomInitOpt = None,
+    text: TextOpt = None,
+    layers: Annotated[Optional[list[int]], typer.Option("--layers", help="Layer index (repeat; default all).")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Tokens of the text to run.")] = 512,
+    seed: EvalSeedOpt = 0,
+    debug: DebugOpt = False,
+) -> None:
+    """Write a model's per-layer post-RoPE queries, keys and values to a safetensors file.
+
+    Keys layers.<i>.q/k/v: (batch, heads, seq_len, head_dim) bfloat16 (bench/dump_kv.py);
+    `foscar accuracy --kv-file FILE` measures every kernel variant on them.
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.dump_kv import dump_kv as run_dump
+
+    typer.echo(f"wrote {run_dump(model, random_init, text, out, layers, max_tokens, seed)}")
 
 
 def main(argv: list[str] | None = None) -> None:

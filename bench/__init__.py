@@ -24,6 +24,10 @@ One small module per job:
 * :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
 * :mod:`bench.accuracy`     ``foscar accuracy``: kernel error vs exact attention (data x bits x group x rotation x layout)
 * :mod:`bench.accuracy_report`  its rich table, PNGs and accuracy.md
+* :mod:`bench.hf_model`     loading a local / random-init transformers model (the ``hf`` extra)
+* :mod:`bench.eval_model`   ``foscar eval-model``: a model with FOSCAR's cache vs its BF16 cache; its report
+* :mod:`bench.dump_kv`      ``foscar dump-kv``: per-layer post-RoPE q/k/v to safetensors (``accuracy --kv-file``)
+* :mod:`bench.model_speed`  whole-model decode tokens/s, BF16 vs INT2/INT4 cache (``scripts/eval_model_gpu.sh``)
 """
 
 SCHEMA_VERSION = 1

@@ -98,7 +98,7 @@ COLUMNS = [
     "attn_kl_mean", "attn_kl_max", "status", "error",
 ]  # fmt: skip
 COLUMN_DOCS = {
-    "data": "synthetic data kind (foscar.data.DATA_KINDS)",
+    "data": "synthetic data kind (foscar.data.DATA_KINDS), or real-L<i>: layer i of a `foscar dump-kv` file",
     "data_label": "what the data is, in words",
     "kernel": f"variant: {', '.join(VARIANT_NAMES)}",
     "rotation": "none, or hadamard (randomized Hadamard on q, K, V per head; output rotated back)",
@@ -136,6 +136,7 @@ class AccuracyOptions:
     num_recent: int | None = None
     no_mixed: bool = False
     seed: int = 0
+    kv_file: Path | None = None  # a `foscar dump-kv` file: its layers are the data (real activations)
     plots: bool = True
     output: OutputFormat = OutputFormat.table
     argv: list[str] | None = None
@@ -299,6 +300,7 @@ class Grid:
     rotations: list[str]
     layouts: list[str]
     seed: int
+    kv_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "shape": asdict(self.shape), "tolerance": TOLERANCE, "tolerance_fp8": TOLERANCE_FP8}
@@ -317,6 +319,17 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
     from foscar.quant import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES
 
     s = SMOKE_SHAPE if opts.smoke else DEFAULT_SHAPE
+    real: list[str] = []
+    if opts.kv_file is not None:  # real activations: the file's layers set the shape (flags may not override it)
+        from bench.dump_kv import load_kv_file
+
+        layers, _ = load_kv_file(opts.kv_file, "cpu")
+        real = [d.name for d in layers]
+        (b, hq, hd), (_, hkv, ctx, _) = layers[0].q.shape, layers[0].k.shape
+        s = Shape(batch=b, context=ctx, num_qo_heads=hq, num_kv_heads=hkv, head_dim=hd,
+                  num_sink=min(s.num_sink, ctx // 4), num_recent=min(s.num_recent, ctx // 4))  # fmt: skip
+        opts = AccuracyOptions(**{**opts.__dict__, "batch": None, "context": None, "num_qo_heads": None,
+                                  "num_kv_heads": None, "head_dim": None})  # fmt: skip
     shape = Shape(
         batch=opts.batch or s.batch,
         context=opts.context or s.context,
@@ -343,7 +356,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
     if too_big:
         if opts.group_sizes:
             raise FoscarError(f"--group-size {too_big[0]} does not divide --head-dim {shape.head_dim}")
-        groups = [g for g in groups if g not in too_big]
+        groups = [g for g in groups if g not in too_big] or [max(g for g in SUPPORTED_GROUP_SIZES if shape.head_dim % g == 0)]
     layouts = [PLAIN_LAYOUT]
     if not opts.no_mixed:
         layouts.append(f"sink{shape.num_sink}+recent{shape.num_recent}")
@@ -351,11 +364,12 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
         shape=shape,
         bits=sorted(set(opts.bits or SUPPORTED_BITS)),
         group_sizes=groups,
-        data=list(dict.fromkeys(opts.data or DATA_KINDS)),
+        data=real + list(dict.fromkeys(opts.data or ([] if real else DATA_KINDS))),
         kernels=list(dict.fromkeys(opts.kernels or VARIANT_NAMES)),
         rotations=list(dict.fromkeys(opts.rotations or ROTATIONS)),
         layouts=layouts,
         seed=opts.seed,
+        kv_file=str(opts.kv_file) if opts.kv_file is not None else None,
     )
 
 
@@ -371,9 +385,15 @@ def run_grid(grid: Grid, device, on_config: Callable[[list[dict[str, Any]]], Non
     chosen = [v for v in VARIANTS if v.name in grid.kernels]
     variants = [(v, variant_unavailable(v, device, s.num_qo_heads // s.num_kv_heads)) for v in chosen]
     signs = random_signs(s.head_dim, seed=grid.seed + 1).to(device)
+    real = {}
+    if grid.kv_file is not None:
+        from bench.dump_kv import load_kv_file
+
+        real = {d.name: d for d in load_kv_file(grid.kv_file, device)[0]}
     rows: list[dict[str, Any]] = []
     for kind in grid.data:
-        data = make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context, s.head_dim, seed=grid.seed, device=device)
+        data = real.pop(kind, None) or make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context, s.head_dim,
+                                               seed=grid.seed, device=device)  # fmt: skip
         ref_bf16 = attention_reference(data.q, data.k, data.v, data.seq_lens)
         for bits in grid.bits:
             for g in grid.group_sizes:

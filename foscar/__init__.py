@@ -16,6 +16,9 @@ Accuracy tooling (submodules, imported on demand): :mod:`foscar.accuracy` (error
 metrics, attention KL), :mod:`foscar.data` (synthetic K/V), :mod:`foscar.rotation`
 (randomized Hadamard), :mod:`foscar.mixed` (BF16 sinks + recent tokens, quantized
 middle, LSE merge).
+
+transformers integration (the ``hf`` extra): :mod:`foscar.hf` (``FoscarCache`` and the
+``"foscar"`` attention implementation).
 """
 
 from foscar.append import append_kv
