@@ -1,6 +1,7 @@
-"""Where the time of a small decode goes: the CUDA kernel alone, the split merge alone, both
-(what ``foscar.decode`` runs), and both on a cache of the same shapes whose sequences are all
-empty (the fixed cost: launches, prologue, partial writes, merge; no KV read).
+"""Where the time of a small decode goes: a decode (``plan.run``: since the split merge moved into
+the kernel, one launch) and the same decode on a cache of the same shapes whose sequences are
+all empty (the fixed cost: launch, prologue, partial writes, merge; no KV read). Before that
+change the script also timed the kernel and the merge kernel apart (bench/NOTES.md §16).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
 
@@ -23,7 +24,7 @@ from bench.backends import Prepared, clone_cache
 from bench.sweep import rotation
 from bench.timing import time_fn
 from bench.workload import Point, build_workload
-from foscar.kernels import decode_cuda, merge_triton
+from foscar.kernels import decode_cuda
 
 POINTS = [(1, 8192), (1, 32768), (8, 8192), (1, 131072), (8, 32768), (64, 131072)]
 SHAPE = (32, 8, 128)
@@ -35,22 +36,13 @@ def _parts(w) -> dict[str, Prepared]:
 
     def make(part: str, q, cache):
         plan = foscar.plan_decode(cache, qo, sm_scale=w.sm_scale, backend="cuda")
-        # the plan's own buffers (private attributes: this script times the plan's two launches apart)
-        o_part, lse_part, per = plan._o_part, plan._lse_part, plan._per
-        if part == "kernel":
-            return lambda: decode_cuda.launch(q, cache, w.sm_scale, o_part, lse_part, per, "bf16")
-        if part == "merge":
-            decode_cuda.launch(q, cache, w.sm_scale, o_part, lse_part, per, "bf16")  # real partials to merge
-            return lambda: merge_triton.merge_splits(o_part, lse_part, plan.out, plan.lse)
         return lambda: plan.run(q, cache)
 
     empty = clone_cache(w.cache)
     empty.seq_lens.zero_()
     out = {}
-    for part, cache in (("decode", w.cache), ("kernel", w.cache), ("merge", w.cache), ("decode, empty cache", empty)):
-        # the merge reads partials just written (as in a real call) and the empty cache reads no KV:
-        # no rotating copies for those two
-        rotate = part in ("decode", "kernel")
+    for part, cache in (("decode", w.cache), ("decode, empty cache", empty)):
+        rotate = part == "decode"  # the empty cache reads no KV: no rotating copies
         out[part] = Prepared(fn=make(part, w.q, cache), output=lambda: None, bytes=w.cache.bytes_read() + w.io_bytes(),
                              replica=(lambda part=part, cache=cache: make(part, w.q.clone(), clone_cache(cache)))
                              if rotate else None)
@@ -73,7 +65,7 @@ def main(out_dir: str) -> int:
             plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
             for part, prep in _parts(w).items():
                 t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
-                rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits, part=part,
+                rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits or 'auto', part=part,
                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, timing_mode=t.mode))
             del w
             torch.cuda.empty_cache()
