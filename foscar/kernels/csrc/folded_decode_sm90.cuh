@@ -452,15 +452,15 @@ constexpr int kMergeSlots = 64;  // chunk weights staged in shared memory per pa
 // (empty chunks carry lse -inf and weigh 0; a NaN LSE makes the row NaN). It resets the counter, so
 // the counters stay zero between launches. Partials of other CTAs are read through L2 (ld.cg).
 template <int HEAD_DIM>
-__device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t* smem) {
+__device__ void merge_chunks(const Params& p, int b, int first, int count, int hkv, uint8_t* smem) {
   __threadfence();  // release: this CTA's partials before its arrival
   __syncthreads();
   int* flag = reinterpret_cast<int*>(smem);
   float* sm_w = reinterpret_cast<float*>(smem) + 4;  // [8][kMergeSlots] weights / den
   float* sm_m = sm_w + 8 * kMergeSlots;              // [8] max, [8] den
-  int* counter = p.counters + (long long)work.b * p.num_kv_heads + hkv;
+  int* counter = p.counters + (long long)b * p.num_kv_heads + hkv;
   if (threadIdx.x == 0) {
-    const int last = atomicAdd(counter, 1) == work.count - 1;
+    const int last = atomicAdd(counter, 1) == count - 1;
     if (last) *counter = 0;  // every chunk of this launch has arrived: ready for the next launch
     *flag = last;
   }
@@ -469,11 +469,11 @@ __device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t
   __threadfence();  // acquire: the other chunks' partials
   const int num_qo_heads = p.num_kv_heads * p.gqa;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const long long base = (long long)work.first * num_qo_heads + hkv * p.gqa;  // slot first, head 0
+  const long long base = (long long)first * num_qo_heads + hkv * p.gqa;  // slot first, head 0
   for (int head = warp; head < p.gqa; head += kWarps) {  // max and denominator per query head
     float mx = -INFINITY;
     bool nan = false;
-    for (int i = lane; i < work.count; i += 32) {
+    for (int i = lane; i < count; i += 32) {
       const float l = __ldcg(p.lse_part + base + (long long)i * num_qo_heads + head);
       nan |= l != l;
       mx = fmaxf(mx, l);
@@ -485,7 +485,7 @@ __device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t
     }
     const float m_safe = mx == -INFINITY ? 0.f : mx;
     float den = 0.f;
-    for (int i = lane; i < work.count; i += 32)
+    for (int i = lane; i < count; i += 32)
       den += fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - m_safe);
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
@@ -497,16 +497,16 @@ __device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t
   float acc[(8 * HEAD_DIM + kWarps * 32 - 1) / (kWarps * 32)];
 #pragma unroll
   for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) acc[j] = 0.f;
-  for (int i0 = 0; i0 < work.count; i0 += kMergeSlots) {
+  for (int i0 = 0; i0 < count; i0 += kMergeSlots) {
     __syncthreads();  // sm_m written; the previous pass's weights read
     for (int idx = threadIdx.x; idx < p.gqa * kMergeSlots; idx += kWarps * 32) {
       const int head = idx / kMergeSlots, i = i0 + idx % kMergeSlots;
-      sm_w[idx] = i < work.count
+      sm_w[idx] = i < count
                       ? fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - sm_m[head])
                       : 0.f;
     }
     __syncthreads();
-    const int n = min(kMergeSlots, work.count - i0);
+    const int n = min(kMergeSlots, count - i0);
 #pragma unroll
     for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) {
       const int idx = threadIdx.x + j * kWarps * 32;
@@ -529,7 +529,7 @@ __device__ void merge_chunks(const Params& p, const Work& work, int hkv, uint8_t
       const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
       float o, lse2;
       finalize(acc[j], sm_m[8 + head], sm_m[head], o, lse2);
-      const long long row = (long long)work.b * num_qo_heads + hkv * p.gqa + head;
+      const long long row = (long long)b * num_qo_heads + hkv * p.gqa + head;
       p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
       if (ch == 0) p.lse[row] = lse2 * kLn2;
     }
@@ -587,6 +587,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
   const Work work = find_work<PAGED>(p, slot, reinterpret_cast<int*>(smem));
   if (work.count == 0) return;
+  // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
+  // (kept there, they pushed the channel-wise instances into spills)
+  __shared__ int s_work[3];
+  if (threadIdx.x == 0) {
+    s_work[0] = work.b;
+    s_work[1] = work.first;
+    s_work[2] = work.count;
+  }
   const int b = work.b, bh = b * p.num_kv_heads + hkv;
   const int start = work.start, end = work.end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1300,6 +1308,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   }
   __syncthreads();
   const int num_qo_heads = p.num_kv_heads * p.gqa;
+  const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
   for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
     const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
     float mx = -INFINITY;
@@ -1316,17 +1325,17 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     float o, lse2;
     finalize(num, den, mx, o, lse2);
     const int hq = hkv * p.gqa + head;
-    if (work.count == 1) {  // the whole sequence: final output
-      const long long row = (long long)b * num_qo_heads + hq;
+    if (count == 1) {  // the whole sequence: final output
+      const long long row = (long long)eb * num_qo_heads + hq;
       p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
       if (ch == 0) p.lse[row] = lse2 * kLn2;
-    } else {
-      const long long row = (long long)(work.first + work.index) * num_qo_heads + hq;
+    } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
+      const long long row = (long long)(blockIdx.x / p.num_kv_heads) * num_qo_heads + hq;
       p.o_part[row * HEAD_DIM + ch] = o;
       if (ch == 0) p.lse_part[row] = lse2;
     }
   }
-  if (work.count > 1) merge_chunks<HEAD_DIM>(p, work, hkv, smem);
+  if (count > 1) merge_chunks<HEAD_DIM>(p, eb, first_slot, count, hkv, smem);
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
