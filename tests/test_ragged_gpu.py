@@ -54,12 +54,12 @@ def test_same_lengths_same_answer_in_any_capacity(paged):
     lens = torch.tensor([4096, 1000, 4000, 17], dtype=torch.int32).cuda()
     small = foscar.quantize_kv(k[:, :, :4096].cuda(), v[:, :, :4096].cuda(), 2, 128, seq_lens=lens)
     large = foscar.quantize_kv(k.cuda(), v.cuda(), 2, 128, seq_lens=lens)
+    _check(q, large, backend="cuda")
     if paged:
         small, large = foscar.paginate(small, 16), foscar.paginate(large, 16)
     a, la = foscar.decode(q, small, backend="cuda", return_lse=True)
     b, lb = foscar.decode(q, large, backend="cuda", return_lse=True)
     assert torch.equal(a, b) and torch.equal(la, lb)
-    _check(q, large, backend="cuda")
 
 
 def test_paged_ragged_against_the_reference():

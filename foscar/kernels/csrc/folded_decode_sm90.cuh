@@ -494,12 +494,19 @@ __device__ void merge_chunks(const Params& p, int b, int first, int count, int h
       sm_m[8 + head] = nan ? __int_as_float(0x7fffffff) : den;
     }
   }
-  float acc[(8 * HEAD_DIM + kWarps * 32 - 1) / (kWarps * 32)];
+  // each thread owns outputs idx = threadIdx.x + j * 128 of the gqa x HEAD_DIM block (heads of one KV
+  // head are adjacent rows of o_part); the chunk loop is outermost and unrolled, so that a thread has
+  // J x 4 independent L2 loads in flight (a chunk-inner loop waited one L2 latency per chunk: +20 us
+  // at 32 chunks on the H200)
+  constexpr int kThreads = kWarps * 32, J = (8 * HEAD_DIM + kThreads - 1) / kThreads;
+  float acc[J];
 #pragma unroll
-  for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) acc[j] = 0.f;
+  for (int j = 0; j < J; ++j) acc[j] = 0.f;
+  const long long chunk_stride = (long long)num_qo_heads * HEAD_DIM;
+  const int live = p.gqa * HEAD_DIM;
   for (int i0 = 0; i0 < count; i0 += kMergeSlots) {
     __syncthreads();  // sm_m written; the previous pass's weights read
-    for (int idx = threadIdx.x; idx < p.gqa * kMergeSlots; idx += kWarps * 32) {
+    for (int idx = threadIdx.x; idx < p.gqa * kMergeSlots; idx += kThreads) {
       const int head = idx / kMergeSlots, i = i0 + idx % kMergeSlots;
       sm_w[idx] = i < count
                       ? fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - sm_m[head])
@@ -507,25 +514,21 @@ __device__ void merge_chunks(const Params& p, int b, int first, int count, int h
     }
     __syncthreads();
     const int n = min(kMergeSlots, count - i0);
+    const float* src = p.o_part + (base + (long long)i0 * num_qo_heads) * HEAD_DIM;
+#pragma unroll 4
+    for (int i = 0; i < n; ++i) {
 #pragma unroll
-    for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) {
-      const int idx = threadIdx.x + j * kWarps * 32;
-      if (idx < p.gqa * HEAD_DIM) {
-        const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
-        const float* src = p.o_part + (base + (long long)i0 * num_qo_heads + head) * HEAD_DIM + ch;
-        float a = acc[j];
-        for (int i = 0; i < n; ++i) {
-          const float wt = sm_w[head * kMergeSlots + i];
-          if (wt != 0.f) a = fmaf(wt, __ldcg(src + (long long)i * num_qo_heads * HEAD_DIM), a);  // empty chunks: skip
-        }
-        acc[j] = a;
+      for (int j = 0; j < J; ++j) {
+        const int idx = threadIdx.x + j * kThreads;
+        if (idx < live)
+          acc[j] = fmaf(sm_w[(idx / HEAD_DIM) * kMergeSlots + i], __ldcg(src + i * chunk_stride + idx), acc[j]);
       }
     }
   }
 #pragma unroll
-  for (int j = 0; j < (int)(sizeof(acc) / sizeof(float)); ++j) {
-    const int idx = threadIdx.x + j * kWarps * 32;
-    if (idx < p.gqa * HEAD_DIM) {
+  for (int j = 0; j < J; ++j) {
+    const int idx = threadIdx.x + j * kThreads;
+    if (idx < live) {
       const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
       float o, lse2;
       finalize(acc[j], sm_m[8 + head], sm_m[head], o, lse2);
