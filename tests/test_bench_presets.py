@@ -21,6 +21,7 @@ from bench.config import (
 from bench.errors import FoscarError
 from bench.plan import GRAPH_REPLAYS, REPLAY_S, call_bytes, format_duration, plan_points, row_seconds
 from bench.run import BenchOptions, OutputFormat, resolve_config
+from bench.sweep import grid
 from bench.workload import Point
 from tests.cli_helpers import run_main
 
@@ -154,7 +155,10 @@ def test_dry_run_prints_the_grid(capsys, tmp_path, no_gpu_calls):
     out = tmp_path / "run"
     code, stdout, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--out", str(out))
     assert code == 0, err
-    assert "dry run: 24 points x" in stdout
+    points = grid(load_config(preset_path("h200")))
+    assert f"dry run: {len(points)} points x" in stdout  # the [sweep] grid and the [[ragged]] grid
+    assert {p.grid for p in points} == {"sweep", "ragged"}
+    assert "one-long" in stdout and "131072,4096x7" in stdout  # the ragged points' workload and lengths
     assert "32 qo / 8 kv heads, head_dim 128" in stdout
     assert "estimated run time" in stdout and "an estimate" in stdout
     assert "131072" in stdout and "GiB" in stdout
