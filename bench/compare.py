@@ -236,15 +236,18 @@ def _unmatched_reason(rb, rn, b_timed: bool, n_timed: bool, other: dict[tuple, p
 
 
 def _nearest(ref: pd.Series, other: dict[tuple, pd.Series], name: str) -> str:
-    """`` (<name> has page_size 64)``: the match keys in which the first row of ``other`` with
-    the same :data:`NEAR_KEYS` differs from ``ref``; ``""`` when there is none."""
+    """`` (<name> has page_size 64)``: the match keys in which the nearest row of ``other`` (the
+    same :data:`NEAR_KEYS`, the fewest other keys differing) differs from ``ref``; ``""`` when
+    there is none."""
     near = tuple(_norm(ref[k]) for k in NEAR_KEYS)
-    for key, row in other.items():
+    best: list[str] | None = None
+    for row in other.values():
         if tuple(_norm(row[k]) for k in NEAR_KEYS) != near:
             continue
         diff = [f"{k} {_norm(row[k])}" for k in MATCH_KEYS if k not in NEAR_KEYS and _norm(row[k]) != _norm(ref[k])]
-        return f" ({name} has {', '.join(diff)})" if diff else ""
-    return ""
+        if diff and (best is None or len(diff) < len(best)):
+            best = diff
+    return f" ({name} has {', '.join(best)})" if best else ""
 
 
 def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
@@ -326,6 +329,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     for note in result["notes"]:
         console.print(f"[yellow]note:[/] {note}")
 
+    if not result["geomeans"]:
+        console.print("no row timed in both runs: nothing to compare (the unmatched rows below say why)")
     gt = Table(title="Geometric mean per series", title_justify="left",
                caption="spreads: geometric means of p20 and p80 over the base median")  # fmt: skip
     for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
@@ -335,7 +340,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
                    _rel(g["base_p20_rel"], g["base_p80_rel"]), _rel(g["new_p20_rel"], g["new_p80_rel"]),
                    _verdict(g["verdict"]))  # fmt: skip
-    console.print(gt)
+    if result["geomeans"]:
+        console.print(gt)
 
     shown = [r for r in result["rows"] if show_all or r["verdict"] != "same"]
     hidden = len(result["rows"]) - len(shown)

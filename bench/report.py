@@ -415,7 +415,7 @@ def plot_ragged(run: Run, colors: dict[str, Any]) -> Figure | None:
     order = list(dict.fromkeys(t.sort_values(["cache_bits", "batch", "context"], kind="stable")["point"]))
     variants = sorted(t["series"].unique())
     width = 0.84 / len(variants)
-    fig = Figure(figsize=(min(16.0, max(7.0, 0.9 * len(order) + 0.25 * len(order) * len(variants) + 3.0)), 4.8),
+    fig = Figure(figsize=(min(16.0, max(8.0, 0.9 * len(order) + 0.25 * len(order) * len(variants) + 3.0)), 5.2),
                  layout="constrained")  # fmt: skip
     ax = fig.subplots()
     pos = {p: i for i, p in enumerate(order)}
@@ -436,13 +436,14 @@ def plot_ragged(run: Run, colors: dict[str, Any]) -> Figure | None:
                        fontsize=9)  # fmt: skip
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.set_ylabel(SPEEDUP_LABEL)
-    ax.set_xlabel("ragged point (batch x context, workload; cache capacity where larger)")
+    ax.set_xlabel("point: batch x context, workload (in <capacity>: a cache larger than the context)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     handles, _ = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="0.35", linestyle="--", label="FlashInfer BF16 at its best (1.0)"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False)
-    ax.set_title(f"Ragged grid: speed-up vs FlashInfer BF16 at its best ({run.gpu_name})", fontsize=11)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=9, frameon=False)
+    fig.suptitle(f"Ragged grid: speed-up vs FlashInfer BF16 at its best, higher is better ({run.gpu_name})",
+                 fontsize=11)  # fmt: skip
     return fig
 
 
