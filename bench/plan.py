@@ -274,6 +274,8 @@ def plan_table(
     if resume:
         caption.insert(0, f"resuming: {len(plans) - len(todo)} of {len(plans)} points already in results.csv")
     ragged = any(not p.point.is_plain() or p.point.grid != "sweep" for p in plans)
+    if cfg.workload != type(cfg.workload)():
+        header.append(f"[sweep] grid workload: {cfg.workload.describe()}")
     if ragged:
         header.append(
             "workload: lengths (tokens; AxN = N sequences of A) and cache capacity of each point; "
