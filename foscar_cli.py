@@ -137,15 +137,15 @@ HeadDimOpt = Annotated[
 ]
 WorkloadOpt = Annotated[
     Optional[WorkloadName],
-    typer.Option("--workload", help="Sequence lengths of the [sweep] grid's points: uniform (all = context), one-long "
+    typer.Option("--workload", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
                  "(one at context, the rest at --short-len), lognormal (heavy-tailed, median context/8, seeded), "
                  "capacity (all = context in a cache of the grid's largest context or --capacity). Default: the "
-                 "preset's [workload]."),
+                 "preset's \\[workload]."),
 ]  # fmt: skip
 CapacityOpt = Annotated[
     Optional[int],
     typer.Option("--capacity", min=1, help="Tokens per sequence the cache is allocated for (max_seq_len), >= every "
-                 "context of the [sweep] grid; default: per workload (context; capacity: the largest context)."),
+                 "context of the \\[sweep] grid; default: per workload (context; capacity: the largest context)."),
 ]  # fmt: skip
 WorkloadSeedOpt = Annotated[
     Optional[int], typer.Option("--workload-seed", min=0, help="Seed of the lognormal lengths (not of the K/V data).")
@@ -155,8 +155,8 @@ ShortLenOpt = Annotated[
 ]
 GridOpt = Annotated[
     Optional[list[GridName]],
-    typer.Option("--grid", help="Only this grid (repeat): sweep (the preset's [sweep] grid, with --workload) or "
-                 "ragged (its [[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
+    typer.Option("--grid", help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
+                 "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
                  "flag is given."),
 ]  # fmt: skip
 NearestOpt = Annotated[
@@ -211,8 +211,8 @@ def bench(
 ) -> None:
     """Benchmark FOSCAR decode kernels against FlashInfer (BF16 and FP8 KV caches) over a batch x context x bits grid.
 
-    The preset's [sweep] grid runs with its [workload] (sequence lengths and cache
-    capacity; --workload and friends override it), then its [[ragged]] grid (--grid
+    The preset's \\[sweep] grid runs with its \\[workload] (sequence lengths and cache
+    capacity; --workload and friends override it), then its \\[\\[ragged]] grid (--grid
     picks). Every kernel is checked against an fp64 reference before it is timed. Writes
     results.csv, meta.json and summary.json to the run directory. Rerunning the same
     command with the same --out DIR resumes it (finished points are not run again).

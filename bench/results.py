@@ -367,7 +367,8 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
         "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
         "grid_rows": {g: int((df["grid"] == g).sum()) for g in GRID_SUFFIXES},
     }
-    variants = sorted({(k, b, o) for k, b, o in zip(quant["kernel"], quant["bits"], quant["operand"])}, key=str)
+    variants = sorted({(k, int(b), o) for k, b, o in zip(quant["kernel"], quant["bits"], quant["operand"])},
+                      key=lambda v: (str(v[0]), v[1], str(v[2])))  # fmt: skip
     for grid, gsfx in GRID_SUFFIXES.items():
         if gsfx:
             for spec in BASELINES:
