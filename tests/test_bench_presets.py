@@ -129,7 +129,8 @@ def test_plan_counts_rows_and_memory():
 
     backends = select_backends(cfg.kernels)
     plans = plan_points(cfg, backends, interpreter=True, runnable={"foscar-cuda": False})
-    assert len(plans) == len(cfg.batch) * len(cfg.context) * len(cfg.bits)
+    ragged = sum(len(e.batch) * len(e.context) for e in cfg.ragged)
+    assert len(plans) == (len(cfg.batch) * len(cfg.context) + ragged) * len(cfg.bits)
     assert all(p.rows == len(cfg.kernels) for p in plans)
     assert all(p.runnable_rows == len(cfg.kernels) - 1 for p in plans)
     assert all(p.device_bytes > 0 and p.seconds > 0 for p in plans)
@@ -206,6 +207,7 @@ def test_dry_run_auto_without_gpu_says_what_to_pass(capsys, monkeypatch):
 def test_dry_run_smoke_on_cpu(capsys):
     bench.run.dry_run(BenchOptions(smoke=True, dry_run=True, output=OutputFormat.json), device=None)
     plan = json.loads(capsys.readouterr().out)
-    assert plan["num_points"] == 8
+    points = grid(load_config(preset_path("smoke")))
+    assert plan["num_points"] == len(points) and {p.grid for p in points} == {"sweep", "ragged"}
     assert "interpreter" in plan["estimate"]
     assert all(p["runnable_rows"] == 1 for p in plan["points"])  # only foscar-triton runs on the CPU
