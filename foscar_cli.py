@@ -39,8 +39,9 @@ import typer
 
 from bench.arch import Arch
 from bench.backends import kernel_names
-from bench.config import SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
+from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
 from bench.errors import EXIT_USAGE, FoscarError, check_choices
+from bench.lengths import WORKLOAD_NAMES
 from bench.run import BenchOptions, OutputFormat
 
 app = typer.Typer(
@@ -59,13 +60,6 @@ class Bits(str, Enum):
 
     int2 = "2"
     int4 = "4"
-
-
-from bench.config import GRIDS  # noqa: E402  (no torch import)
-from bench.lengths import WORKLOAD_NAMES  # noqa: E402
-
-WorkloadName = Enum("WorkloadName", {n.replace("-", "_"): n for n in WORKLOAD_NAMES}, type=str)
-GridName = Enum("GridName", {n: n for n in GRIDS}, type=str)
 
 
 # shared option aliases
@@ -136,7 +130,7 @@ HeadDimOpt = Annotated[
     typer.Option("--head-dim", help=f"Head dimension: {_one_of(SUPPORTED_HEAD_DIMS)} (overrides preset and --model)."),
 ]
 WorkloadOpt = Annotated[
-    Optional[WorkloadName],
+    Optional[str],
     typer.Option("--workload", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
                  "(one at context, the rest at --short-len), lognormal (heavy-tailed, median context/8, seeded), "
                  "capacity (all = context in a cache of the grid's largest context or --capacity). Default: the "
@@ -154,7 +148,7 @@ ShortLenOpt = Annotated[
     Optional[int], typer.Option("--short-len", min=1, help="one-long: tokens of the short sequences (default 4096).")
 ]
 GridOpt = Annotated[
-    Optional[list[GridName]],
+    Optional[list[str]],
     typer.Option("--grid", help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
                  "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
                  "flag is given."),
@@ -225,6 +219,8 @@ def bench(
     check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
     check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
+    check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
+    check_choices("--grid", grid, GRIDS)
     from bench.run import run_bench
 
     outcome = run_bench(
@@ -243,11 +239,11 @@ def bench(
             num_qo_heads=num_qo_heads,
             num_kv_heads=num_kv_heads,
             head_dim=head_dim,
-            workload=workload.value if workload else None,
+            workload=workload,
             capacity=capacity,
             workload_seed=workload_seed,
             short_len=short_len,
-            grids=[g.value for g in grid or []],
+            grids=list(grid or []),
             dry_run=dry_run,
             nearest_preset=nearest_preset,
             output=OutputFormat.json if as_json else output_format,

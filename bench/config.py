@@ -463,7 +463,7 @@ def _validate_workloads(cfg: BenchConfig) -> None:
         raise FoscarError(f"grids: expected at least one of {list(GRIDS)}, got none")
     for g in cfg.grids:
         if g not in GRIDS:
-            raise FoscarError(f"grid: expected one of {list(GRIDS)}, got {g!r}")
+            raise FoscarError(f"grid {g!r}: expected one of {', '.join(GRIDS)}")
     if list(cfg.grids) == ["ragged"] and not cfg.ragged:
         raise FoscarError("grid: only 'ragged' asked for, but the config has no [[ragged]] grid; "
                           "add [[ragged]] entries or use --grid sweep")

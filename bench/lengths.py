@@ -71,7 +71,7 @@ class WorkloadSpec:
     def validate(self, where: str = "workload") -> None:
         """Raise ``ValueError`` ("<where>.<field>: expected X, got Y") for a bad field."""
         if self.name not in WORKLOAD_NAMES:
-            raise ValueError(f"{where}.name: unknown workload {self.name!r}; known: {', '.join(WORKLOAD_NAMES)}")
+            raise ValueError(f"{where}.name {self.name!r}: expected one of {', '.join(WORKLOAD_NAMES)}")
         if self.capacity is not None and not _positive_int(self.capacity):
             raise ValueError(f"{where}.capacity: expected a positive integer (tokens) or none, got {self.capacity!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -108,7 +108,7 @@ class WorkloadSpec:
                 min(context, max(1, round(median * math.exp(LOGNORMAL_SIGMA * rng.normalvariate(0.0, 1.0)))))
                 for _ in range(batch)
             )
-        raise ValueError(f"workload: unknown name {self.name!r}; known: {', '.join(WORKLOAD_NAMES)}")
+        raise ValueError(f"workload.name {self.name!r}: expected one of {', '.join(WORKLOAD_NAMES)}")
 
     def describe(self) -> str:
         """``one-long (short 4096)``, ``lognormal (seed 0)``, ``uniform``; with ``, capacity N`` when resolved."""

@@ -134,7 +134,7 @@ def test_config_reads_workload_and_ragged_grid(tmp_path):
     "patch,needle",
     [
         (('name = "uniform"', 'name = "bursty"'),
-         "[workload].name: unknown workload 'bursty'; known: uniform, one-long, lognormal, capacity"),
+         "[workload].name 'bursty': expected one of uniform, one-long, lognormal, capacity"),
         (('name = "uniform"', 'nam = "uniform"'), "unknown key [workload].nam; known: name, capacity, seed, short_len"),
         (("short_len = 9,", "short_len = 0,"), "[[ragged]] #1.workload.short_len: expected a positive integer"),
         (("batch = 2\n", "batch = 2\ncolor = 1\n"), "unknown key [[ragged]] #2.color; known: batch, context, workload"),
@@ -156,10 +156,16 @@ def test_ragged_grid_without_entries_is_refused():
         apply_overrides(BenchConfig(), grids=["ragged"])
 
 
-def test_unknown_workload_flag_lists_the_names(capsys):
-    code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", "--workload", "bursty")
+@pytest.mark.parametrize(
+    "flag,value,needle",
+    [("--workload", "bursty", "--workload 'bursty': expected one of uniform, one-long, lognormal, capacity"),
+     ("--grid", "all", "--grid 'all': expected one of sweep, ragged")],
+)  # fmt: skip
+def test_unknown_workload_or_grid_flag_lists_the_names(capsys, flag, value, needle):
+    code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", flag, value)
     assert code == 2
-    assert all(name in err for name in WORKLOAD_NAMES)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
 
 
 def test_capacity_flag_below_the_context_is_one_line(capsys):
