@@ -6,6 +6,8 @@
     foscar bench --smoke                          # tiny grid; Triton interpreter when there is no GPU
     foscar bench --arch h200 --model llama-3.1-70b-tp8    # a model's shape (configs/models/) on the h200 grid
     foscar bench --arch h200 --dry-run            # the grid, memory per point, estimated time; runs nothing
+    foscar bench --arch h200 --grid ragged        # only the preset's ragged grid ([[ragged]])
+    foscar bench --arch h200 --workload one-long --capacity 131072   # the [sweep] grid with other lengths
     foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
@@ -37,8 +39,9 @@ import typer
 
 from bench.arch import Arch
 from bench.backends import kernel_names
-from bench.config import SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
+from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
 from bench.errors import EXIT_USAGE, FoscarError, check_choices
+from bench.lengths import WORKLOAD_NAMES
 from bench.run import BenchOptions, OutputFormat
 
 app = typer.Typer(
@@ -126,6 +129,30 @@ HeadDimOpt = Annotated[
     Optional[int],
     typer.Option("--head-dim", help=f"Head dimension: {_one_of(SUPPORTED_HEAD_DIMS)} (overrides preset and --model)."),
 ]
+WorkloadOpt = Annotated[
+    Optional[str],
+    typer.Option("--workload", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
+                 "(one at context, the rest at --short-len), lognormal (heavy-tailed, median context/8, seeded), "
+                 "capacity (all = context in a cache of the grid's largest context or --capacity). Default: the "
+                 "preset's \\[workload]."),
+]  # fmt: skip
+CapacityOpt = Annotated[
+    Optional[int],
+    typer.Option("--capacity", min=1, help="Tokens per sequence the cache is allocated for (max_seq_len), >= every "
+                 "context of the \\[sweep] grid; default: per workload (context; capacity: the largest context)."),
+]  # fmt: skip
+WorkloadSeedOpt = Annotated[
+    Optional[int], typer.Option("--workload-seed", min=0, help="Seed of the lognormal lengths (not of the K/V data).")
+]
+ShortLenOpt = Annotated[
+    Optional[int], typer.Option("--short-len", min=1, help="one-long: tokens of the short sequences (default 4096).")
+]
+GridOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--grid", help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
+                 "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
+                 "flag is given."),
+]  # fmt: skip
 NearestOpt = Annotated[
     bool,
     typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
@@ -165,6 +192,11 @@ def bench(
     num_qo_heads: QoHeadsOpt = None,
     num_kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
+    workload: WorkloadOpt = None,
+    capacity: CapacityOpt = None,
+    workload_seed: WorkloadSeedOpt = None,
+    short_len: ShortLenOpt = None,
+    grid: GridOpt = None,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
     output_format: FormatOpt = OutputFormat.table,
@@ -173,7 +205,9 @@ def bench(
 ) -> None:
     """Benchmark FOSCAR decode kernels against FlashInfer (BF16 and FP8 KV caches) over a batch x context x bits grid.
 
-    Every kernel is checked against an fp64 reference before it is timed. Writes
+    The preset's \\[sweep] grid runs with its \\[workload] (sequence lengths and cache
+    capacity; --workload and friends override it), then its \\[\\[ragged]] grid (--grid
+    picks). Every kernel is checked against an fp64 reference before it is timed. Writes
     results.csv, meta.json and summary.json to the run directory. Rerunning the same
     command with the same --out DIR resumes it (finished points are not run again).
 
@@ -185,6 +219,8 @@ def bench(
     check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
     check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
+    check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
+    check_choices("--grid", grid, GRIDS)
     from bench.run import run_bench
 
     outcome = run_bench(
@@ -203,6 +239,11 @@ def bench(
             num_qo_heads=num_qo_heads,
             num_kv_heads=num_kv_heads,
             head_dim=head_dim,
+            workload=workload,
+            capacity=capacity,
+            workload_seed=workload_seed,
+            short_len=short_len,
+            grids=list(grid or []),
             dry_run=dry_run,
             nearest_preset=nearest_preset,
             output=OutputFormat.json if as_json else output_format,

@@ -33,6 +33,7 @@ functions only (``bench.lazy.torch`` where a module-level name is handier).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -259,8 +260,10 @@ PAGED_SHUFFLE_SEED = 0  # page order of the foscar-cuda-paged rows (torch.Genera
 
 def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded", paged: bool = False) -> Prepared:
     """``paged``: time a :func:`foscar.paginate` copy of the point's cache (``page_size`` of
-    the point, pages in a random order in memory) instead of the contiguous cache; the
-    same tokens, so the same bytes and the same reference."""
+    the point, pages in a random order in memory, only the pages of the lengths) instead of
+    the contiguous cache; the same tokens, so the same bytes and the same reference. Its
+    ``max_seq_len`` (the host-side bound that sizes the split plan) is the point's
+    capacity, as a serving engine that allocates for the capacity passes it."""
     import foscar
 
     sm_scale = w.sm_scale
@@ -269,7 +272,8 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
     if paged:  # one paged copy per point, shared by the operand modes' rows
         def build():
             gen = torch.Generator().manual_seed(PAGED_SHUFFLE_SEED)
-            return foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
+            paged = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
+            return dataclasses.replace(paged, max_seq_len=w.point.capacity)
 
         cache = w.shared(("foscar-paged", w.point.page_size), build)
     last: dict[str, torch.Tensor] = {}
@@ -290,8 +294,6 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
 
 def clone_cache(cache):
     """An independent copy of a ``QuantizedKVCache`` or ``PagedQuantizedKVCache`` (same contents, new memory)."""
-    import dataclasses
-
     return dataclasses.replace(
         cache, **{f.name: getattr(cache, f.name).clone() for f in dataclasses.fields(cache)
                   if isinstance(getattr(cache, f.name), torch.Tensor)}

@@ -22,8 +22,13 @@ geometric mean is a regression (exit status 1 in the CLI); the overall verdict i
 most alarming verdict of any row or geometric mean (slower, noisy, ambiguous, faster,
 same).
 
-Rows timed in only one run (or in neither) are listed as unmatched; they fail the
-comparison only under ``--strict``.
+Every field that changes the workload takes part in the match: the shape (batch,
+context, heads, head_dim), the format (cache bits, group size, operand mode, K layout),
+the page size and the workload (length distribution, the lengths themselves, the cache
+capacity); see :data:`MATCH_KEYS`. Rows timed in only one run (or in neither) are listed
+as unmatched, with the fields in which the other run's nearest rows differ; they fail
+the comparison only under ``--strict``. When the two runs' configurations (meta.json
+``config``) or GPUs differ, a note says so.
 
 :func:`export_gab` writes a run in the JSON that github-action-benchmark's
 ``customSmallerIsBetter`` tool reads: a list of ``{name, unit, value, range, extra}``.
@@ -43,12 +48,15 @@ from rich.table import Table
 from bench import SCHEMA_VERSION
 from bench.clocks import has_clock_note
 from bench.errors import FoscarError
-from bench.results import geomean
-from bench.rundir import Run, point_label, series_label, timed_rows
+from bench.results import POINT_KEYS, geomean
+from bench.rundir import Run, row_point_label, series_label, timed_rows
 
-# cache_bits is part of the key: the BF16 baselines run once per cache bit width at the same shape
-MATCH_KEYS = ["kernel", "bits", "operand", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
-              "head_dim", "cache_bits"]  # fmt: skip
+# the row's kernel variant and its point (bench.results.POINT_KEYS: shape, format, page size, K layout,
+# workload, capacity, lengths) but not the grid it was listed in. cache_bits is part of the key: the
+# BF16 baselines run once per cache bit width at the same shape
+MATCH_KEYS = ["kernel", "bits", "operand", *[k for k in POINT_KEYS if k != "grid"]]
+# an unmatched row's nearest rows in the other run: same variant, batch, context and cache bits
+NEAR_KEYS = ["kernel", "bits", "operand", "batch", "context", "cache_bits"]
 VERDICT_ORDER = ("slower", "noisy", "ambiguous", "faster", "same")  # most to least alarming
 VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim"}
 AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note): not judged
@@ -84,7 +92,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
                 **ident,
                 "base_status": _status(rb),
                 "new_status": _status(rn),
-                "reason": _unmatched_reason(rb, rn, b_timed, n_timed),
+                "reason": _unmatched_reason(rb, rn, b_timed, n_timed, b if rb is None else n, ref),
             })  # fmt: skip
             continue
         bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
@@ -200,7 +208,7 @@ def _is_timed(row: pd.Series) -> bool:
 def _identity(row: pd.Series) -> dict[str, Any]:
     ident = {k: _norm(row[k]) for k in MATCH_KEYS}
     ident["series"] = series_label(row["kernel"], row["bits"], row["operand"])
-    ident["point"] = point_label(row["batch"], row["context"])
+    ident["point"] = row_point_label(row)
     return ident
 
 
@@ -213,15 +221,33 @@ def _status(row: pd.Series | None) -> str | None:
 UNMATCHED_ROWS_SHOWN = 24  # more unmatched rows than this print as one line per series (JSON keeps them all)
 
 
-def _unmatched_reason(rb, rn, b_timed: bool, n_timed: bool) -> str:
+def _unmatched_reason(rb, rn, b_timed: bool, n_timed: bool, other: dict[tuple, pd.Series], ref: pd.Series) -> str:
+    """Why a row is unmatched; a row missing from one run says in which fields that run's
+    nearest rows (:data:`NEAR_KEYS` equal) differ, e.g. ``not in new (new has page_size 64)``."""
+
     def why(row, name):
         if row is None:
-            return f"not in {name}"
+            return f"not in {name}" + _nearest(ref, other, name)
         err = row["error"] if isinstance(row.get("error"), str) else ""
         return f"{_status(row)} in {name}" + (f" ({err})" if err else "")
 
     parts = [why(rb, "base") if not b_timed else None, why(rn, "new") if not n_timed else None]
     return "; ".join(p for p in parts if p)
+
+
+def _nearest(ref: pd.Series, other: dict[tuple, pd.Series], name: str) -> str:
+    """`` (<name> has page_size 64)``: the match keys in which the nearest row of ``other`` (the
+    same :data:`NEAR_KEYS`, the fewest other keys differing) differs from ``ref``; ``""`` when
+    there is none."""
+    near = tuple(_norm(ref[k]) for k in NEAR_KEYS)
+    best: list[str] | None = None
+    for row in other.values():
+        if tuple(_norm(row[k]) for k in NEAR_KEYS) != near:
+            continue
+        diff = [f"{k} {_norm(row[k])}" for k in MATCH_KEYS if k not in NEAR_KEYS and _norm(row[k]) != _norm(ref[k])]
+        if diff and (best is None or len(diff) < len(best)):
+            best = diff
+    return f" ({name} has {', '.join(best)})" if best else ""
 
 
 def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
@@ -258,6 +284,9 @@ def _notes(base: Run, new: Run) -> list[str]:
     notes = []
     if base.gpu_name != new.gpu_name:
         notes.append(f"different GPUs: base {base.gpu_name}, new {new.gpu_name}")
+    config_note = _config_note(base.meta.get("config"), new.meta.get("config"))
+    if config_note:
+        notes.append(config_note)
     if base.timing_mode != new.timing_mode:
         notes.append(f"different timing modes: base {base.timing_mode}, new {new.timing_mode}")
     if "interpreter" in (base.timing_mode, new.timing_mode):
@@ -265,6 +294,23 @@ def _notes(base: Run, new: Run) -> list[str]:
     for run, name in ((base, "base"), (new, "new")):
         notes += [f"{name}: {n}" for n in run.notes if "meta.json" in n]
     return notes
+
+
+def _config_note(base: Any, new: Any) -> str | None:
+    """``different configurations: page_size 16 -> 64, ...`` when both runs recorded a config
+    (meta.json ``config``) and they differ; long values are named, not shown."""
+    if not isinstance(base, dict) or not isinstance(new, dict) or base == new:
+        return None
+    from bench.resume import differing_fields
+
+    parts = []
+    for k in differing_fields(base, new):
+        b, n = base.get(k, "(absent)"), new.get(k, "(absent)")
+        shown = f"{k} {b!r} -> {n!r}"
+        parts.append(shown if len(shown) <= 60 else k)
+    return ("different configurations: " + ", ".join(parts)
+            + "; rows are matched on their workload (shape, format, page size, lengths, capacity), the others are "
+            "listed as unmatched")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -283,6 +329,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     for note in result["notes"]:
         console.print(f"[yellow]note:[/] {note}")
 
+    if not result["geomeans"]:
+        console.print("no row timed in both runs: nothing to compare (the unmatched rows below say why)")
     gt = Table(title="Geometric mean per series", title_justify="left",
                caption="spreads: geometric means of p20 and p80 over the base median")  # fmt: skip
     for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
@@ -292,7 +340,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
                    _rel(g["base_p20_rel"], g["base_p80_rel"]), _rel(g["new_p20_rel"], g["new_p80_rel"]),
                    _verdict(g["verdict"]))  # fmt: skip
-    console.print(gt)
+    if result["geomeans"]:
+        console.print(gt)
 
     shown = [r for r in result["rows"] if show_all or r["verdict"] != "same"]
     hidden = len(result["rows"]) - len(shown)
@@ -377,7 +426,7 @@ def export_gab(run: Run) -> list[dict[str, Any]]:
         series = series_label(r["kernel"], r["bits"], r["operand"])
         cache = f" (int{int(r['cache_bits'])} cache)" if bool(r["is_baseline"]) and pd.notna(r["cache_bits"]) else ""
         shape = f"{int(r['num_qo_heads'])}/{int(r['num_kv_heads'])} heads, d{int(r['head_dim'])}, g{int(r['group_size'])}"
-        name = f"{series}{cache} {point_label(r['batch'], r['context'])} [{shape}]"
+        name = f"{series}{cache} {row_point_label(r)} [{shape}]"
         lo, hi = _f(r["p20_us"]), _f(r["p80_us"])
         extra = [f"p20-p80 {lo:.2f}-{hi:.2f} us" if _finite(lo) and _finite(hi) else "no spread recorded"]
         if _finite(r["tbps"]):

@@ -4,7 +4,7 @@
 Resolution order (later wins): the arch preset (or ``--config FILE``), then a model
 preset's ``[shape]`` (``--model NAME``), then the command-line flags.
 
-A preset file has four tables; every key is optional except where the preset
+A preset file has these tables; every key is optional except where the preset
 needs it (unknown keys are an error, so a typo never silently falls back to a
 default)::
 
@@ -34,7 +34,22 @@ default)::
     warmup_ms = 25                      # triton.testing.do_bench warm-up / repetition time
     rep_ms = 100
     cpu_reps = 3                        # interpreter: median of this many perf_counter calls
-    seed = 0
+    seed = 0                            # the random K/V and q
+
+    [workload]                          # the [sweep] grid's sequence lengths and cache capacity
+    name = "uniform"                    # uniform | one-long | lognormal | capacity (bench/lengths.py)
+    capacity = 131072                   # optional: tokens the cache holds per sequence (default: per name)
+    seed = 0                            # lognormal: seed of the lengths (not of the data)
+    short_len = 4096                    # one-long: tokens of the short sequences
+
+    [[ragged]]                          # the ragged grid: extra points, each entry a workload over
+    batch = [8]                         # its own batch x context (bits, operands, kernels: [sweep])
+    context = [131072]
+    workload = { name = "one-long", short_len = 4096 }   # the [workload] keys, inline
+
+The ``[sweep]`` grid's rows carry ``grid = "sweep"``, the ``[[ragged]]`` grid's
+``grid = "ragged"``; ``summary.json`` keeps a geometric mean per grid.
+``grids`` (``--grid``, not a TOML key) says which of the two run.
 
 A model preset (``configs/models/<name>.toml``) holds only ``name`` and the
 attention shape, ``[shape]`` with ``num_qo_heads``, ``num_kv_heads`` and
@@ -63,6 +78,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from bench.errors import FoscarError, check_choices
+from bench.lengths import WorkloadSpec
 
 def _config_dir() -> Path:
     """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
@@ -90,6 +106,19 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256)
 UNBUILT_OPERANDS = {
     "fp4": "FP4 tensor-core operands need sm_100 (Blackwell) and are not implemented in FOSCAR yet",
 }
+GRIDS = ("sweep", "ragged")  # the [sweep] grid and the [[ragged]] grid (results.csv column grid)
+WORKLOAD_KEYS = tuple(f.name for f in dataclasses.fields(WorkloadSpec))
+RAGGED_KEYS = ("batch", "context", "workload")
+
+
+@dataclass
+class RaggedGrid:
+    """One ``[[ragged]]`` entry: ``workload`` over ``batch`` x ``context`` (bits, operand modes
+    and kernels are the ``[sweep]`` grid's)."""
+
+    batch: list[int]
+    context: list[int]
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
 
 
 @dataclass
@@ -122,6 +151,12 @@ class BenchConfig:
     rep_ms: float = 100.0
     cpu_reps: int = 3
     seed: int = 0
+    # [workload]: lengths and capacity of the [sweep] grid
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    # [[ragged]]: the ragged grid
+    ragged: list[RaggedGrid] = field(default_factory=list)
+    # which grids run (--grid): "sweep", "ragged"
+    grids: list[str] = field(default_factory=lambda: list(GRIDS))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -274,7 +309,13 @@ def load_config(path: str | Path) -> BenchConfig:
         raise FoscarError(f"config {path}: invalid TOML: {e}") from None
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        if isinstance(value, dict):
+        if key == "workload":
+            values["workload"] = _workload_spec(value, "[workload]", path)
+        elif key == "ragged":
+            if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+                raise FoscarError(f"config {path}: ragged: expected an array of tables ([[ragged]]), got {value!r}")
+            values["ragged"] = [_ragged_entry(e, i, path) for i, e in enumerate(value, 1)]
+        elif isinstance(value, dict):
             allowed = _TABLES.get(key)
             if allowed is None or key == "":
                 raise FoscarError(f"config {path}: unknown table [{key}]; known: {_known_tables()}")
@@ -298,7 +339,36 @@ def load_config(path: str | Path) -> BenchConfig:
 
 
 def _known_tables() -> str:
-    return ", ".join(f"[{t}]" for t in _TABLES if t)
+    return ", ".join([f"[{t}]" for t in _TABLES if t] + ["[workload]", "[[ragged]]"])
+
+
+def _workload_spec(value: Any, where: str, path: Path) -> WorkloadSpec:
+    """A :class:`WorkloadSpec` from a TOML table (``[workload]`` or a ``[[ragged]]`` entry's
+    ``workload``); unknown keys and bad values raise :class:`FoscarError` naming the table."""
+    if not isinstance(value, dict):
+        raise FoscarError(f"config {path}: {where}: expected a table with {', '.join(WORKLOAD_KEYS)}, got {value!r}")
+    for key in value:
+        if key not in WORKLOAD_KEYS:
+            raise FoscarError(f"config {path}: unknown key {where}.{key}; known: {', '.join(WORKLOAD_KEYS)}")
+    spec = WorkloadSpec(**value)
+    try:
+        spec.validate(where)
+    except ValueError as e:
+        raise FoscarError(f"config {path}: {e}") from None
+    return spec
+
+
+def _ragged_entry(entry: dict[str, Any], index: int, path: Path) -> RaggedGrid:
+    where = f"[[ragged]] #{index}"
+    for key in entry:
+        if key not in RAGGED_KEYS:
+            raise FoscarError(f"config {path}: unknown key {where}.{key}; known: {', '.join(RAGGED_KEYS)}")
+    for key in ("batch", "context"):
+        if key not in entry:
+            raise FoscarError(f"config {path}: {where} lacks {key}")
+    lists = {k: entry[k] if isinstance(entry[k], list) else [entry[k]] for k in ("batch", "context")}
+    spec = _workload_spec(entry.get("workload", {}), f"{where}.workload", path)
+    return RaggedGrid(workload=spec, **lists)
 
 
 def apply_overrides(cfg: BenchConfig, **overrides: Any) -> BenchConfig:
@@ -358,7 +428,42 @@ def validate(cfg: BenchConfig) -> None:
         value = getattr(cfg, key)
         if isinstance(value, bool) or not (isinstance(value, (int, float)) and value > 0):
             raise FoscarError(f"{key}: expected a positive number, got {value!r}")
+    _validate_workloads(cfg)
     if cfg.cpu_reps < 1:
         raise FoscarError(f"cpu_reps: expected >= 1, got {cfg.cpu_reps}")
     if cfg.warmup_ms <= 0 or cfg.rep_ms <= 0:
         raise FoscarError(f"warmup_ms/rep_ms: expected positive numbers, got {cfg.warmup_ms}/{cfg.rep_ms}")
+
+
+def _validate_workloads(cfg: BenchConfig) -> None:
+    """``[workload]``, every ``[[ragged]]`` entry and ``grids``: names, values, and a
+    capacity that holds the largest context of its grid."""
+
+    def check(spec: Any, contexts: list[int], where: str) -> None:
+        if not isinstance(spec, WorkloadSpec):
+            raise FoscarError(f"{where}: expected a WorkloadSpec, got {spec!r}")
+        try:
+            spec.validate(where)
+        except ValueError as e:
+            raise FoscarError(str(e)) from None
+        if spec.capacity is not None and spec.capacity < max(contexts):
+            raise FoscarError(
+                f"{where}.capacity: expected >= the largest context of its grid ({max(contexts)}), got {spec.capacity}"
+            )
+
+    check(cfg.workload, cfg.context, "workload")
+    for i, entry in enumerate(cfg.ragged, 1):
+        where = f"[[ragged]] #{i}"
+        for key in ("batch", "context"):
+            values = getattr(entry, key)
+            if not values or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in values):
+                raise FoscarError(f"{where}.{key}: expected positive integers, got {values!r}")
+        check(entry.workload, entry.context, f"{where}.workload")
+    if not cfg.grids:
+        raise FoscarError(f"grids: expected at least one of {list(GRIDS)}, got none")
+    for g in cfg.grids:
+        if g not in GRIDS:
+            raise FoscarError(f"grid {g!r}: expected one of {', '.join(GRIDS)}")
+    if list(cfg.grids) == ["ragged"] and not cfg.ragged:
+        raise FoscarError("grid: only 'ragged' asked for, but the config has no [[ragged]] grid; "
+                          "add [[ragged]] entries or use --grid sweep")

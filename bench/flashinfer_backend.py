@@ -8,7 +8,7 @@ every cache holds the *dequantized* values of the point's quantized cache):
 * ``flashinfer-fa2-tc``  ``BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True)``
 * ``flashinfer-xqa``     ``flashinfer.decode.trtllm_batch_decode_with_kv_cache(backend="auto")``
   (XQA on sm_90; trtllm-gen on sm_100), HND layout, block table
-  ``[batch, pages_per_seq]`` int32, and its **own zero-initialised workspace**:
+  ``[batch, pages of the longest sequence]`` int32, and its **own zero-initialised workspace**:
   sharing the wrapper's workspace gave garbage outputs silently (DESIGN §6).
 
 counted towards "FlashInfer BF16 at its best" (``baseline="bf16"``), and the same
@@ -29,10 +29,15 @@ three over an FP8 e4m3 cache, counted towards "FlashInfer FP8-KV at its best"
   wanted. On sm_90 its FP8 path also rounds q and the softmax weights to FP8 (its
   error is the largest of the three).
 
-The paged caches: ``page_size`` tokens per page, pages of sequence ``b`` are
-``b * pages_per_seq ... (b + 1) * pages_per_seq - 1``, HND layout
+The paged caches: ``page_size`` tokens per page, only the pages the point's
+lengths fill (``ceil(seq_lens[b] / page_size)`` for sequence ``b``, whatever the
+cache capacity: a serving engine's page pool holds the pages in use), sequence
+``b``'s pages consecutive after sequence ``b - 1``'s, HND layout
 ``[num_pages, num_kv_heads, page_size, head_dim]`` for K and for V, built once per
-point and shared by the rows of that dtype. BF16: the dequantized values rounded to
+point and shared by the rows of that dtype. Every row plans over the same lengths:
+the wrapper gets ``kv_indptr`` from them, XQA ``seq_lens``, a block table as wide as
+the longest sequence's pages and ``max_seq_len = max(seq_lens)`` (as vLLM passes the
+batch's longest length). BF16: the dequantized values rounded to
 BF16. FP8: those BF16 pages divided by a per-tensor scale (``amax / 448``, one for
 K and one for V) and rounded to e4m3 (:func:`paged_fp8_cache`). ``plan()`` runs in
 the builder, outside timing.
@@ -76,10 +81,11 @@ def paged_bf16_cache(w: Workload, layout: str) -> dict[str, torch.Tensor]:
     """The point's dequantized cache as FlashInfer pages, built once per point and layout.
 
     Returns a dict with ``k``, ``v`` (``[num_pages, num_kv_heads, page_size, head_dim]``
-    for HND, ``[num_pages, page_size, num_kv_heads, head_dim]`` for NHD, bf16),
-    ``indptr`` ``[batch + 1]``, ``indices`` ``[num_pages]``, ``last_page_len``
-    ``[batch]``, ``block_tables`` ``[batch, pages_per_seq]``, ``seq_lens`` ``[batch]``
-    (all int32) and ``max_seq_len``.
+    for HND, ``[num_pages, page_size, num_kv_heads, head_dim]`` for NHD, bf16; the
+    pages of the lengths only), ``indptr`` ``[batch + 1]``, ``indices`` ``[num_pages]``,
+    ``last_page_len`` ``[batch]``, ``block_tables`` ``[batch, max pages of a sequence]``
+    (entries past a sequence's pages are 0), ``seq_lens`` ``[batch]`` (all int32) and
+    ``max_seq_len`` (the longest length).
     """
     return w.shared(("flashinfer-paged", layout), lambda: _build_paged(w, layout))
 
@@ -89,37 +95,38 @@ def _build_paged(w: Workload, layout: str) -> dict:
 
     p, cache, dev = w.point, w.cache, w.device
     page = p.page_size
-    pps = max(1, math.ceil(p.context / page))  # pages per sequence
-    num_pages = p.batch * pps
+    lens = [int(x) for x in cache.seq_lens.tolist()]
+    used = [math.ceil(n / page) for n in lens]  # pages per sequence: only those of its length
+    num_pages = max(1, sum(used))
     h, d = p.num_kv_heads, p.head_dim
     shape = (num_pages, h, page, d) if layout == "HND" else (num_pages, page, h, d)
     k_pages = torch.zeros(shape, dtype=torch.bfloat16, device=dev)
     v_pages = torch.zeros(shape, dtype=torch.bfloat16, device=dev)
-    lens = [int(x) for x in cache.seq_lens.tolist()]
+    first = [0] + list(itertools.accumulate(used))  # first page of each sequence
     for b in range(p.batch):
+        if not used[b]:
+            continue
         kb, vb = dequantize_kv(cache, dtype=torch.float32, batch_index=b)  # [H, L, D]
-        length = lens[b]
         for src, dst in ((kb, k_pages), (vb, v_pages)):
-            padded = torch.zeros(h, pps * page, d, dtype=torch.bfloat16, device=dev)
-            padded[:, :length] = src.to(torch.bfloat16)
-            tiles = padded.view(h, pps, page, d)
-            if layout == "HND":
-                dst[b * pps : (b + 1) * pps] = tiles.permute(1, 0, 2, 3)
-            else:
-                dst[b * pps : (b + 1) * pps] = tiles.permute(1, 2, 0, 3)
+            padded = torch.zeros(h, used[b] * page, d, dtype=torch.bfloat16, device=dev)
+            padded[:, : lens[b]] = src.to(torch.bfloat16)
+            tiles = padded.view(h, used[b], page, d)
+            dst[first[b] : first[b + 1]] = tiles.permute(1, 0, 2, 3) if layout == "HND" else tiles.permute(1, 2, 0, 3)
         del kb, vb
     i32 = dict(dtype=torch.int32, device=dev)
-    used = [math.ceil(n / page) for n in lens]  # pages in use per sequence
-    indices = torch.cat([torch.arange(b * pps, b * pps + u, **i32) for b, u in enumerate(used)])
+    width = max(1, max(used, default=0))  # block table columns: the longest sequence's pages
+    table = torch.zeros(p.batch, width, **i32)  # entries past a sequence's pages: page 0, never read
+    for b in range(p.batch):
+        table[b, : used[b]] = torch.arange(first[b], first[b + 1], **i32)
     return dict(
         k=k_pages,
         v=v_pages,
-        indptr=torch.tensor([0] + list(itertools.accumulate(used)), **i32),
-        indices=indices,
+        indptr=torch.tensor(first, **i32),
+        indices=torch.arange(sum(used), **i32),
         last_page_len=torch.tensor([n - (u - 1) * page if u else 0 for n, u in zip(lens, used)], **i32),
-        block_tables=torch.arange(num_pages, **i32).view(p.batch, pps),
+        block_tables=table,
         seq_lens=torch.tensor(lens, **i32),
-        max_seq_len=p.context,
+        max_seq_len=max(lens, default=0),
     )
 
 

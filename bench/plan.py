@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.config import BenchConfig
+from bench.lengths import lengths_summary
 from bench.workload import Point, bytes_per_token, estimate_bytes
 
 ASSUMED_TBPS = 3.0  # TB/s one decode call streams at (an H100's HBM3 achieves about this; H200 more)
@@ -86,11 +87,12 @@ class PointPlan:
 
 
 def call_bytes(point: Point, quantized: bool, kv_elem_bytes: int = 2) -> int:
-    """Bytes one decode call must move: K/V (quantized codes + scales, or ``kv_elem_bytes``
-    per value: 2 for BF16, 1 for FP8) + q read + output written."""
+    """Bytes one decode call must move: K/V of the tokens of the point's lengths (quantized
+    codes + scales, or ``kv_elem_bytes`` per value: 2 for BF16, 1 for FP8) + q read +
+    output written. The cache capacity does not count: slots past a length are not read."""
     p = point
     io = 2 * p.batch * p.num_qo_heads * p.head_dim * 2
-    tokens = p.batch * p.context * p.num_kv_heads
+    tokens = p.kv_tokens * p.num_kv_heads
     if quantized:
         return tokens * bytes_per_token(p.bits, p.group_size, p.head_dim) + io
     return tokens * p.head_dim * kv_elem_bytes * 2 + io
@@ -137,7 +139,7 @@ def plan_points(
         run = [(be, bits) for be, bits, _ in specs if runnable.get(be.name, True)]
         seconds = 0.0
         if run:
-            kv_bf16 = point.batch * point.num_kv_heads * point.context * point.head_dim * 2 * 2
+            kv_bf16 = point.num_kv_heads * point.kv_tokens * point.head_dim * 2 * 2
             seconds = setup_costs(interpreter).point_s + kv_bf16 / SETUP_BYTES_PER_S
             seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps) for be, _ in run)
         plans.append(
@@ -199,6 +201,10 @@ def plan_json(
                 "batch": p.point.batch,
                 "context": p.point.context,
                 "bits": p.point.bits,
+                "grid": p.point.grid,
+                "workload": p.point.workload.name,
+                "capacity": p.point.capacity,
+                "lengths": list(p.point.lengths),
                 "rows": p.rows,
                 "runnable_rows": p.runnable_rows,
                 "quant_call_bytes": p.quant_call_bytes,
@@ -223,12 +229,18 @@ def still_to_run(plans: list[PointPlan], resume: dict[str, Any] | None) -> list[
     return [p for p in plans if not is_done(p, resume)]
 
 
+def point_key(point: Point) -> list[Any]:
+    """``[grid, batch, context, bits, workload, capacity, lengths summary]``: a point of the
+    grid as JSON (``resume["done_points"]`` holds these)."""
+    return [point.grid, point.batch, point.context, point.bits, point.workload.name, point.capacity,
+            lengths_summary(point.lengths)]  # fmt: skip
+
+
 def is_done(plan: PointPlan, resume: dict[str, Any] | None) -> bool:
-    """Whether ``resume["done_points"]`` (``[batch, context, bits]`` lists) holds the plan's point."""
+    """Whether ``resume["done_points"]`` (:func:`point_key` lists) holds the plan's point."""
     if not resume:
         return False
-    p = plan.point
-    return [p.batch, p.context, p.bits] in resume.get("done_points", [])
+    return point_key(plan.point) in resume.get("done_points", [])
 
 
 def plan_table(
@@ -261,18 +273,26 @@ def plan_table(
     ]
     if resume:
         caption.insert(0, f"resuming: {len(plans) - len(todo)} of {len(plans)} points already in results.csv")
+    ragged = any(not p.point.is_plain() or p.point.grid != "sweep" for p in plans)
+    if cfg.workload != type(cfg.workload)():
+        header.append(f"[sweep] grid workload: {cfg.workload.describe()}")
+    if ragged:
+        header.append(
+            "workload: lengths (tokens; AxN = N sequences of A) and cache capacity of each point; "
+            "bytes count the tokens of the lengths"
+        )
     table = Table(title=title, title_justify="left")
-    for name in ("#", "batch", "context", "bits", "rows", "KV+io / call (int / bf16)", "device mem", "est. time"):
-        table.add_column(name, justify="left" if name.startswith("KV") else "right")
+    names = ["#", "batch", "context", "bits"] + (["grid", "workload", "lengths", "capacity"] if ragged else [])
+    for name in names + ["rows", "KV+io / call (int / bf16)", "device mem", "est. time"]:
+        table.add_column(name, justify="left" if name.startswith("KV") or name in ("grid", "workload", "lengths") else "right")
     if total_memory:
         table.add_column("fits", justify="left")
     for i, p in enumerate(plans, 1):
         rows = str(p.rows) if p.runnable_rows == p.rows else f"{p.runnable_rows}/{p.rows}"
-        cells = [
-            str(i),
-            str(p.point.batch),
-            str(p.point.context),
-            f"int{p.point.bits}",
+        cells = [str(i), str(p.point.batch), str(p.point.context), f"int{p.point.bits}"]
+        if ragged:
+            cells += [p.point.grid, p.point.workload.name, lengths_summary(p.point.lengths), str(p.point.capacity)]
+        cells += [
             rows,
             f"{_bytes(p.quant_call_bytes)} / {_bytes(p.bf16_call_bytes)}",
             f"{p.device_bytes / GIB:.1f} GiB",

@@ -19,7 +19,13 @@ Every series (kernel/bits/operand) has one colour in every plot; only series wit
 timed row take a colour (a series that was only ever skipped takes none), and the
 palette never wraps (:func:`series_colors`).
 
-With several runs the last three are drawn per run (``bandwidth-<run>.png``, ...).
+* ``ragged.png`` (runs with a ``[[ragged]]`` grid): speed-up vs FlashInfer BF16 at its
+  best per ragged point (batch, context, workload, capacity), one bar per FOSCAR
+  variant, the variant's ragged geometric mean in its legend entry.
+
+The speed-up, bandwidth and heatmap plots are of the ``[sweep]`` grid's rows (a ragged
+point can share batch and context with a sweep point); error vs speed shows every row.
+With several runs the last four are drawn per run (``bandwidth-<run>.png``, ...).
 Rows whose status is not ``ok``/``suspect`` are left out of every plot and listed in
 the report's "Not measured" table; ``suspect`` rows (faster than the HBM ceiling
 allows) are drawn, outlined in red, and listed.
@@ -44,7 +50,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from bench.config import BenchConfig
 from bench.errors import FoscarError
 from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
-from bench.rundir import Run, context_label, point_label, series_label, timed_rows, untimed_rows
+from bench.rundir import Run, context_label, point_label, row_point_label, series_label, timed_rows, untimed_rows
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
 SPEEDUP_LABEL = "speed-up vs FlashInfer BF16 at its best (x)"
@@ -109,6 +115,11 @@ def write_report(runs: list[Run], out: Path) -> Written:
          "speed-up vs FlashInfer BF16 at its best (x) — or median time in us where there is no baseline; "
          "one point per (point, kernel).",
          "No timed rows with an error to plot"),
+    ) + ((("Ragged grid", plot_ragged, "ragged", "Ragged grid",
+           "Speed-up vs FlashInfer BF16 at its best (x) per point of the ragged grid: batch x context, the "
+           "length distribution and, where larger than the context, the cache capacity (lengths in results.csv "
+           "and meta.json); one bar per FOSCAR variant, its geometric mean over these points in the legend.",
+           "No ragged-grid row with a speed-up to plot"),) if any(_ragged(r.df).size for r in runs) else ()
     ):  # fmt: skip
         plots, empty = [], []
         for run in runs:
@@ -177,8 +188,18 @@ def _with_series(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _sweep(df: pd.DataFrame) -> pd.DataFrame:
+    """The ``[sweep]`` grid's rows (older runs: all rows)."""
+    return df[df["grid"].fillna("sweep") == "sweep"]
+
+
+def _ragged(df: pd.DataFrame) -> pd.DataFrame:
+    """The ``[[ragged]]`` grid's rows."""
+    return df[df["grid"] == "ragged"]
+
+
 def _quant_speedups(run: Run) -> pd.DataFrame:
-    t = timed_rows(run.df)
+    t = _sweep(timed_rows(run.df))
     t = t[~t["is_baseline"] & t["speedup_vs_flashinfer_bf16"].notna()]
     return _with_series(t)
 
@@ -253,9 +274,9 @@ def _suspect_handle() -> Line2D:
 
 
 def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
-    """Achieved TB/s against the measured HBM ceiling: one panel per batch size, bars
+    """Achieved TB/s of the ``[sweep]`` grid against the measured HBM ceiling: one panel per batch size, bars
     grouped by context length, one bar per kernel; fixed width (:data:`FIGURE_WIDTH`)."""
-    t = timed_rows(run.df)
+    t = _sweep(timed_rows(run.df))
     t = _with_series(t[t["tbps"].notna()])
     if t.empty:
         return None
@@ -382,6 +403,48 @@ def row_tolerances(run: Run, df: pd.DataFrame) -> pd.Series:
         tol, key = cfg.tolerance_for(dtype if isinstance(dtype, str) else None, op if isinstance(op, str) else None)
         out.append(f"{tol:g}|{key}")
     return pd.Series(out, index=df.index)
+
+
+def plot_ragged(run: Run, colors: dict[str, Any]) -> Figure | None:
+    """Speed-up vs FlashInfer BF16 at its best per ragged-grid point, one bar per FOSCAR variant."""
+    t = _ragged(timed_rows(run.df))
+    t = _with_series(t[~t["is_baseline"] & t["speedup_vs_flashinfer_bf16"].notna()])
+    if t.empty:
+        return None
+    t = t.assign(point=[row_point_label(r) for _, r in t.iterrows()])
+    order = list(dict.fromkeys(t.sort_values(["cache_bits", "batch", "context"], kind="stable")["point"]))
+    variants = sorted(t["series"].unique())
+    width = 0.84 / len(variants)
+    fig = Figure(figsize=(min(16.0, max(8.0, 0.9 * len(order) + 0.25 * len(order) * len(variants) + 3.0)), 5.2),
+                 layout="constrained")  # fmt: skip
+    ax = fig.subplots()
+    pos = {p: i for i, p in enumerate(order)}
+    summary = run.summary.get("geomean_speedup_ragged") or {}
+    for j, series in enumerate(variants):
+        g = t[t["series"] == series]
+        xs = np.array([pos[p] for p in g["point"]], dtype=float) + (j - (len(variants) - 1) / 2) * width
+        gm = summary.get(series)
+        label = series + (f" (geomean {gm:.2f}x)" if isinstance(gm, (int, float)) else "")
+        bars = ax.bar(xs, g["speedup_vs_flashinfer_bf16"], width=width, color=colors[series], label=label)
+        for bar, status in zip(bars, g["status"]):
+            if status == "suspect":
+                bar.set_edgecolor(SUSPECT_COLOR)
+                bar.set_hatch("///")
+    ax.axhline(1.0, color="0.35", linestyle="--", linewidth=1.0)
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels(order, rotation=30 if len(order) > 4 else 0, ha="right" if len(order) > 4 else "center",
+                       fontsize=9)  # fmt: skip
+    ax.set_xlim(-0.6, len(order) - 0.4)
+    ax.set_ylabel(SPEEDUP_LABEL)
+    ax.set_xlabel("point: batch x context, workload (in <capacity>: a cache larger than the context)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.35", linestyle="--", label="FlashInfer BF16 at its best (1.0)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=9, frameon=False)
+    fig.suptitle(f"Ragged grid: speed-up vs FlashInfer BF16 at its best, higher is better ({run.gpu_name})",
+                 fontsize=11)  # fmt: skip
+    return fig
 
 
 def plot_error_vs_speed(run: Run, colors: dict[str, Any]) -> Figure | None:
@@ -542,14 +605,19 @@ def _geomean_table(runs: list[Run]) -> list[str]:
     multi = len(runs) > 1
     fp8 = any(_has_fp8(r) for r in runs)
     bases = sorted({b for r in runs for per in (r.summary.get("geomean_speedup_vs") or {}).values() for b in per})
+    ragged = any((r.summary.get("grid_rows") or {}).get("ragged", 0) > 0 for r in runs)
     head = (["run"] if multi else []) + ["variant", "vs FlashInfer BF16 at its best (x)", "points"]
     if fp8:
         head += ["vs FlashInfer FP8-KV at its best (x, points)"]
+    if ragged:
+        head += ["ragged grid: vs FlashInfer BF16 at its best (x, points)"]
     head += [f"vs {b} (x, points)" for b in bases]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     any_row = False
     for r in runs:
         gm = r.summary.get("geomean_speedup") or {}
+        if ragged:  # variants that ran only in the ragged grid get a line too
+            gm = {**gm, **{k: gm.get(k) for k in (r.summary.get("geomean_speedup_ragged") or {})}}
         for key, value in gm.items():
             any_row = True
             cells = ([f"`{r.label}`"] if multi else []) + [f"`{key}`", _fmt(value, ".3f"),
@@ -558,6 +626,10 @@ def _geomean_table(runs: list[Run]) -> list[str]:
                 v8 = (r.summary.get("geomean_speedup_fp8") or {}).get(key)
                 n8 = (r.summary.get("num_points_fp8") or {}).get(key, 0)
                 cells.append(f"{_fmt(v8, '.3f')} ({n8})" if _has_fp8(r) else "- (not run)")
+            if ragged:
+                vr = (r.summary.get("geomean_speedup_ragged") or {}).get(key)
+                nr = (r.summary.get("num_points_ragged") or {}).get(key, 0)
+                cells.append(f"{_fmt(vr, '.3f')} ({nr})")
             per = (r.summary.get("geomean_speedup_vs") or {}).get(key) or {}
             for b in bases:
                 e = per.get(b) or {}
@@ -566,7 +638,9 @@ def _geomean_table(runs: list[Run]) -> list[str]:
     if not any_row:
         return ["No quantized kernel variant in the summary.", ""]
     out += ["", "*Geometric mean over the points where the variant and the baseline both passed (status ok); "
-            "x = baseline time / FOSCAR time, higher is better.*", ""]  # fmt: skip
+            "x = baseline time / FOSCAR time, higher is better."
+            + (" The first columns are over the [sweep] grid, the ragged column over the [[ragged]] grid.*"
+               if ragged else "*"), ""]  # fmt: skip
     return out
 
 
@@ -581,7 +655,7 @@ def _row_table(runs: list[Run], heading: str, intro: str, select, none_text: str
             cache = f"int{int(row['cache_bits'])}" if pd.notna(row["cache_bits"]) else "-"
             cells = ([f"`{r.label}`"] if multi else []) + [
                 f"`{series_label(row['kernel'], row['bits'], row['operand'])}`",
-                point_label(row["batch"], row["context"]),
+                row_point_label(row),
                 cache,
                 str(row["status"]) if isinstance(row["status"], str) else "no status",
                 _cell(row["error"] if isinstance(row["error"], str) else ""),

@@ -11,6 +11,14 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
 * the point: ``cache_bits`` (bits of the quantized cache the point was built from;
   baselines read its dequantized values, as BF16 or FP8), ``group_size``, ``batch``,
   ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``;
+  its workload (:data:`WORKLOAD_COLUMNS`, from :meth:`bench.workload.Point.row_columns`):
+  ``workload`` (the length distribution, :mod:`bench.lengths`), ``capacity`` (tokens
+  per sequence the cache is allocated for), ``lengths`` (the sequence lengths,
+  :func:`bench.lengths.lengths_summary`: ``131072,4096x7``), ``kv_tokens`` (their sum:
+  the tokens one call reads per KV head), ``k_layout`` (``token`` or
+  ``channel-<k_block>``), ``grid`` (``sweep`` or ``ragged``: the preset's ``[sweep]``
+  or ``[[ragged]]`` grid). Runs written before these columns read back as ``uniform``,
+  capacity = context, ``token``, ``sweep``;
 * timing: ``median_us``, ``p20_us``, ``p80_us``, ``reps``, ``timing_mode``;
 * traffic: ``bytes`` (what one call must move), ``tbps`` (bytes / median, 1e12 B/s),
   ``sol_fraction`` (tbps / measured HBM ceiling);
@@ -50,16 +58,21 @@ from bench import SCHEMA_VERSION
 from bench.clocks import CLOCK_COLUMNS
 from bench.timing import DEVICE_TIMINGS
 
+WORKLOAD_COLUMNS = ["workload", "capacity", "lengths", "kv_tokens", "k_layout", "grid"]
 COLUMNS = [
     "kernel", "bits", "operand", "kv_dtype", "is_baseline", "baseline_kind",
     "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+    *WORKLOAD_COLUMNS,
     "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
     "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
     "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
     *CLOCK_COLUMNS,
 ]  # fmt: skip
-POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"]
+# what makes two rows the same point: the shape, the format and the workload (kv_tokens follows from lengths)
+POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+              "k_layout", "workload", "capacity", "lengths", "grid"]  # fmt: skip
+GRID_SUFFIXES = {"sweep": "", "ragged": "_ragged"}  # summary.json key suffix of each grid's geometric means
 TIMED = ("ok", "suspect")  # statuses that carry a time
 INVALID = "invalid"  # the timer's numbers cannot be a time (<= 0, NaN, Inf): see invalid_time
 BASELINE_LABEL = (
@@ -123,6 +136,7 @@ def new_row(
         num_kv_heads=point.num_kv_heads,
         head_dim=point.head_dim,
         page_size=point.page_size,
+        **point.row_columns(),
     )
     return row
 
@@ -180,8 +194,10 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
     for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
-              "head_dim", "page_size", "reps", "bytes", "sm_clock_before_mhz", "sm_clock_after_mhz"):  # fmt: skip
+              "head_dim", "page_size", "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
+              "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
+    _backfill_workload(df)
     for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us", "baseline_fp8_us",
               "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("float64")
@@ -205,6 +221,32 @@ def flag_invalid_times(df: pd.DataFrame) -> pd.DataFrame:
             df.at[i, "status"] = INVALID
             df.at[i, "error"] = why
     return df
+
+
+def _backfill_workload(df: pd.DataFrame) -> None:
+    """Rows written before the workload columns: every sequence at ``context`` in a cache of
+    ``context``, token-wise K, the [sweep] grid (what every run was then), in place."""
+    if df.empty:
+        return
+    plain = {
+        "workload": pd.Series("uniform", index=df.index),
+        "capacity": df["context"],
+        "lengths": pd.Series([_plain_lengths(b, c) for b, c in zip(df["batch"], df["context"])], index=df.index),
+        "kv_tokens": df["batch"] * df["context"],
+        "k_layout": pd.Series("token", index=df.index),
+        "grid": pd.Series("sweep", index=df.index),
+    }
+    for col, value in plain.items():
+        missing = df[col].isna()
+        if missing.any():
+            df[col] = df[col].astype(value.dtype if col in ("capacity", "kv_tokens") else object)
+            df.loc[missing, col] = value[missing]
+
+
+def _plain_lengths(batch: Any, context: Any) -> Any:
+    if pd.isna(batch) or pd.isna(context):
+        return None
+    return f"{int(context)}x{int(batch)}" if int(batch) > 1 else str(int(context))
 
 
 def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
@@ -288,7 +330,13 @@ def geomean_ci(
 
 
 def summarize(df: pd.DataFrame) -> dict[str, Any]:
-    """Geometric-mean speed-ups of every quantized kernel variant, with bootstrap intervals.
+    """Geometric-mean speed-ups of every quantized kernel variant, with bootstrap intervals,
+    per grid: the keys below are over the ``[sweep]`` grid's points (``grid == "sweep"``);
+    the same keys with ``_ragged`` appended (``geomean_speedup_ragged``,
+    ``geomean_ci95_ragged``, ``num_points_ragged``, ``geomean_speedup_fp8_ragged``, ...)
+    are over the ``[[ragged]]`` grid's points, present with values when the run had ragged
+    rows (``grid_rows`` counts the rows of each grid). ``geomean_speedup_vs`` is over the
+    sweep grid only.
 
     Against FlashInfer BF16 at its best: ``geomean_speedup[key]`` is over the points
     where the variant has status ``ok`` and the point has a passing BF16 baseline;
@@ -317,15 +365,31 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
         "num_points_fp8": {},
         "geomean_speedup_vs": {},
         "status_counts": {str(k): int(v) for k, v in df["status"].value_counts().items()},
+        "grid_rows": {g: int((df["grid"] == g).sum()) for g in GRID_SUFFIXES},
     }
-    for (kernel, bits, operand), grp in quant.groupby(["kernel", "bits", "operand"], dropna=False, sort=True):
+    variants = sorted({(k, int(b), o) for k, b, o in zip(quant["kernel"], quant["bits"], quant["operand"])},
+                      key=lambda v: (str(v[0]), v[1], str(v[2])))  # fmt: skip
+    for grid, gsfx in GRID_SUFFIXES.items():
+        if gsfx:
+            for spec in BASELINES:
+                for name in ("geomean_speedup", "geomean_ci95", "num_points"):
+                    out[name + spec.summary_suffix + gsfx] = {}
+        if not out["grid_rows"][grid]:
+            continue
+        mine_grid = quant[quant["grid"] == grid]
+        for kernel, bits, operand in variants:
+            key = variant_key(kernel, bits, operand)
+            grp = mine_grid[(mine_grid["kernel"] == kernel) & (mine_grid["bits"] == bits)
+                            & (mine_grid["operand"].fillna("") == ("" if pd.isna(operand) else operand))]  # fmt: skip
+            for spec in BASELINES:
+                sfx = spec.summary_suffix + gsfx
+                ok = grp[(grp["status"] == "ok") & grp[spec.speedup_col].notna()]
+                out["geomean_speedup" + sfx][key] = None if ok.empty else geomean(ok[spec.speedup_col])
+                out["geomean_ci95" + sfx][key] = geomean_ci(ok[spec.speedup_col])
+                out["num_points" + sfx][key] = int(len(ok))
+    sweep_quant = quant[quant["grid"] == "sweep"]
+    for (kernel, bits, operand), grp in sweep_quant.groupby(["kernel", "bits", "operand"], dropna=False, sort=True):
         key = variant_key(kernel, bits, operand)
-        for spec in BASELINES:
-            sfx = spec.summary_suffix
-            ok = grp[(grp["status"] == "ok") & grp[spec.speedup_col].notna()]
-            out["geomean_speedup" + sfx][key] = None if ok.empty else geomean(ok[spec.speedup_col])
-            out["geomean_ci95" + sfx][key] = geomean_ci(ok[spec.speedup_col])
-            out["num_points" + sfx][key] = int(len(ok))
         per_base: dict[str, Any] = {}
         mine = grp[grp["status"] == "ok"]
         for bname, bgrp in bases.groupby("kernel", sort=True):
@@ -374,6 +438,8 @@ def _json_default(x: Any) -> Any:
 
 def read_results(path: Path) -> pd.DataFrame:
     """Read a ``results.csv`` back with the schema's dtypes."""
-    df = pd.read_csv(path, dtype={"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str,
-                                  "clock_events_before": str, "clock_events_after": str, "clock_note": str})
+    text = {"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str, "workload": str,
+            "lengths": str, "k_layout": str, "grid": str,  # "4096" in lengths is a text, not a number
+            "clock_events_before": str, "clock_events_after": str, "clock_note": str}
+    df = pd.read_csv(path, dtype=text)
     return to_frame(df.to_dict("records"))

@@ -26,7 +26,6 @@ import pandas as pd
 from bench.errors import FoscarError
 
 FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")
-POINT_COLUMNS = ("batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size")
 
 
 def load_prior(out: Path, cfg_hash: str, config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]] | None:
@@ -89,17 +88,20 @@ def row_key(kernel: Any, bits: Any, operand: Any) -> tuple[str, int | None, str 
     return str(kernel), None if bits is None else int(bits), None if operand is None else str(operand)
 
 
-def point_values(point) -> tuple[int, ...]:
-    """The :data:`POINT_COLUMNS` of a :class:`bench.workload.Point` (``cache_bits`` = its bits)."""
-    return (point.batch, point.context, point.bits, point.group_size, point.num_qo_heads, point.num_kv_heads,
-            point.head_dim, point.page_size)  # fmt: skip
+def point_values(point) -> dict[str, Any]:
+    """The :data:`bench.results.POINT_KEYS` columns a :class:`bench.workload.Point`'s rows carry
+    (``cache_bits`` = its bits; the workload columns from :meth:`Point.row_columns`)."""
+    from bench.results import POINT_KEYS, new_row
+
+    row = new_row(point, "", None, None, None)
+    return {k: row[k] for k in POINT_KEYS}
 
 
 def finished_rows(prior: pd.DataFrame, point, expected: list[tuple[str, int | None, str | None]]) -> list[dict] | None:
     """The rows of ``point`` in ``prior`` (one per expected row key, in that order) when every
     expected row is there with a final status; ``None`` when the point must run (again)."""
     mask = pd.Series(True, index=prior.index)
-    for col, value in zip(POINT_COLUMNS, point_values(point)):
+    for col, value in point_values(point).items():
         mask &= prior[col] == value
     mine = prior[mask.fillna(False).astype(bool) & prior["status"].isin(FINAL_STATUSES)]
     found: dict[tuple, dict] = {}

@@ -18,6 +18,7 @@ when the resolved config hashes the same as its meta.json says, else refused.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -70,6 +71,11 @@ class BenchOptions:
     num_qo_heads: int | None = None
     num_kv_heads: int | None = None
     head_dim: int | None = None
+    workload: str | None = None  # the [sweep] grid's [workload] fields (None: the preset's)
+    capacity: int | None = None
+    workload_seed: int | None = None
+    short_len: int | None = None
+    grids: list[str] = field(default_factory=list)  # "sweep", "ragged" (empty: both)
     dry_run: bool = False
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
     output: OutputFormat = OutputFormat.table
@@ -113,7 +119,9 @@ def make_run_dir(out: Path) -> Path:
 
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     """The resolved config and the file it came from: the arch preset (or ``--config``),
-    then ``--model``'s shape, then the flags.
+    then ``--model``'s shape, then the flags. Flags that pick the ``[sweep]`` grid's points
+    (``--batch``, ``--context``, ``--workload``, ``--capacity``, ``--workload-seed``,
+    ``--short-len``) leave the ``[[ragged]]`` grid out unless ``--grid`` names it.
 
     Raises:
         FoscarError: no preset for the arch, a bad config or model file, a bad flag value.
@@ -125,6 +133,11 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     if opts.model:
         cfg = apply_model(cfg, load_model(opts.model))
     modelled = {k: getattr(cfg, k) for k in MODEL_SHAPE_KEYS}
+    spec = {k: v for k, v in dict(name=opts.workload, capacity=opts.capacity, seed=opts.workload_seed,
+                                  short_len=opts.short_len).items() if v is not None}  # fmt: skip
+    grids = list(opts.grids)
+    if not grids and cfg.ragged and (opts.batch or opts.context or spec):
+        grids = ["sweep"]  # flags that pick the [sweep] grid's points run it alone (unless --grid says more)
     cfg = apply_overrides(
         cfg,
         bits=opts.bits,
@@ -136,6 +149,8 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
         num_qo_heads=opts.num_qo_heads,
         num_kv_heads=opts.num_kv_heads,
         head_dim=opts.head_dim,
+        workload=dataclasses.replace(cfg.workload, **spec) if spec else None,
+        grids=grids,
     )
     if cfg.model and any(getattr(cfg, k) != v for k, v in modelled.items()):
         cfg = apply_overrides(cfg, model=f"{cfg.model} (shape overridden by flags)")
@@ -257,6 +272,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         device_index=dev.index or 0,
     )
     manifest["backends"] = {b.name: b.description for b in backends}
+    manifest["workloads"] = workload_manifest(cfg)
     if hbm_detail:
         manifest["hbm_copy_tbps"], manifest["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
     if prior is None:
@@ -309,6 +325,23 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     return BenchOutcome(out, problems)
 
 
+def workload_manifest(cfg: BenchConfig) -> list[dict]:
+    """``meta.json["workloads"]``: per point of the grid (bits aside: they share the lengths), its
+    grid, batch, context, workload (the resolved :class:`bench.lengths.WorkloadSpec`), cache
+    capacity and every sequence length, in the sweep's order."""
+    from bench.sweep import grid
+
+    out, seen = [], set()
+    for p in grid(cfg):
+        key = (p.grid, p.batch, p.context, p.workload)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"grid": p.grid, "batch": p.batch, "context": p.context, "workload": dataclasses.asdict(p.workload),
+                    "capacity": p.capacity, "lengths": list(p.lengths), "kv_tokens": p.kv_tokens})  # fmt: skip
+    return out
+
+
 def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> None:
     """``--dry-run``: print the resolved grid, each point's device memory and an estimated
     run time; touch no GPU, build no data, write nothing.
@@ -323,7 +356,7 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
             or ``--arch auto`` with no GPU to pick the preset from.
     """
     from bench.backends import select_backends
-    from bench.plan import plan_json, plan_points, plan_table
+    from bench.plan import plan_json, plan_points, plan_table, point_key
     from bench.resume import load_prior
     from bench.sweep import finished_points, grid
     from bench.tables import make_console
@@ -372,7 +405,7 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
             resume = {
                 "run_dir": str(opts.out),
                 "points_done": len(done),
-                "done_points": [[points[i].batch, points[i].context, points[i].bits] for i in done],
+                "done_points": [point_key(points[i]) for i in done],
             }
     kernels = [be.name for be in backends]
     total_memory = info.total_memory if info is not None else None

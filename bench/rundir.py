@@ -161,5 +161,24 @@ def point_label(batch: Any, context: Any) -> str:
     return f"b{int(batch)} x {context_label(context)}"
 
 
+def workload_label(workload: Any, capacity: Any, context: Any) -> str:
+    """A row's workload as tables and plots show it: ``""`` for ``uniform`` lengths in a cache of
+    the context (every point before workloads existed), else the name, with ``in <capacity>``
+    when the cache is larger than the context: ``one-long``, ``capacity in 128K``."""
+    name = "uniform" if _missing(workload) else str(workload)
+    at_context = _missing(capacity) or int(capacity) == int(context)
+    if name == "uniform" and at_context:
+        return ""
+    return name if at_context else f"{name} in {context_label(capacity)}"
+
+
+def row_point_label(row: Any) -> str:
+    """``b8 x 32K``, with the workload when it is not plain (``b8 x 4K capacity in 128K``);
+    ``row`` is a results.csv row (a ``pd.Series`` or a dict with the columns)."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: row[k])
+    wl = workload_label(get("workload", None), get("capacity", None), row["context"])
+    return point_label(row["batch"], row["context"]) + (f" {wl}" if wl else "")
+
+
 def _missing(x: Any) -> bool:
     return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)) or x == ""

@@ -1,6 +1,7 @@
 """The loop over sweep points.
 
-For every point (batch x context x bits, in that nesting):
+For every point (batch x context x bits, in that nesting; the ``[sweep]`` grid,
+then the ``[[ragged]]`` grid, :func:`grid`):
 
 1. estimate the point's device memory and skip it (with the reason in every row)
    if it does not fit in what ``torch.cuda.mem_get_info`` reports free;
@@ -67,20 +68,31 @@ class Sweep:
 
 
 def grid(cfg: BenchConfig) -> list[Point]:
-    """All points, batch-major, then context, then bits."""
-    return [
-        Point(
-            batch=b,
-            context=c,
-            bits=bits,
-            group_size=cfg.group_size,
-            num_qo_heads=cfg.num_qo_heads,
-            num_kv_heads=cfg.num_kv_heads,
-            head_dim=cfg.head_dim,
-            page_size=cfg.page_size,
-        )
-        for b, c, bits in itertools.product(cfg.batch, cfg.context, cfg.bits)
-    ]
+    """All points: the ``[sweep]`` grid (batch-major, then context, then bits; workload
+    ``cfg.workload``), then each ``[[ragged]]`` entry's batch x context x bits (its own
+    workload), as far as ``cfg.grids`` asks for them. A point the ragged grid lists
+    twice runs once."""
+    points: list[Point] = []
+    parts = [("sweep", cfg.batch, cfg.context, cfg.workload)] if "sweep" in cfg.grids else []
+    if "ragged" in cfg.grids:
+        parts += [("ragged", e.batch, e.context, e.workload) for e in cfg.ragged]
+    for name, batches, contexts, spec in parts:
+        for b, c, bits in itertools.product(batches, contexts, cfg.bits):
+            point = Point(
+                batch=b,
+                context=c,
+                bits=bits,
+                group_size=cfg.group_size,
+                num_qo_heads=cfg.num_qo_heads,
+                num_kv_heads=cfg.num_kv_heads,
+                head_dim=cfg.head_dim,
+                page_size=cfg.page_size,
+                workload=spec.at(c, max(contexts)),
+                grid=name,
+            )
+            if point not in points:
+                points.append(point)
+    return points
 
 
 def row_specs(point: Point, backends: list[Backend], operands: list[str]) -> list[tuple[Backend, int | None, str | None]]:

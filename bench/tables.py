@@ -10,7 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from bench.results import BASELINES
+from bench.results import BASELINES, GRID_SUFFIXES
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "error": "red", "skipped": "yellow", "suspect": "magenta", "invalid": "red"}
@@ -77,20 +77,25 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=None if stream.isatty() else 160)
 
 
-def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "bf16") -> Table:
+def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "bf16", grid: str = "sweep") -> Table:
     """Geometric-mean speed-up per quantized kernel variant vs FlashInfer BF16 at its best
     (``baseline="bf16"``: ``summary["geomean_speedup"]``) or vs FlashInfer FP8-KV at its best
     (``baseline="fp8"``: ``summary["geomean_speedup_fp8"]``), with its 95% bootstrap interval
-    over points (``geomean_ci95`` / ``geomean_ci95_fp8``) and the number of points."""
+    over points (``geomean_ci95`` / ``geomean_ci95_fp8``) and the number of points; over the
+    ``[sweep]`` grid (``grid="sweep"``) or the ``[[ragged]]`` grid (``grid="ragged"``: the
+    keys with ``_ragged`` appended, :data:`bench.results.GRID_SUFFIXES`)."""
     spec = next((b for b in BASELINES if b.kind == baseline), None)
     if spec is None:
         raise ValueError(f"baseline: expected one of {[b.kind for b in BASELINES]}, got {baseline!r}")
-    sfx = spec.summary_suffix
+    if grid not in GRID_SUFFIXES:
+        raise ValueError(f"grid: expected one of {list(GRID_SUFFIXES)}, got {grid!r}")
+    sfx = spec.summary_suffix + GRID_SUFFIXES[grid]
     notes = ["95% CI: bootstrap over points (1000 resamples, seed 0)"]
     if interpreter:
         notes.append(TIMING_LABELS[INTERPRETER_TIMING])
+    where = "" if grid == "sweep" else ": ragged grid"
     table = Table(
-        title=f"Geomean speed-up vs {spec.title} at its best",
+        title=f"Geomean speed-up vs {spec.title} at its best{where}",
         caption="; ".join(notes),
         title_justify="left",
     )
@@ -114,8 +119,10 @@ def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "b
 def summary_tables(summary: dict[str, Any], interpreter: bool) -> list[Table]:
     """The end-of-run tables: vs FlashInfer BF16 at its best, then vs FlashInfer FP8-KV at
     its best when the run had FP8 baseline rows (``summary["baseline_rows"]["fp8"] > 0``,
-    whatever their status: a run whose FP8 rows all failed still shows the table, with ``-``)."""
-    tables = [summary_table(summary, interpreter, "bf16")]
-    if (summary.get("baseline_rows") or {}).get("fp8", 0) > 0:
-        tables.append(summary_table(summary, interpreter, "fp8"))
-    return tables
+    whatever their status: a run whose FP8 rows all failed still shows the table, with ``-``);
+    for the ``[sweep]`` grid, then the same for the ragged grid when the run had ragged rows
+    (``summary["grid_rows"]["ragged"] > 0``). A run of the ragged grid alone shows only those."""
+    rows = summary.get("grid_rows") or {"sweep": 1}
+    grids = [g for g in GRID_SUFFIXES if rows.get(g, 0) > 0] or ["sweep"]
+    kinds = ["bf16"] + (["fp8"] if (summary.get("baseline_rows") or {}).get("fp8", 0) > 0 else [])
+    return [summary_table(summary, interpreter, kind, grid) for grid in grids for kind in kinds]

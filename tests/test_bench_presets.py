@@ -21,6 +21,7 @@ from bench.config import (
 from bench.errors import FoscarError
 from bench.plan import GRAPH_REPLAYS, REPLAY_S, call_bytes, format_duration, plan_points, row_seconds
 from bench.run import BenchOptions, OutputFormat, resolve_config
+from bench.sweep import grid
 from bench.workload import Point
 from tests.cli_helpers import run_main
 
@@ -128,7 +129,8 @@ def test_plan_counts_rows_and_memory():
 
     backends = select_backends(cfg.kernels)
     plans = plan_points(cfg, backends, interpreter=True, runnable={"foscar-cuda": False})
-    assert len(plans) == len(cfg.batch) * len(cfg.context) * len(cfg.bits)
+    ragged = sum(len(e.batch) * len(e.context) for e in cfg.ragged)
+    assert len(plans) == (len(cfg.batch) * len(cfg.context) + ragged) * len(cfg.bits)
     assert all(p.rows == len(cfg.kernels) for p in plans)
     assert all(p.runnable_rows == len(cfg.kernels) - 1 for p in plans)
     assert all(p.device_bytes > 0 and p.seconds > 0 for p in plans)
@@ -154,7 +156,10 @@ def test_dry_run_prints_the_grid(capsys, tmp_path, no_gpu_calls):
     out = tmp_path / "run"
     code, stdout, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--out", str(out))
     assert code == 0, err
-    assert "dry run: 24 points x" in stdout
+    points = grid(load_config(preset_path("h200")))
+    assert f"dry run: {len(points)} points x" in stdout  # the [sweep] grid and the [[ragged]] grid
+    assert {p.grid for p in points} == {"sweep", "ragged"}
+    assert "one-long" in stdout and "131072,4096x7" in stdout  # the ragged points' workload and lengths
     assert "32 qo / 8 kv heads, head_dim 128" in stdout
     assert "estimated run time" in stdout and "an estimate" in stdout
     assert "131072" in stdout and "GiB" in stdout
@@ -202,6 +207,7 @@ def test_dry_run_auto_without_gpu_says_what_to_pass(capsys, monkeypatch):
 def test_dry_run_smoke_on_cpu(capsys):
     bench.run.dry_run(BenchOptions(smoke=True, dry_run=True, output=OutputFormat.json), device=None)
     plan = json.loads(capsys.readouterr().out)
-    assert plan["num_points"] == 8
+    points = grid(load_config(preset_path("smoke")))
+    assert plan["num_points"] == len(points) and {p.grid for p in points} == {"sweep", "ragged"}
     assert "interpreter" in plan["estimate"]
     assert all(p["runnable_rows"] == 1 for p in plan["points"])  # only foscar-triton runs on the CPU

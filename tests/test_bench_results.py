@@ -151,7 +151,16 @@ def test_hopper_preset_is_the_issue_grid():
     assert cfg.kernels == ["foscar-cuda", "foscar-cuda-paged", "foscar-cuda-per-value", "foscar-triton",
                            "flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa",
                            "flashinfer-fa2-fp8", "flashinfer-fa2-tc-fp8", "flashinfer-xqa-fp8"]  # fmt: skip
-    assert len(grid(cfg)) == 4 * 3 * 2
+    points = grid(cfg)
+    sweep = [p for p in points if p.grid == "sweep"]
+    assert len(sweep) == 4 * 3 * 2 and all(p.is_plain() for p in sweep)  # the uniform grid, as before workloads
+    ragged = {(p.batch, p.context, p.workload.name, p.capacity, p.lengths[:2]) for p in points if p.grid == "ragged"}
+    assert {  # issue 11's cases
+        (8, 131072, "one-long", 131072, (131072, 4096)),
+        (8, 4096, "uniform", 4096, (4096, 4096)),
+        (8, 4096, "capacity", 131072, (4096, 4096)),
+    } <= ragged
+    assert any(name == "lognormal" and cap == 32768 for _, _, name, cap, _ in ragged)
 
 
 def test_overrides_replace_only_what_is_given():

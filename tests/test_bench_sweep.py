@@ -124,6 +124,6 @@ def test_a_sweep_where_every_row_is_skipped_says_so(capsys, tmp_path):
     code, out, err = run_main(capsys, "bench", "--smoke", "--operand", "fp8", "--kernel", "foscar-triton",
                               "--out", tmp_path / "run")
     assert code == 3, err  # EXIT_RUN_PROBLEM: no FOSCAR row was timed
-    assert "problem: no FOSCAR row was timed (8 skipped)" in err
+    assert "problem: no FOSCAR row was timed (10 skipped)" in err
     assert "no row ran: every row was skipped" in out + err
     assert "exists in the folded CUDA kernel (foscar-cuda) only" in out + err

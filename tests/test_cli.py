@@ -132,7 +132,9 @@ def test_smoke_run_writes_results(tmp_path):
     assert list(df.columns) == COLUMNS
     ours = df[df["kernel"] == "foscar-triton"]
     assert sorted(ours["bits"].unique().tolist()) == [2, 4]
-    assert len(ours) == 2 * 2 * 2  # batch {1, 2} x context {17, 64} x bits {2, 4}
+    assert (ours["grid"] == "sweep").sum() == 2 * 2 * 2  # batch {1, 2} x context {17, 64} x bits {2, 4}
+    ragged = ours[ours["grid"] == "ragged"]  # the smoke preset's [[ragged]] point, at int2 and int4
+    assert len(ragged) == 2 and set(ragged["lengths"]) == {"64,17"} and set(ragged["capacity"]) == {80}
     assert (ours["status"] == "ok").all(), ours[["status", "error"]]
     assert ours["max_rel_err"].map(math.isfinite).all()
     assert (ours["max_rel_err"] < 2e-2).all()
