@@ -139,12 +139,13 @@ class DecodePlan:
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
-                 o_part, lse_part, out, lse, counters=None, num_splits=None):
+                 o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
         self._o_part, self._lse_part, self.out, self.lse = o_part, lse_part, out, lse
         self._counters = counters
+        self._seq_chunks = seq_chunks
         self.num_splits = num_splits
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
@@ -185,9 +186,11 @@ class DecodePlan:
                              "make a new plan (foscar.plan_decode) for this cache")
         if q.shape[0] == 0:  # batch 0: nothing to launch (a grid of 0 programs is an invalid CUDA launch)
             return (self.out, self.lse) if return_lse else self.out
-        if self.kernel == "cuda":  # one launch: chunks from the lengths, merge inside the kernel
+        if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
-                               self._counters, *self._schedule, self._mode)
+                               self._counters, *self._schedule, self._mode, self._seq_chunks)
+            if self._seq_chunks is not None:
+                merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -274,7 +277,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32),
-            counters=torch.zeros(batch, cache.num_kv_heads, dtype=torch.int32, device=device))
+            counters=torch.zeros(batch, cache.num_kv_heads, dtype=torch.int32, device=device),
+            seq_chunks=None if decode_cuda.MERGE == "fused" else torch.zeros(batch, 2, dtype=torch.int32, device=device))
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)
     return DecodePlan(
         kernel="triton", schedule=per, meta=meta, num_splits=splits, **common,

@@ -1,7 +1,7 @@
 """The CUDA kernel on ragged batches and large caches (issue 11's cases), timed as ``foscar bench``
 times (CUDA-graph replay over rotating input copies, every call reading from HBM).
 
-    python scripts/ragged_probe.py OUT_DIR      (a GPU with the CUDA kernel)
+    python scripts/ragged_probe.py OUT_DIR      (a GPU with the CUDA kernel; FOSCAR_PROBE_BITS=2 for INT2 only)
 
 Writes ``OUT_DIR/ragged_probe.csv`` (one row per case, bits and cache kind: median/p20/p80 us,
 TB/s over the tokens actually read, the split-KV chunk count) and prints a table. Qwen3-8B shape
@@ -13,6 +13,7 @@ over a cache whose sequences are all empty (the fixed cost, as scripts/latency_f
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def main(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for bits in (2, 4):
+    for bits in [int(b) for b in os.environ.get("FOSCAR_PROBE_BITS", "2,4").split(",")]:
         for name, lengths, capacity in CASES:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)

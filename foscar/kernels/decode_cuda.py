@@ -104,6 +104,12 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
     return plan_work(cache.batch_size, cache.num_kv_heads, max_tokens, device_sm_count(device), num_splits)
 
 
+# Where the split-KV merge runs: "fused" (the last CTA of each sequence, in the decode kernel) or
+# "kernel" (merge_triton.merge_slots after it). bench/NOTES.md §17 has the A/B.
+MERGE = os.environ.get("FOSCAR_MERGE", "fused")
+if MERGE not in ("fused", "kernel"):
+    raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
+
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
 
 
@@ -120,14 +126,16 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
-           mode: str = "bf16") -> None:
+           mode: str = "bf16", seq_chunks: torch.Tensor | None = None) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log) in one kernel: split-KV chunks sized from the
     actual lengths, merged inside the kernel by the last CTA of each sequence.
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
     num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 must be
-    zero before the first launch (each launch leaves them zero); ``num_slots``, ``fixed_splits``
+    zero before the first launch (each launch leaves them zero). With ``seq_chunks`` (``[batch, 2]``
+    int32) the kernel does not merge: it writes each sequence's first slot and chunk count there
+    for :func:`foscar.kernels.merge_triton.merge_slots`, which the caller runs next (``MERGE``). ``num_slots``, ``fixed_splits``
     and ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
     :func:`foscar.decode`). Buffers are the plan's: one plan must not run on two streams at once.
 
@@ -141,7 +149,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, cache.kv_indptr.contiguous() if paged else None, cache.kv_indices.contiguous() if paged else None,
-        o_part, lse_part, out, lse, counters, cache.bits, cache.group_size, cache.k_block or 0,
+        o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
         MODES[mode],
     )

@@ -65,3 +65,65 @@ def merge_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor
         HEAD_DIM=head_dim, BLOCK_S=max(2, triton.next_power_of_2(splits)),
         num_warps=4,
     )
+
+
+@triton.jit
+def _merge_slots_kernel(
+    O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
+    Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
+    Seq_chunks,  # [batch, 2] int32: first slot, chunk count
+    Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
+    Lse_out,  # [batch, num_qo_heads] fp32, natural log
+    num_qo_heads,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
+    b = row // num_qo_heads
+    h = row % num_qo_heads
+    first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
+    count = tl.load(Seq_chunks + 2 * b + 1)
+    if count > 1:  # one chunk: the decode kernel wrote the output itself
+        offs_d = tl.arange(0, HEAD_DIM)
+        m = tl.full((), float("-inf"), tl.float32)
+        den = tl.zeros((), tl.float32)
+        num = tl.zeros((HEAD_DIM,), tl.float32)
+        for s0 in range(0, count, BLOCK_S):  # online over blocks of chunks
+            offs_s = s0 + tl.arange(0, BLOCK_S)
+            mask = offs_s < count
+            slot = first + offs_s
+            lse = tl.load(Lse_part + slot * num_qo_heads + h, mask=mask, other=float("-inf"))
+            m_new = tl.maximum(m, tl.max(lse, axis=0))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m - m_safe)
+            w = tl.exp2(lse - m_safe)
+            o = tl.load(O_part + (slot[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
+                        mask=mask[:, None], other=0.0)
+            num = num * alpha + tl.sum(o * w[:, None], axis=0)
+            den = den * alpha + tl.sum(w, axis=0)
+            m = m_new
+        m_safe = tl.where(m == float("-inf"), 0.0, m)
+        good = den > 0
+        out = tl.where(good, num / tl.where(good, den, 1.0), tl.where(den == 0, 0.0, float("nan")))
+        lse_out = tl.where(good, (m_safe + tl.log2(tl.where(good, den, 1.0))) * 0.6931471805599453,
+                           tl.where(den == 0, float("-inf"), float("nan")))
+        tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
+        tl.store(Lse_out + row, lse_out)
+
+
+def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
+                lse_out: torch.Tensor) -> None:
+    """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
+
+    ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
+    (base-2 LSE) in the kernel's slot order, ``seq_chunks [batch, 2]`` int32 (each sequence's
+    first slot and chunk count, written by the kernel) into ``out [batch, num_qo_heads,
+    head_dim]`` (bf16, contiguous) and ``lse_out [batch, num_qo_heads]`` fp32 (natural log);
+    rows of one-chunk sequences are left as the kernel wrote them. A NaN LSE gives a NaN row.
+    """
+    batch, heads, head_dim = out.shape
+    if batch * heads == 0:
+        return
+    _merge_slots_kernel[(batch * heads,)](
+        o_part, lse_part, seq_chunks, out, lse_out, heads,
+        HEAD_DIM=head_dim, BLOCK_S=16, num_warps=4,
+    )

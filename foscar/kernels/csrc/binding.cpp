@@ -13,7 +13,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor lens,
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
-                   torch::Tensor counters, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
+                   torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
                    int64_t target_chunks, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
@@ -22,6 +22,12 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   TORCH_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
   TORCH_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
   TORCH_CHECK(counters.numel() == q.size(0) * k_codes.size(1), "counters: [batch, num_kv_heads]");
+  int* chunks_ptr = nullptr;
+  if (seq_chunks.has_value()) {
+    TORCH_CHECK(seq_chunks->is_cuda() && seq_chunks->is_contiguous() && seq_chunks->scalar_type() == torch::kInt32 &&
+                    seq_chunks->numel() == 2 * q.size(0), "seq_chunks: contiguous CUDA int32 [batch, 2]");
+    chunks_ptr = seq_chunks->data_ptr<int>();
+  }
   TORCH_CHECK(o_part.dim() == 3 && o_part.size(1) == q.size(1) && o_part.size(2) == q.size(2) &&
                   lse_part.dim() == 2 && lse_part.size(0) == o_part.size(0) && lse_part.size(1) == q.size(1),
               "o_part [num_slots, num_qo_heads, head_dim], lse_part [num_slots, num_qo_heads]");
@@ -59,7 +65,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
       indices ? (int)kv_indices->numel() : 0, indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
-      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), batch,
+      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
       c10::cuda::getCurrentCUDAStream());

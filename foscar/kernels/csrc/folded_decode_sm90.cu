@@ -8,7 +8,8 @@
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters, int batch,
+    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
+    int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, cudaStream_t stream) {
@@ -49,6 +50,8 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.out = static_cast<__nv_bfloat16*>(out);
   p.lse = lse;
   p.counters = counters;
+  p.fuse_merge = seq_chunks == nullptr;
+  p.seq_chunks = seq_chunks;
   p.batch = batch;
   p.num_kv_heads = num_kv_heads;
   p.gqa = gqa;

@@ -308,6 +308,8 @@ struct Params {
   __nv_bfloat16* out;   // [batch, num_qo_heads, HEAD_DIM]
   float* lse;           // [batch, num_qo_heads], natural log
   int* counters;        // [batch, num_kv_heads], zero between launches (the merging CTA resets its own)
+  int fuse_merge;       // 1: the last CTA of a sequence merges (counters); 0: seq_chunks for the merge kernel
+  int* seq_chunks;      // [batch, 2]: first slot and chunk count of each sequence (fuse_merge 0)
   int batch, num_kv_heads, gqa, max_seq_len;
   int num_slots;        // work slots per KV head (the grid is num_slots x num_kv_heads CTAs)
   int fixed_splits;     // > 0: every sequence in this many equal chunks (slot = b * fixed_splits + i);
@@ -346,6 +348,10 @@ __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = n
   } else {
     return min(max(p.lens[b], 0), p.max_seq_len);
   }
+}
+
+__device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
+  return (int)(blockIdx.x / p.num_kv_heads) == first_slot;
 }
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
@@ -1338,7 +1344,17 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       if (ch == 0) p.lse_part[row] = lse2;
     }
   }
-  if (count > 1) merge_chunks<HEAD_DIM>(p, eb, first_slot, count, hkv, smem);
+  if (count > 1) {
+    if (p.fuse_merge) {
+      merge_chunks<HEAD_DIM>(p, eb, first_slot, count, hkv, smem);
+    } else if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
+      p.seq_chunks[2 * eb] = first_slot;
+      p.seq_chunks[2 * eb + 1] = count;
+    }
+  } else if (!p.fuse_merge && hkv == 0 && threadIdx.x == 0) {
+    p.seq_chunks[2 * eb] = first_slot;
+    p.seq_chunks[2 * eb + 1] = 1;  // written here: the merge kernel skips the sequence
+  }
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
