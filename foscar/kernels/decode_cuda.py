@@ -38,8 +38,14 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
+# Where the split-KV merge runs: "kernel" (merge_triton.merge_slots after the decode kernel; the
+# default) or "fused" (the last CTA of each sequence, in the decode kernel: slower on the H200,
+# bench/NOTES.md §17). "fused" builds the kernel with -DFOSCAR_FUSED_MERGE=1 (another extension name).
+MERGE = os.environ.get("FOSCAR_MERGE", "kernel")
+if MERGE not in ("fused", "kernel"):
+    raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
-    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split())
+    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split()) + (("-DFOSCAR_FUSED_MERGE=1",) if MERGE == "fused" else ())
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 
 
@@ -104,11 +110,6 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
     return plan_work(cache.batch_size, cache.num_kv_heads, max_tokens, device_sm_count(device), num_splits)
 
 
-# Where the split-KV merge runs: "fused" (the last CTA of each sequence, in the decode kernel) or
-# "kernel" (merge_triton.merge_slots after it). bench/NOTES.md §17 has the A/B.
-MERGE = os.environ.get("FOSCAR_MERGE", "fused")
-if MERGE not in ("fused", "kernel"):
-    raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
 

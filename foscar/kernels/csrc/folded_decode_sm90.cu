@@ -51,6 +51,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.lse = lse;
   p.counters = counters;
   p.fuse_merge = seq_chunks == nullptr;
+  if (p.fuse_merge && !FOSCAR_FUSED_MERGE) return cudaErrorInvalidValue;  // built without it: seq_chunks needed
   p.seq_chunks = seq_chunks;
   p.batch = batch;
   p.num_kv_heads = num_kv_heads;

@@ -63,8 +63,11 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
 #endif
 
-#ifndef FOSCAR_PDL  // 0: launch without programmatic dependent launch (A/B)
-#define FOSCAR_PDL 1
+#ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
+#define FOSCAR_PDL 0
+#endif
+#ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
+#define FOSCAR_FUSED_MERGE 0
 #endif
 
 #ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
@@ -362,9 +365,9 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 // chunks always fit in the slots, whatever the lengths), rounded up to 256; sequence b in
 // ceil(len_b / C) chunks (1 for an empty sequence, which writes a zero row and LSE -inf), slots in
 // sequence order. The host sizes num_slots = max(target_chunks, ceil(T_max / 32768)) + batch for the
-// largest T it expects. sm: 8 ints of shared memory (free before the pipeline starts).
+// largest T it expects.
 template <bool PAGED>
-__device__ Work find_work(const Params& p, int slot, int* sm) {
+__device__ Work find_work(const Params& p, int slot) {
   Work w{0, 0, 0, 0, 0, 0, 0};
   if (p.fixed_splits > 0) {
     const int b = slot / p.fixed_splits, i = slot % p.fixed_splits;
@@ -378,59 +381,55 @@ __device__ Work find_work(const Params& p, int slot, int* sm) {
     w.start = i * chunk; w.end = min(w.start + chunk, len);
     return w;
   }
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  constexpr int kThreads = kWarps * 32;
+  // every warp derives the schedule on its own (shuffles only, no block barrier): lane l holds the
+  // sequences l, l + 32, ...; one round of independent length loads, then L1 hits
+  const int lane = threadIdx.x % 32;
   long long total = 0;
-  for (int b = tid; b < p.batch; b += kThreads) total += seq_length<PAGED>(p, b);
+  for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED>(p, b);
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
-  long long* sm_total = reinterpret_cast<long long*>(sm);  // sm[0..7]
-  if (lane == 0) sm_total[warp] = total;
-  __syncthreads();
-  total = 0;
-#pragma unroll
-  for (int i = 0; i < kWarps; ++i) total += sm_total[i];
-  long long c = min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
   const int spare = max(p.num_slots - p.batch, 1);  // sum_b ceil(len_b / C) <= total / C + batch <= num_slots
-  c = max(max(c, (total + spare - 1) / spare), (long long)kMinChunk);
-  const int chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
-  // contiguous ranges of sequences per thread, then an exclusive scan of their chunk counts
-  const int per = (p.batch + kThreads - 1) / kThreads;
-  const int b0 = min(tid * per, p.batch), b1 = min(b0 + per, p.batch);
-  int cnt = 0;
-  for (int b = b0; b < b1; ++b) cnt += chunks_of(seq_length<PAGED>(p, b), chunk);
-  int incl = cnt;
+  int chunk;
+  if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
+    const unsigned t = (unsigned)total;
+    unsigned c = min((t + p.target_chunks - 1) / (unsigned)p.target_chunks, (unsigned)kMaxChunk);
+    c = max(max(c, (t + spare - 1) / (unsigned)spare), (unsigned)kMinChunk);
+    chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+  } else {
+    long long c = min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
+    c = max(max(c, (total + spare - 1) / spare), (long long)kMinChunk);
+    chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+  }
+  // slots in sequence order: walk the batch 32 sequences at a time, a warp scan per round
+  int base = 0;
+  for (int b0 = 0; b0 < p.batch; b0 += 32) {
+    const int b = b0 + lane;
+    const int len = b < p.batch ? seq_length<PAGED>(p, b) : 0;
+    const int n = b < p.batch ? chunks_of(len, chunk) : 0;
+    int incl = n;
 #pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += v;
-  }
-  __syncthreads();  // sm_total read by every thread
-  if (lane == 31) sm[warp] = incl;
-  if (tid == 0) sm[kWarps] = -1;
-  __syncthreads();
-  int excl = incl - cnt;
-  for (int i = 0; i < warp; ++i) excl += sm[i];
-  if (slot >= excl && slot < excl + cnt) {
-    int first = excl;
-    for (int b = b0; b < b1; ++b) {
-      const int n = chunks_of(seq_length<PAGED>(p, b), chunk);
-      if (slot < first + n) {
-        sm[kWarps] = b; sm[kWarps + 1] = first; sm[kWarps + 2] = n;
-        break;
-      }
-      first += n;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += v;
     }
+    const int first = base + incl - n;
+    const unsigned hit = __ballot_sync(0xffffffffu, n > 0 && slot >= first && slot < first + n);
+    if (hit) {
+      const int src = __ffs(hit) - 1;
+      w.b = __shfl_sync(0xffffffffu, b, src);
+      w.first = __shfl_sync(0xffffffffu, first, src);
+      w.count = __shfl_sync(0xffffffffu, n, src);
+      const int blen = __shfl_sync(0xffffffffu, len, src);
+      w.index = slot - w.first;
+      w.start = w.index * chunk;
+      w.end = min(w.start + chunk, blen);
+      if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
+      return w;
+    }
+    base = __shfl_sync(0xffffffffu, incl, 31) + base;
+    if (slot < base) break;  // (not reached: the slot would have been found)
   }
-  __syncthreads();
-  const int b = sm[kWarps];
-  if (b >= 0) {
-    const int len = seq_length<PAGED>(p, b, &w.page0);
-    w.b = b; w.first = sm[kWarps + 1]; w.count = sm[kWarps + 2]; w.index = slot - w.first;
-    w.start = w.index * chunk; w.end = min(w.start + chunk, len);
-  }
-  __syncthreads();  // sm is the pipeline's shared memory from here on
-  return w;
+  return w;  // past the last chunk: no work
 }
 
 // Final output of a (sequence, query head) from the merged numerator / denominator / base-2 max:
@@ -451,6 +450,7 @@ __device__ __forceinline__ void finalize(float num, float den, float mx, float& 
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kMergeSlots = 64;  // chunk weights staged in shared memory per pass
 
+#if FOSCAR_FUSED_MERGE
 // Split-KV merge inside the decode kernel (flash-decoding's second pass, fused): every CTA of a
 // sequence of several chunks has written its partial; the CTA that finishes last, found with an
 // atomic counter per (sequence, KV head) after a release fence, merges them for its query heads:
@@ -544,6 +544,7 @@ __device__ void merge_chunks(const Params& p, int b, int first, int count, int h
     }
   }
 }
+#endif  // FOSCAR_FUSED_MERGE
 
 // Operand modes (the MODE template argument):
 //  kFoldedBf16: the folded kernel, BF16 operands 1 + code/128 (m16n8k16).
@@ -594,7 +595,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-  const Work work = find_work<PAGED>(p, slot, reinterpret_cast<int*>(smem));
+  const Work work = find_work<PAGED>(p, slot);
   if (work.count == 0) return;
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
   // (kept there, they pushed the channel-wise instances into spills)
@@ -1345,9 +1346,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     }
   }
   if (count > 1) {
+#if FOSCAR_FUSED_MERGE
     if (p.fuse_merge) {
       merge_chunks<HEAD_DIM>(p, eb, first_slot, count, hkv, smem);
-    } else if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
+    } else
+#endif
+    if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
       p.seq_chunks[2 * eb] = first_slot;
       p.seq_chunks[2 * eb + 1] = count;
     }
