@@ -105,9 +105,7 @@ def extension():
 
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
-    paged = hasattr(cache, "kv_indptr")
-    max_tokens = cache.kv_indices.numel() * cache.page_size if paged else cache.batch_size * cache.max_seq_len
-    return plan_work(cache.batch_size, cache.num_kv_heads, max_tokens, device_sm_count(device), num_splits)
+    return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits)
 
 
 

@@ -58,37 +58,36 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
     return split_tokens(max_seq_len, min(want, most), block_n)
 
 
-def plan_work(batch: int, num_kv_heads: int, max_tokens: int, num_sms: int,
+def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
-    The kernel derives each CTA's chunk from the actual lengths on the device (``find_work`` in
-    ``csrc/folded_decode_sm90.cuh``, DESIGN §10): with ``num_splits=None`` it cuts the batch's
-    ``T`` tokens into chunks of ``C = min(T / target_chunks, 32768)`` tokens (at least 512,
-    multiples of 256), so that a long sequence among short ones gets many chunks and a short
-    sequence in a large cache gets few. ``target_chunks`` is the old heuristic's "about two
-    programs per SM" (``TARGET_PROGRAMS_PER_SM * num_sms / num_kv_heads`` rounded down to a power
-    of two), which on uniform batches gives the same chunks as :func:`choose_num_splits`.
+    The grid is sized on the host from the shapes, as before: ``num_slots = batch *
+    choose_num_splits(...)`` work slots per KV head (the fitted "about two programs per SM, splits of
+    at most 32K tokens" rule over ``max_seq_len``). The kernel then fills those slots from the
+    actual lengths on the device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN §10): it
+    cuts the batch's ``T`` tokens into chunks of ``C = T / num_slots`` tokens (at least 512, at
+    most 32768, multiples of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in the
+    slots. A long sequence among short ones thus gets most of the slots, short sequences in a large
+    cache get few, and a uniform batch gets exactly the fitted split count (no empty slot: empty
+    slots measured expensive on the H200, bench/NOTES.md §17).
 
     Args:
-        batch, num_kv_heads: the cache's.
-        max_tokens: the largest total of lengths expected (contiguous cache: ``batch *
-            max_seq_len``; paged: ``len(kv_indices) * page_size``). It only sizes ``num_slots``:
-            the kernel grows ``C`` when more tokens arrive, so any lengths stay correct.
+        batch, num_kv_heads, max_seq_len: the cache's (``max_seq_len`` the capacity per sequence;
+            paged caches: their host-side bound).
         num_sms: multiprocessors of the device.
         num_splits: a fixed split count per sequence instead (each sequence's length cut into
             that many chunks of whole 256-token iterations).
 
     Returns:
-        ``num_slots`` (work slots per KV head: the grid is ``num_slots * num_kv_heads`` CTAs,
-        and the partial buffers hold ``num_slots`` rows), ``fixed_splits`` (0 in the
-        length-aware mode) and ``target_chunks``.
+        ``num_slots`` (the grid is ``num_slots * num_kv_heads`` CTAs, the partial buffers hold
+        ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``
+        (``num_slots``).
     """
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
-    per_sm = TARGET_PROGRAMS_PER_SM * num_sms // max(1, num_kv_heads)
-    target = 1 << (per_sm.bit_length() - 1) if per_sm >= 1 else 1
-    return max(target, math.ceil(max(max_tokens, 0) / MAX_SPLIT_TOKENS)) + batch, 0, target
+    n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    return batch * n, 0, max(1, batch * n)
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
@@ -112,9 +111,14 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out
     total = sum(lengths)
-    c = min(-(-total // target_chunks), hi)
-    c = max(c, -(-total // max(num_slots - len(lengths), 1)), lo)
-    chunk = -(-c // align) * align
+    chunk = min(-(-total // target_chunks), hi)
+    chunk = -(-max(chunk, lo) // align) * align
+
+    def chunks_total(c):
+        return sum(-(-n // c) if n > 0 else 1 for n in lengths)
+
+    while chunks_total(chunk) > num_slots and chunk < (1 << 30):
+        chunk = min((chunk * chunks_total(chunk) // num_slots + align) // align * align, 1 << 30)
     for b, n in enumerate(lengths):
         count = -(-n // chunk) if n > 0 else 1
         out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]

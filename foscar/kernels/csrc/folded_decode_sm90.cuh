@@ -388,17 +388,24 @@ __device__ Work find_work(const Params& p, int slot) {
   for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED>(p, b);
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
-  const int spare = max(p.num_slots - p.batch, 1);  // sum_b ceil(len_b / C) <= total / C + batch <= num_slots
   int chunk;
   if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
     const unsigned t = (unsigned)total;
-    unsigned c = min((t + p.target_chunks - 1) / (unsigned)p.target_chunks, (unsigned)kMaxChunk);
-    c = max(max(c, (t + spare - 1) / (unsigned)spare), (unsigned)kMinChunk);
-    chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+    chunk = (int)min((t + p.target_chunks - 1) / (unsigned)p.target_chunks, (unsigned)kMaxChunk);
   } else {
-    long long c = min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
-    c = max(max(c, (total + spare - 1) / spare), (long long)kMinChunk);
-    chunk = (int)((c + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
+    chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
+  }
+  chunk = (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
+  // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
+  for (;;) {
+    int n = 0;
+    for (int b = lane; b < p.batch; b += 32) n += chunks_of(seq_length<PAGED>(p, b), chunk);
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
+    if (n <= p.num_slots || chunk >= (1 << 30)) break;
+    const long long grown = (long long)chunk * n / p.num_slots + kChunkAlign;
+    chunk = (int)min(grown / kChunkAlign * kChunkAlign, (long long)(1 << 30));
   }
   // slots in sequence order: walk the batch 32 sequences at a time, a warp scan per round
   int base = 0;
