@@ -13,8 +13,9 @@ Why a CUDA kernel beside the Triton one: bench/NOTES.md ("Triton ceiling").
 Supported: INT2/INT4, head_dim 64/128/256, group_size 32/64/128, 1 <= GQA <= 8,
 token-wise or channel-wise K (k_block 32/64/128), contiguous or paged caches (page sizes
 that are powers of two), compute capability 9.x. Split-KV chunks are sized on the device from
-the actual lengths (:func:`foscar.kernels.splits.plan_work`) and merged inside the kernel (the
-last CTA of each sequence), so one launch writes the final output and LSE.
+the actual lengths (:func:`foscar.kernels.splits.plan_work`, DESIGN §10); sequences of one chunk are
+written by the kernel, the others merged by :func:`foscar.kernels.merge_triton.merge_slots` (or, built
+with ``FOSCAR_MERGE=fused``, by the last CTA of each sequence inside the kernel).
 """
 
 from __future__ import annotations
@@ -108,7 +109,6 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits)
 
 
-
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
 
 
@@ -127,15 +127,16 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
-    ``[batch, num_qo_heads]`` fp32 (natural log) in one kernel: split-KV chunks sized from the
-    actual lengths, merged inside the kernel by the last CTA of each sequence.
+    ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
+    with ``seq_chunks`` the caller merges multi-chunk sequences next (the default, ``MERGE ==
+    "kernel"``), without it the last CTA of each sequence merges (a ``FOSCAR_MERGE=fused`` build).
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
-    num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 must be
-    zero before the first launch (each launch leaves them zero). With ``seq_chunks`` (``[batch, 2]``
-    int32) the kernel does not merge: it writes each sequence's first slot and chunk count there
-    for :func:`foscar.kernels.merge_triton.merge_slots`, which the caller runs next (``MERGE``). ``num_slots``, ``fixed_splits``
-    and ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
+    num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 (the fused
+    merge's; zero before the first launch, each launch leaves them zero). ``seq_chunks``
+    ``[batch, 2]`` int32 receives each sequence's first slot and chunk count for
+    :func:`foscar.kernels.merge_triton.merge_slots`. ``num_slots``, ``fixed_splits`` and
+    ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
     :func:`foscar.decode`). Buffers are the plan's: one plan must not run on two streams at once.
 
     ``cache``: a contiguous ``QuantizedKVCache`` or a ``PagedQuantizedKVCache`` (page

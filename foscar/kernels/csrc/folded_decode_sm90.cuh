@@ -6,10 +6,11 @@
 // [start + (4 * it + warp) * 64, +64)) through a private two-stage cp.async pipeline in shared
 // memory, with its own online softmax; the 4 warps are merged through shared memory at the end.
 // A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
-// partial and base-2 LSE, and the last CTA of the sequence (an atomic counter per (sequence, KV
-// head), reset by that CTA) merges them: no second kernel. Programmatic dependent launch: the
-// kernel waits for the previous grid (griddepcontrol.wait) before it reads anything, and lets the
-// next one launch once its main loop is done.
+// partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (default), or, built
+// with FOSCAR_FUSED_MERGE=1, by the last CTA of the sequence (an atomic counter per (sequence, KV
+// head), reset by that CTA). FOSCAR_PDL=1 adds programmatic dependent launch (griddepcontrol.wait
+// before anything is read; the next grid may launch once the main loop is done). Both measured
+// slower on the H200 (bench/NOTES.md §17), so both are off by default.
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
