@@ -107,7 +107,8 @@ def _layout(cache) -> tuple:
     return (type(cache).__name__, cache.bits, cache.group_size, cache.head_dim, cache.max_seq_len,
             getattr(cache, "k_block", None),
             *((tuple(t.shape), t.dtype, t.device, t.is_contiguous()) for t in tensors),
-            tuple((t.dtype, t.device, t.is_contiguous()) for t in index))
+            tuple(((t.dtype, t.device, t.is_contiguous()) if i == 0 else (tuple(t.shape), t.dtype, t.device,
+                   t.is_contiguous())) for i, t in enumerate(index)))  # kv_indices: any length
 
 
 class DecodePlan:

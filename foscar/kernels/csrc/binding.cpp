@@ -22,6 +22,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   TORCH_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
   TORCH_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
   TORCH_CHECK(counters.numel() == q.size(0) * k_codes.size(1), "counters: [batch, num_kv_heads]");
+  TORCH_CHECK(lens.numel() == q.size(0), "lens: [batch] (seq_lens or kv_last_page_len)");
+  TORCH_CHECK(!kv_indptr.has_value() || kv_indptr->numel() == q.size(0) + 1, "kv_indptr: [batch + 1]");
   int* chunks_ptr = nullptr;
   if (seq_chunks.has_value()) {
     TORCH_CHECK(seq_chunks->is_cuda() && seq_chunks->is_contiguous() && seq_chunks->scalar_type() == torch::kInt32 &&
@@ -61,6 +63,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   const int num_slots = o_part.size(0);
   TORCH_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
   TORCH_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
+  TORCH_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,

@@ -17,6 +17,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1)
     return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
+  if (fixed_splits > 0 ? num_slots != batch * fixed_splits : num_slots < batch) return cudaErrorInvalidValue;
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
   if (paged) {  // page sizes: powers of two

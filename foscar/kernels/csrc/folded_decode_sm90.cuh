@@ -328,7 +328,8 @@ struct Params {
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
 constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
 constexpr int kMinChunk = 2 * kChunkAlign;         // at least two iterations per chunk
-constexpr int kMaxChunk = 32768;                   // no chunk longer than this (bench/NOTES.md §14)
+constexpr int kMaxChunk = 32768;                   // first choice of chunk at most this (bench/NOTES.md §14)
+constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
 
 struct Work {
   int b;       // sequence
@@ -348,9 +349,10 @@ __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = n
     const int hi = min(max(p.kv_indptr[b + 1], lo), p.num_indices);
     if (page0) *page0 = lo;
     const int last = min(max(p.lens[b], 0), 1 << p.page_shift);
-    return hi > lo ? ((hi - lo - 1) << p.page_shift) + last : 0;  // FlashInfer's rule
+    // FlashInfer's rule, in 64 bits and at most 2^30 tokens (a garbage kv_indptr cannot overflow it)
+    return hi > lo ? (int)min((((long long)(hi - lo - 1)) << p.page_shift) + last, (long long)kMaxLength) : 0;
   } else {
-    return min(max(p.lens[b], 0), p.max_seq_len);
+    return min(max(p.lens[b], 0), min(p.max_seq_len, kMaxLength));
   }
 }
 
@@ -362,11 +364,10 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
 // kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
-// C = min(T / target_chunks, 32768), at least 512 and at least T / (num_slots - batch) (so that the
-// chunks always fit in the slots, whatever the lengths), rounded up to 256; sequence b in
-// ceil(len_b / C) chunks (1 for an empty sequence, which writes a zero row and LSE -inf), slots in
-// sequence order. The host sizes num_slots = max(target_chunks, ceil(T_max / 32768)) + batch for the
-// largest T it expects.
+// C = min(T / target_chunks, 32768), at least 512, rounded up to 256, then grown until the chunks fit
+// in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
+// count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
+// sequence, which writes a zero row and LSE -inf), slots in sequence order.
 template <bool PAGED>
 __device__ Work find_work(const Params& p, int slot) {
   Work w{0, 0, 0, 0, 0, 0, 0};

@@ -17,8 +17,8 @@
 // launch (the kernel leaves them zero); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
 // kernel: each sequence's first slot and chunk count go to seq_chunks for a merge kernel
 // (foscar/kernels/merge_triton.py merge_slots; sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that
-// many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths, about
-// target_chunks per KV head (num_slots >= max(target_chunks, ceil(max total tokens / 32768)) + batch).
+// many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill
+// the num_slots slots (num_slots >= batch; chunk T / target_chunks, grown until the chunks fit).
 // k_block: 0 for token-wise K (k_scale / k_offset like
 // V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
 // ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
