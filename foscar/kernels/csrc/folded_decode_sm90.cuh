@@ -350,7 +350,8 @@ __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = n
     if (page0) *page0 = lo;
     const int last = min(max(p.lens[b], 0), 1 << p.page_shift);
     // FlashInfer's rule, in 64 bits and at most 2^30 tokens (a garbage kv_indptr cannot overflow it)
-    return hi > lo ? (int)min((((long long)(hi - lo - 1)) << p.page_shift) + last, (long long)kMaxLength) : 0;
+    const int pages = min(hi - lo, (kMaxLength >> p.page_shift) + 1);  // at most ~2^30 tokens: no int overflow
+    return pages > 0 ? ((pages - 1) << p.page_shift) + last : 0;
   } else {
     return min(max(p.lens[b], 0), min(p.max_seq_len, kMaxLength));
   }
