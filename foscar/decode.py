@@ -272,14 +272,16 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                   mode="per-value" if method == "per-value" else operand, sm_scale=scale,
                   out=torch.empty(batch, num_qo_heads, head_dim, dtype=torch.bfloat16, device=device),
                   lse=torch.empty(batch, num_qo_heads, **f32))
-    if why_not_cuda is None:  # partials per work slot; counters zero (the kernel leaves them zero)
+    if why_not_cuda is None:  # partials per work slot
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
-        return DecodePlan(
+        i32 = dict(dtype=torch.int32, device=device)
+        fused = decode_cuda.MERGE == "fused"  # counters: zero once, the kernel leaves them zero; the
+        return DecodePlan(                    # merge kernel's table is rewritten whole by every launch
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32),
-            counters=torch.zeros(batch, cache.num_kv_heads, dtype=torch.int32, device=device),
-            seq_chunks=None if decode_cuda.MERGE == "fused" else torch.zeros(batch, 2, dtype=torch.int32, device=device))
+            counters=torch.zeros(batch, cache.num_kv_heads, **i32) if fused else torch.empty(0, **i32),
+            seq_chunks=None if fused else torch.empty(batch, 2, **i32))
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)
     return DecodePlan(
         kernel="triton", schedule=per, meta=meta, num_splits=splits, **common,

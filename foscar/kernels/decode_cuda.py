@@ -133,7 +133,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
     num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 (the fused
-    merge's; zero before the first launch, each launch leaves them zero). ``seq_chunks``
+    merge's, read only without ``seq_chunks``; zero before the first launch, each launch leaves
+    them zero; with ``seq_chunks`` any int32 tensor, e.g. empty). ``seq_chunks``
     ``[batch, 2]`` int32 receives each sequence's first slot and chunk count for
     :func:`foscar.kernels.merge_triton.merge_slots`. ``num_slots``, ``fixed_splits`` and
     ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
@@ -145,10 +146,10 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     as bf16(s * code + z) instead of folding: the ablation baseline).
     """
     paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
-    lens = cache.kv_last_page_len.contiguous() if paged else cache.seq_lens.contiguous()  # (no-ops when contiguous)
+    lens = cache.kv_last_page_len if paged else cache.seq_lens  # contiguous: validate() / the plan's layout check
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        lens, cache.kv_indptr.contiguous() if paged else None, cache.kv_indices.contiguous() if paged else None,
+        lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
         MODES[mode],

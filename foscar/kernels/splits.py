@@ -106,7 +106,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
     out = []
     if fixed_splits > 0:
         for b, n in enumerate(lengths):
-            chunk = max(align, -(-(-(-n // fixed_splits)) // align) * align)
+            per = -(-n // fixed_splits)
+            chunk = max(align, -(-per // align) * align)
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out

@@ -21,7 +21,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   TORCH_CHECK(lens.scalar_type() == torch::kInt32 && counters.scalar_type() == torch::kInt32, "lens, counters: int32");
   TORCH_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
   TORCH_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
-  TORCH_CHECK(counters.numel() == q.size(0) * k_codes.size(1), "counters: [batch, num_kv_heads]");
+  TORCH_CHECK(seq_chunks.has_value() || counters.numel() == q.size(0) * k_codes.size(1),
+              "counters: [batch, num_kv_heads] (the in-kernel merge's)");
   TORCH_CHECK(lens.numel() == q.size(0), "lens: [batch] (seq_lens or kv_last_page_len)");
   TORCH_CHECK(!kv_indptr.has_value() || kv_indptr->numel() == q.size(0) + 1, "kv_indptr: [batch + 1]");
   int* chunks_ptr = nullptr;
