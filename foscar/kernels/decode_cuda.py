@@ -33,7 +33,9 @@ from foscar.kernels.splits import device_sm_count, plan_work
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
 # sources of another directory (same file names), FOSCAR_NVCC_DEFINES adds -D knobs of the kernel
-# header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"). Both enter the extension's name.
+# header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"), FOSCAR_NVCC_FLAGS adds raw nvcc flags ("-Xptxas -O0":
+# tests/test_decode_cuda.py checks that ptxas's optimiser does not change the FP8 results). All enter the
+# extension's name.
 CSRC = Path(os.environ.get("FOSCAR_CSRC") or Path(__file__).parent / "csrc")
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
@@ -46,7 +48,8 @@ MERGE = os.environ.get("FOSCAR_MERGE", "kernel")
 if MERGE not in ("fused", "kernel"):
     raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
 NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
-    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split()) + (("-DFOSCAR_FUSED_MERGE=1",) if MERGE == "fused" else ())
+    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split()) + (("-DFOSCAR_FUSED_MERGE=1",) if MERGE == "fused" else ()) + tuple(
+    os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 
 

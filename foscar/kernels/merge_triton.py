@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 LN2 = 0.6931471805599453
+MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
 
 
 @triton.jit
@@ -123,7 +124,10 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     batch, heads, head_dim = out.shape
     if batch * heads == 0:
         return
+    # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
+    # loop's rounds are dependent loads (bench/NOTES.md §18)
+    block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(o_part.shape[0])))
     _merge_slots_kernel[(batch * heads,)](
         o_part, lse_part, seq_chunks, out, lse_out, heads,
-        HEAD_DIM=head_dim, BLOCK_S=16, num_warps=4,
+        HEAD_DIM=head_dim, BLOCK_S=block_s, num_warps=4,
     )

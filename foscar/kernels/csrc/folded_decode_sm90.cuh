@@ -222,18 +222,6 @@ __device__ __forceinline__ uint32_t f16x2_to_e4m3x2(uint32_t h) {  // exact when
   asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(t) : "r"(h));
   return t;
 }
-__device__ __forceinline__ uint32_t e4m3x4_from_f32(float x0, float x1, float x2, float x3) {
-  uint16_t lo, hi;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
-  return (uint32_t)lo | ((uint32_t)hi << 16);
-}
-__device__ __forceinline__ float e4m3_to_f32(uint32_t byte) {  // byte in bits 0..7
-  uint32_t h;
-  const uint16_t t = (uint16_t)byte;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(t));
-  return __half2float(__ushort_as_half((unsigned short)(h & 0xFFFFu)));
-}
 __device__ __forceinline__ float f16_lo(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x & 0xFFFFu))); }
 __device__ __forceinline__ float f16_hi(uint32_t x) { return __half2float(__ushort_as_half((unsigned short)(x >> 16))); }
 
@@ -637,197 +625,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   const float* vs_g = p.v_scale + row0 * NG;
   const float* vz_g = p.v_offset + row0 * NG;
 
-  // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
-  // (channel-wise K: the raw query, scaled per K block into qc below)
-  uint32_t qf[FP8 && !CH ? 1 : KSTEPS][2];
-  if constexpr (!FP8 || CH) {
-    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
-    const bool live = g < p.gqa;
-#pragma unroll
-    for (int c = 0; c < NCH; ++c)
-#pragma unroll
-      for (int pl = 0; pl < P; ++pl) {
-        const int ch = pl * RB + 16 * c + 4 * tig;
-        // folded: plane pl's query times 2^-E (exact in BF16), E = F::pexp(pl)
-        const float sc = PER_VALUE || CH ? 1.f : 1.f / (1 << F::pexp(pl));
-        __nv_bfloat16 x0 = __float2bfloat16(live ? __bfloat162float(qh[ch + 0]) * sc : 0.f);
-        __nv_bfloat16 x1 = __float2bfloat16(live ? __bfloat162float(qh[ch + 1]) * sc : 0.f);
-        __nv_bfloat16 x2 = __float2bfloat16(live ? __bfloat162float(qh[ch + 2]) * sc : 0.f);
-        __nv_bfloat16 x3 = __float2bfloat16(live ? __bfloat162float(qh[ch + 3]) * sc : 0.f);
-        qf[c * P + pl][0] = (uint32_t)__bfloat16_as_ushort(x0) | ((uint32_t)__bfloat16_as_ushort(x2) << 16);
-        qf[c * P + pl][1] = (uint32_t)__bfloat16_as_ushort(x1) | ((uint32_t)__bfloat16_as_ushort(x3) << 16);
-      }
-  }
-  // sums of the BF16 query per group, for the heads of this lane's accumulator columns (2tig, 2tig+1):
-  // qsum = sum(Q_g); folded BF16: nqs = -sum(Q'_g) of the plane-scaled query the mma reads, where
-  // the QK accumulators start (so they end at sum(code * Q) / 128), and qsum is premultiplied by
-  // sm_scale log2(e)
-  float qsum[NG][2], nqs[NG][2];
-  if constexpr (!FP8 && !CH) {
-#pragma unroll
-  for (int gr = 0; gr < NG; ++gr) {
-    float s = 0.f, sq = 0.f;
-#pragma unroll
-    for (int k = 0; k < KSTEPS; ++k) {
-      const int c = k / P, pl = k % P;
-      if ((pl * RB + 16 * c) / GROUP == gr) {
-        const float x = bf16_lo(qf[k][0]) + bf16_hi(qf[k][0]) + bf16_lo(qf[k][1]) + bf16_hi(qf[k][1]);
-        sq += x;
-        s += PER_VALUE ? x : x * (1 << F::pexp(pl));
-      }
-    }
-    s += __shfl_xor_sync(0xffffffffu, s, 1);
-    s += __shfl_xor_sync(0xffffffffu, s, 2);  // lanes of row g hold sum(Q_gr) of head g
-    sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-    sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      qsum[gr][j] = __shfl_sync(0xffffffffu, s, (2 * tig + j) * 4) * (PER_VALUE ? 1.f : p.qk_scale_log2);
-      nqs[gr][j] = -__shfl_sync(0xffffffffu, sq, (2 * tig + j) * 4);
-    }
-  }
-  }
-  // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
-  // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
-  uint32_t qf8[KS8][2];
-  float qerr[FP8 ? NG : 1][2], cq[2];
-  if constexpr (FP8 && !CH) {
-    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
-    const bool live = g < p.gqa;
-    auto qv = [&](int ch) { return live ? __bfloat162float(qh[ch]) : 0.f; };
-    float amax = 0.f;
-#pragma unroll
-    for (int k = 0; k < KS8; ++k) {
-      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fmaxf(fabsf(qv(base + j)), fabsf(qv(base + 16 + j))));
-    }
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float sigma = amax > 0.f ? 448.f / amax : 1.f;
-    const float inv_sigma = 1.f / sigma;
-    float qs[NG], qe[NG];
-#pragma unroll
-    for (int gr = 0; gr < NG; ++gr) qs[gr] = qe[gr] = 0.f;
-#pragma unroll
-    for (int k = 0; k < KS8; ++k) {
-      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
-      const int gr = ((k % P) * RB + 32 * (k / P)) / GROUP;
-      float x[8];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        x[j] = qv(base + j);
-        x[4 + j] = qv(base + 16 + j);
-      }
-      qf8[k][0] = e4m3x4_from_f32(x[0] * sigma, x[1] * sigma, x[2] * sigma, x[3] * sigma);
-      qf8[k][1] = e4m3x4_from_f32(x[4] * sigma, x[5] * sigma, x[6] * sigma, x[7] * sigma);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        qs[gr] += x[j] + x[4 + j];
-        qe[gr] += (e4m3_to_f32(qf8[k][0] >> (8 * j)) * inv_sigma - x[j]) +
-                  (e4m3_to_f32(qf8[k][1] >> (8 * j)) * inv_sigma - x[4 + j]);
-      }
-    }
-    const float cq_g = 512.f * inv_sigma * p.qk_scale_log2;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) cq[j] = __shfl_sync(0xffffffffu, cq_g, (2 * tig + j) * 4);
-#pragma unroll
-    for (int gr = 0; gr < NG; ++gr) {
-      float a = qs[gr], e = qe[gr];
-      a += __shfl_xor_sync(0xffffffffu, a, 1);
-      a += __shfl_xor_sync(0xffffffffu, a, 2);
-      e += __shfl_xor_sync(0xffffffffu, e, 1);
-      e += __shfl_xor_sync(0xffffffffu, e, 2);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        qsum[gr][j] = __shfl_sync(0xffffffffu, a, (2 * tig + j) * 4) * p.qk_scale_log2;
-        qerr[gr][j] = __shfl_sync(0xffffffffu, e, (2 * tig + j) * 4) * (F::C0 * p.qk_scale_log2);
-      }
-    }
-  }
-
-  // ---- channel-wise K: the query of one K block (rows sr, zr of its scales and offsets in shared
-  // memory) as B fragments qc (FP16, or e4m3 in qc[k8] for FP8), and per column head (2tig + j) the
-  // score of a token, acc * cs[j] + cb[j] (log2 domain)
-  uint32_t qc[CH && !PER_VALUE ? (FP8 ? KS8 : KSTEPS) : 1][2];
-  float cs[2], cb[2];
-  auto build_channel_query = [&](const float* sr, const float* zr) {
-    if constexpr (CH && !PER_VALUE) {
-      // the raw query of channel pl * RB + 16c + 4tig + j, step k = c * P + pl (qf is built in every CH mode)
-      auto q_raw = [&](int k, int j) -> float {
-        return j == 0 ? bf16_lo(qf[k][0]) : j == 1 ? bf16_lo(qf[k][1]) : j == 2 ? bf16_hi(qf[k][0]) : bf16_hi(qf[k][1]);
-      };
-      float y[KSTEPS][4];  // Q s
-      float amax = 0.f, qz = 0.f;
-#pragma unroll
-      for (int k = 0; k < KSTEPS; ++k) {
-        const int ch = (k % P) * RB + 16 * (k / P) + 4 * tig;
-        const float4 s4 = *reinterpret_cast<const float4*>(sr + ch);
-        const float4 z4 = *reinterpret_cast<const float4*>(zr + ch);
-        const float sv[4] = {s4.x, s4.y, s4.z, s4.w}, zv[4] = {z4.x, z4.y, z4.z, z4.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float q = q_raw(k, j);
-          y[k][j] = q * sv[j];
-          amax = fmaxf(amax, fabsf(y[k][j]));
-          qz = fmaf(q, zv[j], qz);
-        }
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      qz += __shfl_xor_sync(0xffffffffu, qz, 1);
-      qz += __shfl_xor_sync(0xffffffffu, qz, 2);
-      float scale, bias;  // of head g: score = acc * scale + bias
-      if constexpr (!FP8) {  // fp16(Q s 2^-E / f), f = max |Q s| / 2^14
-        const float f = amax > 0.f ? amax * (1.f / 16384.f) : 1.f;
-        const float inv = 1.f / f;
-#pragma unroll
-        for (int k = 0; k < KSTEPS; ++k) {
-          const float m = inv * (1.f / (1 << (BITS * (k % P))));  // plane pl's codes sit at bits E = BITS pl
-          qc[k][0] = pack_f16x2(y[k][0] * m, y[k][2] * m);
-          qc[k][1] = pack_f16x2(y[k][1] * m, y[k][3] * m);
-        }
-        scale = f * 16777216.f * p.qk_scale_log2;
-        bias = qz * p.qk_scale_log2;
-      } else {  // e4m3(Q s sigma), sigma = 448 / max |Q s|; rounding corrected around C0 as in the prologue
-        const float sigma = amax > 0.f ? 448.f / amax : 1.f;
-        const float inv_sigma = 1.f / sigma;
-        float qe = 0.f;
-#pragma unroll
-        for (int k8 = 0; k8 < KS8; ++k8) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {  // chunks 2cp, 2cp + 1 of plane pl; bytes = channels ch + 0..3
-            const int k = (2 * (k8 / P) + r) * P + k8 % P;
-            // e4m3 pairs as their exact f16x2 (as P' below). (Reading the bytes back with e4m3_to_f32,
-            // as the prologue does, gave a wrong qe in this second-block rebuild on the H200.)
-            const uint32_t h01 = round_to_e4m3_as_f16x2(y[k][0] * sigma, y[k][1] * sigma);
-            const uint32_t h23 = round_to_e4m3_as_f16x2(y[k][2] * sigma, y[k][3] * sigma);
-            qc[k8][r] = f16x2_to_e4m3x2(h01) | (f16x2_to_e4m3x2(h23) << 16);
-            qe += (f16_lo(h01) * inv_sigma - y[k][0]) + (f16_hi(h01) * inv_sigma - y[k][1]) +
-                  (f16_lo(h23) * inv_sigma - y[k][2]) + (f16_hi(h23) * inv_sigma - y[k][3]);
-          }
-        }
-        qe += __shfl_xor_sync(0xffffffffu, qe, 1);
-        qe += __shfl_xor_sync(0xffffffffu, qe, 2);
-        scale = 512.f * inv_sigma * p.qk_scale_log2;
-        bias = (qz - F::C0 * qe) * p.qk_scale_log2;
-      }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        cs[j] = __shfl_sync(0xffffffffu, scale, (2 * tig + j) * 4);
-        cb[j] = __shfl_sync(0xffffffffu, bias, (2 * tig + j) * 4);
-      }
-    }
-  };
-
-  float o_acc[KSTEPS][4];
-#pragma unroll
-  for (int k = 0; k < KSTEPS; ++k)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) o_acc[k][i] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY};
-  float l_part[2] = {0.f, 0.f};
-
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
@@ -952,11 +749,209 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     }
   };
 
+  // prologue: the first kStages - 1 sub-tiles in flight before the query is loaded and folded, so
+  // that the query's load (dependent on the schedule, as the tiles are) overlaps theirs
 #pragma unroll
-  for (int s0 = 0; s0 < kStages - 1; ++s0) {  // prologue: the first kStages - 1 sub-tiles in flight
+  for (int s0 = 0; s0 < kStages - 1; ++s0) {
     if (s0 < iters) issue_next(s0);
     cp_async_commit();
   }
+
+  // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
+  // (channel-wise K: the raw query, scaled per K block into qc below)
+  uint32_t qf[FP8 && !CH ? 1 : KSTEPS][2];
+  if constexpr (!FP8 || CH) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
+    const bool live = g < p.gqa;
+#pragma unroll
+    for (int c = 0; c < NCH; ++c)
+#pragma unroll
+      for (int pl = 0; pl < P; ++pl) {
+        const int ch = pl * RB + 16 * c + 4 * tig;
+        // folded: plane pl's query times 2^-E (exact in BF16), E = F::pexp(pl)
+        const float sc = PER_VALUE || CH ? 1.f : 1.f / (1 << F::pexp(pl));
+        __nv_bfloat16 x0 = __float2bfloat16(live ? __bfloat162float(qh[ch + 0]) * sc : 0.f);
+        __nv_bfloat16 x1 = __float2bfloat16(live ? __bfloat162float(qh[ch + 1]) * sc : 0.f);
+        __nv_bfloat16 x2 = __float2bfloat16(live ? __bfloat162float(qh[ch + 2]) * sc : 0.f);
+        __nv_bfloat16 x3 = __float2bfloat16(live ? __bfloat162float(qh[ch + 3]) * sc : 0.f);
+        qf[c * P + pl][0] = (uint32_t)__bfloat16_as_ushort(x0) | ((uint32_t)__bfloat16_as_ushort(x2) << 16);
+        qf[c * P + pl][1] = (uint32_t)__bfloat16_as_ushort(x1) | ((uint32_t)__bfloat16_as_ushort(x3) << 16);
+      }
+  }
+  // sums of the BF16 query per group, for the heads of this lane's accumulator columns (2tig, 2tig+1):
+  // qsum = sum(Q_g); folded BF16: nqs = -sum(Q'_g) of the plane-scaled query the mma reads, where
+  // the QK accumulators start (so they end at sum(code * Q) / 128), and qsum is premultiplied by
+  // sm_scale log2(e)
+  float qsum[NG][2], nqs[NG][2];
+  if constexpr (!FP8 && !CH) {
+#pragma unroll
+  for (int gr = 0; gr < NG; ++gr) {
+    float s = 0.f, sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < KSTEPS; ++k) {
+      const int c = k / P, pl = k % P;
+      if ((pl * RB + 16 * c) / GROUP == gr) {
+        const float x = bf16_lo(qf[k][0]) + bf16_hi(qf[k][0]) + bf16_lo(qf[k][1]) + bf16_hi(qf[k][1]);
+        sq += x;
+        s += PER_VALUE ? x : x * (1 << F::pexp(pl));
+      }
+    }
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    s += __shfl_xor_sync(0xffffffffu, s, 2);  // lanes of row g hold sum(Q_gr) of head g
+    sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+    sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      qsum[gr][j] = __shfl_sync(0xffffffffu, s, (2 * tig + j) * 4) * (PER_VALUE ? 1.f : p.qk_scale_log2);
+      nqs[gr][j] = -__shfl_sync(0xffffffffu, sq, (2 * tig + j) * 4);
+    }
+  }
+  }
+  // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
+  // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
+  uint32_t qf8[KS8][2];
+  float qerr[FP8 ? NG : 1][2], cq[2];
+  if constexpr (FP8 && !CH) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
+    const bool live = g < p.gqa;
+    auto qv = [&](int ch) { return live ? __bfloat162float(qh[ch]) : 0.f; };
+    float amax = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS8; ++k) {
+      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fmaxf(fabsf(qv(base + j)), fabsf(qv(base + 16 + j))));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float sigma = amax > 0.f ? 448.f / amax : 1.f;
+    const float inv_sigma = 1.f / sigma;
+    float qs[NG], qe[NG];
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) qs[gr] = qe[gr] = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS8; ++k) {
+      const int base = (k % P) * RB + 32 * (k / P) + 4 * tig;
+      const int gr = ((k % P) * RB + 32 * (k / P)) / GROUP;
+      float x[8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        x[j] = qv(base + j);
+        x[4 + j] = qv(base + 16 + j);
+      }
+      // e4m3 pairs as their exact f16x2, packed to bytes from there (not read back from the bytes
+      // with e4m3_to_f32: ptxas 13.0 at -O3 miscompiled that pattern in the channel-wise rebuild)
+      uint32_t h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) h[j] = round_to_e4m3_as_f16x2(x[2 * j] * sigma, x[2 * j + 1] * sigma);
+      qf8[k][0] = f16x2_to_e4m3x2(h[0]) | (f16x2_to_e4m3x2(h[1]) << 16);
+      qf8[k][1] = f16x2_to_e4m3x2(h[2]) | (f16x2_to_e4m3x2(h[3]) << 16);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        qs[gr] += x[2 * j] + x[2 * j + 1];
+        qe[gr] += (f16_lo(h[j]) * inv_sigma - x[2 * j]) + (f16_hi(h[j]) * inv_sigma - x[2 * j + 1]);
+      }
+    }
+    const float cq_g = 512.f * inv_sigma * p.qk_scale_log2;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) cq[j] = __shfl_sync(0xffffffffu, cq_g, (2 * tig + j) * 4);
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) {
+      float a = qs[gr], e = qe[gr];
+      a += __shfl_xor_sync(0xffffffffu, a, 1);
+      a += __shfl_xor_sync(0xffffffffu, a, 2);
+      e += __shfl_xor_sync(0xffffffffu, e, 1);
+      e += __shfl_xor_sync(0xffffffffu, e, 2);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        qsum[gr][j] = __shfl_sync(0xffffffffu, a, (2 * tig + j) * 4) * p.qk_scale_log2;
+        qerr[gr][j] = __shfl_sync(0xffffffffu, e, (2 * tig + j) * 4) * (F::C0 * p.qk_scale_log2);
+      }
+    }
+  }
+
+  // ---- channel-wise K: the query of one K block (rows sr, zr of its scales and offsets in shared
+  // memory) as B fragments qc (FP16, or e4m3 in qc[k8] for FP8), and per column head (2tig + j) the
+  // score of a token, acc * cs[j] + cb[j] (log2 domain)
+  uint32_t qc[CH && !PER_VALUE ? (FP8 ? KS8 : KSTEPS) : 1][2];
+  float cs[2], cb[2];
+  auto build_channel_query = [&](const float* sr, const float* zr) {
+    if constexpr (CH && !PER_VALUE) {
+      // the raw query of channel pl * RB + 16c + 4tig + j, step k = c * P + pl (qf is built in every CH mode)
+      auto q_raw = [&](int k, int j) -> float {
+        return j == 0 ? bf16_lo(qf[k][0]) : j == 1 ? bf16_lo(qf[k][1]) : j == 2 ? bf16_hi(qf[k][0]) : bf16_hi(qf[k][1]);
+      };
+      float y[KSTEPS][4];  // Q s
+      float amax = 0.f, qz = 0.f;
+#pragma unroll
+      for (int k = 0; k < KSTEPS; ++k) {
+        const int ch = (k % P) * RB + 16 * (k / P) + 4 * tig;
+        const float4 s4 = *reinterpret_cast<const float4*>(sr + ch);
+        const float4 z4 = *reinterpret_cast<const float4*>(zr + ch);
+        const float sv[4] = {s4.x, s4.y, s4.z, s4.w}, zv[4] = {z4.x, z4.y, z4.z, z4.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float q = q_raw(k, j);
+          y[k][j] = q * sv[j];
+          amax = fmaxf(amax, fabsf(y[k][j]));
+          qz = fmaf(q, zv[j], qz);
+        }
+      }
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      qz += __shfl_xor_sync(0xffffffffu, qz, 1);
+      qz += __shfl_xor_sync(0xffffffffu, qz, 2);
+      float scale, bias;  // of head g: score = acc * scale + bias
+      if constexpr (!FP8) {  // fp16(Q s 2^-E / f), f = max |Q s| / 2^14
+        const float f = amax > 0.f ? amax * (1.f / 16384.f) : 1.f;
+        const float inv = 1.f / f;
+#pragma unroll
+        for (int k = 0; k < KSTEPS; ++k) {
+          const float m = inv * (1.f / (1 << (BITS * (k % P))));  // plane pl's codes sit at bits E = BITS pl
+          qc[k][0] = pack_f16x2(y[k][0] * m, y[k][2] * m);
+          qc[k][1] = pack_f16x2(y[k][1] * m, y[k][3] * m);
+        }
+        scale = f * 16777216.f * p.qk_scale_log2;
+        bias = qz * p.qk_scale_log2;
+      } else {  // e4m3(Q s sigma), sigma = 448 / max |Q s|; rounding corrected around C0 as in the prologue
+        const float sigma = amax > 0.f ? 448.f / amax : 1.f;
+        const float inv_sigma = 1.f / sigma;
+        float qe = 0.f;
+#pragma unroll
+        for (int k8 = 0; k8 < KS8; ++k8) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {  // chunks 2cp, 2cp + 1 of plane pl; bytes = channels ch + 0..3
+            const int k = (2 * (k8 / P) + r) * P + k8 % P;
+            // e4m3 pairs as their exact f16x2 (as P' below). (Reading the bytes back with e4m3_to_f32,
+            // as the prologue does, gave a wrong qe in this second-block rebuild on the H200.)
+            const uint32_t h01 = round_to_e4m3_as_f16x2(y[k][0] * sigma, y[k][1] * sigma);
+            const uint32_t h23 = round_to_e4m3_as_f16x2(y[k][2] * sigma, y[k][3] * sigma);
+            qc[k8][r] = f16x2_to_e4m3x2(h01) | (f16x2_to_e4m3x2(h23) << 16);
+            qe += (f16_lo(h01) * inv_sigma - y[k][0]) + (f16_hi(h01) * inv_sigma - y[k][1]) +
+                  (f16_lo(h23) * inv_sigma - y[k][2]) + (f16_hi(h23) * inv_sigma - y[k][3]);
+          }
+        }
+        qe += __shfl_xor_sync(0xffffffffu, qe, 1);
+        qe += __shfl_xor_sync(0xffffffffu, qe, 2);
+        scale = 512.f * inv_sigma * p.qk_scale_log2;
+        bias = (qz - F::C0 * qe) * p.qk_scale_log2;
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        cs[j] = __shfl_sync(0xffffffffu, scale, (2 * tig + j) * 4);
+        cb[j] = __shfl_sync(0xffffffffu, bias, (2 * tig + j) * 4);
+      }
+    }
+  };
+
+  float o_acc[KSTEPS][4];
+#pragma unroll
+  for (int k = 0; k < KSTEPS; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o_acc[k][i] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY};
+  float l_part[2] = {0.f, 0.f};
+
 
   for (int it = 0; it < iters; ++it) {
     if (it + kStages - 1 < iters) issue_next(it + kStages - 1);
