@@ -8,6 +8,9 @@
     foscar bench --arch h200 --dry-run            # the grid, memory per point, estimated time; runs nothing
     foscar bench --arch h200 --grid ragged        # only the preset's ragged grid ([[ragged]])
     foscar bench --arch h200 --workload one-long --capacity 131072   # the [sweep] grid with other lengths
+    foscar bench --arch h200 --shard 0/2 --out results/s0 # every 2nd point from point 0 (one shard)
+    foscar merge results/s0 results/s1 --out results/all  # shards -> one run
+    foscar bench --arch h200 --devices all        # one worker per local GPU, merged at the end
     foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
     foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
@@ -22,7 +25,7 @@ shows the traceback). Exit codes: 0 done, 1 ``compare`` found a regression, 2 ba
 input, 3 ``bench`` finished but its numbers need a look (:mod:`bench.errors`).
 Nothing heavy (torch, triton, flashinfer) is imported until a command runs, and the
 flags with a fixed set of values (``--kernel``, ``--group-size``, ``--operand``,
-``--head-dim``, ``--axis``) are checked before that, in one wording
+``--head-dim``, ``--axis``, ``--shard``, ``--devices``) are checked before that, in one wording
 (:func:`bench.errors.check_choices`), against the backend registry and
 :mod:`bench.config`'s lists of what the kernels take.
 """
@@ -40,9 +43,11 @@ import typer
 from bench.arch import Arch
 from bench.backends import kernel_names
 from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
-from bench.errors import EXIT_USAGE, FoscarError, check_choices
+from bench.errors import EXIT_RUN_PROBLEM, EXIT_USAGE, FoscarError, check_choices
 from bench.lengths import WORKLOAD_NAMES
+from bench.devices import parse_devices
 from bench.run import BenchOptions, OutputFormat
+from bench.shard import parse_shard
 
 app = typer.Typer(
     name="foscar",
@@ -163,6 +168,17 @@ DryRunOpt = Annotated[
     typer.Option("--dry-run", help="Print the resolved grid, the device memory per point and an estimated run time; "
                  "run nothing, touch no GPU, write nothing."),
 ]  # fmt: skip
+ShardOpt = Annotated[
+    Optional[str],
+    typer.Option("--shard", metavar="K/N", help="Run only every N-th point of the grid, starting at point K "
+                 "(0 <= K < N; a point with all its kernels), into its own run directory; `foscar merge` combines "
+                 "the N shards."),
+]  # fmt: skip
+DevicesOpt = Annotated[
+    Optional[str],
+    typer.Option("--devices", metavar="all|0,1,...", help="One worker process per listed local GPU, each running "
+                 "--shard i/N on its GPU into <out>/shards/, then merged into <out>. Default: this process's GPU only."),
+]  # fmt: skip
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs.")]
@@ -199,6 +215,8 @@ def bench(
     grid: GridOpt = None,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
     output_format: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
@@ -221,6 +239,11 @@ def bench(
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
     check_choices("--grid", grid, GRIDS)
+    shard_k_n = None if shard is None else parse_shard(shard)
+    if devices is not None:
+        parse_devices(devices)
+        if shard_k_n is not None:
+            raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
     from bench.run import run_bench
 
     outcome = run_bench(
@@ -248,10 +271,46 @@ def bench(
             nearest_preset=nearest_preset,
             output=OutputFormat.json if as_json else output_format,
             argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
+            shard=shard_k_n,
+            devices=devices,
         )
     )
     if outcome is not None and outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def merge(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench --shard K/N).")],
+    out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
+    allow_partial: Annotated[
+        bool, typer.Option("--allow-partial", help="Merge even when shards (or points of a shard) are missing; they are listed.")
+    ] = False,
+    output_format: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Combine shard runs into one run: rows in grid order, manifests merged, summary.json recomputed.
+
+    Refuses shards whose config fingerprint, git commit, shard count, GPU model or timing
+    mode differ (naming the field and both values), a shard given twice, and missing
+    shards (unless --allow-partial). Exit code 3 when the merged numbers need a look.
+    """
+    if debug:
+        _state["debug"] = True
+    from bench.merge import merge_runs
+
+    result = merge_runs(run_dirs, out, allow_partial=allow_partial,
+                        argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])])  # fmt: skip
+    if output_format is OutputFormat.json:
+        typer.echo((out / "summary.json").read_text(), nl=False)
+    elif output_format is OutputFormat.quiet:
+        typer.echo(str(out))
+    else:
+        typer.echo(f"merged {len(run_dirs)} shard run(s) into {out} (results.csv, meta.json, summary.json)")
+    for p in result.problems:
+        typer.echo(f"problem: {p} (exit code {EXIT_RUN_PROBLEM})", err=True)
+    if result.problems:
+        raise typer.Exit(EXIT_RUN_PROBLEM)
 
 
 @app.command()

@@ -21,7 +21,9 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   capacity = context, ``token``, ``sweep``;
 * timing: ``median_us``, ``p20_us``, ``p80_us``, ``reps``, ``timing_mode``;
 * traffic: ``bytes`` (what one call must move), ``tbps`` (bytes / median, 1e12 B/s),
-  ``sol_fraction`` (tbps / measured HBM ceiling);
+  ``sol_fraction`` (tbps / ``hbm_ceiling_tbps``), ``hbm_ceiling_tbps`` (the HBM ceiling
+  measured on the GPU this row ran on, :mod:`bench.hbm`; a merged multi-GPU run keeps each
+  row's own; empty on the CPU);
 * speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
   the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
   median_us; the same against FlashInfer with an FP8 e4m3 cache:
@@ -30,6 +32,8 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
 * correctness: ``max_rel_err`` (max over ``checked_rows`` of the relative L2 error
   ``||out_b - ref_b|| / ||ref_b||`` against the fp64 reference), ``checked_rows``
   (``all`` or ``0;32;63``);
+* ``gpu_uuid``: the GPU the row ran on (``GPU-...`` as NVML and nvidia-smi write it, from
+  torch or NVML; empty on the CPU or where neither says);
 * the GPU's clocks around the row's timing: ``sm_clock_before_mhz``,
   ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after`` and
   ``clock_note`` (:mod:`bench.clocks`; empty without NVML);
@@ -63,10 +67,10 @@ COLUMNS = [
     "kernel", "bits", "operand", "kv_dtype", "is_baseline", "baseline_kind",
     "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
     *WORKLOAD_COLUMNS,
-    "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction",
+    "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction", "hbm_ceiling_tbps",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
     "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
-    "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes",
+    "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes", "gpu_uuid",
     *CLOCK_COLUMNS,
 ]  # fmt: skip
 # what makes two rows the same point: the shape, the format and the workload (kv_tokens follows from lengths)
@@ -161,7 +165,8 @@ def invalid_time(median_us: Any, p20_us: Any = None, p80_us: Any = None) -> str 
 
 
 def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None) -> None:
-    """Fill time, bandwidth and roofline fraction; mark ``suspect`` above the HBM ceiling,
+    """Fill time, bandwidth and roofline fraction (against ``hbm_tbps``, the ceiling measured on the
+    GPU the row ran on, also recorded as ``hbm_ceiling_tbps``); mark ``suspect`` above it,
     ``invalid`` (with the reason in ``error``) when the time is zero, negative, NaN or Inf
     (:func:`invalid_time`).
 
@@ -174,6 +179,7 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
         reps=timing.reps,
         timing_mode=timing.mode,
         bytes=nbytes,
+        hbm_ceiling_tbps=hbm_tbps,
     )
     why = invalid_time(timing.median_us, timing.p20_us, timing.p80_us)
     if why:
@@ -198,7 +204,7 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
               "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     _backfill_workload(df)
-    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "baseline_us", "baseline_fp8_us",
+    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "hbm_ceiling_tbps", "baseline_us", "baseline_fp8_us",
               "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("float64")
     df["is_baseline"] = df["is_baseline"].astype(bool)
@@ -440,6 +446,6 @@ def read_results(path: Path) -> pd.DataFrame:
     """Read a ``results.csv`` back with the schema's dtypes."""
     text = {"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str, "workload": str,
             "lengths": str, "k_layout": str, "grid": str,  # "4096" in lengths is a text, not a number
-            "clock_events_before": str, "clock_events_after": str, "clock_note": str}
+            "clock_events_before": str, "clock_events_after": str, "clock_note": str, "gpu_uuid": str}
     df = pd.read_csv(path, dtype=text)
     return to_frame(df.to_dict("records"))

@@ -12,8 +12,14 @@ under ``results/_scratch/``, or ``--out DIR``) receives:
                     the CLI then exits with :data:`bench.errors.EXIT_RUN_PROBLEM`)
 
 An ``--out DIR`` that already holds results.csv is resumed (:mod:`bench.resume`)
-when the resolved config hashes the same as its meta.json says, else refused.
+when the resolved config hashes the same as its meta.json says (and, for a shard, it
+holds the same shard), else refused.
 ``--dry-run`` (:func:`dry_run`) only prints the plan (:mod:`bench.plan`).
+``--shard K/N`` (:mod:`bench.shard`) runs every N-th point of the grid starting at K;
+meta.json records ``shard`` (``k``, ``n``, its points) and ``grid_points`` (the whole
+grid's count); ``foscar merge`` (:mod:`bench.merge`) combines the shards.
+``--devices`` (:mod:`bench.devices`) runs one shard per local GPU in worker processes
+and merges them.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from bench.config import (
     preset_path,
 )
 from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
+from bench.shard import Shard, check_shard_fits, shard_mismatch
 
 RESULTS_DIR = Path("results")
 SCRATCH_DIR = RESULTS_DIR / "_scratch"
@@ -80,6 +87,8 @@ class BenchOptions:
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
     output: OutputFormat = OutputFormat.table
     argv: list[str] | None = None
+    shard: Shard | None = None  # --shard K/N: only these points of the grid (bench.shard)
+    devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
 
 
 def enable_interpreter() -> None:
@@ -98,14 +107,18 @@ def enable_interpreter() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-def run_dir_path(out: Path | None, arch: str, smoke: bool, git_short: str | None, model: str | None = None) -> Path:
-    """``out``, or ``results/<timestamp>-<arch>[-<model>][-smoke]-<git short>`` (smoke runs under ``results/_scratch/``)."""
+def run_dir_path(
+    out: Path | None, arch: str, smoke: bool, git_short: str | None, model: str | None = None, shard: Shard | None = None
+) -> Path:
+    """``out``, or ``results/<timestamp>-<arch>[-<model>][-smoke]-<git short>[-shard-K-of-N]``
+    (smoke runs under ``results/_scratch/``)."""
     if out is not None:
         return Path(out)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = SCRATCH_DIR if smoke else RESULTS_DIR
     model_part = f"-{model.split(' ')[0]}" if model else ""
-    return base / f"{stamp}-{arch}{model_part}{'-smoke' if smoke else ''}-{git_short or 'nogit'}"
+    shard_part = f"-{shard.dir_name()}" if shard is not None else ""
+    return base / f"{stamp}-{arch}{model_part}{'-smoke' if smoke else ''}-{git_short or 'nogit'}{shard_part}"
 
 
 def make_run_dir(out: Path) -> Path:
@@ -204,6 +217,10 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     """
     if opts.dry_run:
         return dry_run(opts, device)
+    if opts.devices is not None:
+        from bench.devices import run_devices
+
+        return run_devices(opts, device)
     info = detect_device() if device == "detect" else device
     arch = resolve_arch(
         opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset
@@ -226,14 +243,19 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     from bench.manifest import build_manifest, git_state, record_gpu_state
     from bench.results import summarize, write_json
     from bench.resume import gpu_mismatch, load_prior, session_record
-    from bench.sweep import Sweep, finished_points, run_sweep
+    from bench.sweep import Sweep, finished_points, grid, run_sweep
     from bench.tables import make_console, summary_tables
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
-    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
+    num_points = len(grid(cfg))
+    indices = None
+    if opts.shard is not None:
+        check_shard_fits(opts.shard, num_points)
+        indices = opts.shard.indices(num_points)
+    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model, opts.shard)
     prior = load_prior(out, cfg_hash, cfg.to_dict())
     if prior is not None:
-        why = gpu_mismatch(prior[1], info)
+        why = gpu_mismatch(prior[1], info) or shard_mismatch(prior[1], opts.shard)
         if why:
             raise FoscarError(f"cannot resume {out}: {why}; pass a new --out DIR")
     make_run_dir(out)
@@ -243,6 +265,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
 
     if console:
         what = "smoke grid" if opts.smoke else f"{arch} grid"
+        if opts.shard is not None:
+            what += f", shard {opts.shard.label()} ({len(indices)} of {num_points} points)"
         model = f", {cfg.model} shape" if cfg.model else ""
         console.print(f"foscar bench: {what}{model} from {cfg_path} on {info.describe() if info else 'CPU'} -> {out}")
         if interpreter:
@@ -273,6 +297,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     )
     manifest["backends"] = {b.name: b.description for b in backends}
     manifest["workloads"] = workload_manifest(cfg)
+    manifest["grid_points"] = num_points
+    manifest["shard"] = opts.shard.to_json(num_points) if opts.shard is not None else None
     if hbm_detail:
         manifest["hbm_copy_tbps"], manifest["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
     if prior is None:
@@ -289,8 +315,10 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
     )
     write_json(meta, out / "meta.json")
+    gpu_uuid = (manifest.get("gpu") or {}).get("uuid")  # this session's GPU (torch, else NVML)
     sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=prior_rows,
-                  progress=opts.output is OutputFormat.table, clocks=clocks)  # fmt: skip
+                  progress=opts.output is OutputFormat.table, clocks=clocks, indices=indices,
+                  gpu_uuid=gpu_uuid)  # fmt: skip
     try:
         df = run_sweep(sweep)
     except KeyboardInterrupt:
@@ -395,10 +423,16 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
 
         runnable = {be.name: be.unavailable(torch.device("cpu")) is None for be in backends}
     plans = plan_points(cfg, backends, interpreter, runnable)
+    if opts.shard is not None:  # only the shard's points
+        check_shard_fits(opts.shard, len(plans))
+        plans = [plans[i] for i in opts.shard.indices(len(plans))]
 
     resume = None
     if opts.out is not None:
         prior = load_prior(Path(opts.out), cfg_hash, cfg.to_dict())
+        why = shard_mismatch(prior[1], opts.shard) if prior is not None else None
+        if why:
+            raise FoscarError(f"cannot resume {opts.out}: {why}; pass a new --out DIR")
         if prior is not None:
             points = grid(cfg)
             done = sorted(finished_points(cfg, backends, prior[0]))

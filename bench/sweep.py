@@ -19,6 +19,10 @@ then the ``[[ragged]]`` grid, :func:`grid`):
 A point or row that raises (out of memory, compile error, unsupported shape) is
 recorded with ``status = "error"`` and the reason, and the sweep goes on.
 
+Every row records the GPU it ran on (``gpu_uuid``) and that GPU's measured HBM ceiling
+(``hbm_ceiling_tbps``, which its ``sol_fraction`` divides by). ``Sweep.indices`` limits
+the loop to some points of the grid (``--shard K/N``, :mod:`bench.shard`).
+
 Resuming (:mod:`bench.resume`): points whose rows are all in the previous
 ``results.csv`` with a final status are taken from it and not run again. Progress
 (:mod:`bench.progress`): each point's header line carries an ETA, and a rich bar
@@ -65,6 +69,8 @@ class Sweep:
     prior: pd.DataFrame | None = None  # rows of the run being resumed (bench.resume.load_prior)
     progress: bool = False  # a rich bar on stderr (where stderr is a terminal)
     clocks: ClockReader | None = None  # NVML reader of the GPU's clocks; None: none recorded
+    indices: list[int] | None = None  # grid indices to run (a shard, bench.shard); None: every point
+    gpu_uuid: str | None = None  # the GPU the rows run on (results.csv gpu_uuid); None on the CPU
 
 
 def grid(cfg: BenchConfig) -> list[Point]:
@@ -131,15 +137,17 @@ def finished_points(cfg: BenchConfig, backends: list[Backend], prior: pd.DataFra
 
 
 def run_sweep(sweep: Sweep) -> pd.DataFrame:
-    """Run every point not already finished in ``sweep.prior``; return all rows, in grid order
-    (also written to ``results_path`` after each point)."""
+    """Run every point of ``sweep.indices`` (default: the whole grid) not already finished in
+    ``sweep.prior``; return all rows, in grid order (also written to ``results_path`` after each point)."""
     cfg = sweep.cfg
     points = grid(cfg)
+    selected = list(range(len(points))) if sweep.indices is None else list(sweep.indices)
     by_point = finished_points(cfg, sweep.backends, sweep.prior)
-    todo = [i for i in range(len(points)) if i not in by_point]
+    todo = [i for i in selected if i not in by_point]
+    position = {i: n for n, i in enumerate(selected)}  # 0-based place of a grid index among the selected points
     if sweep.console and by_point:
         sweep.console.print(
-            f"resuming: {len(by_point)} of {len(points)} points already in {sweep.results_path}; "
+            f"resuming: {len(selected) - len(todo)} of {len(selected)} points already in {sweep.results_path}; "
             f"running the other {len(todo)}"
         )
 
@@ -150,13 +158,13 @@ def run_sweep(sweep: Sweep) -> pd.DataFrame:
     plans = plan_points(cfg, sweep.backends, interpreter=sweep.device.type != "cuda", runnable=runnable)
     eta = Eta([plans[i].seconds for i in todo])
     df = all_rows()
-    with SweepProgress(eta, len(points)) if sweep.progress and bar_wanted() else nullcontext() as bar:
+    with SweepProgress(eta, len(selected)) if sweep.progress and bar_wanted() else nullcontext() as bar:
         for i in todo:
             point = points[i]
             if bar:
-                bar.point_started(i + 1, point.label())
+                bar.point_started(position[i] + 1, point.label())
             if sweep.console:
-                sweep.console.print(f"[bold][{i + 1}/{len(points)}][/] {point.label()}  [dim]({eta.text()})[/]")
+                sweep.console.print(f"[bold][{position[i] + 1}/{len(selected)}][/] {point.label()}  [dim]({eta.text()})[/]")
             point_rows = run_point(point, sweep)
             by_point[i] = point_rows
             df = all_rows()
@@ -179,6 +187,8 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
     cfg, dev = sweep.cfg, sweep.device
     specs = row_specs(point, sweep.backends, cfg.operand)
     rows = [new_row(point, be.name, bits, op, be.baseline, kv_dtype=be.kv_dtype) for be, bits, op in specs]
+    for row in rows:  # where the row ran, whatever becomes of it
+        row.update(gpu_uuid=sweep.gpu_uuid, hbm_ceiling_tbps=sweep.hbm_tbps)
 
     # cannot run here at all: say why, per row
     runnable = []

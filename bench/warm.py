@@ -1,0 +1,73 @@
+"""Compile every kernel a sweep will call, once, before ``--devices`` starts its workers.
+
+``foscar bench --devices`` runs one worker process per GPU, and each would compile
+the first time it calls a kernel: FOSCAR's CUDA extension (``torch.utils.cpp_extension``,
+about a minute, cached under ``TORCH_EXTENSIONS_DIR``), FlashInfer's JIT modules (cached
+under its own cache directory, per dtype / head_dim / page size / decode kind) and the
+Triton kernels (``~/.triton/cache``). :func:`warm` calls each backend of the config once
+on a tiny point of the config's shape (batch 1, two pages of tokens) for each bits and
+operand mode, so those caches are filled by one process; the workers then only load.
+
+Why one warm-up rather than a build cache per worker: the workers then share the
+caches a single-GPU run uses (a warm cache from an earlier run is reused, and a cold
+one costs one compile, not one per GPU), and no two processes compile the same module
+at the same time. A kernel whose compile depends on something the tiny point does not
+share with the grid's points (none of the current backends: their compiled modules
+depend on dtypes, head_dim, group size, page size and the head ratio, which the tiny
+point copies) would compile in the workers, where torch's extension loader and Triton's
+cache are safe under concurrent builds (a file lock; atomic renames).
+
+Imports torch when called, not at import time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench.lazy import torch
+
+
+def warm(cfg, backends: list, device: "torch.device") -> list[dict[str, Any]]:
+    """Build and call every row kind of ``cfg`` once on a tiny point on ``device``.
+
+    Args:
+        cfg: the resolved :class:`bench.config.BenchConfig`.
+        backends: its :class:`bench.backends.Backend` list.
+        device: the CUDA device to compile on.
+
+    Returns:
+        One record per (kernel, bits, operand): ``{"kernel", "bits", "operand", "seconds",
+        "status"}`` with status ``"ok"``, ``"skipped: <why>"`` or ``"error: <why>"``. A
+        failure is not fatal: the workers record the same error in that row.
+    """
+    from bench.backends import operand_unavailable
+    from bench.lengths import WorkloadSpec
+    from bench.sweep import error_reason, row_specs
+    from bench.workload import Point, build_workload
+
+    records: list[dict[str, Any]] = []
+    tokens = 2 * cfg.page_size
+    for bits in cfg.bits:
+        point = Point(batch=1, context=tokens, bits=bits, group_size=cfg.group_size, num_qo_heads=cfg.num_qo_heads,
+                      num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, page_size=cfg.page_size,
+                      workload=WorkloadSpec().at(tokens, tokens))  # fmt: skip
+        w = build_workload(point, device, cfg.seed, cfg.full_check_max_tokens)
+        for be, row_bits, op in row_specs(point, backends, cfg.operand):
+            rec: dict[str, Any] = {"kernel": be.name, "bits": row_bits, "operand": op}
+            why = be.unavailable(device) or (operand_unavailable(device, op, be.name) if be.quantized else None)
+            start = time.perf_counter()
+            if why:
+                rec["status"] = f"skipped: {why}"
+            else:
+                try:
+                    be.build(w, op).fn()
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
+                    rec["status"] = "ok"
+                except Exception as e:  # the worker will record it in the row
+                    rec["status"] = "error: " + error_reason(e)
+            rec["seconds"] = round(time.perf_counter() - start, 3)
+            records.append(rec)
+        del w
+    return records
