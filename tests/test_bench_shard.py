@@ -1,0 +1,201 @@
+"""Sharding without a GPU: --shard K/N picks every N-th grid point, foscar merge puts the
+shards back together (and refuses shards that do not belong together), a shard resumes
+on its own, and --devices runs its workers on fake devices (CPU, Triton interpreter)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import bench.backends
+from bench.config import load_config, preset_path
+from bench.errors import FoscarError
+from bench.merge import merge_runs
+from bench.results import POINT_KEYS, read_results
+from bench.run import BenchOptions, OutputFormat, run_bench
+from bench.shard import Shard, parse_shard
+from bench.sweep import grid
+from tests.cli_helpers import run_main
+from tests.test_bench_resume import GRID, Builds
+
+KEY_COLUMNS = ["kernel", "bits", "operand", "kv_dtype", "is_baseline", *POINT_KEYS, "status"]
+
+
+@pytest.fixture
+def builds(monkeypatch) -> Builds:
+    b = Builds()
+    monkeypatch.setattr(bench.backends, "select_backends", b.select)
+    return b
+
+
+@pytest.fixture
+def grid_file(tmp_path):
+    path = tmp_path / "tiny.toml"  # 4 points: batch {1, 2} x context {17, 40}, kernels quant + base
+    path.write_text(GRID)
+    return path
+
+
+def opts(grid_file, out, shard=None, **kw) -> BenchOptions:
+    return BenchOptions(config=grid_file, out=out, smoke=True, output=OutputFormat.quiet, argv=["foscar", "bench"],
+                        shard=shard, **kw)  # fmt: skip
+
+
+def shard_runs(grid_file, tmp_path, n=2) -> list:
+    dirs = [tmp_path / f"s{k}" for k in range(n)]
+    for k, d in enumerate(dirs):
+        run_bench(opts(grid_file, d, Shard(k, n)), device=None)
+    return dirs
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_shards_cover_every_point_exactly_once(n):
+    points = grid(load_config(preset_path("smoke")))  # the [sweep] grid, then the [[ragged]] point
+    picked = [i for k in range(n) for i in Shard(k, n).indices(len(points))]
+    assert sorted(picked) == list(range(len(points)))
+    assert Shard(0, n).indices(len(points))[:2] == list(range(0, len(points), n))[:2]  # interleaved, in grid order
+
+
+@pytest.mark.parametrize("text", ["2/2", "1", "a/b", "-1/2", "0/0"])
+def test_a_bad_shard_is_refused_before_torch(text, capsys):
+    with pytest.raises(FoscarError, match="expected K/N"):
+        parse_shard(text)
+    code, _, err = run_main(capsys, "bench", "--smoke", "--shard", text)
+    assert code == 2 and "--shard" in err and "0 <= K < N" in err
+
+
+def test_merge_of_two_shards_equals_the_unsharded_run(builds, grid_file, tmp_path):
+    whole = tmp_path / "whole"
+    run_bench(opts(grid_file, whole), device=None)
+    s0, s1 = shard_runs(grid_file, tmp_path)
+    meta0 = json.loads((s0 / "meta.json").read_text())
+    assert meta0["shard"] == {"k": 0, "n": 2, "grid_points": 4, "points": [0, 2]}
+    assert meta0["config_hash"] == json.loads((whole / "meta.json").read_text())["config_hash"]
+    assert len(read_results(s0 / "results.csv")) == 4  # 2 points x 2 kernels
+
+    outcome = merge_runs([s1, s0], tmp_path / "merged", argv=["foscar", "merge"])
+    assert outcome.problems == [] and outcome.missing_shards == []
+    merged, ref = read_results(tmp_path / "merged" / "results.csv"), read_results(whole / "results.csv")
+    pd.testing.assert_frame_equal(merged[KEY_COLUMNS], ref[KEY_COLUMNS])  # same rows, grid order
+    assert merged["speedup_vs_flashinfer_bf16"].notna().all()
+    meta = json.loads((tmp_path / "merged" / "meta.json").read_text())
+    assert meta["shard"] is None and meta["grid_points"] == 4
+    assert [(s["k"], s["points"], s["run_dir"]) for s in meta["shards"]] == [(0, [0, 2], str(s0)), (1, [1, 3], str(s1))]
+    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    ref_summary = json.loads((whole / "summary.json").read_text())
+    assert summary["num_points"] == ref_summary["num_points"] == {"quant/int2/bf16": 4}
+    assert summary["status_counts"] == ref_summary["status_counts"]
+
+
+def test_rows_keep_their_own_gpu_and_ceiling(builds, grid_file, tmp_path):
+    s0, s1 = shard_runs(grid_file, tmp_path)
+    for d, uuid, ceiling in ((s0, "GPU-aaaa", 4.0), (s1, "GPU-bbbb", 5.0)):  # as if each ran on its own GPU
+        df = pd.read_csv(d / "results.csv")
+        df["gpu_uuid"], df["hbm_ceiling_tbps"] = uuid, ceiling
+        df.to_csv(d / "results.csv", index=False)
+    merge_runs([s0, s1], tmp_path / "m")
+    df = read_results(tmp_path / "m" / "results.csv")
+    assert list(df["gpu_uuid"]) == ["GPU-aaaa"] * 2 + ["GPU-bbbb"] * 2 + ["GPU-aaaa"] * 2 + ["GPU-bbbb"] * 2
+    assert list(df["hbm_ceiling_tbps"]) == [4.0] * 2 + [5.0] * 2 + [4.0] * 2 + [5.0] * 2
+
+
+def _edit_meta(run_dir, edit) -> None:
+    meta = json.loads((run_dir / "meta.json").read_text())
+    edit(meta)
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize(
+    "edit, field, values",
+    [
+        (lambda m: m.update(config_hash="f00d"), "config fingerprint", "'f00d'"),
+        (lambda m: m["git"].update(commit="deadbeef"), "git commit", "'deadbeef'"),
+        (lambda m: m["shard"].update(n=3), "shard count", "2 in"),
+    ],
+)
+def test_merge_refuses_shards_that_differ(builds, grid_file, tmp_path, edit, field, values):
+    s0, s1 = shard_runs(grid_file, tmp_path)
+    _edit_meta(s1, edit)
+    with pytest.raises(FoscarError) as e:
+        merge_runs([s0, s1], tmp_path / "m")
+    msg = str(e.value)
+    assert f"{field}" in msg and "differs" in msg and values in msg and str(s0) in msg and str(s1) in msg
+    assert not (tmp_path / "m").exists()  # nothing written
+
+
+def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, tmp_path, capsys):
+    s0, s1 = shard_runs(grid_file, tmp_path)
+    with pytest.raises(FoscarError, match="shard 0/2 given twice"):
+        merge_runs([s0, s0, s1], tmp_path / "m")
+    code, _, err = run_main(capsys, "merge", s0, "--out", tmp_path / "m")
+    assert code == 2 and "missing shard 1/2" in err and "--allow-partial" in err
+    code, out, err = run_main(capsys, "merge", s0, "--out", tmp_path / "m", "--allow-partial")
+    assert code == 3 and "merged without shard 1/2" in err  # written, and says what is missing
+    assert json.loads((tmp_path / "m" / "meta.json").read_text())["missing_shards"] == [1]
+    assert len(read_results(tmp_path / "m" / "results.csv")) == 4
+    run_bench(opts(grid_file, tmp_path / "whole"), device=None)
+    with pytest.raises(FoscarError, match="not a shard run"):
+        merge_runs([s0, tmp_path / "whole"], tmp_path / "m2")
+
+
+def test_a_shard_resumes_on_its_own(builds, grid_file, tmp_path):
+    out = tmp_path / "s1"
+    builds.interrupt_at = (2, 40)  # shard 1/2 holds points 1 (1 x 40) and 3 (2 x 40)
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(opts(grid_file, out, Shard(1, 2)), device=None)
+    assert builds.points == [(1, 40)]
+    builds.interrupt_at, builds.points = None, []
+    run_bench(opts(grid_file, out, Shard(1, 2)), device=None)
+    assert builds.points == [(2, 40)]  # only the missing point
+    assert list(zip(*[pd.read_csv(out / "results.csv")[c] for c in ("batch", "context")])) == [(1, 40)] * 2 + [(2, 40)] * 2
+    for other, says in ((Shard(0, 2), "holds shard 1/2, this command runs shard 0/2"),
+                        (None, "holds shard 1/2, this command runs the whole grid")):  # fmt: skip
+        with pytest.raises(FoscarError, match=says):
+            run_bench(opts(grid_file, out, other), device=None)
+
+
+# ---------------------------------------------------------------------------
+# --devices: workers are real processes, on fake devices (CPU, Triton interpreter)
+
+TINY = ["--smoke", "--kernel", "foscar-triton", "--kernel", "flashinfer-fa2", "--batch", "1", "--batch", "2",
+        "--context", "17", "--bits", "2", "--format", "quiet"]  # fmt: skip
+
+
+def test_devices_runs_a_worker_per_fake_device_and_merges(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FOSCAR_FAKE_DEVICES", "2")
+    out = tmp_path / "run"
+    code, stdout, err = run_main(capsys, "bench", *TINY, "--devices", "all", "--out", out)
+    assert code == 0, err
+    assert stdout.strip() == str(out)
+    df = read_results(out / "results.csv")
+    assert list(zip(df["batch"], df["kernel"])) == [(1, "foscar-triton"), (1, "flashinfer-fa2"),
+                                                    (2, "foscar-triton"), (2, "flashinfer-fa2")]  # fmt: skip
+    assert list(df["status"]) == ["ok", "skipped"] * 2 and df["gpu_uuid"].isna().all()  # CPU: no GPU to name
+    meta = json.loads((out / "meta.json").read_text())
+    assert [(w["shard"], w["exit_code"]) for w in meta["devices"]["workers"]] == [("0/2", 0), ("1/2", 0)]
+    assert [s["run_dir"] for s in meta["shards"]] == [str(out / "shards" / f"shard-{k}-of-2") for k in (0, 1)]
+    assert (out / "shards" / "shard-1-of-2.log").is_file()
+
+
+def test_a_failing_worker_is_reported_and_the_other_shard_kept(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FOSCAR_FAKE_DEVICES", "2")
+    out = tmp_path / "run"
+    (out / "shards").mkdir(parents=True)
+    (out / "shards" / "shard-1-of-2").write_text("in the way")  # worker 1 cannot create its run directory
+    code, _, err = run_main(capsys, "bench", *TINY, "--devices", "0,1", "--out", out)
+    log = out / "shards" / "shard-1-of-2.log"
+    assert code == 3 and f"shard 1/2 on GPU fake (CPU) failed (exit code 2); its log: {log}" in err
+    assert "cannot create the run directory" in log.read_text()
+    df = read_results(out / "results.csv")
+    assert list(df["batch"]) == [1, 1]  # shard 0's point
+    assert any("failed" in p for p in json.loads((out / "summary.json").read_text())["problems"])
+
+
+def test_devices_without_a_gpu_is_a_clear_error(capsys, monkeypatch):
+    monkeypatch.delenv("FOSCAR_FAKE_DEVICES", raising=False)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 0)
+    code, _, err = run_main(capsys, "bench", "--smoke", "--devices", "all")
+    assert code == 2 and "no CUDA GPU is visible" in err
+    code, _, err = run_main(capsys, "bench", "--smoke", "--devices", "0", "--shard", "0/2")
+    assert code == 2 and "--devices and --shard together" in err
