@@ -19,6 +19,10 @@ One small module per job:
 * :mod:`bench.progress`     the progress bar and ETA of a sweep
 * :mod:`bench.resume`       resuming a run directory (config hash check, finished points)
 * :mod:`bench.run`          what ``foscar bench`` does, end to end
+* :mod:`bench.shard`        ``--shard K/N``: which grid points one run measures
+* :mod:`bench.merge`        ``foscar merge``: shard runs -> one run (refuses mismatched shards)
+* :mod:`bench.devices`      ``--devices``: one worker process per local GPU, then the merge
+* :mod:`bench.warm`         compile every kernel once before the workers start
 * :mod:`bench.rundir`       reading a run directory back (for report and compare)
 * :mod:`bench.report`       ``foscar report``: PNG plots and report.md
 * :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
