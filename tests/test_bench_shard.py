@@ -199,3 +199,49 @@ def test_devices_without_a_gpu_is_a_clear_error(capsys, monkeypatch):
     assert code == 2 and "no CUDA GPU is visible" in err
     code, _, err = run_main(capsys, "bench", "--smoke", "--devices", "0", "--shard", "0/2")
     assert code == 2 and "--devices and --shard together" in err
+
+
+def test_device_indices_follow_cuda_visible_devices(monkeypatch):
+    from bench.devices import local_devices, parse_devices
+
+    monkeypatch.delenv("FOSCAR_FAKE_DEVICES", raising=False)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert local_devices(parse_devices("all")) == ["2", "3"]
+    assert local_devices(parse_devices("1")) == ["3"]
+    with pytest.raises(FoscarError, match="GPU 2 does not exist; this process sees 2"):
+        local_devices(parse_devices("0,2"))
+    for bad in ("", "0,x", "1;2"):
+        with pytest.raises(FoscarError, match="expected all or comma-separated GPU indices"):
+            parse_devices(bad)
+
+
+def test_warm_up_calls_what_can_run_and_says_why_the_rest_cannot():
+    import torch
+
+    from bench.backends import select_backends
+    from bench.warm import warm
+
+    cfg = load_config(preset_path("smoke"))
+    cfg.bits, cfg.kernels = [2], ["foscar-triton", "flashinfer-fa2"]
+    records = warm(cfg, select_backends(cfg.kernels), torch.device("cpu"))
+    assert [(r["kernel"], r["status"].split(":")[0]) for r in records] == [("foscar-triton", "ok"), ("flashinfer-fa2", "skipped")]
+
+
+@pytest.mark.gpu
+def test_devices_on_real_gpus_record_each_rows_gpu_and_ceiling(tmp_path, capsys):
+    """On the GPU machine: every local GPU runs a shard; each row names its GPU, and its
+    sol_fraction is against the ceiling measured on that GPU."""
+    import torch
+
+    out = tmp_path / "run"
+    code, _, err = run_main(capsys, "bench", "--smoke", "--kernel", "foscar-triton", "--devices", "all", "--out", out,
+                            "--format", "quiet")  # fmt: skip
+    assert code == 0, err
+    df = read_results(out / "results.csv")
+    ok = df[df["status"] == "ok"]
+    assert len(ok) and df["gpu_uuid"].str.startswith("GPU-").all() and (df["hbm_ceiling_tbps"] > 0).all()
+    assert (ok["sol_fraction"] - ok["tbps"] / ok["hbm_ceiling_tbps"]).abs().max() < 1e-9
+    meta = json.loads((out / "meta.json").read_text())
+    assert len(meta["shards"]) == min(torch.cuda.device_count(), meta["grid_points"])
+    assert {s["gpu"]["uuid"] for s in meta["shards"]} == set(df["gpu_uuid"])
