@@ -171,7 +171,7 @@ def run_devices(opts, device="detect"):
     from bench.backends import select_backends
     from bench.config import config_hash
     from bench.manifest import git_state
-    from bench.merge import _check_out, merge_runs
+    from bench.merge import check_out_dir, merge_runs
     from bench.run import BenchOutcome, OutputFormat, make_run_dir, resolve_config, run_dir_path
     from bench.shard import Shard
     from bench.tables import make_console, summary_tables
@@ -189,7 +189,7 @@ def run_devices(opts, device="detect"):
     num_points = len(grid(cfg))
     n = min(len(devices), num_points)
     out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
-    _check_out(out, [])
+    check_out_dir(out, [])
     shards_dir = make_run_dir(out) / "shards"
     shards_dir.mkdir(exist_ok=True)
     console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None

@@ -161,7 +161,13 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
-def _check_out(out: Path, inputs: list[Path]) -> None:
+def check_out_dir(out: Path, inputs: list[Path]) -> None:
+    """Refuse an ``out`` that is one of the ``inputs`` or holds a run that is not a merge
+    (a merge there is overwritten).
+
+    Raises:
+        FoscarError: says which, and to pass another directory.
+    """
     resolved = out.resolve()
     if any(resolved == p.resolve() for p in inputs):
         raise FoscarError(f"--out {out} is one of the shard runs; pass another directory")
@@ -210,7 +216,7 @@ def merge_runs(
     out = Path(out)
     runs = sorted((load_shard_run(p) for p in paths), key=lambda r: r.shard.k)
     check_shards(runs)
-    _check_out(out, [r.path for r in runs])
+    check_out_dir(out, [r.path for r in runs])
     n = runs[0].shard.n
     by_k = {r.shard.k: r for r in runs}
     missing_shards = [k for k in range(n) if k not in by_k]
