@@ -5,6 +5,8 @@ on its own, and --devices runs its workers on fake devices (CPU, Triton interpre
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -42,11 +44,23 @@ def opts(grid_file, out, shard=None, **kw) -> BenchOptions:
                         shard=shard, **kw)  # fmt: skip
 
 
-def shard_runs(grid_file, tmp_path, n=2) -> list:
-    dirs = [tmp_path / f"s{k}" for k in range(n)]
-    for k, d in enumerate(dirs):
-        run_bench(opts(grid_file, d, Shard(k, n)), device=None)
-    return dirs
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory) -> list:
+    """Shards 0/2 and 1/2 of the tiny grid (fake backends), run once for the module."""
+    root = tmp_path_factory.mktemp("shards")
+    grid_file = root / "tiny.toml"
+    grid_file.write_text(GRID)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench.backends, "select_backends", Builds().select)
+        for k in range(2):
+            run_bench(opts(grid_file, root / f"s{k}", Shard(k, 2)), device=None)
+    return [root / "s0", root / "s1"]
+
+
+@pytest.fixture
+def shards(two_shards, tmp_path) -> list:
+    """Copies of :func:`two_shards` that a test may edit."""
+    return [Path(shutil.copytree(d, tmp_path / d.name)) for d in two_shards]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -65,10 +79,10 @@ def test_a_bad_shard_is_refused_before_torch(text, capsys):
     assert code == 2 and "--shard" in err and "0 <= K < N" in err
 
 
-def test_merge_of_two_shards_equals_the_unsharded_run(builds, grid_file, tmp_path):
+def test_merge_of_two_shards_equals_the_unsharded_run(builds, grid_file, shards, tmp_path):
     whole = tmp_path / "whole"
     run_bench(opts(grid_file, whole), device=None)
-    s0, s1 = shard_runs(grid_file, tmp_path)
+    s0, s1 = shards
     meta0 = json.loads((s0 / "meta.json").read_text())
     assert meta0["shard"] == {"k": 0, "n": 2, "grid_points": 4, "points": [0, 2]}
     assert meta0["config_hash"] == json.loads((whole / "meta.json").read_text())["config_hash"]
@@ -88,8 +102,8 @@ def test_merge_of_two_shards_equals_the_unsharded_run(builds, grid_file, tmp_pat
     assert summary["status_counts"] == ref_summary["status_counts"]
 
 
-def test_rows_keep_their_own_gpu_and_ceiling(builds, grid_file, tmp_path):
-    s0, s1 = shard_runs(grid_file, tmp_path)
+def test_rows_keep_their_own_gpu_and_ceiling(shards, tmp_path):
+    s0, s1 = shards
     for d, uuid, ceiling in ((s0, "GPU-aaaa", 4.0), (s1, "GPU-bbbb", 5.0)):  # as if each ran on its own GPU
         df = pd.read_csv(d / "results.csv")
         df["gpu_uuid"], df["hbm_ceiling_tbps"] = uuid, ceiling
@@ -114,8 +128,8 @@ def _edit_meta(run_dir, edit) -> None:
         (lambda m: m["shard"].update(n=3), "shard count", "2 in"),
     ],
 )
-def test_merge_refuses_shards_that_differ(builds, grid_file, tmp_path, edit, field, values):
-    s0, s1 = shard_runs(grid_file, tmp_path)
+def test_merge_refuses_shards_that_differ(shards, tmp_path, edit, field, values):
+    s0, s1 = shards
     _edit_meta(s1, edit)
     with pytest.raises(FoscarError) as e:
         merge_runs([s0, s1], tmp_path / "m")
@@ -124,8 +138,8 @@ def test_merge_refuses_shards_that_differ(builds, grid_file, tmp_path, edit, fie
     assert not (tmp_path / "m").exists()  # nothing written
 
 
-def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, tmp_path, capsys):
-    s0, s1 = shard_runs(grid_file, tmp_path)
+def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, shards, tmp_path, capsys):
+    s0, s1 = shards
     with pytest.raises(FoscarError, match="shard 0/2 given twice"):
         merge_runs([s0, s0, s1], tmp_path / "m")
     code, _, err = run_main(capsys, "merge", s0, "--out", tmp_path / "m")
@@ -162,10 +176,21 @@ TINY = ["--smoke", "--kernel", "foscar-triton", "--kernel", "flashinfer-fa2", "-
         "--context", "17", "--bits", "2", "--format", "quiet"]  # fmt: skip
 
 
-def test_devices_runs_a_worker_per_fake_device_and_merges(tmp_path, capsys, monkeypatch):
+def test_devices_on_fake_devices_end_to_end_with_a_failing_worker_and_a_resume(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FOSCAR_FAKE_DEVICES", "2")
     out = tmp_path / "run"
-    code, stdout, err = run_main(capsys, "bench", *TINY, "--devices", "all", "--out", out)
+    blocker = out / "shards" / "shard-1-of-2"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("in the way")  # worker 1 cannot create its run directory
+    code, _, err = run_main(capsys, "bench", *TINY, "--devices", "all", "--out", out)
+    log = out / "shards" / "shard-1-of-2.log"
+    assert code == 3 and f"shard 1/2 on GPU fake (CPU) failed (exit code 2); its log: {log}" in err
+    assert "cannot create the run directory" in log.read_text()
+    assert list(read_results(out / "results.csv")["batch"]) == [1, 1]  # shard 0's point is kept
+    assert any("shard 1/2" in p and "failed" in p for p in json.loads((out / "summary.json").read_text())["problems"])
+
+    blocker.unlink()  # the same command again: shard 0 resumes (nothing left to run), shard 1 runs
+    code, stdout, err = run_main(capsys, "bench", *TINY, "--devices", "0,1", "--out", out)
     assert code == 0, err
     assert stdout.strip() == str(out)
     df = read_results(out / "results.csv")
@@ -175,21 +200,8 @@ def test_devices_runs_a_worker_per_fake_device_and_merges(tmp_path, capsys, monk
     meta = json.loads((out / "meta.json").read_text())
     assert [(w["shard"], w["exit_code"]) for w in meta["devices"]["workers"]] == [("0/2", 0), ("1/2", 0)]
     assert [s["run_dir"] for s in meta["shards"]] == [str(out / "shards" / f"shard-{k}-of-2") for k in (0, 1)]
-    assert (out / "shards" / "shard-1-of-2.log").is_file()
-
-
-def test_a_failing_worker_is_reported_and_the_other_shard_kept(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FOSCAR_FAKE_DEVICES", "2")
-    out = tmp_path / "run"
-    (out / "shards").mkdir(parents=True)
-    (out / "shards" / "shard-1-of-2").write_text("in the way")  # worker 1 cannot create its run directory
-    code, _, err = run_main(capsys, "bench", *TINY, "--devices", "0,1", "--out", out)
-    log = out / "shards" / "shard-1-of-2.log"
-    assert code == 3 and f"shard 1/2 on GPU fake (CPU) failed (exit code 2); its log: {log}" in err
-    assert "cannot create the run directory" in log.read_text()
-    df = read_results(out / "results.csv")
-    assert list(df["batch"]) == [1, 1]  # shard 0's point
-    assert any("failed" in p for p in json.loads((out / "summary.json").read_text())["problems"])
+    assert meta["missing_shards"] == [] and json.loads((out / "summary.json").read_text())["problems"] == []
+    assert "resuming: 1 of 1 points" in (out / "shards" / "shard-0-of-2.log").read_text()
 
 
 def test_devices_without_a_gpu_is_a_clear_error(capsys, monkeypatch):
