@@ -11,6 +11,11 @@ branch inside the loop counts both ways.
 
     python -m bench.sass                      # every instance, one line each
     python -m bench.sass --match "INT2 D=128 G=128"    # INT2, head_dim 128, group 128
+    python -m bench.sass --write bench/data/sass_loop_counts.json   # the committed snapshot
+
+The committed snapshot (:data:`SNAPSHOT`) holds every instance's count and the nvcc that
+produced it; ``tests/test_decode_cuda.py`` compiles the kernel in CI and fails when a count
+differs from it (same nvcc), so a change to a loop shows in review as a change to that file.
 
 Needs ``nvcc`` (``CUDA_HOME`` or PATH) and ``cuobjdump`` (the CUDA toolkit's, or the one
 Triton ships in ``triton/backends/nvidia/bin``).
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import re
 import shutil
 import subprocess
@@ -30,6 +36,7 @@ from pathlib import Path
 
 KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
 MODE_NAMES = {0: "folded-bf16", 1: "per-value", 2: "folded-fp8"}  # csrc enum Mode
+SNAPSHOT = Path(__file__).parent / "data" / "sass_loop_counts.json"
 
 
 @dataclass(frozen=True)
@@ -130,17 +137,51 @@ def compile_and_count(sources: list[Path] | None = None, workdir: Path | None = 
     return counts
 
 
+def nvcc_version(nvcc: str) -> str:
+    """The release line of ``nvcc --version`` (e.g. ``Cuda compilation tools, release 13.0, V13.0.88``)."""
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    return next((line.strip() for line in out.splitlines() if "release" in line), out.strip().splitlines()[-1])
+
+
+def snapshot(counts: list[LoopCount], nvcc: str) -> dict:
+    """``{"nvcc": version, "nvcc_flags": [...], "loops": {label: instructions}}`` for :data:`SNAPSHOT`."""
+    from foscar.kernels import decode_cuda
+
+    return {"nvcc": nvcc_version(nvcc), "nvcc_flags": list(decode_cuda.NVCC_FLAGS),
+            "loops": {c.label(): c.instructions for c in sorted(counts, key=_order)}}
+
+
+def snapshot_diff(counts: list[LoopCount], saved: dict) -> list[str]:
+    """Lines ``label: saved -> now`` for every instance whose count differs from ``saved`` (a
+    :func:`snapshot`), or that only one of the two has."""
+    now = {c.label(): c.instructions for c in counts}
+    was = saved.get("loops", {})
+    return [f"{k}: {was.get(k, 'absent')} -> {now.get(k, 'absent')}" for k in sorted(set(now) | set(was))
+            if now.get(k) != was.get(k)]
+
+
+def _order(c: LoopCount):
+    return (c.head_dim, c.bits, -c.group_size, c.mode, c.paged, c.channel)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--match", default="", help="only kernel instances whose label contains this text")
     parser.add_argument("--top", type=int, default=8, help="opcodes shown per instance")
+    parser.add_argument("--write", type=Path, default=None, metavar="FILE",
+                        help=f"also write the snapshot JSON (committed: {SNAPSHOT.relative_to(SNAPSHOT.parents[2])})")
     args = parser.parse_args(argv)
     try:
         counts = compile_and_count()
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for c in sorted(counts, key=lambda c: (c.head_dim, c.bits, -c.group_size, c.mode, c.paged, c.channel)):
+    if args.write:
+        from foscar.kernels import decode_cuda
+
+        args.write.write_text(json.dumps(snapshot(counts, decode_cuda.find_nvcc()), indent=1) + "\n")
+        print(f"wrote {args.write}")
+    for c in sorted(counts, key=_order):
         if args.match and args.match not in c.label():
             continue
         top = ", ".join(f"{k} {v}" for k, v in sorted(c.opcodes.items(), key=lambda kv: -kv[1])[: args.top])

@@ -67,6 +67,18 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
             folded = loop[(bits, 128, 128, "folded-bf16", False, channel)]
             per_value = loop[(bits, 128, 128, "per-value", False, channel)]
             assert 0 < folded < per_value * (0.65 if channel else 0.5), (bits, channel, folded, per_value)
+    # every loop's count as committed in bench/data/sass_loop_counts.json (same nvcc and flags): a change
+    # to a loop must come with that file rewritten, so that review sees it
+    import json
+
+    from bench.sass import SNAPSHOT, nvcc_version, snapshot_diff
+
+    saved = json.loads(SNAPSHOT.read_text())
+    if saved["nvcc"] != nvcc_version(nvcc) or saved["nvcc_flags"] != list(decode_cuda.NVCC_FLAGS):
+        pytest.skip(f"SASS snapshot taken with {saved['nvcc']} {saved['nvcc_flags']}; here {nvcc_version(nvcc)}")
+    diff = snapshot_diff(counts, saved)
+    assert not diff, ("main-loop SASS counts differ from bench/data/sass_loop_counts.json; if intended, rerun "
+                      "`python -m bench.sass --write bench/data/sass_loop_counts.json` and commit it:\n" + "\n".join(diff))
 
 
 def test_unavailable_reasons():
