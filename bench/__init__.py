@@ -14,6 +14,7 @@ One small module per job:
 * :mod:`bench.results`      the results schema, speedups, geometric means, files
 * :mod:`bench.manifest`     ``meta.json``: versions, GPU (NVML: UUID, clocks, temperature), git, config
 * :mod:`bench.tables`       rich tables
+* :mod:`bench.points`       a sweep's points (the grid) and each point's rows
 * :mod:`bench.sweep`        the loop over points
 * :mod:`bench.plan`         what a sweep will do: ``--dry-run``, memory per point, the run-time estimate
 * :mod:`bench.progress`     the progress bar and ETA of a sweep
@@ -27,6 +28,7 @@ One small module per job:
 * :mod:`bench.report`       ``foscar report``: PNG plots and report.md
 * :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
 * :mod:`bench.accuracy`     ``foscar accuracy``: kernel error vs exact attention (data x bits x group x rotation x layout)
+* :mod:`bench.accuracy_grid`  its grid, variants, columns and tolerances (no torch)
 * :mod:`bench.accuracy_report`  its rich table, PNGs and accuracy.md
 * :mod:`bench.hf_model`     loading a local / random-init transformers model (the ``hf`` extra)
 * :mod:`bench.eval_model`   ``foscar eval-model``: a model with FOSCAR's cache vs its BF16 cache; its report

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
-from bench.accuracy import COLUMN_DOCS, PLAIN_LAYOUT, REFERENCE_VARIANT, TOLERANCE, Grid
+from bench.accuracy_grid import COLUMN_DOCS, PLAIN_LAYOUT, REFERENCE_VARIANT, TOLERANCE, Grid
 
 DPI = 120
 BITS_COLORS = {2: "#d62728", 4: "#1f77b4"}
