@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KIND = "accuracy"
+from bench.kinds import ACCURACY
+
+KIND = ACCURACY  # meta.json "kind" (bench.kinds)
 ROTATIONS = ("none", "hadamard")
 PLAIN_LAYOUT = "quantized"
 TOLERANCE = 2e-2  # a kernel further than this from reference (b) is marked failed (as foscar bench)

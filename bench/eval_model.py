@@ -37,9 +37,10 @@ from typing import Any
 
 from bench import SCHEMA_VERSION
 from bench.errors import FoscarError
+from bench.kinds import EVAL_MODEL
 from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat
 
-KIND = "eval-model"
+KIND = EVAL_MODEL  # meta.json "kind" (bench.kinds)
 COLUMNS = [
     "cache", "bits", "group_size", "num_sink", "num_recent", "rotation", "kernel", "scored_tokens",
     "nll_mean", "perplexity", "top1_agree", "kl_mean", "kl_max", "greedy_tokens", "greedy_match",

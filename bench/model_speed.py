@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-KIND = "model-speed"
+from bench.kinds import MODEL_SPEED
+
+KIND = MODEL_SPEED  # meta.json "kind" (bench.kinds)
 COLUMNS = [
     "batch", "context", "cache", "bits", "group_size", "kernel", "decode_steps", "step_ms", "decode_tokens_per_s",
     "speedup_vs_bf16", "attn_ms_per_step", "cache_update_ms_per_step", "attn_share", "kv_bytes", "peak_mem_gib",
