@@ -132,7 +132,7 @@ def plot_geomeans(summary: dict[str, Any]) -> Figure | None:
 def _point_label(r: Any) -> str:
     c = int(r["context"])
     ctx = f"{c // 1024}K" if c >= 1024 and c % 1024 == 0 else str(c)
-    return f"b{int(r['batch'])} x {ctx}\nint{int(r['bits'])}"
+    return f"b{int(r['batch'])} x {ctx} int{int(r['bits'])}"
 
 
 def plot_points(df: pd.DataFrame) -> Figure | None:
@@ -157,7 +157,7 @@ def plot_points(df: pd.DataFrame) -> Figure | None:
             xs = np.array([points.index(p) for p in gs["point"]], dtype=float) + (j - (len(names) - 1) / 2) * width
             handles.setdefault(s, ax.bar(xs, gs["speedup_vs_reference"].astype(float), width, color=colors[s], label=s))
         ax.axhline(1.0, color="0.35", ls="--", lw=1)
-        ax.set_xticks(range(len(points)), points, fontsize=8)
+        ax.set_xticks(range(len(points)), points, fontsize=8, rotation=35, ha="right", rotation_mode="anchor")
         ax.set_title(axis, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)

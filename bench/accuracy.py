@@ -541,6 +541,24 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect") -> Path:
     return out
 
 
+def load_accuracy_run(run_dir: Path):
+    """Read an accuracy run back: ``(results frame, meta.json dict, Grid)``.
+
+    Raises:
+        FoscarError: ``results.csv`` or ``meta.json`` missing or unreadable, or not an accuracy run.
+    """
+    run_dir = Path(run_dir)
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+        df = read_accuracy(run_dir / "results.csv")
+    except (OSError, ValueError) as e:
+        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
+    if meta.get("kind") != KIND:
+        raise FoscarError(f"{run_dir}: meta.json is not from `foscar accuracy` (kind {meta.get('kind')!r})")
+    cfg = {k: v for k, v in meta["config"].items() if k not in ("tolerance", "tolerance_fp8")}
+    return df, meta, Grid(**{**cfg, "shape": Shape(**cfg["shape"])})
+
+
 def rebuild(run_dir: Path) -> list[Path]:
     """Recompute ``summary.json``, the PNGs and ``accuracy.md`` of a run from its
     ``results.csv`` and ``meta.json`` (e.g. when only some files came back from a GPU
@@ -553,17 +571,8 @@ def rebuild(run_dir: Path) -> list[Path]:
     from bench.results import write_json
 
     run_dir = Path(run_dir)
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text())
-        df = read_accuracy(run_dir / "results.csv")
-    except (OSError, ValueError) as e:
-        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
-    if meta.get("kind") != KIND:
-        raise FoscarError(f"{run_dir}: meta.json is not from `foscar accuracy` (kind {meta.get('kind')!r})")
-    cfg = {k: v for k, v in meta["config"].items() if k not in ("tolerance", "tolerance_fp8")}
-    grid = Grid(**{**cfg, "shape": Shape(**cfg["shape"])})
+    df, meta, grid = load_accuracy_run(run_dir)
     summary = summarize(df, grid)
     summary["smoke"] = bool(meta.get("smoke"))
     write_json(summary, run_dir / "summary.json")
-    return [run_dir / "summary.json", *write_accuracy_report(run_dir, df, summary, grid)]
-
+    return [run_dir / "summary.json", *write_accuracy_report(run_dir, df, summary, grid, meta)]

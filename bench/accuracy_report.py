@@ -244,8 +244,13 @@ def plot_kernels(df: pd.DataFrame) -> Figure | None:
 # accuracy.md
 
 
-def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid) -> list[Path]:
-    """Draw the PNGs and write ``accuracy.md`` into the run directory; return the files written."""
+def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
+                          meta: dict[str, Any] | None = None, md_name: str = "accuracy.md") -> list[Path]:  # fmt: skip
+    """Draw the PNGs and write the markdown (``md_name``) into ``out``; return the files written.
+
+    ``meta``: the run's ``meta.json`` (default: read from ``out``). ``foscar report`` writes
+    ``report.md``, possibly into another directory; the run itself writes ``accuracy.md``.
+    """
     written: list[Path] = []
     plots: list[tuple[str, str, str]] = []  # (file, title, caption)
     for draw, name, title, caption in (
@@ -267,16 +272,18 @@ def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], 
         fig.savefig(out / name, dpi=DPI)
         written.append(out / name)
         plots.append((name, title, caption))
-    md = out / "accuracy.md"
-    md.write_text(render_markdown(out, df, summary, grid, plots))
+    if meta is None:
+        meta_path = out / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    md = out / md_name
+    md.write_text(render_markdown(meta, df, summary, grid, plots))
     written.append(md)
     return written
 
 
-def render_markdown(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
+def render_markdown(meta: dict[str, Any], df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
                     plots: list[tuple[str, str, str]]) -> str:  # fmt: skip
-    meta_path = out / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    """The accuracy report: the run (from its ``meta.json`` dict), definitions, tables, the plots."""
     gpu = (meta.get("gpu") or {}).get("name") or ("CPU (Triton interpreter)" if meta.get("triton_interpreter") else "-")
     git = meta.get("git") or {}
     s = grid.shape
