@@ -39,7 +39,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from bench.ablate_grid import AXES
@@ -70,26 +69,24 @@ class CliState:
     argv: list[str] | None = None  # the arguments after the program name, as given (None: sys.argv[1:])
 
 
-def _cli_state() -> CliState:
-    """The running invocation's :class:`CliState` (a fresh one outside :func:`main`, e.g. typer's test runner)."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return CliState()
+def _cli_state(ctx: typer.Context) -> CliState:
+    """The invocation's :class:`CliState`: the root context's ``obj`` (created here when the
+    app runs without :func:`main`, e.g. under typer's test runner)."""
     root = ctx.find_root()
     if not isinstance(root.obj, CliState):
         root.obj = CliState()
     return root.obj
 
 
-def _args() -> list[str]:
+def _args(ctx: typer.Context) -> list[str]:
     """The command line after the program name, as recorded in a run's meta.json."""
-    argv = _cli_state().argv
+    argv = _cli_state(ctx).argv
     return list(argv) if argv is not None else sys.argv[1:]
 
 
-def _set_debug(value: bool) -> bool:
+def _set_debug(ctx: typer.Context, value: bool) -> bool:
     if value:
-        _cli_state().debug = True
+        _cli_state(ctx).debug = True
     return value
 
 
@@ -232,6 +229,7 @@ def _root(debug: DebugOpt = False) -> None:
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     arch: ArchOpt = Arch.auto,
     config: ConfigOpt = None,
     out: OutOpt = None,
@@ -306,7 +304,7 @@ def bench(
             dry_run=dry_run,
             nearest_preset=nearest_preset,
             output=OutputFormat.json if as_json else output_format,
-            argv=["foscar", *_args()],
+            argv=["foscar", *_args(ctx)],
             shard=shard_k_n,
             devices=devices,
         )
@@ -317,6 +315,7 @@ def bench(
 
 @app.command()
 def merge(
+    ctx: typer.Context,
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench --shard K/N).")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
@@ -334,7 +333,7 @@ def merge(
     from bench.merge import merge_runs
 
     result = merge_runs(run_dirs, out, allow_partial=allow_partial,
-                        argv=["foscar", *_args()])  # fmt: skip
+                        argv=["foscar", *_args(ctx)])  # fmt: skip
     if output_format is OutputFormat.json:
         typer.echo((out / "summary.json").read_text(), nl=False)
     elif output_format is OutputFormat.quiet:
@@ -407,6 +406,7 @@ def compare(
 
 @app.command()
 def ablate(
+    ctx: typer.Context,
     bits: BitsOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
@@ -433,7 +433,7 @@ def ablate(
         batch,
         context,
         smoke,
-        argv=_args(),
+        argv=_args(ctx),
         console=make_console(),
         axes=axis,
     )
@@ -498,6 +498,7 @@ KvFileOpt = Annotated[
 
 @app.command()
 def accuracy(
+    ctx: typer.Context,
     smoke: AccSmokeOpt = False,
     out: AccOutOpt = None,
     bits: BitsOpt = None,
@@ -554,7 +555,7 @@ def accuracy(
             kv_file=kv_file,
             plots=not no_plots,
             output=output_format,
-            argv=["foscar", *_args()],
+            argv=["foscar", *_args(ctx)],
         )
     )
 
@@ -593,6 +594,7 @@ BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode ba
 
 @app.command("eval-model")
 def eval_model(
+    ctx: typer.Context,
     model: HfModelOpt = None,
     random_init: RandomInitOpt = None,
     bits: BitsOpt = None,
@@ -625,7 +627,7 @@ def eval_model(
             group_sizes=list(group_size or [32]), num_sink=sink, num_recent=recent, rotation=rotation.value,
             text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend.value,
             seed=seed, out=out, plots=not no_plots, output=output_format,
-            argv=["foscar", *_args()],
+            argv=["foscar", *_args(ctx)],
         )
     )  # fmt: skip
 
