@@ -42,6 +42,7 @@ from typing import Annotated, Optional
 import typer
 
 from bench.ablate_grid import AXES
+from bench.accuracy_grid import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES
 from bench.arch import Arch
 from bench.backends import kernel_names
 from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, model_names, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
@@ -110,8 +111,9 @@ ConfigOpt = Annotated[
 ]
 OutOpt = Annotated[
     Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-<arch>-<git short>; smoke: results/_scratch/...)."),
-]
+    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by arch, study and git "
+                 "commit; --smoke runs and runs without GPU: under results/_scratch/)."),
+]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
     typer.Option("--smoke", help="Tiny grid (configs/smoke.toml); on a machine without GPU it runs through the Triton "
@@ -135,8 +137,10 @@ KernelOpt = Annotated[
     Optional[list[str]], typer.Option("--kernel", help=f"Only these kernels (repeat): {_one_of(kernel_names())}.")
 ]
 FormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", help="table: tables as it runs; json: summary.json on stdout; quiet: the run directory only.")
-]
+    OutputFormat,
+    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (a run's summary.json, "
+                 "compare's comparison); quiet: the run directory only (compare: the verdict only)."),
+]  # fmt: skip
 RunDirArg = Annotated[
     Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `foscar bench` (holds results.csv).")
 ]
@@ -155,9 +159,6 @@ ThresholdOpt = Annotated[
     float,
     typer.Option("--threshold", min=0.0, help="Relative change that counts (0.05 = 5%): of the median time (bench, "
                  "ablate) or of an error metric (accuracy)."),
-]
-CompareFormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 ModelOpt = Annotated[
@@ -368,7 +369,7 @@ def compare(
     base: BaseArg,
     new: NewArg,
     threshold: ThresholdOpt = 0.05,
-    output_format: CompareFormatOpt = OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     out: CompareOutOpt = None,
     strict: StrictOpt = False,
@@ -455,16 +456,9 @@ def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = Fals
 
 # --- foscar accuracy -----------------------------------------------------------
 
-from bench.accuracy import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES  # noqa: E402  (no torch import)
-
 DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
 Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
 
-AccOutOpt = Annotated[
-    Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-<arch>-accuracy-<git short>; "
-                 "smoke: results/_scratch/...)."),
-]  # fmt: skip
 AccSmokeOpt = Annotated[
     bool,
     typer.Option("--smoke", help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
@@ -500,7 +494,7 @@ KvFileOpt = Annotated[
 def accuracy(
     ctx: typer.Context,
     smoke: AccSmokeOpt = False,
-    out: AccOutOpt = None,
+    out: OutOpt = None,
     bits: BitsOpt = None,
     group_size: AccGroupOpt = None,
     data: AccDataOpt = None,
@@ -582,11 +576,6 @@ PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
 EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
-EvalOutOpt = Annotated[
-    Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-eval-model-<git short>; without GPU "
-                 "results/_scratch/...)."),
-]  # fmt: skip
 EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no eval_model.png and no report.md.")]
 Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
 BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
@@ -608,7 +597,7 @@ def eval_model(
     greedy_tokens: GreedyOpt = 32,
     backend: BackendOpt = Backend.auto,
     seed: EvalSeedOpt = 0,
-    out: EvalOutOpt = None,
+    out: OutOpt = None,
     no_plots: EvalNoPlotsOpt = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,

@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the callers; the CLI reads AXES without it
+    import pandas as pd
 
 from bench.kinds import ABLATE
 
