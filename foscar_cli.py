@@ -11,8 +11,8 @@
     foscar bench --arch h200 --shard 0/2 --out results/s0 # every 2nd point from point 0 (one shard)
     foscar merge results/s0 results/s1 --out results/all  # shards -> one run
     foscar bench --arch h200 --devices all        # one worker per local GPU, merged at the end
-    foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
-    foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
+    foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md, for any run's kind (bench.study)
+    foscar compare BASE NEW [--threshold 0.05] [--json]   # two runs of one kind; exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
     foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
     foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV, operands, paging
