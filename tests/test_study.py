@@ -66,3 +66,19 @@ def test_report_draws_only_bench_runs_together(tmp_path, capsys):
     bench = run_dir(tmp_path / "bench", None)
     code, _, err = run_main(capsys, "report", bench, acc, "--out", tmp_path / "rep")
     assert code == 2 and f"only bench runs are drawn together; {acc} is an accuracy run" in err
+
+
+def test_report_draws_a_model_speed_run(tmp_path, capsys):
+    import pandas as pd
+
+    from bench.model_speed import COLUMNS
+
+    run = run_dir(tmp_path / "speed", {"kind": "model-speed", "model": "configs/hf/tiny-qwen3.json", "note": "",
+                                       "shape": {"num_layers": 2}, "device": "NVIDIA H200", "command": "x"})  # fmt: skip
+    rows = [{"batch": 1, "context": 8192, "cache": c, "decode_tokens_per_s": t, "speedup_vs_bf16": t / 40.0,
+             "status": "ok"} for c, t in (("int2", 60.0), ("int4", 55.0), ("bf16", 40.0))]  # fmt: skip
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(run / "results.csv", index=False)
+    code, out, err = run_main(capsys, "report", run)
+    assert code == 0 and "1 plot (model-speed run)" in out, err
+    assert (run / "model_speed.png").read_bytes()[:4] == b"\x89PNG"
+    assert "](model_speed.png)" in (run / "report.md").read_text()
