@@ -45,10 +45,17 @@ from bench.ablate_grid import AXES
 from bench.accuracy_grid import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES
 from bench.arch import Arch
 from bench.backends import kernel_names
-from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, model_names, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
+from bench.config import (
+    GRIDS,
+    SUPPORTED_GROUP_SIZES,
+    SUPPORTED_HEAD_DIMS,
+    SUPPORTED_OPERANDS,
+    UNBUILT_OPERANDS,
+    model_names,
+)
+from bench.devices import parse_devices
 from bench.errors import EXIT_RUN_PROBLEM, EXIT_USAGE, FoscarError, check_choices
 from bench.lengths import WORKLOAD_NAMES
-from bench.devices import parse_devices
 from bench.run import BenchOptions, OutputFormat
 from bench.shard import parse_shard
 
@@ -59,7 +66,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-
 
 
 @dataclass
@@ -98,7 +104,6 @@ class Bits(str, Enum):
     int4 = "4"
 
 
-# shared option aliases
 # shared option aliases; --debug on the root and on every command (its callback sets CliState.debug)
 DebugOpt = Annotated[
     bool, typer.Option("--debug", callback=_set_debug, help="Show full tracebacks instead of one-line errors.")
@@ -425,7 +430,6 @@ def ablate(
     """
     check_choices("--axis", axis, AXES)
     from bench.ablate import run_ablate
-
     from bench.tables import make_console
 
     run_ablate(

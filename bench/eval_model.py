@@ -347,14 +347,6 @@ def results_table(rows: list[dict[str, Any]], meta: dict[str, Any]):
 # report
 
 
-def is_eval_model_run(path: Path) -> bool:
-    """Whether ``path/meta.json`` says ``kind: "eval-model"``."""
-    try:
-        return json.loads((Path(path) / "meta.json").read_text()).get("kind") == KIND
-    except (OSError, ValueError):
-        return False
-
-
 def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     """Draw ``eval_model.png`` (perplexity, top-1 agreement, KL, decode tokens/s, KV bytes per
     cache) and ``report.md`` for an eval-model run directory.
