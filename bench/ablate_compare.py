@@ -20,6 +20,7 @@ from bench.ablate_report import AblationRun
 from bench.compare import VERDICT_ORDER, verdict
 from bench.kinds import ABLATE
 from bench.results import geomean
+from bench.rundir import point_label
 
 MATCH_KEYS = ["axis", "setting", "bits", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "backend"]
 
@@ -50,7 +51,7 @@ def _timed(r: dict[str, Any] | None) -> bool:
 def _identity(r: dict[str, Any]) -> dict[str, Any]:
     ident = {k: _norm(r[k]) for k in MATCH_KEYS}
     ident.update(series=f"{r['axis']}/{r['setting']}/int{int(r['bits'])}", kernel=f"{r['axis']}/{r['setting']}",
-                 operand=None, cache_bits=int(r["bits"]), point=f"b{int(r['batch'])} x {int(r['context'])}")  # fmt: skip
+                 operand=None, cache_bits=int(r["bits"]), point=point_label(r["batch"], r["context"]))  # fmt: skip
     return ident
 
 
