@@ -284,37 +284,41 @@ def bench(
         parse_devices(devices)
         if shard_k_n is not None:
             raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
-    from bench.run import run_bench
-
-    outcome = run_bench(
-        BenchOptions(
-            arch=arch,
-            config=config,
-            out=out,
-            smoke=smoke,
-            bits=[int(b.value) for b in bits or []],
-            batch=list(batch or []),
-            context=list(context or []),
-            group_size=group_size,
-            operand=list(operand or []),
-            kernels=list(kernel or []),
-            model=model,
-            num_qo_heads=num_qo_heads,
-            num_kv_heads=num_kv_heads,
-            head_dim=head_dim,
-            workload=workload,
-            capacity=capacity,
-            workload_seed=workload_seed,
-            short_len=short_len,
-            grids=list(grid or []),
-            dry_run=dry_run,
-            nearest_preset=nearest_preset,
-            output=OutputFormat.json if as_json else output_format,
-            argv=["foscar", *_args(ctx)],
-            shard=shard_k_n,
-            devices=devices,
-        )
+    opts = BenchOptions(
+        arch=arch,
+        config=config,
+        out=out,
+        smoke=smoke,
+        bits=[int(b.value) for b in bits or []],
+        batch=list(batch or []),
+        context=list(context or []),
+        group_size=group_size,
+        operand=list(operand or []),
+        kernels=list(kernel or []),
+        model=model,
+        num_qo_heads=num_qo_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        workload=workload,
+        capacity=capacity,
+        workload_seed=workload_seed,
+        short_len=short_len,
+        grids=list(grid or []),
+        dry_run=dry_run,
+        nearest_preset=nearest_preset,
+        output=OutputFormat.json if as_json else output_format,
+        argv=["foscar", *_args(ctx)],
+        shard=shard_k_n,
+        devices=devices,
     )
+    if devices is not None and not dry_run:  # workers per GPU, then the merge
+        from bench.devices import run_devices
+
+        outcome = run_devices(opts)
+    else:
+        from bench.run import run_bench
+
+        outcome = run_bench(opts)
     if outcome is not None and outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
