@@ -11,8 +11,8 @@
     foscar bench --arch h200 --shard 0/2 --out results/s0 # every 2nd point from point 0 (one shard)
     foscar merge results/s0 results/s1 --out results/all  # shards -> one run
     foscar bench --arch h200 --devices all        # one worker per local GPU, merged at the end
-    foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md
-    foscar compare BASE NEW [--threshold 0.05] [--json]   # exit 1 on a regression
+    foscar report results/<run> [more runs] [--out DIR]   # PNG plots + report.md, for any run's kind (bench.study)
+    foscar compare BASE NEW [--threshold 0.05] [--json]   # two runs of one kind; exit 1 on a regression
     foscar export-gab RUN [--out FILE]            # github-action-benchmark customSmallerIsBetter JSON
     foscar accuracy [--smoke] [--out DIR]         # kernel error vs exact attention: data x bits x group x rotation x layout
     foscar ablate [--smoke]                       # folded vs per-value, group size, split-KV, operands, paging
@@ -34,18 +34,28 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from bench.ablate_grid import AXES
+from bench.accuracy_grid import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES
 from bench.arch import Arch
 from bench.backends import kernel_names
-from bench.config import GRIDS, SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS, SUPPORTED_OPERANDS, UNBUILT_OPERANDS
+from bench.config import (
+    GRIDS,
+    SUPPORTED_GROUP_SIZES,
+    SUPPORTED_HEAD_DIMS,
+    SUPPORTED_OPERANDS,
+    UNBUILT_OPERANDS,
+    model_names,
+)
+from bench.devices import parse_devices
 from bench.errors import EXIT_RUN_PROBLEM, EXIT_USAGE, FoscarError, check_choices
 from bench.lengths import WORKLOAD_NAMES
-from bench.devices import parse_devices
 from bench.run import BenchOptions, OutputFormat
 from bench.shard import parse_shard
 
@@ -57,7 +67,34 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-_state: dict = {"debug": False, "argv": None}
+
+@dataclass
+class CliState:
+    """Per invocation: the root context's ``obj`` (``ctx.obj``), set up by :func:`main`."""
+
+    debug: bool = False  # --debug (or FOSCAR_DEBUG=1): tracebacks instead of one-line errors
+    argv: list[str] | None = None  # the arguments after the program name, as given (None: sys.argv[1:])
+
+
+def _cli_state(ctx: typer.Context) -> CliState:
+    """The invocation's :class:`CliState`: the root context's ``obj`` (created here when the
+    app runs without :func:`main`, e.g. under typer's test runner)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def _args(ctx: typer.Context) -> list[str]:
+    """The command line after the program name, as recorded in a run's meta.json."""
+    argv = _cli_state(ctx).argv
+    return list(argv) if argv is not None else sys.argv[1:]
+
+
+def _set_debug(ctx: typer.Context, value: bool) -> bool:
+    if value:
+        _cli_state(ctx).debug = True
+    return value
 
 
 class Bits(str, Enum):
@@ -67,8 +104,10 @@ class Bits(str, Enum):
     int4 = "4"
 
 
-# shared option aliases
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show full tracebacks instead of one-line errors.")]
+# shared option aliases; --debug on the root and on every command (its callback sets CliState.debug)
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", callback=_set_debug, help="Show full tracebacks instead of one-line errors.")
+]
 ArchOpt = Annotated[
     Arch, typer.Option("--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute capability.")
 ]
@@ -77,8 +116,9 @@ ConfigOpt = Annotated[
 ]
 OutOpt = Annotated[
     Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-<arch>-<git short>; smoke: results/_scratch/...)."),
-]
+    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by arch, study and git "
+                 "commit; --smoke runs and runs without GPU: under results/_scratch/)."),
+]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
     typer.Option("--smoke", help="Tiny grid (configs/smoke.toml); on a machine without GPU it runs through the Triton "
@@ -102,13 +142,17 @@ KernelOpt = Annotated[
     Optional[list[str]], typer.Option("--kernel", help=f"Only these kernels (repeat): {_one_of(kernel_names())}.")
 ]
 FormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", help="table: tables as it runs; json: summary.json on stdout; quiet: the run directory only.")
-]
+    OutputFormat,
+    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (a run's summary.json, "
+                 "compare's comparison); quiet: the run directory only (compare: the verdict only)."),
+]  # fmt: skip
 RunDirArg = Annotated[
     Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `foscar bench` (holds results.csv).")
 ]
 RunDirsArg = Annotated[
-    list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run directories written by `foscar bench`.")
+    list[Path],
+    typer.Argument(metavar="RUN_DIR...", help="A run directory of foscar bench, ablate, accuracy or eval-model; "
+                   "or several bench runs."),
 ]
 BaseArg = Annotated[Path, typer.Argument(metavar="BASE", help="The run directory to compare against (the baseline).")]
 NewArg = Annotated[Path, typer.Argument(metavar="NEW", help="The run directory under test.")]
@@ -117,16 +161,15 @@ ReportOutOpt = Annotated[
     typer.Option("--out", help="Directory for report.md and the PNGs (default: the run directory; needed for several runs)."),
 ]
 ThresholdOpt = Annotated[
-    float, typer.Option("--threshold", min=0.0, help="Relative change of the median time that counts (0.05 = 5%).")
-]
-CompareFormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only.")
+    float,
+    typer.Option("--threshold", min=0.0, help="Relative change that counts (0.05 = 5%): of the median time (bench, "
+                 "ablate) or of an error metric (accuracy)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 ModelOpt = Annotated[
     Optional[str],
     typer.Option("--model", metavar="NAME", help="A model's attention shape over the arch preset's grid: "
-                 "qwen3-8b, llama-3.1-8b, llama-3.1-70b-tp8 (configs/models/NAME.toml) or a TOML path."),
+                 f"{_one_of(model_names())} (configs/models/NAME.toml) or a TOML path."),
 ]  # fmt: skip
 QoHeadsOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (overrides preset and --model).")]
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (overrides preset and --model).")]
@@ -188,12 +231,11 @@ GabOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write the JSON
 @app.callback()
 def _root(debug: DebugOpt = False) -> None:
     """FOSCAR: affine-folded INT2/INT4 KV-cache decode attention."""
-    if debug:
-        _state["debug"] = True
 
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     arch: ArchOpt = Arch.auto,
     config: ConfigOpt = None,
     out: OutOpt = None,
@@ -231,8 +273,6 @@ def bench(
 
     Exit code 2: a bad flag or config (nothing ran); 3: the run finished, but a row's time was invalid or no FOSCAR row was timed (summary.json's "problems").
     """
-    if debug:
-        _state["debug"] = True
     check_choices("--kernel", kernel, kernel_names())
     check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
     check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
@@ -244,43 +284,48 @@ def bench(
         parse_devices(devices)
         if shard_k_n is not None:
             raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
-    from bench.run import run_bench
-
-    outcome = run_bench(
-        BenchOptions(
-            arch=arch,
-            config=config,
-            out=out,
-            smoke=smoke,
-            bits=[int(b.value) for b in bits or []],
-            batch=list(batch or []),
-            context=list(context or []),
-            group_size=group_size,
-            operand=list(operand or []),
-            kernels=list(kernel or []),
-            model=model,
-            num_qo_heads=num_qo_heads,
-            num_kv_heads=num_kv_heads,
-            head_dim=head_dim,
-            workload=workload,
-            capacity=capacity,
-            workload_seed=workload_seed,
-            short_len=short_len,
-            grids=list(grid or []),
-            dry_run=dry_run,
-            nearest_preset=nearest_preset,
-            output=OutputFormat.json if as_json else output_format,
-            argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
-            shard=shard_k_n,
-            devices=devices,
-        )
+    opts = BenchOptions(
+        arch=arch,
+        config=config,
+        out=out,
+        smoke=smoke,
+        bits=[int(b.value) for b in bits or []],
+        batch=list(batch or []),
+        context=list(context or []),
+        group_size=group_size,
+        operand=list(operand or []),
+        kernels=list(kernel or []),
+        model=model,
+        num_qo_heads=num_qo_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        workload=workload,
+        capacity=capacity,
+        workload_seed=workload_seed,
+        short_len=short_len,
+        grids=list(grid or []),
+        dry_run=dry_run,
+        nearest_preset=nearest_preset,
+        output=OutputFormat.json if as_json else output_format,
+        argv=["foscar", *_args(ctx)],
+        shard=shard_k_n,
+        devices=devices,
     )
+    if devices is not None and not dry_run:  # workers per GPU, then the merge
+        from bench.devices import run_devices
+
+        outcome = run_devices(opts)
+    else:
+        from bench.run import run_bench
+
+        outcome = run_bench(opts)
     if outcome is not None and outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
 
 @app.command()
 def merge(
+    ctx: typer.Context,
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench --shard K/N).")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
@@ -295,12 +340,10 @@ def merge(
     mode differ (naming the field and both values), a shard given twice, and missing
     shards (unless --allow-partial). Exit code 3 when the merged numbers need a look.
     """
-    if debug:
-        _state["debug"] = True
     from bench.merge import merge_runs
 
     result = merge_runs(run_dirs, out, allow_partial=allow_partial,
-                        argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])])  # fmt: skip
+                        argv=["foscar", *_args(ctx)])  # fmt: skip
     if output_format is OutputFormat.json:
         typer.echo((out / "summary.json").read_text(), nl=False)
     elif output_format is OutputFormat.quiet:
@@ -315,32 +358,19 @@ def merge(
 
 @app.command()
 def report(run_dirs: RunDirsArg, out: ReportOutOpt = None, debug: DebugOpt = False) -> None:
-    """Plot runs (speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed) into report.md.
+    """Plot runs into PNGs and report.md; what is drawn depends on the run's kind (meta.json "kind").
 
-    An eval-model run (one directory) gets its own plot, eval_model.png. Several run directories are overlaid in the speed-up plot (labelled by
-    directory name) and drawn one by one in the others.
+    bench: speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed (several bench runs
+    are overlaid in the speed-up plot, labelled by directory name, and drawn one by one
+    in the others). ablate: geometric-mean and per-point speed-ups over each axis'
+    reference. accuracy: quantization error, rotation, each kernel's own error.
+    eval-model and model-speed runs: their own plot. Runs other than bench are drawn one at a time.
     """
-    if debug:
-        _state["debug"] = True
-    from bench.eval_model import is_eval_model_run
+    from bench.study import report_runs
 
-    if len(run_dirs) > 1 and any(is_eval_model_run(d) for d in run_dirs):
-        raise FoscarError("an eval-model run is drawn on its own: pass one run directory")
-    if len(run_dirs) == 1 and is_eval_model_run(run_dirs[0]):
-        from bench.eval_model import write_report as write_eval_report
-
-        written_eval = write_eval_report(run_dirs[0], out)
-        typer.echo(f"wrote {', '.join(str(p) for p in written_eval)}")
-        return
-    from bench.report import write_report
-    from bench.rundir import load_runs
-
-    runs = load_runs(run_dirs)
-    if out is None and len(runs) > 1:
-        raise FoscarError(f"{len(runs)} run directories given: pass --out DIR for the combined report")
-    written = write_report(runs, out if out is not None else runs[0].path)
-    n = len(written.plots)
-    typer.echo(f"wrote {written.report} and {n} plot{'' if n == 1 else 's'}")
+    drawn = report_runs(list(run_dirs), out)
+    n = len(drawn.plots)
+    typer.echo(f"wrote {drawn.report} and {n} plot{'' if n == 1 else 's'} ({drawn.kind} run)")
 
 
 @app.command()
@@ -348,27 +378,28 @@ def compare(
     base: BaseArg,
     new: NewArg,
     threshold: ThresholdOpt = 0.05,
-    output_format: CompareFormatOpt = OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     out: CompareOutOpt = None,
     strict: StrictOpt = False,
     show_all: AllRowsOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Compare NEW against BASE row by row; exit status 1 when anything got slower.
+    """Compare NEW against BASE row by row (two runs of one kind); exit status 1 on a regression.
 
-    slower/faster: the median time changed by more than the threshold and the
-    p20-p80 spreads do not overlap; noisy: it changed by more, but the spreads
-    overlap; same: within the threshold. Each series' geometric mean gets the
-    same verdict. Rows timed in only one run are listed (a failure with --strict).
+    bench and ablate runs, on the median time: slower/faster: it changed by more than
+    the threshold and the p20-p80 spreads do not overlap; noisy: it changed by more, but
+    the spreads overlap; same: within the threshold. Each series' geometric mean gets the
+    same verdict; any slower is a regression. accuracy runs, on the error metrics (larger
+    is worse): worse/better/same by the threshold; any worse is a regression. Rows
+    measured in only one run are listed (a failure with --strict).
     """
-    if debug:
-        _state["debug"] = True
-    from bench.compare import compare_runs, exit_code, render, save_json, to_json
-    from bench.rundir import load_run
+    from bench.compare import exit_code, save_json, to_json
+    from bench.study import compare_paths
     from bench.tables import make_console
 
-    result = compare_runs(load_run(base), load_run(new), threshold)
+    found = compare_paths(base, new, threshold)
+    result = found.result
     if out is not None:
         save_json(result, out)
     fmt = OutputFormat.json if as_json else output_format
@@ -377,7 +408,7 @@ def compare(
     elif fmt is OutputFormat.quiet:
         typer.echo(result["verdict"])
     else:
-        render(result, make_console(), show_all)
+        found.render(result, make_console(), show_all)
     code = exit_code(result, strict)
     if code:
         raise typer.Exit(code)
@@ -385,13 +416,14 @@ def compare(
 
 @app.command()
 def ablate(
+    ctx: typer.Context,
     bits: BitsOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
     out: OutOpt = None,
     smoke: SmokeOpt = False,
     axis: Annotated[Optional[list[str]], typer.Option(
-        "--axis", help="Only this axis (repeat): reconstruction, group_size, split_kv, operand, cache, k_layout.")] = None,
+        "--axis", help=f"Only this axis (repeat): {_one_of(AXES)}.")] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Isolate each idea on the same points: folded vs per-value reconstruction, group
@@ -400,11 +432,8 @@ def ablate(
 
     Default points: batch {1, 8, 64} x 32K and 8 x 128K, INT2 and INT4, Qwen3-8B shape.
     """
-    if debug:
-        _state["debug"] = True
-    from bench.ablate import AXES, run_ablate
-
     check_choices("--axis", axis, AXES)
+    from bench.ablate import run_ablate
     from bench.tables import make_console
 
     run_ablate(
@@ -413,7 +442,7 @@ def ablate(
         batch,
         context,
         smoke,
-        argv=_state["argv"] if _state["argv"] is not None else sys.argv[1:],
+        argv=_args(ctx),
         console=make_console(),
         axes=axis,
     )
@@ -422,8 +451,6 @@ def ablate(
 @app.command("export-gab")
 def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = False) -> None:
     """Export a run's median times as github-action-benchmark `customSmallerIsBetter` JSON."""
-    if debug:
-        _state["debug"] = True
     from bench.compare import export_gab as export, save_json, to_json
     from bench.rundir import load_run
 
@@ -437,16 +464,9 @@ def export_gab(run_dir: RunDirArg, out: GabOutOpt = None, debug: DebugOpt = Fals
 
 # --- foscar accuracy -----------------------------------------------------------
 
-from bench.accuracy import DATA_KIND_NAMES, ROTATIONS, VARIANT_NAMES  # noqa: E402  (no torch import)
-
 DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
 Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
 
-AccOutOpt = Annotated[
-    Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-<arch>-accuracy-<git short>; "
-                 "smoke: results/_scratch/...)."),
-]  # fmt: skip
 AccSmokeOpt = Annotated[
     bool,
     typer.Option("--smoke", help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
@@ -480,8 +500,9 @@ KvFileOpt = Annotated[
 
 @app.command()
 def accuracy(
+    ctx: typer.Context,
     smoke: AccSmokeOpt = False,
-    out: AccOutOpt = None,
+    out: OutOpt = None,
     bits: BitsOpt = None,
     group_size: AccGroupOpt = None,
     data: AccDataOpt = None,
@@ -511,8 +532,6 @@ def accuracy(
     reads: relative L2, max abs, cosine, and the attention-probability KL. Writes
     results.csv, meta.json, summary.json, PNGs and accuracy.md to the run directory.
     """
-    if debug:
-        _state["debug"] = True
     check_choices("--kernel", kernel, VARIANT_NAMES)
     check_choices("--group-size", group_size, SUPPORTED_GROUP_SIZES)
     from bench.accuracy import AccuracyOptions, run_accuracy
@@ -538,7 +557,7 @@ def accuracy(
             kv_file=kv_file,
             plots=not no_plots,
             output=output_format,
-            argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
+            argv=["foscar", *_args(ctx)],
         )
     )
 
@@ -554,7 +573,10 @@ RandomInitOpt = Annotated[
                  "with random weights (speed only; no accuracy claim), e.g. configs/hf/qwen3-8b.json."),
 ]  # fmt: skip
 TextOpt = Annotated[Optional[Path], typer.Option("--text", help="A UTF-8 text file (default: the public-domain sample bench/data/sample.txt).")]
-EvalGroupOpt = Annotated[Optional[list[int]], typer.Option("--group-size", help="Group size: 32, 64, 128 (repeat; default 32).")]
+EvalGroupOpt = Annotated[
+    Optional[list[int]],
+    typer.Option("--group-size", help=f"Group size: {_one_of(SUPPORTED_GROUP_SIZES)} (repeat; default 32)."),
+]
 EvalSinkOpt = Annotated[int, typer.Option("--sink", min=0, help="Leading tokens kept in BF16 (attention sinks).")]
 EvalRecentOpt = Annotated[int, typer.Option("--recent", min=0, help="Trailing tokens kept in BF16.")]
 EvalRotationOpt = Annotated[Rotation, typer.Option("--rotation", help="none, or hadamard (randomized Hadamard before quantization).")]
@@ -562,11 +584,6 @@ PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
 EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
-EvalOutOpt = Annotated[
-    Optional[Path],
-    typer.Option("--out", help="Run directory (default results/<timestamp>-eval-model-<git short>; without GPU "
-                 "results/_scratch/...)."),
-]  # fmt: skip
 EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no eval_model.png and no report.md.")]
 Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
 BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
@@ -574,6 +591,7 @@ BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode ba
 
 @app.command("eval-model")
 def eval_model(
+    ctx: typer.Context,
     model: HfModelOpt = None,
     random_init: RandomInitOpt = None,
     bits: BitsOpt = None,
@@ -587,7 +605,7 @@ def eval_model(
     greedy_tokens: GreedyOpt = 32,
     backend: BackendOpt = Backend.auto,
     seed: EvalSeedOpt = 0,
-    out: EvalOutOpt = None,
+    out: OutOpt = None,
     no_plots: EvalNoPlotsOpt = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
@@ -598,8 +616,6 @@ def eval_model(
     bytes per cache (bench/eval_model.py). Writes results.csv, meta.json, summary.json,
     eval_model.png and report.md. Needs the hf extra (transformers, safetensors; README).
     """
-    if debug:
-        _state["debug"] = True
     from bench.eval_model import EvalOptions, run_eval_model
 
     run_eval_model(
@@ -608,7 +624,7 @@ def eval_model(
             group_sizes=list(group_size or [32]), num_sink=sink, num_recent=recent, rotation=rotation.value,
             text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend.value,
             seed=seed, out=out, plots=not no_plots, output=output_format,
-            argv=["foscar", *(_state["argv"] if _state["argv"] is not None else sys.argv[1:])],
+            argv=["foscar", *_args(ctx)],
         )
     )  # fmt: skip
 
@@ -629,8 +645,6 @@ def dump_kv(
     Keys layers.<i>.q/k/v: (batch, heads, seq_len, head_dim) bfloat16 (bench/dump_kv.py);
     `foscar accuracy --kv-file FILE` measures every kernel variant on them.
     """
-    if debug:
-        _state["debug"] = True
     from bench.dump_kv import dump_kv as run_dump
 
     typer.echo(f"wrote {run_dump(model, random_init, text, out, layers, max_tokens, seed)}")
@@ -638,11 +652,11 @@ def dump_kv(
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app; a :class:`FoscarError` becomes one line on stderr and exit code 2."""
-    _state["argv"] = list(argv) if argv is not None else sys.argv[1:]
+    state = CliState(argv=list(argv) if argv is not None else sys.argv[1:])
     try:
-        app(args=argv, prog_name="foscar")
+        app(args=argv, prog_name="foscar", obj=state)
     except FoscarError as e:
-        if _state["debug"] or os.environ.get("FOSCAR_DEBUG") == "1":
+        if state.debug or os.environ.get("FOSCAR_DEBUG") == "1":
             raise
         typer.echo(f"error: {e} (rerun with --debug for the traceback)", err=True)
         sys.exit(EXIT_USAGE)

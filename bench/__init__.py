@@ -14,6 +14,7 @@ One small module per job:
 * :mod:`bench.results`      the results schema, speedups, geometric means, files
 * :mod:`bench.manifest`     ``meta.json``: versions, GPU (NVML: UUID, clocks, temperature), git, config
 * :mod:`bench.tables`       rich tables
+* :mod:`bench.points`       a sweep's points (the grid) and each point's rows
 * :mod:`bench.sweep`        the loop over points
 * :mod:`bench.plan`         what a sweep will do: ``--dry-run``, memory per point, the run-time estimate
 * :mod:`bench.progress`     the progress bar and ETA of a sweep
@@ -24,10 +25,19 @@ One small module per job:
 * :mod:`bench.devices`      ``--devices``: one worker process per local GPU, then the merge
 * :mod:`bench.warm`         compile every kernel once before the workers start
 * :mod:`bench.rundir`       reading a run directory back (for report and compare)
-* :mod:`bench.report`       ``foscar report``: PNG plots and report.md
-* :mod:`bench.compare`      ``foscar compare`` (regressions between two runs), ``foscar export-gab``
+* :mod:`bench.kinds`        a run's study kind (meta.json ``kind``)
+* :mod:`bench.study`        ``foscar report`` / ``foscar compare`` on any run: dispatch on its kind
+* :mod:`bench.plotting`     what every plot shares (resolution, width, palette)
+* :mod:`bench.report`       ``foscar report`` of bench runs: PNG plots and report.md
+* :mod:`bench.compare`      ``foscar compare`` of bench runs (regressions), ``foscar export-gab``
 * :mod:`bench.accuracy`     ``foscar accuracy``: kernel error vs exact attention (data x bits x group x rotation x layout)
+* :mod:`bench.accuracy_grid`  its grid, variants, columns and tolerances (no torch)
 * :mod:`bench.accuracy_report`  its rich table, PNGs and accuracy.md
+* :mod:`bench.accuracy_compare` ``foscar compare`` of two accuracy runs (error metrics)
+* :mod:`bench.ablate`       ``foscar ablate``: each idea's speed-up on the same points
+* :mod:`bench.ablate_grid`  its settings, columns and speed-ups over each axis' reference (no torch)
+* :mod:`bench.ablate_report`  its PNGs and markdown
+* :mod:`bench.ablate_compare`  ``foscar compare`` of two ablation runs (times)
 * :mod:`bench.hf_model`     loading a local / random-init transformers model (the ``hf`` extra)
 * :mod:`bench.eval_model`   ``foscar eval-model``: a model with FOSCAR's cache vs its BF16 cache; its report
 * :mod:`bench.dump_kv`      ``foscar dump-kv``: per-layer post-RoPE q/k/v to safetensors (``accuracy --kv-file``)

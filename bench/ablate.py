@@ -25,20 +25,28 @@ the output against the fp64 reference, time with CUDA-graph replay over rotating
 copies (:mod:`bench.timing`). ``results.csv`` has one row per (point, axis, setting);
 ``summary.json`` the geometric-mean speed-up of every setting over its axis'
 reference, with the min and max per-point speed-up. Same run-directory format as
-``foscar bench`` (plus ``ablation.png`` and ``ablate.md``).
+``foscar bench`` (plus ``ablation.png``, ``ablation_points.png`` and ``ablate.md``,
+:mod:`bench.ablate_report`); ``meta.json`` has ``kind: "ablate"``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from bench.ablate_grid import (  # noqa: F401  (re-exported: bench.ablate.AXES, ...)
+    AXES,
+    COLUMNS,
+    KIND,
+    SETTINGS,
+    Setting,
+    add_reference_speedups,
+    setting_dicts,
+    summarize_ablation,
+)
 from bench.backends import Prepared, clone_cache
 from bench.lazy import torch  # imported at first use: `--axis` is checked before it
 from bench.timing import DEVICE_TIMINGS, time_fn
@@ -46,50 +54,6 @@ from bench.timing import DEVICE_TIMINGS, time_fn
 TOLERANCE = 2e-2
 TOLERANCE_FP8 = 1e-1  # = bench's tolerance_fp8_operand
 FULL_CHECK_MAX_TOKENS = 262144
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One ablation setting: the decode call's knobs."""
-
-    axis: str
-    name: str
-    method: str = "folded"
-    group_size: int = 128
-    num_splits: int | None = None  # None: the heuristic
-    operand: str = "bf16"
-    page_size: int | None = None  # None: the contiguous cache; else a shuffled paged copy
-    k_block: int | None = None  # None: token-wise K; else channel-wise K over k_block tokens
-    reference: bool = False
-
-
-SETTINGS = (
-    Setting("reconstruction", "folded"),
-    Setting("reconstruction", "per-value", method="per-value", reference=True),
-    Setting("group_size", "G=32", group_size=32),
-    Setting("group_size", "G=64", group_size=64),
-    Setting("group_size", "G=128", group_size=128, reference=True),
-    Setting("split_kv", "off", num_splits=1, reference=True),
-    Setting("split_kv", "fixed-16", num_splits=16),
-    Setting("split_kv", "auto"),
-    Setting("operand", "bf16", reference=True),
-    Setting("operand", "fp8", operand="fp8"),
-    Setting("cache", "contiguous", reference=True),
-    Setting("cache", "paged-16", page_size=16),
-    Setting("cache", "paged-64", page_size=64),
-    Setting("k_layout", "token", reference=True),
-    Setting("k_layout", "channel-128", k_block=128),
-    Setting("k_layout", "channel-32", k_block=32),
-)
-AXES = tuple(dict.fromkeys(s.axis for s in SETTINGS))
-
-COLUMNS = [
-    "axis", "setting", "is_reference", "backend", "method", "operand", "page_size", "bits", "group_size", "k_block",
-    "num_splits",
-    "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim",
-    "median_us", "p20_us", "p80_us", "bytes", "tbps", "speedup_vs_reference", "max_rel_err",
-    "status", "error", "timing_mode",
-]  # fmt: skip
 
 
 def _prepared(w, s: Setting, backend: str) -> Prepared:
@@ -213,106 +177,16 @@ def run_ablation(
     return add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
 
 
-def add_reference_speedups(df: pd.DataFrame) -> pd.DataFrame:
-    """``speedup_vs_reference`` = reference setting's time / this setting's time, per point and axis."""
-    df = df.copy()
-    key = ["axis", "bits", "batch", "context"]
-    for _, idx in df.groupby(key, dropna=False).groups.items():
-        grp = df.loc[idx]
-        ref = grp[grp["is_reference"] & (grp["status"] == "ok")]
-        if ref.empty:
-            continue
-        t_ref = float(ref["median_us"].iloc[0])
-        ok = grp.index[grp["status"] == "ok"]
-        df.loc[ok, "speedup_vs_reference"] = t_ref / df.loc[ok, "median_us"].astype(float)
-    return df
-
-
-def summarize_ablation(df: pd.DataFrame) -> dict[str, Any]:
-    """``{"ablation": {axis: {int<bits>: {setting: {geomean_speedup, min, max, points}}}}}``."""
-    out: dict[str, Any] = {}
-    ok = df[(df["status"] == "ok") & df["speedup_vs_reference"].notna()]
-    for (axis, bits, setting), grp in ok.groupby(["axis", "bits", "setting"], sort=False):
-        x = grp["speedup_vs_reference"].astype(float)
-        out.setdefault(axis, {}).setdefault(f"int{int(bits)}", {})[setting] = {
-            "geomean_speedup": math.exp(float(x.map(math.log).mean())),
-            "min": float(x.min()),
-            "max": float(x.max()),
-            "points": int(len(x)),
-        }
-    return {"ablation": out, "reference": {s.axis: s.name for s in SETTINGS if s.reference}}
-
-
-def plot_ablation(summary: dict[str, Any], path: Path) -> Path | None:
-    """Bars of the geometric-mean speed-up per setting (one panel per axis), whiskers
-    from the smallest to the largest per-point speed-up. Returns the PNG path, or
-    None when there is nothing to plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    axes_data = summary["ablation"]
-    if not axes_data:
-        return None
-    fig, axs = plt.subplots(1, len(axes_data), figsize=(4.6 * len(axes_data), 3.8), squeeze=False)
-    for ax, (axis, by_bits) in zip(axs[0], axes_data.items()):
-        bits_keys = sorted(by_bits)
-        settings = list(dict.fromkeys(s for b in bits_keys for s in by_bits[b]))
-        width = 0.8 / max(len(bits_keys), 1)
-        for i, b in enumerate(bits_keys):
-            xs, ys, lo, hi = [], [], [], []
-            for j, s in enumerate(settings):
-                if s in by_bits[b]:
-                    v = by_bits[b][s]
-                    xs.append(j + (i - (len(bits_keys) - 1) / 2) * width)
-                    ys.append(v["geomean_speedup"])
-                    # max(0, .): a single point's geomean can differ from it by an ulp
-                    lo.append(max(0.0, v["geomean_speedup"] - v["min"]))
-                    hi.append(max(0.0, v["max"] - v["geomean_speedup"]))
-            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=b)
-        ax.axhline(1.0, color="0.4", ls="--", lw=1)
-        ax.set_xticks(range(len(settings)))
-        ax.set_xticklabels(settings)
-        ax.set_title(f"{axis} (reference: {summary['reference'][axis]})")
-        ax.set_ylabel("speed-up vs reference (x)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("foscar ablate: geometric mean over points; whiskers: min-max over points")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def write_outputs(df: pd.DataFrame, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    """Write results.csv, summary.json, meta.json, ablation.png and ablate.md into ``out``."""
+    """Write results.csv, summary.json, meta.json, the PNGs and ablate.md (:mod:`bench.ablate_report`) into ``out``."""
+    from bench.ablate_report import AblationRun, write_ablation_report
+
     df.to_csv(out / "results.csv", index=False)
     summary = summarize_ablation(df)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    png = plot_ablation(summary, out / "ablation.png")
-    lines = ["# foscar ablate", "", f"Command: `{meta.get('command', '')}`", ""]
-    lines += ["| axis | bits | setting | geomean speed-up vs reference (x) | min | max | points |", "|---|---|---|---|---|---|---|"]
-    for axis, by_bits in summary["ablation"].items():
-        for b, settings in by_bits.items():
-            for s, v in settings.items():
-                lines.append(f"| {axis} | {b} | {s} | {v['geomean_speedup']:.3f} | {v['min']:.3f} | {v['max']:.3f} | {v['points']} |")
-    skipped = df[df["status"] != "ok"]
-    if not skipped.empty:
-        lines += ["", "Not measured:", ""]
-        lines += [f"- {r.axis}/{r.setting} int{r.bits} b{r.batch} x {r.context}: {r.status} ({r.error})" for r in skipped.itertuples()]
-    if png:
-        lines += ["", "![ablation](ablation.png)", "",
-                  "*Bars: geometric-mean speed-up of each setting over its axis' reference (x, higher is better); "
-                  "whiskers: smallest and largest per-point speed-up.*"]
-    (out / "ablate.md").write_text("\n".join(lines) + "\n")
+    write_ablation_report(out, AblationRun(out, df, meta, summary), md_name="ablate.md")
     return summary
-
-
-def setting_dicts() -> list[dict[str, Any]]:
-    """The settings as plain dicts (for meta.json)."""
-    return [dataclasses.asdict(s) for s in SETTINGS]
 
 
 DEFAULT_POINTS = [(1, 32768), (8, 32768), (64, 32768), (8, 131072)]
@@ -376,6 +250,7 @@ def run_ablate(
     backend = "cuda" if decode_cuda.unavailable(device, shape[0] // shape[1]) is None else "triton"
     df = run_ablation(points, shape, device, backend, csv_path=out / "results.csv", console=console, axes=axes)
     meta = {
+        "kind": KIND,
         "command": "foscar " + " ".join(argv or []),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "gpu": info.describe() if info else None,

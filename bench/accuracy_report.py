@@ -1,7 +1,9 @@
 """Tables, plots and ``accuracy.md`` for a ``foscar accuracy`` run directory.
 
-``foscar report`` draws speed (``bench/report.py`` has a fixed set of sections and no
-extension point), so an accuracy run writes its own report next to its results:
+The run writes them next to its results (``accuracy.md``); ``foscar report RUN`` redraws
+them with a ``report.md`` (:mod:`bench.study`). Figures have a fixed width
+(:data:`bench.plotting.FIGURE_WIDTH`): more data kinds (a ``--kv-file`` run has one per
+layer) add rows of panels, :data:`PANELS_PER_ROW` per row.
 
 * ``accuracy_error.png``: quantization error by data kind (panels), group size (x)
   and bits x layout (lines): relative L2 error vs exact BF16 attention (top row)
@@ -26,9 +28,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
-from bench.accuracy import COLUMN_DOCS, PLAIN_LAYOUT, REFERENCE_VARIANT, TOLERANCE, Grid
+from bench.accuracy_grid import COLUMN_DOCS, PLAIN_LAYOUT, REFERENCE_VARIANT, TOLERANCE, Grid
+from bench.plotting import DPI, FIGURE_WIDTH
 
-DPI = 120
+PANELS_PER_ROW = 4  # data kinds per row: a --kv-file run has one per layer; more kinds add rows, not width
 BITS_COLORS = {2: "#d62728", 4: "#1f77b4"}
 LAYOUT_STYLE = {True: "-", False: "--"}  # plain layout: solid, mixed: dashed
 KERNEL_MARKERS = ["o", "s", "^", "D", "v"]
@@ -139,10 +142,17 @@ def plot_error(df: pd.DataFrame) -> Figure | None:
     titles = _data_titles(df)
     kinds = list(dict.fromkeys(ref["data"]))
     groups = sorted(int(g) for g in ref["group_size"].unique())
-    fig = Figure(figsize=(4.2 * len(kinds) + 0.6, 7.2))
-    axes = fig.subplots(2, len(kinds), squeeze=False, sharex=True)
+    ncols = min(PANELS_PER_ROW, len(kinds))
+    nrows = math.ceil(len(kinds) / ncols)
+    fig = Figure(figsize=(FIGURE_WIDTH, 6.6 * nrows + 0.8))
+    grid_axes = fig.subplots(2 * nrows, ncols, squeeze=False)
+    for k in range(len(kinds), nrows * ncols):  # empty cells of the last row
+        grid_axes[2 * (k // ncols)][k % ncols].set_visible(False)
+        grid_axes[2 * (k // ncols) + 1][k % ncols].set_visible(False)
     handles = {}
-    for j, kind in enumerate(kinds):
+    for n, kind in enumerate(kinds):
+        j = n % ncols
+        axes = grid_axes[2 * (n // ncols) : 2 * (n // ncols) + 2]  # rows: rel. L2, KL
         sub = ref[ref["data"] == kind]
         for (bits, layout), grp in sub.groupby(["bits", "layout"], sort=True):
             grp = grp.sort_values("group_size")
@@ -161,12 +171,13 @@ def plot_error(df: pd.DataFrame) -> Figure | None:
             ax.grid(True, which="both", alpha=0.3)
             ax.set_xticks(range(len(groups)), [str(g) for g in groups])
         axes[1][j].set_xlabel("group size (channels per scale/offset)")
-    axes[0][0].set_ylabel("rel. L2 error vs exact BF16 attention\n(max over batch rows)")
-    axes[1][0].set_ylabel("attention KL(p || p_hat), nats\n(mean over rows and query heads)")
+    for r in range(nrows):
+        grid_axes[2 * r][0].set_ylabel("rel. L2 error vs exact BF16 attention\n(max over batch rows)")
+        grid_axes[2 * r + 1][0].set_ylabel("attention KL(p || p_hat), nats\n(mean over rows and query heads)")
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=min(4, len(handles)),
                frameon=False, fontsize=9)  # fmt: skip
     fig.suptitle("Quantization error (fp64 reference on the dequantized cache, no rotation)", fontsize=12)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.07 / nrows, 1, 1 - 0.03 / nrows))
     return fig
 
 
@@ -178,8 +189,12 @@ def plot_rotation(df: pd.DataFrame) -> Figure | None:
         return None
     titles = _data_titles(df)
     kinds = list(dict.fromkeys(ref["data"]))
-    fig = Figure(figsize=(4.4 * len(kinds) + 0.6, 4.6))
-    axes = fig.subplots(1, len(kinds), squeeze=False)[0]
+    ncols = min(PANELS_PER_ROW, len(kinds))
+    nrows = math.ceil(len(kinds) / ncols)
+    fig = Figure(figsize=(FIGURE_WIDTH, 4.2 * nrows + 0.6))
+    axes = list(fig.subplots(nrows, ncols, squeeze=False).flat)
+    for ax in axes[len(kinds) :]:
+        ax.set_visible(False)
     width = 0.38
     for ax, kind in zip(axes, kinds):
         piv = ref[ref["data"] == kind].pivot_table(
@@ -199,12 +214,13 @@ def plot_rotation(df: pd.DataFrame) -> Figure | None:
         _plain_log_labels(ax)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.set_title(_wrap(f"{kind}: {titles.get(kind, '')}"), fontsize=10)
-    axes[0].set_ylabel("rel. L2 error vs exact BF16 attention\n(max over batch rows)")
+    for ax in axes[::ncols]:
+        ax.set_ylabel("rel. L2 error vs exact BF16 attention\n(max over batch rows)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=9)
     fig.suptitle("Randomized Hadamard rotation before quantization (whole cache quantized; "
                  "label: error without / with)", fontsize=11)  # fmt: skip
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.08 / nrows, 1, 1 - 0.05 / nrows))
     return fig
 
 
@@ -214,7 +230,7 @@ def plot_kernels(df: pd.DataFrame) -> Figure | None:
     if rows.empty:
         return None
     kernels = list(dict.fromkeys(rows["kernel"]))
-    fig = Figure(figsize=(max(7.0, 2.2 * len(kernels) + 3.5), 4.6))
+    fig = Figure(figsize=(FIGURE_WIDTH, 4.6))
     ax = fig.subplots()
     rng = np.random.default_rng(0)
     for i, k in enumerate(kernels):
@@ -244,8 +260,13 @@ def plot_kernels(df: pd.DataFrame) -> Figure | None:
 # accuracy.md
 
 
-def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid) -> list[Path]:
-    """Draw the PNGs and write ``accuracy.md`` into the run directory; return the files written."""
+def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
+                          meta: dict[str, Any] | None = None, md_name: str = "accuracy.md") -> list[Path]:  # fmt: skip
+    """Draw the PNGs and write the markdown (``md_name``) into ``out``; return the files written.
+
+    ``meta``: the run's ``meta.json`` (default: read from ``out``). ``foscar report`` writes
+    ``report.md``, possibly into another directory; the run itself writes ``accuracy.md``.
+    """
     written: list[Path] = []
     plots: list[tuple[str, str, str]] = []  # (file, title, caption)
     for draw, name, title, caption in (
@@ -267,16 +288,18 @@ def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], 
         fig.savefig(out / name, dpi=DPI)
         written.append(out / name)
         plots.append((name, title, caption))
-    md = out / "accuracy.md"
-    md.write_text(render_markdown(out, df, summary, grid, plots))
+    if meta is None:
+        meta_path = out / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    md = out / md_name
+    md.write_text(render_markdown(meta, df, summary, grid, plots))
     written.append(md)
     return written
 
 
-def render_markdown(out: Path, df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
+def render_markdown(meta: dict[str, Any], df: pd.DataFrame, summary: dict[str, Any], grid: Grid,
                     plots: list[tuple[str, str, str]]) -> str:  # fmt: skip
-    meta_path = out / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    """The accuracy report: the run (from its ``meta.json`` dict), definitions, tables, the plots."""
     gpu = (meta.get("gpu") or {}).get("name") or ("CPU (Triton interpreter)" if meta.get("triton_interpreter") else "-")
     git = meta.get("git") or {}
     s = grid.shape

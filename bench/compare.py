@@ -361,7 +361,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     if ambiguous:
         console.print(f"[magenta]ambiguous:[/] {len(ambiguous)} row(s) timed at a held-down GPU clock in base or new "
                       f"(not judged, not in the geometric means); first: {ambiguous[0]['clock_note']}")  # fmt: skip
-    elif result["rows"]:
+    elif result["rows"] and not shown:
         console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
 
     if result["unmatched"] and len(result["unmatched"]) > UNMATCHED_ROWS_SHOWN:

@@ -37,9 +37,10 @@ from typing import Any
 
 from bench import SCHEMA_VERSION
 from bench.errors import FoscarError
+from bench.kinds import EVAL_MODEL
 from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat
 
-KIND = "eval-model"
+KIND = EVAL_MODEL  # meta.json "kind" (bench.kinds)
 COLUMNS = [
     "cache", "bits", "group_size", "num_sink", "num_recent", "rotation", "kernel", "scored_tokens",
     "nll_mean", "perplexity", "top1_agree", "kl_mean", "kl_max", "greedy_tokens", "greedy_match",
@@ -344,14 +345,6 @@ def results_table(rows: list[dict[str, Any]], meta: dict[str, Any]):
 
 # ---------------------------------------------------------------------------
 # report
-
-
-def is_eval_model_run(path: Path) -> bool:
-    """Whether ``path/meta.json`` says ``kind: "eval-model"``."""
-    try:
-        return json.loads((Path(path) / "meta.json").read_text()).get("kind") == KIND
-    except (OSError, ValueError):
-        return False
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
+from bench.kinds import BENCH
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -270,6 +271,7 @@ def build_manifest(
         }
     meta = {
         "schema_version": SCHEMA_VERSION,
+        "kind": BENCH,  # foscar report / compare dispatch on it (bench.kinds)
         "date": _now(),
         "command": shlex.join(argv if argv is not None else sys.argv),
         "arch": arch,

@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-KIND = "model-speed"
+from bench.kinds import MODEL_SPEED
+
+KIND = MODEL_SPEED  # meta.json "kind" (bench.kinds)
 COLUMNS = [
     "batch", "context", "cache", "bits", "group_size", "kernel", "decode_steps", "step_ms", "decode_tokens_per_s",
     "speedup_vs_bf16", "attn_ms_per_step", "cache_update_ms_per_step", "attn_share", "kv_bytes", "peak_mem_gib",
@@ -263,6 +265,63 @@ def _markdown(rows, meta) -> str:
                      f"{f(r['attn_ms_per_step'], '.2f')} | {f(r['cache_update_ms_per_step'], '.2f')} | "
                      f"{f(r['attn_share'], '.2f')} |" + (f" {r['status']}: {r['error']}" if r["status"] != "ok" else ""))  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
+    """``foscar report`` of a model-speed run: ``model_speed.png`` (decode tokens/s and
+    speed-up over the BF16 cache per point, one colour per cache; fixed width) and
+    ``report.md`` (the run, the table, the plot) in ``out`` (default: the run directory).
+
+    Raises:
+        FoscarError: ``results.csv`` or ``meta.json`` missing or unreadable.
+    """
+    import numpy as np
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from bench.errors import FoscarError
+    from bench.plotting import DPI, FIGURE_WIDTH, palette
+
+    run_dir = Path(run_dir)
+    out = Path(out) if out is not None else run_dir
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+        df = pd.read_csv(run_dir / "results.csv")
+    except (OSError, ValueError) as e:
+        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
+    out.mkdir(parents=True, exist_ok=True)
+    ok = df[df["status"] == "ok"]
+    points = list(dict.fromkeys(f"b{int(b)} x {int(c)}" for b, c in zip(ok["batch"], ok["context"])))
+    caches = [c for c in CACHES if c in set(ok["cache"])]
+    colors = dict(zip(caches, palette(len(caches))))
+    written = []
+    if len(ok):
+        fig = Figure(figsize=(FIGURE_WIDTH, 4.6), layout="constrained")
+        axes = fig.subplots(1, 2)
+        width = 0.84 / len(caches)
+        for j, cache in enumerate(caches):
+            g = ok[ok["cache"] == cache]
+            xs = np.array([points.index(f"b{int(b)} x {int(c)}") for b, c in zip(g["batch"], g["context"])], dtype=float)
+            xs += (j - (len(caches) - 1) / 2) * width
+            axes[0].bar(xs, g["decode_tokens_per_s"].astype(float), width, color=colors[cache], label=cache)
+            axes[1].bar(xs, g["speedup_vs_bf16"].astype(float), width, color=colors[cache], label=cache)
+        axes[1].axhline(1.0, color="0.35", ls="--", lw=1)
+        for ax, ylabel in zip(axes, ("decode tokens/s (higher is better)", "tokens/s vs the BF16 cache (x)")):
+            ax.set_xticks(range(len(points)), points)
+            ax.set_xlabel("point: batch x context (tokens)")
+            ax.set_ylabel(ylabel)
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend(fontsize=9, frameon=False)
+        note = " (interpreter: not a speed)" if str(meta.get("device", "")).startswith("cpu") else ""
+        fig.suptitle(f"Whole-model decode speed: {meta.get('model')}{note}", fontsize=11)
+        fig.savefig(out / "model_speed.png", dpi=DPI)
+        written.append(out / "model_speed.png")
+    rows = [{c: (None if pd.isna(v) else v) for c, v in r.items()} for r in df.to_dict("records")]
+    md = _markdown(rows, meta)
+    md += ("\n![model speed](model_speed.png)\n\n*Left: decode tokens/s per point and cache; right: the same over "
+           "the BF16 cache's (x, higher is better).*\n") if written else "\nNo row with status ok: nothing drawn.\n"
+    (out / "report.md").write_text(md)
+    return [*written, out / "report.md"]
 
 
 def main(argv: list[str] | None = None) -> None:

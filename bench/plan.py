@@ -40,6 +40,7 @@ from typing import Any
 
 from bench.config import BenchConfig
 from bench.lengths import lengths_summary
+from bench.points import grid, row_specs
 from bench.workload import Point, bytes_per_token, estimate_bytes
 
 ASSUMED_TBPS = 3.0  # TB/s one decode call streams at (an H100's HBM3 achieves about this; H200 more)
@@ -127,8 +128,6 @@ def plan_points(
         interpreter: the run would use the Triton interpreter (CPU timing model).
         runnable: backend name -> whether it runs here; missing names count as runnable.
     """
-    from bench.sweep import grid, row_specs
-
     runnable = runnable or {}
     with_bf16 = any(not be.quantized for be in backends)
     with_fp8 = any(be.kv_dtype == "fp8_e4m3" for be in backends)

@@ -49,6 +49,8 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from bench.config import BenchConfig
 from bench.errors import FoscarError
+from bench.plotting import DPI, FIGURE_WIDTH
+from bench.plotting import palette as _palette
 from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
 from bench.rundir import Run, context_label, point_label, row_point_label, series_label, timed_rows, untimed_rows
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
@@ -57,8 +59,6 @@ SPEEDUP_LABEL = "speed-up vs FlashInfer BF16 at its best (x)"
 SUSPECT_COLOR = "#d62728"
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
-DPI = 120
-FIGURE_WIDTH = 13.0  # inches: bandwidth.png's width whatever the grid size
 
 
 @dataclass
@@ -163,23 +163,6 @@ def series_colors(runs: list[Run]) -> dict[str, Any]:
     ordered = sorted(quant) + sorted(base)
     palette = _palette(len(ordered))
     return {s: palette[i] for i, s in enumerate(ordered)}
-
-
-def _palette(n: int) -> list[Any]:
-    """``n`` distinct colors without tab10's red pair."""
-    from matplotlib import colormaps
-
-    tab10 = [c for i, c in enumerate(colormaps["tab10"].colors) if i != 3]
-    if n <= len(tab10):
-        return tab10
-    tab20 = [c for i, c in enumerate(colormaps["tab20"].colors) if i not in (6, 7)]
-    if n <= len(tab20):
-        return tab20
-    more = tab20 + list(colormaps["tab20b"].colors) + list(colormaps["tab20c"].colors)
-    if n <= len(more):
-        return more
-    hsv = colormaps["hsv"]
-    return [hsv(i / n) for i in range(n)]
 
 
 def _with_series(df: pd.DataFrame) -> pd.DataFrame:

@@ -217,10 +217,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     """
     if opts.dry_run:
         return dry_run(opts, device)
-    if opts.devices is not None:
-        from bench.devices import run_devices
-
-        return run_devices(opts, device)
+    if opts.devices is not None:  # bench.devices runs workers, each a run_bench without devices
+        raise FoscarError("run_bench runs on one GPU; `--devices` runs through bench.devices.run_devices")
     info = detect_device() if device == "detect" else device
     arch = resolve_arch(
         opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset

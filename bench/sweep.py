@@ -1,7 +1,7 @@
 """The loop over sweep points.
 
 For every point (batch x context x bits, in that nesting; the ``[sweep]`` grid,
-then the ``[[ragged]]`` grid, :func:`grid`):
+then the ``[[ragged]]`` grid, :func:`bench.points.grid`):
 
 1. estimate the point's device memory and skip it (with the reason in every row)
    if it does not fit in what ``torch.cuda.mem_get_info`` reports free;
@@ -32,7 +32,6 @@ on stderr shows the current point where stderr is a terminal.
 from __future__ import annotations
 
 import gc
-import itertools
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +45,7 @@ from bench.backends import Backend, Prepared, operand_unavailable
 from bench.clocks import ClockReader, add_clock_notes, clock_fields
 from bench.config import BenchConfig
 from bench.plan import plan_points
+from bench.points import grid, row_specs  # noqa: F401  (re-exported: bench.sweep.grid)
 from bench.progress import Eta, SweepProgress, bar_wanted
 from bench.resume import finished_rows, row_key
 from bench.results import add_speedups, new_row, set_timing, to_frame, write_csv
@@ -71,45 +71,6 @@ class Sweep:
     clocks: ClockReader | None = None  # NVML reader of the GPU's clocks; None: none recorded
     indices: list[int] | None = None  # grid indices to run (a shard, bench.shard); None: every point
     gpu_uuid: str | None = None  # the GPU the rows run on (results.csv gpu_uuid); None on the CPU
-
-
-def grid(cfg: BenchConfig) -> list[Point]:
-    """All points: the ``[sweep]`` grid (batch-major, then context, then bits; workload
-    ``cfg.workload``), then each ``[[ragged]]`` entry's batch x context x bits (its own
-    workload), as far as ``cfg.grids`` asks for them. A point the ragged grid lists
-    twice runs once."""
-    points: list[Point] = []
-    parts = [("sweep", cfg.batch, cfg.context, cfg.workload)] if "sweep" in cfg.grids else []
-    if "ragged" in cfg.grids:
-        parts += [("ragged", e.batch, e.context, e.workload) for e in cfg.ragged]
-    for name, batches, contexts, spec in parts:
-        for b, c, bits in itertools.product(batches, contexts, cfg.bits):
-            point = Point(
-                batch=b,
-                context=c,
-                bits=bits,
-                group_size=cfg.group_size,
-                num_qo_heads=cfg.num_qo_heads,
-                num_kv_heads=cfg.num_kv_heads,
-                head_dim=cfg.head_dim,
-                page_size=cfg.page_size,
-                workload=spec.at(c, max(contexts)),
-                grid=name,
-            )
-            if point not in points:
-                points.append(point)
-    return points
-
-
-def row_specs(point: Point, backends: list[Backend], operands: list[str]) -> list[tuple[Backend, int | None, str | None]]:
-    """(backend, bits, operand) of every row of a point: quantized kernels once per operand, baselines once."""
-    specs: list[tuple[Backend, int | None, str | None]] = []
-    for be in backends:
-        if be.quantized:
-            specs.extend((be, point.bits, op) for op in operands)
-        else:
-            specs.append((be, None, None))
-    return specs
 
 
 def error_reason(e: BaseException, limit: int = 300) -> str:

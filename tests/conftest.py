@@ -26,17 +26,3 @@ def pytest_collection_modifyitems(config, items):
 def device():
     """The device kernels run on: CUDA when present, else the CPU interpreter."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-@pytest.fixture(autouse=True)
-def _reset_cli_debug():
-    """Each test starts with the CLI's --debug state off (``foscar_cli._state``)."""
-    import sys
-
-    cli = sys.modules.get("foscar_cli")
-    if cli is not None:
-        cli._state["debug"] = False
-    yield
-    cli = sys.modules.get("foscar_cli")
-    if cli is not None:
-        cli._state["debug"] = False

@@ -1,12 +1,16 @@
 """foscar ablate: the CPU smoke run writes its files; speed-ups are relative to each axis' reference."""
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
 import torch
 
 from bench.ablate import SETTINGS, add_reference_speedups, summarize_ablation
+from tests.cli_helpers import run_main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_reference_speedups_and_summary():
@@ -33,16 +37,24 @@ def test_every_axis_has_one_reference():
     assert all(sum(s.reference for s in SETTINGS if s.axis == a) == 1 for a in axes)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")
-def test_ablate_smoke_writes_files(tmp_path):
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One `foscar ablate --smoke` run (INT2, batch 1 x 64) shared by the tests below."""
+    if torch.cuda.is_available():
+        pytest.skip("the CPU smoke path (interpreter)")
     from foscar_cli import main
 
-    out = tmp_path / "abl"
+    out = tmp_path_factory.mktemp("ablate") / "abl"
     try:
         main(["ablate", "--smoke", "--bits", "2", "--batch", "1", "--context", "64", "--out", str(out)])
     except SystemExit as e:
         assert e.code in (0, None)
-    for name in ("results.csv", "summary.json", "meta.json", "ablate.md"):
+    return out
+
+
+def test_ablate_smoke_writes_files(smoke_run):
+    out = smoke_run
+    for name in ("results.csv", "summary.json", "meta.json", "ablate.md", "ablation.png", "ablation_points.png"):
         assert (out / name).is_file(), name
     df = pd.read_csv(out / "results.csv")
     assert len(df) == len(SETTINGS)
@@ -55,7 +67,37 @@ def test_ablate_smoke_writes_files(tmp_path):
     assert set(summary["ablation"]) == {"group_size", "split_kv", "operand", "cache", "k_layout"}
     kl = ok[ok["axis"] == "k_layout"]
     assert set(kl["setting"]) == {"token", "channel-128", "channel-32"}  # each checked against its own reference
-    assert json.loads((out / "meta.json").read_text())["triton_interpreter"] is True
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["triton_interpreter"] is True and meta["kind"] == "ablate"
+    assert "![Speed-up per point](ablation_points.png)" in (out / "ablate.md").read_text()
+
+
+def test_report_draws_an_ablation_run(smoke_run, tmp_path, capsys):
+    code, out, err = run_main(capsys, "report", smoke_run, "--out", tmp_path / "rep")
+    assert code == 0, err
+    assert "2 plots (ablate run)" in out
+    md = (tmp_path / "rep" / "report.md").read_text()
+    for name in ("ablation.png", "ablation_points.png"):
+        png = tmp_path / "rep" / name
+        assert png.read_bytes()[:8] == PNG_MAGIC and f"]({name})" in md
+    assert "| group_size | int2 | G=32 |" in md and "## Not measured" in md and "per-value" in md
+
+
+def test_compare_ablation_runs_judges_times(smoke_run, tmp_path, capsys):
+    code, out, _ = run_main(capsys, "compare", smoke_run, smoke_run, "--format", "quiet")
+    assert (code, out.strip()) == (0, "same")
+    slower = tmp_path / "slower"
+    shutil.copytree(smoke_run, slower)
+    df = pd.read_csv(slower / "results.csv")
+    g32 = df["setting"] == "G=32"
+    df.loc[g32, ["median_us", "p20_us", "p80_us"]] *= 2.0
+    df.to_csv(slower / "results.csv", index=False)
+    code, out, err = run_main(capsys, "compare", smoke_run, slower, "--json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert result["kind"] == "ablate" and result["verdict"] == "slower" and result["regression"]
+    assert [g["series"] for g in result["geomeans"] if g["verdict"] == "slower"] == ["group_size/G=32/int2"]
+    assert result["counts"]["unmatched"] == 2  # the two CUDA-only settings, skipped in both
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")

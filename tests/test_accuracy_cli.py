@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -55,10 +58,22 @@ def test_folded_and_per_value_errors_agree_within_rounding():
 
 
 
-def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):
-    out = tmp_path / "acc"
-    code, stdout, err = run_main(capsys, "accuracy", "--smoke", "--out", str(out))
-    assert code == 0, err
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One `foscar accuracy --smoke` run, shared by the tests below: (run directory, its stdout)."""
+    out = tmp_path_factory.mktemp("accuracy") / "acc"
+    code, stdout = 0, io.StringIO()
+    try:
+        with contextlib.redirect_stdout(stdout):
+            foscar_cli.main(["accuracy", "--smoke", "--out", str(out)])
+    except SystemExit as e:
+        code = e.code
+    assert code in (0, None)
+    return out, stdout.getvalue()
+
+
+def test_cli_accuracy_smoke_writes_its_files(smoke_run):
+    out, stdout = smoke_run
     for name in ("results.csv", "meta.json", "summary.json", "accuracy.md", "accuracy_error.png",
                  "accuracy_rotation.png", "accuracy_kernels.png"):  # fmt: skip
         assert (out / name).is_file(), name
@@ -80,15 +95,49 @@ def test_cli_accuracy_smoke_writes_its_files(capsys, tmp_path):
     assert meta["kind"] == "accuracy" and meta["smoke"] is True and meta["config"]["shape"]["context"] == 64
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kernel_max_rel_l2_vs_deq"]["foscar-triton"]["max"] < acc.TOLERANCE
+    assert "Accuracy vs exact attention" in stdout
     assert len(summary["quantization_error"]) == configs
     assert set(summary["rotation_gain"]) == {f"{d}/int{b}/g128/{lay}" for d in acc.DATA_KIND_NAMES for b in (2, 4)
                                              for lay in ("quantized", "sink8+recent16")}  # fmt: skip
-    assert "Accuracy vs exact attention" in stdout
     assert "![" in (out / "accuracy.md").read_text()
     # rebuilding from results.csv + meta.json gives the same summary
     (out / "summary.json").unlink()
     acc.rebuild(out)
     assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_report_draws_an_accuracy_run(smoke_run, tmp_path, capsys):
+    smoke_run = smoke_run[0]
+    code, out, err = run_main(capsys, "report", smoke_run, "--out", tmp_path / "rep")
+    assert code == 0, err
+    assert "3 plots (accuracy run)" in out
+    md = (tmp_path / "rep" / "report.md").read_text()
+    for name in ("accuracy_error.png", "accuracy_rotation.png", "accuracy_kernels.png"):
+        assert (tmp_path / "rep" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({name})" in md
+    assert md.startswith("# FOSCAR accuracy report") and "accuracy --smoke" in md  # the run's meta.json, read from it
+
+
+def test_compare_accuracy_runs_judges_errors(smoke_run, tmp_path, capsys):
+    smoke_run = smoke_run[0]
+    code, out, _ = run_main(capsys, "compare", smoke_run, smoke_run, "--format", "quiet")
+    assert (code, out.strip()) == (0, "same")
+    worse = tmp_path / "worse"
+    shutil.copytree(smoke_run, worse)
+    df = pd.read_csv(worse / "results.csv")
+    df.loc[df["kernel"] == "foscar-triton", "rel_l2_vs_deq_max"] *= 3.0
+    df.to_csv(worse / "results.csv", index=False)
+    code, out, err = run_main(capsys, "compare", smoke_run, worse, "--json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert result["kind"] == "accuracy" and result["verdict"] == "worse" and result["regression"]
+    verdicts = {(m["kernel"], m["metric"]): m["verdict"] for m in result["metrics"]}
+    assert verdicts[("foscar-triton", "rel_l2_vs_deq_max")] == "worse"
+    assert verdicts[("fp64-dequant", "rel_l2_vs_deq_max")] == "same"  # fp64 rounding, under the error floor
+    code, out, _ = run_main(capsys, "compare", worse, smoke_run, "--json")  # the other way round: better
+    result = json.loads(out)
+    assert code == 0 and result["verdict"] == "better" and not result["regression"]
+    assert {(m["kernel"], m["metric"]) for m in result["metrics"] if m["verdict"] == "better"} == {
+        ("foscar-triton", "rel_l2_vs_deq_max")}
 
 
 def test_cli_accuracy_errors_are_one_line(capsys, monkeypatch, tmp_path):

@@ -104,6 +104,28 @@ def test_debug_shows_the_exception(capsys, monkeypatch, tmp_path):
         foscar_cli.main(["bench", "--debug", "--out", str(tmp_path / "run")])
 
 
+def test_debug_is_per_invocation(capsys, tmp_path):
+    """--debug (on the root or the command) lives in the invocation's typer context, not in the module."""
+    from bench.errors import FoscarError
+
+    missing = tmp_path / "missing"
+    with pytest.raises(FoscarError, match="run directory not found"):
+        foscar_cli.main(["--debug", "compare", str(missing), str(missing)])
+    code, _, err = run_main(capsys, "compare", missing, missing)  # the next call: one line again
+    assert code == 2 and err.startswith("error: run directory not found")
+
+
+def test_help_choices_come_from_the_presets():
+    import typer
+
+    from bench.config import SUPPORTED_GROUP_SIZES, model_names
+
+    commands = typer.main.get_command(foscar_cli.app).commands
+    helps = {(c, p.opts[0]): p.help for c in ("bench", "eval-model") for p in commands[c].params if p.opts}
+    assert ", ".join(model_names()) in helps[("bench", "--model")] and len(model_names()) >= 3
+    assert ", ".join(str(g) for g in SUPPORTED_GROUP_SIZES) in helps[("eval-model", "--group-size")]
+
+
 def test_refuses_to_overwrite_results(capsys, monkeypatch, tmp_path):
     run = tmp_path / "run"
     run.mkdir()

@@ -1,0 +1,54 @@
+"""Which study a run directory holds, from its ``meta.json`` ``kind``.
+
+Every command that writes a run directory records its kind: ``bench``, ``ablate``,
+``accuracy``, ``eval-model`` (``foscar eval-model``) or ``model-speed``
+(``python -m bench.model_speed``). ``foscar report`` and ``foscar compare`` dispatch on
+it (:mod:`bench.study`). Runs from before the field existed: an ablation's
+``meta.json`` lists its ``settings``; any other ``meta.json`` without a kind, or no
+``meta.json`` at all, is a bench run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.errors import FoscarError
+
+BENCH = "bench"
+ABLATE = "ablate"
+ACCURACY = "accuracy"
+EVAL_MODEL = "eval-model"
+MODEL_SPEED = "model-speed"
+KINDS = (BENCH, ABLATE, ACCURACY, EVAL_MODEL, MODEL_SPEED)
+COMMANDS = {BENCH: "foscar bench", ABLATE: "foscar ablate", ACCURACY: "foscar accuracy",
+            EVAL_MODEL: "foscar eval-model", MODEL_SPEED: "python -m bench.model_speed"}  # fmt: skip
+
+
+def run_kind(path: Path | str) -> str:
+    """The study kind of the run directory ``path`` (one of :data:`KINDS`).
+
+    Raises:
+        FoscarError: ``path`` is not a directory; its ``meta.json`` cannot be parsed or
+            names a kind not in :data:`KINDS`.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FoscarError(f"run directory not found: {path}")
+    if not path.is_dir():
+        raise FoscarError(f"not a run directory: {path} is a file; pass the directory that holds results.csv")
+    meta_path = path / "meta.json"
+    if not meta_path.is_file():
+        return BENCH
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FoscarError(f"cannot parse {meta_path}: {e}") from None
+    if not isinstance(meta, dict):
+        raise FoscarError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    kind = meta.get("kind")
+    if kind is None:
+        return ABLATE if isinstance(meta.get("settings"), list) and "points" in meta else BENCH
+    if kind not in KINDS:
+        raise FoscarError(f"{meta_path}: unknown study kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return kind
