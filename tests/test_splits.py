@@ -67,8 +67,27 @@ def test_uniform_batches_keep_the_fitted_split_counts(batch, context):
     work, _ = _chunks([context] * batch, context)
     n, _ = splits.choose_num_splits(batch, 8, context, 256, H200_SMS)
     assert len(work) == batch * n
-    slots, _, _ = splits.plan_work(batch, 8, context, H200_SMS)
-    assert slots == len(work)  # every slot has work
+    slots, _, target = splits.plan_work(batch, 8, context, H200_SMS)
+    assert target == len(work)
+    if len(work) * 8 < splits.RESIDENT_CTAS_PER_SM * H200_SMS:
+        assert slots == len(work)  # no empty slot beside the working CTAs (up to 42% slower, NOTES §18)
+    else:  # the working CTAs fill the GPU: batch spare slots for ragged batches, after every working CTA
+        assert slots == len(work) + batch
+
+
+def test_a_ragged_batch_that_fills_the_gpu_splits_its_long_sequences():
+    """64 heavy-tailed lengths up to 32K in a 32K cache (the bench's ragged lognormal point): with one
+    slot per sequence the 32K sequence ran on one CTA per KV head (294 us on the H200, 142 with the spare
+    slots, bench/NOTES.md §18)."""
+    from bench.lengths import WorkloadSpec
+
+    lengths = list(WorkloadSpec("lognormal", seed=0).lengths(64, 32768))
+    work, slots = _chunks(lengths, 32768)
+    assert slots == 128
+    per = _per_sequence(work, 64)
+    longest = max(range(64), key=lambda b: lengths[b])
+    assert lengths[longest] == 32768 and len(per[longest]) >= 4
+    assert max(e - s for _, s, e in work) <= 8192
 
 
 def test_more_tokens_than_planned_still_fit():

@@ -30,6 +30,9 @@ def split_tokens(max_seq_len: int, num_splits: int, block_n: int) -> tuple[int, 
 
 TARGET_PROGRAMS_PER_SM = 2  # split-KV heuristic: (sequence, KV head, split) programs per SM, rounded down to a power of two
 MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this
+# CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
+# plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that
+RESIDENT_CTAS_PER_SM = 3
 
 
 def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
@@ -62,15 +65,22 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
-    The grid is sized on the host from the shapes, as before: ``num_slots = batch *
-    choose_num_splits(...)`` work slots per KV head (the fitted "about two programs per SM, splits of
-    at most 32K tokens" rule over ``max_seq_len``). The kernel then fills those slots from the
-    actual lengths on the device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN §10): it
-    cuts the batch's ``T`` tokens into chunks of ``C = T / num_slots`` tokens (at least 512, at
-    most 32768, multiples of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in the
-    slots. A long sequence among short ones thus gets most of the slots, short sequences in a large
-    cache get few, and a uniform batch gets exactly the fitted split count (no empty slot: empty
-    slots measured expensive on the H200, bench/NOTES.md §17).
+    The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
+    choose_num_splits(...)`` (the fitted "about two programs per SM, splits of at most 32K tokens"
+    rule over ``max_seq_len``). The kernel fills the grid's slots from the actual lengths on the
+    device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN §10): it cuts the batch's ``T``
+    tokens into chunks of ``C = T / target_chunks`` tokens (at least 512, at most 32768, multiples
+    of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in ``num_slots``. A uniform
+    batch gets exactly the fitted split count; a long sequence among short ones gets several
+    chunks as long as the slots leave room.
+
+    The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
+    (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
+    so that a ragged batch's long sequences can take several chunks (64 lognormal lengths up to 32K
+    in a 32K cache: 294 -> 142 us on the H200; with one slot per sequence the longest ran on one
+    CTA per KV head). Below that, no extra slot: slots past the last chunk are CTAs that exit at
+    once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K: 75 ->
+    103 us), bench/NOTES.md §17-§18.
 
     Args:
         batch, num_kv_heads, max_seq_len: the cache's (``max_seq_len`` the capacity per sequence;
@@ -81,13 +91,14 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
 
     Returns:
         ``num_slots`` (the grid is ``num_slots * num_kv_heads`` CTAs, the partial buffers hold
-        ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``
-        (``num_slots``).
+        ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``.
     """
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
-    return batch * n, 0, max(1, batch * n)
+    target = max(1, batch * n)
+    fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
+    return target + (batch if fills_gpu else 0), 0, target
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
