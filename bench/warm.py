@@ -5,8 +5,11 @@ the first time it calls a kernel: FOSCAR's CUDA extension (``torch.utils.cpp_ext
 about a minute, cached under ``TORCH_EXTENSIONS_DIR``), FlashInfer's JIT modules (cached
 under its own cache directory, per dtype / head_dim / page size / decode kind) and the
 Triton kernels (``~/.triton/cache``). :func:`warm` calls each backend of the config once
-on a tiny point of the config's shape (batch 1, two pages of tokens) for each bits and
-operand mode, so those caches are filled by one process; the workers then only load.
+on the grid's smallest point of each bits (fewest tokens), for each operand mode, so those
+caches are filled by one process; the workers then only load. A real point, not a tiny
+one: FlashInfer's planner picks its kernel variant from the sizes too, and a warm-up at 32
+tokens spent 8-24 s per FlashInfer module on the H200 compiling variants that no grid point
+used (bench/NOTES.md §19).
 
 Why one warm-up rather than a build cache per worker: the workers then share the
 caches a single-GPU run uses (a warm cache from an earlier run is reused, and a cold
@@ -29,7 +32,7 @@ from bench.lazy import torch
 
 
 def warm(cfg, backends: list, device: "torch.device") -> list[dict[str, Any]]:
-    """Build and call every row kind of ``cfg`` once on a tiny point on ``device``.
+    """Build and call every row kind of ``cfg`` once on ``device``, on the grid's smallest point of each bits.
 
     Args:
         cfg: the resolved :class:`bench.config.BenchConfig`.
@@ -42,16 +45,17 @@ def warm(cfg, backends: list, device: "torch.device") -> list[dict[str, Any]]:
         failure is not fatal: the workers record the same error in that row.
     """
     from bench.backends import operand_unavailable
-    from bench.lengths import WorkloadSpec
+    from bench.points import grid
     from bench.sweep import error_reason, row_specs
-    from bench.workload import Point, build_workload
+    from bench.workload import build_workload
 
     records: list[dict[str, Any]] = []
-    tokens = 2 * cfg.page_size
+    points = grid(cfg)
     for bits in cfg.bits:
-        point = Point(batch=1, context=tokens, bits=bits, group_size=cfg.group_size, num_qo_heads=cfg.num_qo_heads,
-                      num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, page_size=cfg.page_size,
-                      workload=WorkloadSpec().at(tokens, tokens))  # fmt: skip
+        of_bits = [p for p in points if p.bits == bits]
+        if not of_bits:
+            continue
+        point = min(of_bits, key=lambda p: (p.batch * p.context, p.batch))  # the grid's smallest
         w = build_workload(point, device, cfg.seed, cfg.full_check_max_tokens)
         for be, row_bits, op in row_specs(point, backends, cfg.operand):
             rec: dict[str, Any] = {"kernel": be.name, "bits": row_bits, "operand": op}
