@@ -334,6 +334,39 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
     _check(q, cache, backend="cuda", method="per-value", check_lse=False)
 
 
+def _shifted(t):
+    """The same values in a contiguous view whose data pointer is 4 bytes past a 16-byte boundary."""
+    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    view = buf[1:].view(t.shape)
+    view.copy_(t)
+    assert view.is_contiguous() and view.data_ptr() % 16 != 0
+    return view
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("operand", ["bf16", "fp8"])
+def test_gpu_scale_views_off_16_byte_alignment(paged, operand):
+    """Issue 12: scales and offsets that are views with an odd storage offset (max_seq_len a multiple of
+    4, so only the base pointer is off) take the 4-byte copy path: the same output as the aligned cache,
+    never a fault."""
+    import dataclasses
+
+    import foscar
+
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=2, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[4096, 1000],
+                     bits=2, group_size=64)
+    if paged:
+        cache = foscar.paginate(cache, 64)
+    fields = ("k_scale", "k_offset", "v_scale", "v_offset")
+    shifted = dataclasses.replace(cache, **{f: _shifted(getattr(cache, f)) for f in fields})
+    want = foscar.decode(q, cache, operand=operand, backend="cuda")
+    got = foscar.decode(q, shifted, operand=operand, backend="cuda")
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("seq_lens, batch", [([1] * 256, 256), ([32768, 20001], 2)])
 def test_gpu_per_value_lse(seq_lens, batch):
