@@ -43,15 +43,14 @@ def warm(cfg, backends: list, device: "torch.device") -> list[dict[str, Any]]:
     """
     from bench.backends import operand_unavailable
     from bench.lengths import WorkloadSpec
+    from bench.shape import fixed_fields
     from bench.sweep import error_reason, row_specs
     from bench.workload import Point, build_workload
 
     records: list[dict[str, Any]] = []
     tokens = 2 * cfg.page_size
     for bits in cfg.bits:
-        point = Point(batch=1, context=tokens, bits=bits, group_size=cfg.group_size, num_qo_heads=cfg.num_qo_heads,
-                      num_kv_heads=cfg.num_kv_heads, head_dim=cfg.head_dim, page_size=cfg.page_size,
-                      workload=WorkloadSpec().at(tokens, tokens))  # fmt: skip
+        point = Point(batch=1, context=tokens, bits=bits, **fixed_fields(cfg), workload=WorkloadSpec().at(tokens, tokens))
         w = build_workload(point, device, cfg.seed, cfg.full_check_max_tokens)
         for be, row_bits, op in row_specs(point, backends, cfg.operand):
             rec: dict[str, Any] = {"kernel": be.name, "bits": row_bits, "operand": op}
