@@ -56,6 +56,7 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
 )
 from bench.errors import FoscarError, check_choices
 from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat, enable_interpreter
+from bench.runfiles import make_dir
 
 
 @dataclass
@@ -456,10 +457,7 @@ def make_out_dir(out: Path) -> Path:
     """
     if (out / "results.csv").exists():
         raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
+    make_dir(out, "run directory")
     return out
 
 

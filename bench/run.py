@@ -46,6 +46,7 @@ from bench.config import (
     preset_path,
 )
 from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
+from bench.runfiles import make_dir
 from bench.shard import Shard, check_shard_fits, shard_mismatch
 
 RESULTS_DIR = Path("results")
@@ -131,11 +132,7 @@ def run_dir_path(
 
 def make_run_dir(out: Path) -> Path:
     """Create the run directory (a resumed one already exists)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
-    return out
+    return make_dir(out, "run directory")
 
 
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
