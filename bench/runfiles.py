@@ -61,6 +61,25 @@ def read_json_if_present(path: Path, notes: list[str]) -> dict[str, Any]:
     return read_json_object(path)
 
 
+def open_report_run(run_dir: Path | str, out: Path | str | None) -> tuple[dict[str, Any], Any, Path]:
+    """``(meta.json's object, results.csv as a pandas DataFrame, the report directory)`` for
+    drawing a run: the files read as they are (no schema applied: the kinds whose reports
+    draw them directly), the report directory (``out``, default ``run_dir``) created.
+
+    Raises:
+        FoscarError: either file is missing or cannot be parsed; the directory cannot be created.
+    """
+    import pandas as pd
+
+    run_dir = Path(run_dir)
+    try:
+        meta = read_json_object(run_dir / "meta.json")
+        rows = pd.read_csv(run_dir / "results.csv")
+    except (OSError, ValueError, FoscarError) as e:
+        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
+    return meta, rows, make_dir(Path(out) if out is not None else run_dir, "report directory")
+
+
 def make_dir(path: Path, what: str) -> Path:
     """Create the directory ``path`` (and its parents; an existing one is kept) and return it.
 
