@@ -97,13 +97,14 @@ def _args(ctx: typer.Context) -> list[str]:
 def _options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
     """A command's options dataclass ``cls`` (e.g. :class:`bench.run.BenchOptions`) from its
     parsed parameters: each field takes ``given[name]``, else the command's parameter of the
-    same name (``ctx.params``); ``None`` (a flag not given) leaves the field's default. The
-    items of a list that are choices (``str`` Enums) become their values.
+    same name (``ctx.params``); ``None`` or an empty list (a flag not given: typer passes
+    ``[]`` for a repeatable one) leaves the field's default. The items of a list that are
+    choices (``str`` Enums) become their values.
     """
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         value = given[f.name] if f.name in given else ctx.params.get(f.name)
-        if value is None:
+        if value is None or (isinstance(value, (list, tuple)) and not value):
             continue
         if isinstance(value, (list, tuple)):
             value = [v.value if isinstance(v, Enum) else v for v in value]
