@@ -27,14 +27,17 @@ Nothing heavy (torch, triton, flashinfer) is imported until a command runs, and 
 flags with a fixed set of values (``--kernel``, ``--group-size``, ``--operand``,
 ``--head-dim``, ``--axis``, ``--shard``, ``--devices``) are checked before that, in one wording
 (:func:`bench.errors.check_choices`), against the backend registry and
-:mod:`bench.config`'s lists of what the kernels take.
+:mod:`bench.config`'s lists of what the kernels take. Options that several commands take
+are typer ``Annotated`` aliases defined once below; a command's parameters are named as the
+fields of its options dataclass (the flag names are in the aliases), and :func:`_options`
+builds the dataclass from them by name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
