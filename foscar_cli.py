@@ -27,17 +27,21 @@ Nothing heavy (torch, triton, flashinfer) is imported until a command runs, and 
 flags with a fixed set of values (``--kernel``, ``--group-size``, ``--operand``,
 ``--head-dim``, ``--axis``, ``--shard``, ``--devices``) are checked before that, in one wording
 (:func:`bench.errors.check_choices`), against the backend registry and
-:mod:`bench.config`'s lists of what the kernels take.
+:mod:`bench.config`'s lists of what the kernels take. Options that several commands take
+are typer ``Annotated`` aliases defined once below; a command's parameters are named as the
+fields of its options dataclass (the flag names are in the aliases), and :func:`_options`
+builds the dataclass from them by name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -58,6 +62,8 @@ from bench.errors import EXIT_RUN_PROBLEM, EXIT_USAGE, FoscarError, check_choice
 from bench.lengths import WORKLOAD_NAMES
 from bench.run import BenchOptions, OutputFormat
 from bench.shard import parse_shard
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="foscar",
@@ -89,6 +95,29 @@ def _args(ctx: typer.Context) -> list[str]:
     """The command line after the program name, as recorded in a run's meta.json."""
     argv = _cli_state(ctx).argv
     return list(argv) if argv is not None else sys.argv[1:]
+
+
+def _options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
+    """A command's options dataclass ``cls`` (e.g. :class:`bench.run.BenchOptions`) from its
+    parsed parameters: each field takes ``given[name]``, else the command's parameter of the
+    same name (``ctx.params``); ``None`` or an empty list (a flag not given: typer passes
+    ``[]`` for a repeatable one) leaves the field's default. The items of a list that are
+    choices (``str`` Enums) become their values.
+    """
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        value = given[f.name] if f.name in given else ctx.params.get(f.name)
+        if value is None or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = [v.value if isinstance(v, Enum) else v for v in value]
+        values[f.name] = value
+    return cls(**values)
+
+
+def _bit_widths(bits: Optional[list[Bits]]) -> Optional[list[int]]:
+    """``--bits`` as integers (``None`` when not given)."""
+    return None if not bits else [int(b.value) for b in bits]
 
 
 def _set_debug(ctx: typer.Context, value: bool) -> bool:
@@ -245,7 +274,7 @@ def bench(
     context: ContextOpt = None,
     group_size: GroupOpt = None,
     operand: OperandOpt = None,
-    kernel: KernelOpt = None,
+    kernels: KernelOpt = None,
     model: ModelOpt = None,
     num_qo_heads: QoHeadsOpt = None,
     num_kv_heads: KvHeadsOpt = None,
@@ -254,7 +283,7 @@ def bench(
     capacity: CapacityOpt = None,
     workload_seed: WorkloadSeedOpt = None,
     short_len: ShortLenOpt = None,
-    grid: GridOpt = None,
+    grids: GridOpt = None,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
     shard: ShardOpt = None,
@@ -273,43 +302,24 @@ def bench(
 
     Exit code 2: a bad flag or config (nothing ran); 3: the run finished, but a row's time was invalid or no FOSCAR row was timed (summary.json's "problems").
     """
-    check_choices("--kernel", kernel, kernel_names())
+    check_choices("--kernel", kernels, kernel_names())
     check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
     check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
-    check_choices("--grid", grid, GRIDS)
+    check_choices("--grid", grids, GRIDS)
     shard_k_n = None if shard is None else parse_shard(shard)
     if devices is not None:
         parse_devices(devices)
         if shard_k_n is not None:
             raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
-    opts = BenchOptions(
-        arch=arch,
-        config=config,
-        out=out,
-        smoke=smoke,
-        bits=[int(b.value) for b in bits or []],
-        batch=list(batch or []),
-        context=list(context or []),
-        group_size=group_size,
-        operand=list(operand or []),
-        kernels=list(kernel or []),
-        model=model,
-        num_qo_heads=num_qo_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        workload=workload,
-        capacity=capacity,
-        workload_seed=workload_seed,
-        short_len=short_len,
-        grids=list(grid or []),
-        dry_run=dry_run,
-        nearest_preset=nearest_preset,
+    opts = _options(
+        BenchOptions,
+        ctx,
+        bits=_bit_widths(bits),
         output=OutputFormat.json if as_json else output_format,
         argv=["foscar", *_args(ctx)],
         shard=shard_k_n,
-        devices=devices,
     )
     if devices is not None and not dry_run:  # workers per GPU, then the merge
         from bench.devices import run_devices
@@ -504,10 +514,10 @@ def accuracy(
     smoke: AccSmokeOpt = False,
     out: OutOpt = None,
     bits: BitsOpt = None,
-    group_size: AccGroupOpt = None,
+    group_sizes: AccGroupOpt = None,
     data: AccDataOpt = None,
-    kernel: AccKernelOpt = None,
-    rotation: AccRotationOpt = None,
+    kernels: AccKernelOpt = None,
+    rotations: AccRotationOpt = None,
     batch: AccBatchOpt = None,
     context: AccContextOpt = None,
     num_qo_heads: AccQoOpt = None,
@@ -532,34 +542,14 @@ def accuracy(
     reads: relative L2, max abs, cosine, and the attention-probability KL. Writes
     results.csv, meta.json, summary.json, PNGs and accuracy.md to the run directory.
     """
-    check_choices("--kernel", kernel, VARIANT_NAMES)
-    check_choices("--group-size", group_size, SUPPORTED_GROUP_SIZES)
+    check_choices("--kernel", kernels, VARIANT_NAMES)
+    check_choices("--group-size", group_sizes, SUPPORTED_GROUP_SIZES)
     from bench.accuracy import AccuracyOptions, run_accuracy
 
     run_accuracy(
-        AccuracyOptions(
-            out=out,
-            smoke=smoke,
-            bits=[int(b.value) for b in bits or []],
-            group_sizes=list(group_size or []),
-            data=[d.value for d in data or []],
-            kernels=list(kernel or []),
-            rotations=[r.value for r in rotation or []],
-            batch=batch,
-            context=context,
-            num_qo_heads=num_qo_heads,
-            num_kv_heads=num_kv_heads,
-            head_dim=head_dim,
-            num_sink=num_sink,
-            num_recent=num_recent,
-            no_mixed=no_mixed,
-            seed=seed,
-            kv_file=kv_file,
-            plots=not no_plots,
-            output=output_format,
-            argv=["foscar", *_args(ctx)],
-        )
-    )
+        _options(AccuracyOptions, ctx, bits=_bit_widths(bits), plots=not no_plots, output=output_format,
+                 argv=["foscar", *_args(ctx)])
+    )  # fmt: skip
 
 
 # --- foscar eval-model / dump-kv (transformers; the `hf` extra) -------------------------
@@ -595,9 +585,9 @@ def eval_model(
     model: HfModelOpt = None,
     random_init: RandomInitOpt = None,
     bits: BitsOpt = None,
-    group_size: EvalGroupOpt = None,
-    sink: EvalSinkOpt = 0,
-    recent: EvalRecentOpt = 0,
+    group_sizes: EvalGroupOpt = None,
+    num_sink: EvalSinkOpt = 0,
+    num_recent: EvalRecentOpt = 0,
     rotation: EvalRotationOpt = Rotation.none,
     text: TextOpt = None,
     prefill: PrefillOpt = 256,
@@ -619,13 +609,8 @@ def eval_model(
     from bench.eval_model import EvalOptions, run_eval_model
 
     run_eval_model(
-        EvalOptions(
-            model=model, random_init=random_init, bits=[int(b.value) for b in bits or [Bits.int4]],
-            group_sizes=list(group_size or [32]), num_sink=sink, num_recent=recent, rotation=rotation.value,
-            text=text, prefill=prefill, max_tokens=max_tokens, greedy_tokens=greedy_tokens, backend=backend.value,
-            seed=seed, out=out, plots=not no_plots, output=output_format,
-            argv=["foscar", *_args(ctx)],
-        )
+        _options(EvalOptions, ctx, bits=_bit_widths(bits), rotation=rotation.value, backend=backend.value,
+                 plots=not no_plots, output=output_format, argv=["foscar", *_args(ctx)])
     )  # fmt: skip
 
 

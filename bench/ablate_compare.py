@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from bench import SCHEMA_VERSION
+from bench.cells import cell, is_finite, match_key
 from bench.ablate_report import AblationRun
 from bench.compare import VERDICT_ORDER, verdict
 from bench.kinds import ABLATE
@@ -25,31 +26,16 @@ from bench.rundir import point_label
 MATCH_KEYS = ["axis", "setting", "bits", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "backend"]
 
 
-def _norm(x: Any) -> Any:
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return None
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x.item() if hasattr(x, "item") else x
-
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
 def _keyed(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
-    return {tuple(_norm(r[k]) for k in MATCH_KEYS): r for r in df.to_dict("records")}
+    return {match_key(r, MATCH_KEYS): r for r in df.to_dict("records")}
 
 
 def _timed(r: dict[str, Any] | None) -> bool:
-    return r is not None and r.get("status") == "ok" and _finite(r.get("median_us")) and float(r["median_us"]) > 0
+    return r is not None and r.get("status") == "ok" and is_finite(r.get("median_us")) and float(r["median_us"]) > 0
 
 
 def _identity(r: dict[str, Any]) -> dict[str, Any]:
-    ident = {k: _norm(r[k]) for k in MATCH_KEYS}
+    ident = {k: cell(r[k]) for k in MATCH_KEYS}
     ident.update(series=f"{r['axis']}/{r['setting']}/int{int(r['bits'])}", kernel=f"{r['axis']}/{r['setting']}",
                  operand=None, cache_bits=int(r["bits"]), point=point_label(r["batch"], r["context"]))  # fmt: skip
     return ident
@@ -83,8 +69,8 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
             unmatched.append({**ident, "base_status": rb and rb["status"], "new_status": rn and rn["status"],
                               "reason": "; ".join(why)})  # fmt: skip
             continue
-        bt = tuple(float(rb[c]) if _finite(rb[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))
-        nt = tuple(float(rn[c]) if _finite(rn[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))
+        bt = tuple(float(rb[c]) if is_finite(rb[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))
+        nt = tuple(float(rn[c]) if is_finite(rn[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))
         rows.append({**ident, "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],
                      "new_median_us": nt[0], "new_p20_us": nt[1], "new_p80_us": nt[2], "ratio": nt[0] / bt[0],
                      "verdict": verdict(bt, nt, threshold), "clock_note": None})  # fmt: skip
@@ -122,4 +108,4 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
 
 def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
     vals = [r[f"{side}_{q}"] / r["base_median_us"] for r in rows]
-    return geomean(vals) if all(_finite(v) and v > 0 for v in vals) else math.nan
+    return geomean(vals) if all(is_finite(v) and v > 0 for v in vals) else math.nan

@@ -11,7 +11,6 @@ Both have the fixed width :data:`bench.plotting.FIGURE_WIDTH`; more axes add row
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from matplotlib.lines import Line2D
 from bench.ablate_grid import COLUMNS, KIND, add_reference_speedups, summarize_ablation
 from bench.errors import FoscarError
 from bench.plotting import DPI, FIGURE_WIDTH, palette
+from bench.runfiles import make_dir, read_json_if_present
 
 PANELS_PER_ROW = 3
 SPEEDUP_LABEL = "speed-up vs the axis' reference (x)"
@@ -61,25 +61,14 @@ def read_ablation(path: Path) -> AblationRun:
     df = df.reindex(columns=COLUMNS)
     df["is_reference"] = df["is_reference"].astype(str).str.lower().eq("true")
     notes = []
-    meta = _read_json(path / "meta.json", notes)
-    summary = _read_json(path / "summary.json", notes)
+    meta = read_json_if_present(path / "meta.json", notes)
+    summary = read_json_if_present(path / "summary.json", notes)
     if not summary.get("ablation"):
         if df["speedup_vs_reference"].isna().all():
             df = add_reference_speedups(df)
         summary = summarize_ablation(df)
         notes.append("geometric means recomputed from results.csv")
     return AblationRun(path, df, meta, summary, notes)
-
-
-def _read_json(path: Path, notes: list[str]) -> dict[str, Any]:
-    if not path.is_file():
-        notes.append(f"{path.name} missing")
-        return {}
-    try:
-        obj = json.loads(path.read_text())
-    except ValueError as e:
-        raise FoscarError(f"cannot parse {path}: {e}") from None
-    return obj if isinstance(obj, dict) else {}
 
 
 def _panels(n: int, row_height: float) -> tuple[Figure, list[Any]]:
@@ -186,10 +175,7 @@ def write_ablation_report(out: Path, run: AblationRun, md_name: str = "report.md
     Raises:
         FoscarError: ``out`` cannot be created.
     """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the report directory {out}: {e.strerror}") from None
+    make_dir(out, "report directory")
     drawn, empty, written = [], [], []
     for (name, title, caption), fig in zip(PLOTS, (plot_geomeans(run.summary), plot_points(run.df))):
         if fig is None:

@@ -29,7 +29,7 @@ import json
 import math
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -56,6 +56,7 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
 )
 from bench.errors import FoscarError, check_choices
 from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat, enable_interpreter
+from bench.runfiles import make_dir
 
 
 @dataclass
@@ -192,10 +193,10 @@ def measure_config(data, bits: int, group_size: int, rotation: str, layout: str,
 
     base = {
         "data": data.name, "data_label": data.label, "bits": bits, "group_size": group_size, "rotation": rotation,
-        "layout": layout, "num_sink": shape.num_sink if mixed else None, "num_recent": shape.num_recent if mixed else None,
-        "batch": shape.batch, "context": shape.context, "num_qo_heads": shape.num_qo_heads,
-        "num_kv_heads": shape.num_kv_heads, "head_dim": shape.head_dim,
+        "layout": layout, **asdict(shape),
     }  # fmt: skip
+    if not mixed:  # the sink and recent tokens are kept in BF16 only in the mixed layout
+        base.update(num_sink=None, num_recent=None)
     rows = []
     for variant, why_not in variants:
         row: dict[str, Any] = {c: None for c in COLUMNS}
@@ -243,6 +244,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
 
     s = SMOKE_SHAPE if opts.smoke else DEFAULT_SHAPE
     real: list[str] = []
+    from_file: tuple[str, ...] = ()  # the Shape fields a --kv-file sets (its flags are not used)
     if opts.kv_file is not None:  # real activations: the file's layers set the shape (flags may not override it)
         from bench.dump_kv import load_kv_file
 
@@ -251,17 +253,10 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
         (b, hq, hd), (_, hkv, ctx, _) = layers[0].q.shape, layers[0].k.shape
         s = Shape(batch=b, context=ctx, num_qo_heads=hq, num_kv_heads=hkv, head_dim=hd,
                   num_sink=min(s.num_sink, ctx // 4), num_recent=min(s.num_recent, ctx // 4))  # fmt: skip
-        opts = AccuracyOptions(**{**opts.__dict__, "batch": None, "context": None, "num_qo_heads": None,
-                                  "num_kv_heads": None, "head_dim": None})  # fmt: skip
-    shape = Shape(
-        batch=opts.batch or s.batch,
-        context=opts.context or s.context,
-        num_qo_heads=opts.num_qo_heads or s.num_qo_heads,
-        num_kv_heads=opts.num_kv_heads or s.num_kv_heads,
-        head_dim=opts.head_dim or s.head_dim,
-        num_sink=s.num_sink if opts.num_sink is None else opts.num_sink,
-        num_recent=s.num_recent if opts.num_recent is None else opts.num_recent,
-    )
+        from_file = ("batch", "context", "num_qo_heads", "num_kv_heads", "head_dim")
+    # every Shape field has a flag (an AccuracyOptions field) of its name; None: not given
+    flags = {f.name: getattr(opts, f.name) for f in fields(Shape) if f.name not in from_file}
+    shape = replace(s, **{k: v for k, v in flags.items() if v is not None})
     for name, given, allowed in (
         ("--data", opts.data, list(DATA_KINDS)),
         ("--kernel", opts.kernels, list(VARIANT_NAMES)),
@@ -456,10 +451,7 @@ def make_out_dir(out: Path) -> Path:
     """
     if (out / "results.csv").exists():
         raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
+    make_dir(out, "run directory")
     return out
 
 

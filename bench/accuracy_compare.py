@@ -18,7 +18,6 @@ regression (exit status 1).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
@@ -26,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import SCHEMA_VERSION
+from bench.cells import is_finite, match_key
 from bench.kinds import ACCURACY
 from bench.results import geomean
 
@@ -48,21 +48,6 @@ def error_verdict(base: float, new: float, threshold: float) -> tuple[float, str
     return ratio, "same"
 
 
-def _norm(x: Any) -> Any:
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return None
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x.item() if hasattr(x, "item") else x
-
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
 def _label(r: dict[str, Any]) -> str:
     return f"{r['data']} int{int(r['bits'])} G{int(r['group_size'])} {r['layout']} {r['rotation']}"
 
@@ -76,7 +61,7 @@ def compare_accuracy(base: pd.DataFrame, new: pd.DataFrame, base_info: dict[str,
     metric's base, new, ratio; ``verdict``), ``metrics`` (per kernel and metric: geometric
     mean of the ratios, verdict), ``unmatched``, ``verdict``, ``regression``, ``counts``.
     """
-    keyed = [{tuple(_norm(r[k]) for k in MATCH_KEYS): r for r in df.to_dict("records")} for df in (base, new)]
+    keyed = [{match_key(r, MATCH_KEYS): r for r in df.to_dict("records")} for df in (base, new)]
     rows, unmatched = [], []
     for key in sorted(set(keyed[0]) | set(keyed[1]), key=lambda k: tuple(str(v) for v in k)):
         rb, rn = keyed[0].get(key), keyed[1].get(key)
@@ -90,7 +75,7 @@ def compare_accuracy(base: pd.DataFrame, new: pd.DataFrame, base_info: dict[str,
         row: dict[str, Any] = {**ident, "base_status": rb["status"], "new_status": rn["status"], "metrics": {}}
         verdicts = []
         for m in ERROR_METRICS:
-            if not (_finite(rb[m]) and _finite(rn[m])):
+            if not (is_finite(rb[m]) and is_finite(rn[m])):
                 continue
             ratio, v = error_verdict(float(rb[m]), float(rn[m]), threshold)
             row["metrics"][m] = {"base": float(rb[m]), "new": float(rn[m]), "ratio": ratio, "verdict": v}

@@ -46,6 +46,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import SCHEMA_VERSION
+from bench.cells import cell, is_finite, match_key
 from bench.clocks import has_clock_note
 from bench.errors import FoscarError
 from bench.results import POINT_KEYS, geomean
@@ -67,7 +68,7 @@ def verdict(base: tuple[float, float, float], new: tuple[float, float, float], t
     b_med, b_lo, b_hi = base
     n_med, n_lo, n_hi = new
     ratio = n_med / b_med
-    spread_known = all(_finite(x) for x in (b_lo, b_hi, n_lo, n_hi))
+    spread_known = all(is_finite(x) for x in (b_lo, b_hi, n_lo, n_hi))
     if ratio > 1 + threshold:
         return "slower" if not spread_known or n_lo > b_hi else "noisy"
     if 1 / ratio > 1 + threshold:
@@ -181,7 +182,7 @@ def exit_code(result: dict[str, Any], strict: bool = False) -> int:
 def _keyed(df: pd.DataFrame) -> dict[tuple, pd.Series]:
     out: dict[tuple, pd.Series] = {}
     for _, row in df.iterrows():
-        key = tuple(_norm(row[k]) for k in MATCH_KEYS)
+        key = match_key(row, MATCH_KEYS)
         if key in out:  # keep the timed one if a run holds the same row twice
             if _is_timed(out[key]) or not _is_timed(row):
                 continue
@@ -189,24 +190,16 @@ def _keyed(df: pd.DataFrame) -> dict[tuple, pd.Series]:
     return out
 
 
-def _norm(x: Any) -> Any:
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return None
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x.item() if hasattr(x, "item") else x
-
-
 def _sort_key(key: tuple) -> tuple:
     return tuple((v is None, str(v) if isinstance(v, str) else v if v is not None else 0) for v in key)
 
 
 def _is_timed(row: pd.Series) -> bool:
-    return row["status"] in ("ok", "suspect") and _finite(row["median_us"]) and float(row["median_us"]) > 0
+    return row["status"] in ("ok", "suspect") and is_finite(row["median_us"]) and float(row["median_us"]) > 0
 
 
 def _identity(row: pd.Series) -> dict[str, Any]:
-    ident = {k: _norm(row[k]) for k in MATCH_KEYS}
+    ident = {k: cell(row[k]) for k in MATCH_KEYS}
     ident["series"] = series_label(row["kernel"], row["bits"], row["operand"])
     ident["point"] = row_point_label(row)
     return ident
@@ -239,12 +232,12 @@ def _nearest(ref: pd.Series, other: dict[tuple, pd.Series], name: str) -> str:
     """`` (<name> has page_size 64)``: the match keys in which the nearest row of ``other`` (the
     same :data:`NEAR_KEYS`, the fewest other keys differing) differs from ``ref``; ``""`` when
     there is none."""
-    near = tuple(_norm(ref[k]) for k in NEAR_KEYS)
+    near = match_key(ref, NEAR_KEYS)
     best: list[str] | None = None
     for row in other.values():
-        if tuple(_norm(row[k]) for k in NEAR_KEYS) != near:
+        if match_key(row, NEAR_KEYS) != near:
             continue
-        diff = [f"{k} {_norm(row[k])}" for k in MATCH_KEYS if k not in NEAR_KEYS and _norm(row[k]) != _norm(ref[k])]
+        diff = [f"{k} {cell(row[k])}" for k in MATCH_KEYS if k not in NEAR_KEYS and cell(row[k]) != cell(ref[k])]
         if diff and (best is None or len(diff) < len(best)):
             best = diff
     return f" ({name} has {', '.join(best)})" if best else ""
@@ -252,20 +245,13 @@ def _nearest(ref: pd.Series, other: dict[tuple, pd.Series], name: str) -> str:
 
 def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
     vals = [r[f"{side}_{q}"] / r["base_median_us"] for r in rows]
-    if not all(_finite(v) and v > 0 for v in vals):
+    if not all(is_finite(v) and v > 0 for v in vals):
         return math.nan
     return geomean(vals)
 
 
 def _f(x: Any) -> float:
-    return float(x) if _finite(x) else math.nan
-
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and x is not pd.NA and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
+    return float(x) if is_finite(x) else math.nan
 
 
 def _run_info(run: Run) -> dict[str, Any]:
@@ -401,11 +387,11 @@ def _change(ratio: float) -> str:
 
 
 def _rel(lo: float, hi: float) -> str:
-    return "-" if not (_finite(lo) and _finite(hi)) else f"{lo:.3f}-{hi:.3f}"
+    return "-" if not (is_finite(lo) and is_finite(hi)) else f"{lo:.3f}-{hi:.3f}"
 
 
 def _us(med: float, lo: float, hi: float) -> str:
-    spread = f" ({lo:.1f}-{hi:.1f})" if _finite(lo) and _finite(hi) else ""
+    spread = f" ({lo:.1f}-{hi:.1f})" if is_finite(lo) and is_finite(hi) else ""
     return f"{med:.1f}{spread}"
 
 
@@ -428,14 +414,14 @@ def export_gab(run: Run) -> list[dict[str, Any]]:
         shape = f"{int(r['num_qo_heads'])}/{int(r['num_kv_heads'])} heads, d{int(r['head_dim'])}, g{int(r['group_size'])}"
         name = f"{series}{cache} {row_point_label(r)} [{shape}]"
         lo, hi = _f(r["p20_us"]), _f(r["p80_us"])
-        extra = [f"p20-p80 {lo:.2f}-{hi:.2f} us" if _finite(lo) and _finite(hi) else "no spread recorded"]
-        if _finite(r["tbps"]):
+        extra = [f"p20-p80 {lo:.2f}-{hi:.2f} us" if is_finite(lo) and is_finite(hi) else "no spread recorded"]
+        if is_finite(r["tbps"]):
             extra.append(f"{r['tbps']:.2f} TB/s")
-        if _finite(r["speedup_vs_flashinfer_bf16"]):
+        if is_finite(r["speedup_vs_flashinfer_bf16"]):
             extra.append(f"speed-up vs FlashInfer BF16 {r['speedup_vs_flashinfer_bf16']:.3f}x")
-        if _finite(r["speedup_vs_flashinfer_fp8"]):
+        if is_finite(r["speedup_vs_flashinfer_fp8"]):
             extra.append(f"speed-up vs FlashInfer FP8-KV {r['speedup_vs_flashinfer_fp8']:.3f}x")
-        if _finite(r["max_rel_err"]):
+        if is_finite(r["max_rel_err"]):
             extra.append(f"max_rel_err {r['max_rel_err']:.2e}")
         extra.append(f"status {r['status']}")
         extra.append(f"{run.gpu_name}, commit {run.commit}, timing {run.timing_mode or 'not recorded'}")
@@ -443,7 +429,7 @@ def export_gab(run: Run) -> list[dict[str, Any]]:
             "name": name,
             "unit": "us",
             "value": float(r["median_us"]),
-            "range": f"± {(hi - lo) / 2:.2f}" if _finite(lo) and _finite(hi) else "",
+            "range": f"± {(hi - lo) / 2:.2f}" if is_finite(lo) and is_finite(hi) else "",
             "extra": "\n".join(extra),
         })  # fmt: skip
     return entries

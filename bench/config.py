@@ -79,6 +79,7 @@ else:  # pragma: no cover
 
 from bench.errors import FoscarError, check_choices
 from bench.lengths import WorkloadSpec
+from bench.shape import SHAPE_TABLE_FIELDS, SWEEP_TABLE_FIELDS, SWEPT_FIELDS
 
 def _config_dir() -> Path:
     """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
@@ -192,12 +193,12 @@ class BenchConfig:
 # TOML table -> the fields it may set
 _TABLES: dict[str, tuple[str, ...]] = {
     "": ("name",),
-    "shape": ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"),
-    "sweep": ("batch", "context", "bits", "group_size", "operand", "kernels"),
+    "shape": SHAPE_TABLE_FIELDS,
+    "sweep": (*SWEEP_TABLE_FIELDS, "operand", "kernels"),
     "check": ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand", "full_check_max_tokens"),
     "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed"),
 }
-_LIST_FIELDS = ("batch", "context", "bits", "operand", "kernels")
+_LIST_FIELDS = (*SWEPT_FIELDS, "operand", "kernels")
 
 
 def preset_path(name: str) -> Path:

@@ -354,17 +354,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     Raises:
         FoscarError: ``results.csv`` or ``meta.json`` missing or unreadable.
     """
-    import pandas as pd
     from matplotlib.figure import Figure
 
-    run_dir = Path(run_dir)
-    out = Path(out) if out is not None else run_dir
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text())
-        df = pd.read_csv(run_dir / "results.csv")
-    except (OSError, ValueError) as e:
-        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
-    out.mkdir(parents=True, exist_ok=True)
+    from bench.runfiles import open_report_run
+
+    meta, df, out = open_report_run(run_dir, out)
     df = df[df["status"] == "ok"]
     labels = [config_label(r) for r in df.to_dict("records")]
     fig = Figure(figsize=(13, 7.5), layout="constrained")

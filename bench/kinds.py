@@ -10,10 +10,10 @@ it (:mod:`bench.study`). Runs from before the field existed: an ablation's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bench.errors import FoscarError
+from bench.runfiles import check_run_dir, read_json_object
 
 BENCH = "bench"
 ABLATE = "ablate"
@@ -32,20 +32,10 @@ def run_kind(path: Path | str) -> str:
         FoscarError: ``path`` is not a directory; its ``meta.json`` cannot be parsed or
             names a kind not in :data:`KINDS`.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FoscarError(f"run directory not found: {path}")
-    if not path.is_dir():
-        raise FoscarError(f"not a run directory: {path} is a file; pass the directory that holds results.csv")
-    meta_path = path / "meta.json"
+    meta_path = check_run_dir(path) / "meta.json"
     if not meta_path.is_file():
         return BENCH
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FoscarError(f"cannot parse {meta_path}: {e}") from None
-    if not isinstance(meta, dict):
-        raise FoscarError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    meta = read_json_object(meta_path)
     kind = meta.get("kind")
     if kind is None:
         return ABLATE if isinstance(meta.get("settings"), list) and "points" in meta else BENCH

@@ -37,6 +37,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from bench.errors import FoscarError
+from bench.runfiles import make_dir, read_json_object
 from bench.shard import Shard, shard_of
 
 # (what the message calls it, how to read it from meta.json)
@@ -87,11 +88,8 @@ def load_shard_run(path: Path | str) -> ShardRun:
     meta_path, csv = path / "meta.json", path / "results.csv"
     if not meta_path.is_file():
         raise FoscarError(f"{path} has no meta.json; pass run directories written by `foscar bench --shard K/N`")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FoscarError(f"cannot parse {meta_path}: {str(e).splitlines()[0]}") from None
-    shard = shard_of(meta) if isinstance(meta, dict) else None
+    meta = read_json_object(meta_path)
+    shard = shard_of(meta)
     if shard is None:
         raise FoscarError(
             f"{path} is not a shard run (its meta.json has no shard); pass run directories written by "
@@ -254,7 +252,7 @@ def merge_runs(
     ordered = [df for _, df in sorted(rows, key=lambda t: t[0]) if len(df)]
     records = [r for df in ordered for r in df.astype(object).where(df.notna(), None).to_dict("records")]
     merged = add_speedups(to_frame(records))
-    make_dir(out)
+    make_dir(out, "run directory")
     write_csv(merged, out / "results.csv")
 
     meta = merged_meta(runs, n, len(points), missing_shards, sum(missing_points.values()), argv)
@@ -304,15 +302,3 @@ def merged_meta(
             "(results.csv hbm_ceiling_tbps, shards[].hbm_ceiling_tbps)"
         )
     return meta
-
-
-def make_dir(out: Path) -> None:
-    """Create ``out`` (and parents).
-
-    Raises:
-        FoscarError: it cannot be created.
-    """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None

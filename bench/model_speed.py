@@ -279,17 +279,10 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bench.errors import FoscarError
     from bench.plotting import DPI, FIGURE_WIDTH, palette
+    from bench.runfiles import open_report_run
 
-    run_dir = Path(run_dir)
-    out = Path(out) if out is not None else run_dir
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text())
-        df = pd.read_csv(run_dir / "results.csv")
-    except (OSError, ValueError) as e:
-        raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
-    out.mkdir(parents=True, exist_ok=True)
+    meta, df, out = open_report_run(run_dir, out)
     ok = df[df["status"] == "ok"]
     points = list(dict.fromkeys(f"b{int(b)} x {int(c)}" for b, c in zip(ok["batch"], ok["context"])))
     caches = [c for c in CACHES if c in set(ok["cache"])]

@@ -11,6 +11,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from bench.config import BenchConfig
+from bench.shape import fixed_fields
 from bench.workload import Point
 
 if TYPE_CHECKING:
@@ -28,18 +29,7 @@ def grid(cfg: BenchConfig) -> list[Point]:
         parts += [("ragged", e.batch, e.context, e.workload) for e in cfg.ragged]
     for name, batches, contexts, spec in parts:
         for b, c, bits in itertools.product(batches, contexts, cfg.bits):
-            point = Point(
-                batch=b,
-                context=c,
-                bits=bits,
-                group_size=cfg.group_size,
-                num_qo_heads=cfg.num_qo_heads,
-                num_kv_heads=cfg.num_kv_heads,
-                head_dim=cfg.head_dim,
-                page_size=cfg.page_size,
-                workload=spec.at(c, max(contexts)),
-                grid=name,
-            )
+            point = Point(batch=b, context=c, bits=bits, **fixed_fields(cfg), workload=spec.at(c, max(contexts)), grid=name)
             if point not in points:
                 points.append(point)
     return points

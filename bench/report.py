@@ -53,6 +53,7 @@ from bench.plotting import DPI, FIGURE_WIDTH
 from bench.plotting import palette as _palette
 from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
 from bench.rundir import Run, context_label, point_label, row_point_label, series_label, timed_rows, untimed_rows
+from bench.runfiles import make_dir
 from bench.timing import INTERPRETER_TIMING, TIMING_LABELS
 
 SPEEDUP_LABEL = "speed-up vs FlashInfer BF16 at its best (x)"
@@ -82,10 +83,7 @@ def write_report(runs: list[Run], out: Path) -> Written:
     Raises:
         FoscarError: ``out`` cannot be created.
     """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the report directory {out}: {e.strerror}") from None
+    make_dir(out, "report directory")
     colors = series_colors(runs)
     multi = len(runs) > 1
     sections: list[tuple[str, list[Plot], list[str]]] = []  # (heading, plots, what could not be drawn)

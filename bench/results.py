@@ -10,7 +10,8 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   baselines only, so an empty kind on an ``is_baseline`` row reads as ``bf16``);
 * the point: ``cache_bits`` (bits of the quantized cache the point was built from;
   baselines read its dequantized values, as BF16 or FP8), ``group_size``, ``batch``,
-  ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``;
+  ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``
+  (:data:`bench.shape.SHAPE_COLUMNS`, declared once in :class:`bench.shape.PointShape`);
   its workload (:data:`WORKLOAD_COLUMNS`, from :meth:`bench.workload.Point.row_columns`):
   ``workload`` (the length distribution, :mod:`bench.lengths`), ``capacity`` (tokens
   per sequence the cache is allocated for), ``lengths`` (the sequence lengths,
@@ -60,12 +61,13 @@ import pandas as pd
 
 from bench import SCHEMA_VERSION
 from bench.clocks import CLOCK_COLUMNS
+from bench.shape import SHAPE_COLUMNS, SHAPE_KEYS
 from bench.timing import DEVICE_TIMINGS
 
 WORKLOAD_COLUMNS = ["workload", "capacity", "lengths", "kv_tokens", "k_layout", "grid"]
 COLUMNS = [
     "kernel", "bits", "operand", "kv_dtype", "is_baseline", "baseline_kind",
-    "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+    *SHAPE_COLUMNS,
     *WORKLOAD_COLUMNS,
     "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction", "hbm_ceiling_tbps",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
@@ -74,8 +76,7 @@ COLUMNS = [
     *CLOCK_COLUMNS,
 ]  # fmt: skip
 # what makes two rows the same point: the shape, the format and the workload (kv_tokens follows from lengths)
-POINT_KEYS = ["batch", "context", "cache_bits", "group_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
-              "k_layout", "workload", "capacity", "lengths", "grid"]  # fmt: skip
+POINT_KEYS = [*SHAPE_KEYS, "k_layout", "workload", "capacity", "lengths", "grid"]
 GRID_SUFFIXES = {"sweep": "", "ragged": "_ragged"}  # summary.json key suffix of each grid's geometric means
 TIMED = ("ok", "suspect")  # statuses that carry a time
 INVALID = "invalid"  # the timer's numbers cannot be a time (<= 0, NaN, Inf): see invalid_time
@@ -132,14 +133,6 @@ def new_row(
         kv_dtype=kv_dtype,
         is_baseline=kind is not None,
         baseline_kind=kind,
-        cache_bits=point.bits,
-        group_size=point.group_size,
-        batch=point.batch,
-        context=point.context,
-        num_qo_heads=point.num_qo_heads,
-        num_kv_heads=point.num_kv_heads,
-        head_dim=point.head_dim,
-        page_size=point.page_size,
         **point.row_columns(),
     )
     return row
@@ -199,8 +192,7 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
 def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
-    for c in ("bits", "cache_bits", "group_size", "batch", "context", "num_qo_heads", "num_kv_heads",
-              "head_dim", "page_size", "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
+    for c in ("bits", *SHAPE_COLUMNS, "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
               "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     _backfill_workload(df)

@@ -16,7 +16,6 @@ every point that finished. Rerunning into that directory:
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from bench.errors import FoscarError
+from bench.runfiles import read_json_object
 
 FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")
 
@@ -42,11 +42,8 @@ def load_prior(out: Path, cfg_hash: str, config: dict[str, Any]) -> tuple[pd.Dat
     meta_path = out / "meta.json"
     if not meta_path.is_file():
         raise FoscarError(f"{out} already holds results.csv but no meta.json, so it cannot be resumed; pass a new --out DIR")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FoscarError(f"cannot parse {meta_path}: {str(e).splitlines()[0]}; pass a new --out DIR") from None
-    old = meta.get("config_hash") if isinstance(meta, dict) else None
+    meta = read_json_object(meta_path, "pass a new --out DIR")
+    old = meta.get("config_hash")
     if not old:
         raise FoscarError(
             f"{out} already holds results.csv from a run without a config_hash in meta.json "

@@ -46,6 +46,7 @@ from bench.config import (
     preset_path,
 )
 from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
+from bench.runfiles import make_dir
 from bench.shard import Shard, check_shard_fits, shard_mismatch
 
 RESULTS_DIR = Path("results")
@@ -91,6 +92,14 @@ class BenchOptions:
     devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
 
 
+# flags that override the config field of the same name as they are (the shape fields among them);
+# model, workload and grids are resolved by resolve_config
+_CONFIG_FLAGS = tuple(
+    f.name for f in dataclasses.fields(BenchOptions)
+    if f.name in {c.name for c in dataclasses.fields(BenchConfig)} and f.name not in ("model", "workload", "grids")
+)  # fmt: skip
+
+
 def enable_interpreter() -> None:
     """Run Triton kernels on CPU (``TRITON_INTERPRET=1``); must precede importing FOSCAR's kernels.
 
@@ -123,11 +132,7 @@ def run_dir_path(
 
 def make_run_dir(out: Path) -> Path:
     """Create the run directory (a resumed one already exists)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the run directory {out}: {e.strerror}") from None
-    return out
+    return make_dir(out, "run directory")
 
 
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
@@ -153,15 +158,7 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
         grids = ["sweep"]  # flags that pick the [sweep] grid's points run it alone (unless --grid says more)
     cfg = apply_overrides(
         cfg,
-        bits=opts.bits,
-        batch=opts.batch,
-        context=opts.context,
-        group_size=opts.group_size,
-        operand=opts.operand,
-        kernels=opts.kernels,
-        num_qo_heads=opts.num_qo_heads,
-        num_kv_heads=opts.num_kv_heads,
-        head_dim=opts.head_dim,
+        **{name: getattr(opts, name) for name in _CONFIG_FLAGS},
         workload=dataclasses.replace(cfg.workload, **spec) if spec else None,
         grids=grids,
     )

@@ -8,7 +8,6 @@ note (the summary is recomputed from the rows).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from bench.errors import FoscarError
+from bench.runfiles import check_run_dir, first_line, read_json_if_present
 from bench.results import TIMED, read_results, summarize, variant_key
 from bench.timing import INTERPRETER_TIMING
 
@@ -66,29 +66,25 @@ def load_run(path: Path | str) -> Run:
         FoscarError: the directory does not exist, has no ``results.csv``, or a file
             in it cannot be parsed.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FoscarError(f"run directory not found: {path}")
-    if not path.is_dir():
-        raise FoscarError(f"not a run directory: {path} is a file; pass the directory that holds results.csv")
+    path = check_run_dir(path)
     csv = path / "results.csv"
     if not csv.is_file():
         raise FoscarError(f"{path} has no results.csv; pass a directory written by `foscar bench`")
     try:
         header = pd.read_csv(csv, nrows=0).columns
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise FoscarError(f"cannot read {csv}: {_first_line(e)}") from None
+        raise FoscarError(f"cannot read {csv}: {first_line(e)}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise FoscarError(f"{csv} lacks the column(s) {', '.join(missing)}; is it a `foscar bench` results.csv?")
     try:
         df = read_results(csv)
     except (pd.errors.ParserError, ValueError, TypeError) as e:
-        raise FoscarError(f"cannot read {csv}: {_first_line(e)}") from None
+        raise FoscarError(f"cannot read {csv}: {first_line(e)}") from None
 
     notes: list[str] = []
-    meta = _read_json(path / "meta.json", notes)
-    summary = _read_json(path / "summary.json", notes)
+    meta = read_json_if_present(path / "meta.json", notes)
+    summary = read_json_if_present(path / "summary.json", notes)
     if not summary:
         summary = summarize(df)
         notes.append("geometric means recomputed from results.csv")
@@ -110,23 +106,6 @@ def load_runs(paths: list[Path | str]) -> list[Run]:
         if n:
             r.label = f"{r.label}#{n + 1}"
     return runs
-
-
-def _read_json(path: Path, notes: list[str]) -> dict[str, Any]:
-    if not path.is_file():
-        notes.append(f"{path.name} missing")
-        return {}
-    try:
-        obj = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FoscarError(f"cannot parse {path}: {_first_line(e)}") from None
-    if not isinstance(obj, dict):
-        raise FoscarError(f"{path}: expected a JSON object, got {type(obj).__name__}")
-    return obj
-
-
-def _first_line(e: Exception) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 # ---------------------------------------------------------------------------

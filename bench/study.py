@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from bench.errors import FoscarError
 from bench.kinds import ABLATE, ACCURACY, BENCH, COMMANDS, EVAL_MODEL, MODEL_SPEED, run_kind
+from bench.runfiles import make_dir
 
 COMPARED = (BENCH, ABLATE, ACCURACY)
 
@@ -89,10 +90,7 @@ def _accuracy_report(run_dir: Path, out: Path) -> list[Path]:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):
         summary = summarize(df, grid)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FoscarError(f"cannot create the report directory {out}: {e.strerror}") from None
+    make_dir(out, "report directory")
     return write_accuracy_report(out, df, summary, grid, meta, md_name="report.md")
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import torch
 
 from bench.lengths import WorkloadSpec, lengths_summary
+from bench.shape import PointShape, shape_columns
 
 # Quantize at most this many K (or V) values per chunk: with the quantizer's fp32
 # temporaries (~20 bytes per value at peak) that is ~5 GB of scratch.
@@ -43,17 +44,10 @@ FP8_CHUNK_SCRATCH_BYTES = 1 << 30  # fp32 temporaries of the BF16 -> FP8 page co
 
 
 @dataclass(frozen=True)
-class Point:
-    """One sweep point: a shape and a quantized format."""
+class Point(PointShape):
+    """One sweep point: a shape and a quantized format (:class:`bench.shape.PointShape`),
+    its K layout, workload and grid."""
 
-    batch: int
-    context: int
-    bits: int
-    group_size: int
-    num_qo_heads: int
-    num_kv_heads: int
-    head_dim: int
-    page_size: int
     k_block: int | None = None  # channel-wise K over blocks of k_block tokens (foscar.quant); None: token-wise K
     workload: WorkloadSpec = WorkloadSpec()  # lengths and capacity (WorkloadSpec.at resolves it per point)
     grid: str = "sweep"  # the grid the point belongs to: "sweep" or "ragged" (bench.config.GRIDS)
@@ -79,8 +73,9 @@ class Point:
         return f"channel-{self.k_block}" if self.k_block else "token"
 
     def row_columns(self) -> dict[str, Any]:
-        """The point's workload columns of a results.csv row (:data:`bench.results.WORKLOAD_COLUMNS`)."""
-        return dict(workload=self.workload.name, capacity=self.capacity, lengths=lengths_summary(self.lengths),
+        """The point's columns of a results.csv row: its shape (:func:`bench.shape.shape_columns`)
+        and its workload (:data:`bench.results.WORKLOAD_COLUMNS`)."""
+        return dict(**shape_columns(self), workload=self.workload.name, capacity=self.capacity, lengths=lengths_summary(self.lengths),
                     kv_tokens=self.kv_tokens, k_layout=self.k_layout, grid=self.grid)  # fmt: skip
 
     def is_plain(self) -> bool:

@@ -16,23 +16,14 @@ from bench.backends import BASELINE_KINDS, Backend, Prepared, registered_backend
 from bench.config import BenchConfig, load_config, preset_path
 from bench.errors import FoscarError
 from bench.plan import call_bytes
-from bench.results import COLUMNS, add_speedups, new_row, read_results, summarize, to_frame, write_csv
+from bench.results import COLUMNS, add_speedups, read_results, summarize, to_frame, write_csv
 from bench.sweep import Sweep, run_sweep
 from bench.tables import point_table, summary_table, summary_tables
 from bench.workload import Point, Workload, build_cache, estimate_bytes
+from tests.test_bench_results import point, row
 
 FP8_KERNELS = ("flashinfer-fa2-fp8", "flashinfer-fa2-tc-fp8", "flashinfer-xqa-fp8")
 BF16_KERNELS = ("flashinfer-fa2", "flashinfer-fa2-tc", "flashinfer-xqa")
-
-
-def point(batch=8, context=32768, bits=2) -> Point:
-    return Point(batch, context, bits, 128, 32, 8, 128, 16)
-
-
-def row(p: Point, kernel: str, median_us: float | None, status: str = "ok", bits=None, baseline=None) -> dict:
-    r = new_row(p, kernel, bits, "bf16" if bits else None, baseline)
-    r.update(status=status, median_us=median_us)
-    return r
 
 
 def point_rows(p: Point, ours: dict[int, float], bf16: tuple, fp8: tuple, fp8_status=("ok", "ok", "ok")) -> list[dict]:

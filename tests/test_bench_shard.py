@@ -16,32 +16,18 @@ from bench.config import load_config, preset_path
 from bench.errors import FoscarError
 from bench.merge import merge_runs
 from bench.results import POINT_KEYS, read_results
-from bench.run import BenchOptions, OutputFormat, run_bench
+from bench.run import BenchOptions, run_bench
 from bench.shard import Shard, parse_shard
 from bench.sweep import grid
 from tests.cli_helpers import run_main
-from tests.test_bench_resume import GRID, Builds
+from tests.test_bench_resume import GRID, Builds, builds, grid_file  # noqa: F401 (fixtures)
+from tests.test_bench_resume import opts as resume_opts
 
 KEY_COLUMNS = ["kernel", "bits", "operand", "kv_dtype", "is_baseline", *POINT_KEYS, "status"]
 
 
-@pytest.fixture
-def builds(monkeypatch) -> Builds:
-    b = Builds()
-    monkeypatch.setattr(bench.backends, "select_backends", b.select)
-    return b
-
-
-@pytest.fixture
-def grid_file(tmp_path):
-    path = tmp_path / "tiny.toml"  # 4 points: batch {1, 2} x context {17, 40}, kernels quant + base
-    path.write_text(GRID)
-    return path
-
-
 def opts(grid_file, out, shard=None, **kw) -> BenchOptions:
-    return BenchOptions(config=grid_file, out=out, smoke=True, output=OutputFormat.quiet, argv=["foscar", "bench"],
-                        shard=shard, **kw)  # fmt: skip
+    return resume_opts(grid_file, out, shard=shard, **kw)
 
 
 @pytest.fixture(scope="module")

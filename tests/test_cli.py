@@ -184,3 +184,42 @@ def test_smoke_run_writes_results(tmp_path):
     if meta["gpu"] is None:  # the sm_90 CUDA kernel cannot run here: skipped with the reason
         assert (cuda["status"] == "skipped").all() and cuda["error"].str.contains("CUDA").all()
     assert set(summary["num_points"]) == set(summary["geomean_speedup"])
+
+
+def test_flags_reach_the_options_dataclasses(monkeypatch, capsys, tmp_path):
+    """bench, accuracy and eval-model build their options from the parsed flags by name
+    (foscar_cli._options): renamed parameters, list flags, enum choices and defaults."""
+    import bench.accuracy
+    import bench.eval_model
+    from bench.run import BenchOptions, OutputFormat
+
+    seen = {}
+
+    def keep(name):
+        return lambda opts: seen.setdefault(name, opts) and None  # the options; returns None (nothing ran)
+
+    monkeypatch.setattr(bench.run, "run_bench", keep("bench"))
+    monkeypatch.setattr(bench.accuracy, "run_accuracy", keep("accuracy"))
+    monkeypatch.setattr(bench.eval_model, "run_eval_model", keep("eval"))
+
+    code, _, err = run_main(capsys, "bench", "--kernel", "foscar-triton", "--bits", "2", "--batch", "8", "--batch", "16",
+                            "--grid", "sweep", "--num-qo-heads", "16", "--workload-seed", "3", "--json")  # fmt: skip
+    assert code == 0, err
+    opts = seen["bench"]
+    assert (opts.kernels, opts.bits, opts.batch, opts.grids) == (["foscar-triton"], [2], [8, 16], ["sweep"])
+    assert (opts.num_qo_heads, opts.workload_seed, opts.output) == (16, 3, OutputFormat.json)
+    assert (opts.operand, opts.context, opts.group_size, opts.shard) == ([], [], None, None)
+    assert opts.argv[:2] == ["foscar", "bench"] and isinstance(opts, BenchOptions)
+
+    code, _, err = run_main(capsys, "accuracy", "--group-size", "32", "--rotation", "hadamard", "--data", "gaussian",
+                            "--kernel", "foscar-triton", "--num-sink", "0", "--no-plots", "--out", tmp_path / "a")  # fmt: skip
+    assert code == 0, err
+    acc = seen["accuracy"]
+    assert (acc.group_sizes, acc.rotations, acc.data, acc.kernels) == ([32], ["hadamard"], ["gaussian"], ["foscar-triton"])
+    assert (acc.num_sink, acc.num_recent, acc.plots, acc.bits, acc.out) == (0, None, False, [], tmp_path / "a")
+
+    code, _, err = run_main(capsys, "eval-model", "--model", "m", "--sink", "4", "--rotation", "hadamard")
+    assert code == 0, err
+    ev = seen["eval"]
+    assert (ev.bits, ev.group_sizes, ev.num_sink, ev.num_recent) == ([4], [32], 4, 0)
+    assert (ev.rotation, ev.backend, ev.model, ev.plots) == ("hadamard", "auto", "m", True)
