@@ -2,6 +2,7 @@
 
 One small module per job:
 
+* :mod:`bench.cli`          the ``foscar`` command line: one module per command, shared options (``bench/cli/``)
 * :mod:`bench.errors`       the one user-facing error type (exit code 2 in the CLI)
 * :mod:`bench.arch`         which GPU is here, and which preset it runs
 * :mod:`bench.config`       TOML presets (``configs/*.toml``, model shapes in ``configs/models/``),

@@ -188,7 +188,7 @@ def test_smoke_run_writes_results(tmp_path):
 
 def test_flags_reach_the_options_dataclasses(monkeypatch, capsys, tmp_path):
     """bench, accuracy and eval-model build their options from the parsed flags by name
-    (foscar_cli._options): renamed parameters, list flags, enum choices and defaults."""
+    (bench.cli.options.build_options): renamed parameters, list flags, enum choices and defaults."""
     import bench.accuracy
     import bench.eval_model
     from bench.run import BenchOptions, OutputFormat

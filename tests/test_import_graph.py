@@ -56,3 +56,11 @@ def test_no_import_cycle_among_bench_modules():
 @pytest.mark.parametrize("name", MODULES)
 def test_every_bench_module_imports(name):
     assert importlib.import_module(f"bench.{name}").__name__ == f"bench.{name}"
+
+
+def test_the_command_line_sits_on_top():
+    """``bench/cli/`` (the ``foscar`` commands) imports the harness; no module of ``bench/`` imports it back."""
+    importers = [m for m in MODULES if "cli" in bench_imports((BENCH / f"{m}.py").read_text(), {"cli"})]
+    assert importers == [], f"bench modules that import bench.cli: {importers}"
+    cli_sources = "".join(p.read_text() for p in (BENCH / "cli").glob("*.py"))
+    assert "cli" in bench_imports(cli_sources, {"cli"})  # the parser sees bench.cli imports at all

@@ -1,0 +1,184 @@
+"""``foscar bench``: the flags that pick the grid, the shape, the workload and the shards, checked
+before anything heavy is imported; then :func:`bench.run.run_bench` (or :func:`bench.devices.run_devices`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bench.arch import Arch
+from bench.backends import kernel_names
+from bench.cli.app import app
+from bench.cli.options import (
+    BatchOpt,
+    BitsOpt,
+    ContextOpt,
+    DebugOpt,
+    FormatOpt,
+    JsonOpt,
+    OutOpt,
+    SmokeOpt,
+    bit_widths,
+    build_options,
+    command_args,
+    one_of,
+)
+from bench.config import (
+    GRIDS,
+    SUPPORTED_GROUP_SIZES,
+    SUPPORTED_HEAD_DIMS,
+    SUPPORTED_OPERANDS,
+    UNBUILT_OPERANDS,
+    model_names,
+)
+from bench.devices import parse_devices
+from bench.errors import FoscarError, check_choices
+from bench.lengths import WORKLOAD_NAMES
+from bench.run import BenchOptions, OutputFormat
+from bench.shard import parse_shard
+
+
+ArchOpt = Annotated[
+    Arch, typer.Option("--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute capability.")
+]
+ConfigOpt = Annotated[
+    Optional[Path], typer.Option("--config", help="A TOML sweep config (format: configs/h200.toml); default: the arch's preset.")
+]
+GroupOpt = Annotated[
+    Optional[int], typer.Option("--group-size", help=f"Quantization group size: {one_of(SUPPORTED_GROUP_SIZES)}.")
+]
+OperandOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--operand", help=f"FOSCAR tensor-core operand mode (repeat): {one_of(SUPPORTED_OPERANDS)}."),
+]
+KernelOpt = Annotated[
+    Optional[list[str]], typer.Option("--kernel", help=f"Only these kernels (repeat): {one_of(kernel_names())}.")
+]
+ModelOpt = Annotated[
+    Optional[str],
+    typer.Option("--model", metavar="NAME", help="A model's attention shape over the arch preset's grid: "
+                 f"{one_of(model_names())} (configs/models/NAME.toml) or a TOML path."),
+]  # fmt: skip
+QoHeadsOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (overrides preset and --model).")]
+KvHeadsOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (overrides preset and --model).")]
+HeadDimOpt = Annotated[
+    Optional[int],
+    typer.Option("--head-dim", help=f"Head dimension: {one_of(SUPPORTED_HEAD_DIMS)} (overrides preset and --model)."),
+]
+WorkloadOpt = Annotated[
+    Optional[str],
+    typer.Option("--workload", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
+                 "(one at context, the rest at --short-len), lognormal (heavy-tailed, median context/8, seeded), "
+                 "capacity (all = context in a cache of the grid's largest context or --capacity). Default: the "
+                 "preset's \\[workload]."),
+]  # fmt: skip
+CapacityOpt = Annotated[
+    Optional[int],
+    typer.Option("--capacity", min=1, help="Tokens per sequence the cache is allocated for (max_seq_len), >= every "
+                 "context of the \\[sweep] grid; default: per workload (context; capacity: the largest context)."),
+]  # fmt: skip
+WorkloadSeedOpt = Annotated[
+    Optional[int], typer.Option("--workload-seed", min=0, help="Seed of the lognormal lengths (not of the K/V data).")
+]
+ShortLenOpt = Annotated[
+    Optional[int], typer.Option("--short-len", min=1, help="one-long: tokens of the short sequences (default 4096).")
+]
+GridOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--grid", help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
+                 "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
+                 "flag is given."),
+]  # fmt: skip
+NearestOpt = Annotated[
+    bool,
+    typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
+                 "preset (h100 below sm_100, b200 from it) instead of stopping with an error."),
+]  # fmt: skip
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the resolved grid, the device memory per point and an estimated run time; "
+                 "run nothing, touch no GPU, write nothing."),
+]  # fmt: skip
+ShardOpt = Annotated[
+    Optional[str],
+    typer.Option("--shard", metavar="K/N", help="Run only every N-th point of the grid, starting at point K "
+                 "(0 <= K < N; a point with all its kernels), into its own run directory; `foscar merge` combines "
+                 "the N shards."),
+]  # fmt: skip
+DevicesOpt = Annotated[
+    Optional[str],
+    typer.Option("--devices", metavar="all|0,1,...", help="One worker process per listed local GPU, each running "
+                 "--shard i/N on its GPU into <out>/shards/, then merged into <out>. Default: this process's GPU only."),
+]  # fmt: skip
+
+@app.command()
+def bench(
+    ctx: typer.Context,
+    arch: ArchOpt = Arch.auto,
+    config: ConfigOpt = None,
+    out: OutOpt = None,
+    smoke: SmokeOpt = False,
+    bits: BitsOpt = None,
+    batch: BatchOpt = None,
+    context: ContextOpt = None,
+    group_size: GroupOpt = None,
+    operand: OperandOpt = None,
+    kernels: KernelOpt = None,
+    model: ModelOpt = None,
+    num_qo_heads: QoHeadsOpt = None,
+    num_kv_heads: KvHeadsOpt = None,
+    head_dim: HeadDimOpt = None,
+    workload: WorkloadOpt = None,
+    capacity: CapacityOpt = None,
+    workload_seed: WorkloadSeedOpt = None,
+    short_len: ShortLenOpt = None,
+    grids: GridOpt = None,
+    dry_run: DryRunOpt = False,
+    nearest_preset: NearestOpt = False,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
+    output_format: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Benchmark FOSCAR decode kernels against FlashInfer (BF16 and FP8 KV caches) over a batch x context x bits grid.
+
+    The preset's \\[sweep] grid runs with its \\[workload] (sequence lengths and cache
+    capacity; --workload and friends override it), then its \\[\\[ragged]] grid (--grid
+    picks). Every kernel is checked against an fp64 reference before it is timed. Writes
+    results.csv, meta.json and summary.json to the run directory. Rerunning the same
+    command with the same --out DIR resumes it (finished points are not run again).
+
+    Exit code 2: a bad flag or config (nothing ran); 3: the run finished, but a row's time was invalid or no FOSCAR row was timed (summary.json's "problems").
+    """
+    check_choices("--kernel", kernels, kernel_names())
+    check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
+    check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
+    check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
+    check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
+    check_choices("--grid", grids, GRIDS)
+    shard_k_n = None if shard is None else parse_shard(shard)
+    if devices is not None:
+        parse_devices(devices)
+        if shard_k_n is not None:
+            raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
+    opts = build_options(
+        BenchOptions,
+        ctx,
+        bits=bit_widths(bits),
+        output=OutputFormat.json if as_json else output_format,
+        argv=["foscar", *command_args(ctx)],
+        shard=shard_k_n,
+    )
+    if devices is not None and not dry_run:  # workers per GPU, then the merge
+        from bench.devices import run_devices
+
+        outcome = run_devices(opts)
+    else:
+        from bench.run import run_bench
+
+        outcome = run_bench(opts)
+    if outcome is not None and outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,65 @@
+"""``foscar compare``: two runs of one kind, row by row; exit code 1 on a regression (:mod:`bench.study`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bench.cli.app import app
+from bench.cli.options import DebugOpt, FormatOpt, JsonOpt
+from bench.run import OutputFormat
+
+
+BaseArg = Annotated[Path, typer.Argument(metavar="BASE", help="The run directory to compare against (the baseline).")]
+NewArg = Annotated[Path, typer.Argument(metavar="NEW", help="The run directory under test.")]
+ThresholdOpt = Annotated[
+    float,
+    typer.Option("--threshold", min=0.0, help="Relative change that counts (0.05 = 5%): of the median time (bench, "
+                 "ablate) or of an error metric (accuracy)."),
+]
+CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
+AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs.")]
+
+
+@app.command()
+def compare(
+    base: BaseArg,
+    new: NewArg,
+    threshold: ThresholdOpt = 0.05,
+    output_format: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    out: CompareOutOpt = None,
+    strict: StrictOpt = False,
+    show_all: AllRowsOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare NEW against BASE row by row (two runs of one kind); exit status 1 on a regression.
+
+    bench and ablate runs, on the median time: slower/faster: it changed by more than
+    the threshold and the p20-p80 spreads do not overlap; noisy: it changed by more, but
+    the spreads overlap; same: within the threshold. Each series' geometric mean gets the
+    same verdict; any slower is a regression. accuracy runs, on the error metrics (larger
+    is worse): worse/better/same by the threshold; any worse is a regression. Rows
+    measured in only one run are listed (a failure with --strict).
+    """
+    from bench.compare import exit_code, save_json, to_json
+    from bench.study import compare_paths
+    from bench.tables import make_console
+
+    found = compare_paths(base, new, threshold)
+    result = found.result
+    if out is not None:
+        save_json(result, out)
+    fmt = OutputFormat.json if as_json else output_format
+    if fmt is OutputFormat.json:
+        typer.echo(to_json(result), nl=False)
+    elif fmt is OutputFormat.quiet:
+        typer.echo(result["verdict"])
+    else:
+        found.render(result, make_console(), show_all)
+    code = exit_code(result, strict)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,128 @@
+"""What several ``foscar`` commands share: the per-invocation state, the helpers that turn
+parsed parameters into a command's options dataclass, and the typer ``Annotated`` option
+aliases (with their choice enums) that more than one command takes.
+
+A command's own options live in its module (``bench/cli/<command>_cmd.py``). Imports
+here are light (no torch, triton or pandas): the CLI starts without them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from bench.accuracy_grid import ROTATIONS
+from bench.run import OutputFormat
+
+T = TypeVar("T")
+
+
+class Bits(str, Enum):
+    """Bit width of the quantized KV cache."""
+
+    int2 = "2"
+    int4 = "4"
+
+
+Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
+
+
+@dataclass
+class CliState:
+    """Per invocation: the root context's ``obj`` (``ctx.obj``), set up by :func:`bench.cli.app.main`."""
+
+    debug: bool = False  # --debug (or FOSCAR_DEBUG=1): tracebacks instead of one-line errors
+    argv: list[str] | None = None  # the arguments after the program name, as given (None: sys.argv[1:])
+
+
+def cli_state(ctx: typer.Context) -> CliState:
+    """The invocation's :class:`CliState`: the root context's ``obj`` (created here when the
+    app runs without :func:`bench.cli.app.main`, e.g. under typer's test runner)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def command_args(ctx: typer.Context) -> list[str]:
+    """The command line after the program name, as recorded in a run's meta.json."""
+    argv = cli_state(ctx).argv
+    return list(argv) if argv is not None else sys.argv[1:]
+
+
+def build_options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
+    """A command's options dataclass ``cls`` (e.g. :class:`bench.run.BenchOptions`) from its
+    parsed parameters: each field takes ``given[name]``, else the command's parameter of the
+    same name (``ctx.params``); ``None`` or an empty list (a flag not given: typer passes
+    ``[]`` for a repeatable one) leaves the field's default. The items of a list that are
+    choices (``str`` Enums) become their values.
+    """
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        value = given[f.name] if f.name in given else ctx.params.get(f.name)
+        if value is None or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = [v.value if isinstance(v, Enum) else v for v in value]
+        values[f.name] = value
+    return cls(**values)
+
+
+def bit_widths(bits: Optional[list[Bits]]) -> Optional[list[int]]:
+    """``--bits`` as integers (``None`` when not given)."""
+    return None if not bits else [int(b.value) for b in bits]
+
+
+def set_debug(ctx: typer.Context, value: bool) -> bool:
+    """``--debug``'s callback: records it in the invocation's :class:`CliState`; returns ``value``."""
+    if value:
+        cli_state(ctx).debug = True
+    return value
+
+
+def one_of(values) -> str:
+    """``values`` for a help text: ``"32, 64, 128"``."""
+    return ", ".join(str(v) for v in values)
+
+
+# shared option aliases; --debug on the root and on every command (its callback sets CliState.debug)
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", callback=set_debug, help="Show full tracebacks instead of one-line errors.")
+]
+OutOpt = Annotated[
+    Optional[Path],
+    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by arch, study and git "
+                 "commit; --smoke runs and runs without GPU: under results/_scratch/)."),
+]  # fmt: skip
+SmokeOpt = Annotated[
+    bool,
+    typer.Option("--smoke", help="Tiny grid (configs/smoke.toml); on a machine without GPU it runs through the Triton "
+                 "interpreter, and its times are not performance numbers."),
+]  # fmt: skip
+BitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several).")]
+BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="Batch size (repeat for several).")]
+ContextOpt = Annotated[Optional[list[int]], typer.Option("--context", min=1, help="Context length in tokens (repeat).")]
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (a run's summary.json, "
+                 "compare's comparison); quiet: the run directory only (compare: the verdict only)."),
+]  # fmt: skip
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+
+# eval-model and dump-kv (transformers; the `hf` extra)
+HfModelOpt = Annotated[
+    Optional[str], typer.Option("--model", metavar="DIR", help="A local model directory (config.json + weights); nothing is downloaded.")
+]
+RandomInitOpt = Annotated[
+    Optional[Path],
+    typer.Option("--random-init", metavar="CONFIG.json", help="Instead of --model: a transformers config.json built "
+                 "with random weights (speed only; no accuracy claim), e.g. configs/hf/qwen3-8b.json."),
+]  # fmt: skip
+TextOpt = Annotated[Optional[Path], typer.Option("--text", help="A UTF-8 text file (default: the public-domain sample bench/data/sample.txt).")]
+EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
