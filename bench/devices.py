@@ -65,6 +65,16 @@ def parse_devices(text: str) -> str | list[int]:
     return ids
 
 
+def refuse_shard(shard) -> None:
+    """``--devices`` makes its own shards: refuse a ``--shard`` given with it.
+
+    Raises:
+        FoscarError: ``shard`` is not ``None``.
+    """
+    if shard is not None:
+        raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
+
+
 def fake_device_count() -> int | None:
     """``FOSCAR_FAKE_DEVICES`` as a count, or ``None`` when unset.
 
@@ -176,8 +186,7 @@ def run_devices(opts, device="detect"):
     from bench.shard import Shard
     from bench.tables import make_console, summary_tables
 
-    if opts.shard is not None:
-        raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
+    refuse_shard(opts.shard)
     devices = local_devices(parse_devices(opts.devices))
     fake = fake_device_count() is not None
     info = None if fake else (detect_device() if device == "detect" else device)

@@ -33,8 +33,8 @@ from bench.config import (
     UNBUILT_OPERANDS,
     model_names,
 )
-from bench.devices import parse_devices
-from bench.errors import FoscarError, check_choices
+from bench.devices import parse_devices, refuse_shard
+from bench.errors import check_choices
 from bench.lengths import WORKLOAD_NAMES
 from bench.run import BenchOptions, OutputFormat
 from bench.shard import parse_shard
@@ -162,8 +162,7 @@ def bench(
     shard_k_n = None if shard is None else parse_shard(shard)
     if devices is not None:
         parse_devices(devices)
-        if shard_k_n is not None:
-            raise FoscarError("--devices and --shard together: --devices makes its own shards; pass one of them")
+        refuse_shard(shard_k_n)
     opts = build_options(
         BenchOptions,
         ctx,
