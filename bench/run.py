@@ -91,6 +91,12 @@ class BenchOptions:
     shard: Shard | None = None  # --shard K/N: only these points of the grid (bench.shard)
     devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
 
+    def __post_init__(self) -> None:
+        # some typer versions hand an Enum option over as its plain string value (seen on the GPU
+        # machine's typer); everything downstream, the --devices worker's JSON too, reads .value
+        self.arch = Arch(self.arch)
+        self.output = OutputFormat(self.output)
+
 
 # flags that override the config field of the same name as they are (the shape fields among them);
 # model, workload and grids are resolved by resolve_config

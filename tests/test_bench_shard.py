@@ -243,3 +243,14 @@ def test_devices_on_real_gpus_record_each_rows_gpu_and_ceiling(tmp_path, capsys)
     meta = json.loads((out / "meta.json").read_text())
     assert len(meta["shards"]) == min(torch.cuda.device_count(), meta["grid_points"])
     assert {s["gpu"]["uuid"] for s in meta["shards"]} == set(df["gpu_uuid"])
+
+
+def test_worker_options_round_trip_when_typer_hands_enums_over_as_strings():
+    """Some typer versions pass an Enum option's plain value; the --devices worker's JSON must still work."""
+    from bench.arch import Arch
+    from bench.devices import options_from_json, options_to_json
+    from bench.run import BenchOptions, OutputFormat
+
+    opts = BenchOptions(arch="h200", output="quiet", bits=[2])
+    assert opts.arch is Arch.h200 and opts.output is OutputFormat.quiet
+    assert options_from_json(options_to_json(opts)) == opts
