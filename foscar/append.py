@@ -39,6 +39,15 @@ def append_kv(
             dtypes or device that do not match the cache; no room left;
             a channel-wise K cache (its block scales would change as tokens arrive;
             re-quantize with :func:`foscar.quantize_kv` instead).
+
+    Example (a cache allocated for 128 tokens, 100 of them filled; one decode step appends one)::
+
+        >>> import torch, foscar
+        >>> k, v = torch.randn(1, 2, 128, 64), torch.randn(1, 2, 128, 64)
+        >>> cache = foscar.quantize_kv(k, v, bits=2, group_size=64, seq_lens=torch.tensor([100], dtype=torch.int32))
+        >>> cache = foscar.append_kv(cache, torch.randn(1, 2, 1, 64), torch.randn(1, 2, 1, 64))
+        >>> cache.seq_lens.tolist()
+        [101]
     """
     cache.validate(check_values=None if check_capacity else False)
     if cache.k_block is not None:

@@ -82,6 +82,23 @@ def decode(
             index tensor that is not contiguous, a length the cache cannot hold
             (``seq_lens[b]`` outside ``[0, max_seq_len]``, a page table that breaks
             FlashInfer's rules; the message names the tensor and the sequence).
+
+    Example (CPU through the Triton interpreter, ``TRITON_INTERPRET=1``; on an H100/H200 the
+    same call with CUDA tensors runs the CUDA kernel)::
+
+        >>> import torch, foscar
+        >>> k, v = torch.randn(2, 2, 64, 64), torch.randn(2, 2, 64, 64)
+        >>> cache = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=torch.tensor([64, 40], dtype=torch.int32))
+        >>> q = torch.randn(2, 8, 64, dtype=torch.bfloat16)  # 8 query heads over 2 KV heads (GQA 4)
+        >>> out = foscar.decode(q, cache)
+        >>> out.shape, out.dtype
+        (torch.Size([2, 8, 64]), torch.bfloat16)
+        >>> ref = foscar.reference_decode(q, cache)  # fp64, over the dequantized cache
+        >>> bool((out.double() - ref).norm() / ref.norm() < 1e-2)
+        True
+        >>> paged = foscar.paginate(cache, page_size=16)  # the same tokens in pages
+        >>> torch.equal(foscar.decode(q, paged), out)
+        True
     """
     cache.validate()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
@@ -217,6 +234,15 @@ def plan_decode(
 
     Raises:
         ValueError: everything :func:`decode` raises for the cache and the options.
+
+    Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
+
+        >>> import torch, foscar
+        >>> cache = foscar.quantize_kv(torch.randn(1, 2, 128, 64), torch.randn(1, 2, 128, 64), bits=4, group_size=64)
+        >>> plan = foscar.plan_decode(cache, num_qo_heads=4)
+        >>> out, lse = plan.run(torch.randn(1, 4, 64, dtype=torch.bfloat16), cache, return_lse=True)
+        >>> out.shape, lse.shape, lse.dtype  # natural-log LSE per query head
+        (torch.Size([1, 4, 64]), torch.Size([1, 4]), torch.float32)
     """
     cache.validate()
     if isinstance(num_qo_heads, bool) or not isinstance(num_qo_heads, int) or num_qo_heads < 1:

@@ -218,6 +218,15 @@ def paginate(
         ValueError: what ``cache.validate(check_values=True)`` raises; ``page_size`` not
             an int >= 1; a channel-wise K cache whose ``k_block`` does not divide
             ``page_size``.
+
+    Example (FlashInfer's page-table layout: ``kv_indptr``, ``kv_indices``, ``kv_last_page_len``)::
+
+        >>> import torch, foscar
+        >>> k, v = torch.randn(2, 2, 64, 64), torch.randn(2, 2, 64, 64)
+        >>> cache = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=torch.tensor([64, 40], dtype=torch.int32))
+        >>> paged = foscar.paginate(cache, page_size=16)
+        >>> paged.kv_indptr.tolist(), paged.kv_indices.tolist(), paged.kv_last_page_len.tolist()
+        ([0, 4, 7], [0, 1, 2, 3, 4, 5, 6], [16, 8])
     """
     cache.validate(check_values=True)
     if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:

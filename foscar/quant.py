@@ -554,6 +554,17 @@ def quantize_kv(
         ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,
             ``k_block`` given with ``k_layout="token"``, lengths out of range,
             non-finite values, or float64 values past fp32's range (naming the position).
+
+    Example (CPU, through the Triton interpreter: ``TRITON_INTERPRET=1``; on a GPU pass CUDA tensors)::
+
+        >>> import torch, foscar
+        >>> k, v = torch.randn(2, 2, 64, 64), torch.randn(2, 2, 64, 64)  # [batch, num_kv_heads, max_seq_len, head_dim]
+        >>> cache = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=torch.tensor([64, 40], dtype=torch.int32))
+        >>> cache.k_codes.shape, cache.k_codes.dtype, cache.k_scale.shape  # 4 codes per byte; one scale per group
+        (torch.Size([2, 2, 64, 16]), torch.uint8, torch.Size([2, 2, 64, 2]))
+        >>> foscar.quantize_kv(k, v, bits=3)
+        Traceback (most recent call last):
+        ValueError: bits: expected one of [2, 4], got 3
     """
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
