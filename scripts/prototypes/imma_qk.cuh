@@ -31,9 +31,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "imma_qk_args.h"
+
 namespace imma_proto {
 
-constexpr int kHeadDim = 128, kTileTokens = 64, kWarps = 4, kTiles = 4, kCols = 8;
 
 template <int BITS, int GROUP>
 struct Fmt {
@@ -95,24 +96,6 @@ __device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], ui
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
 }
-
-// Pointers of one launch. Codes [chunks * kTiles * 64, RB] uint8 (plane-split rows), ks / kz
-// [same tokens, NG] fp32. Query operands, [kCols, 128] row-major per column (head):
-//   BF16: q0 = bf16 query (plane pl's channels times 2^-E), f0 = -sum(Q'_g), f1 = sum(Q_g)   ([kCols, NG])
-//   IMMA: q0 = s8 hi, q1 = s8 lo, f0 = qscale (Q ~ qscale * (256 hi + lo)), f1 = sum(Q_g)    ([kCols, NG])
-// out: WRITE: scores [tokens, kCols] fp32; else one float per thread (a checksum that keeps the work live).
-struct Args {
-  const uint8_t* codes;
-  const float* ks;
-  const float* kz;
-  const void* q0;
-  const void* q1;
-  const float* f0;
-  const float* f1;
-  float* out;
-  int chunks;  // data chunks of kTiles sub-tiles; CTA b uses chunk b % chunks
-  int iters;   // sub-tiles per warp
-};
 
 // shared memory: the chunk's codes (swizzled as the production kernel stores them), ks, kz
 template <class F>

@@ -16,14 +16,23 @@ Usage (from the repository root)::
     python scripts/prototypes/imma_qk.py run     # GPU (sm_90a): build at first use, check, time, one table
     python scripts/prototypes/imma_qk.py sass    # no GPU: nvcc + cuobjdump, instructions per tile, registers
 
-``run`` checks both kernels against an fp64 reference of the dequantized K on fresh random data (a
-query with outlier channels, as RoPE'd queries have) and against an fp64 mirror of each kernel's own
-arithmetic (BF16-rounded query, or the 16-bit fixed-point query), and exits 1 when a relative error
-passes its bound (BOUNDS, MIRROR_BOUNDS); then it times a loop over shared-memory tiles (no HBM traffic) with CUDA events. Columns:
-``score_err`` / ``softmax_err``: relative L2 error per head (max and mean over heads and seeds) of
-the scores and of softmax(scores / sqrt(128)) over 16K tokens; ``ns_tile_sm``: nanoseconds per
-64-token tile per SM (3 CTAs of 4 warps per SM, as the production INT2/INT4 kernel runs);
-``mirror_err``: max relative L2 error against the mirror; ``loop_instr``: SASS instructions in the per-tile loop (when cuobjdump is found).
+``run`` builds the extension at first use (imma_qk.cpp + imma_qk_kernels.cu, about a minute), checks
+both kernels on fresh random data (a query with outlier channels, as RoPE'd queries have) against an
+fp64 reference of the dequantized K and against an fp64 mirror of each kernel's own arithmetic
+(BF16-rounded query, or the 16-bit fixed-point query), times a loop over shared-memory tiles (no HBM
+traffic) with CUDA events, prints one table and exits 1 when a check fails (BOUNDS, MIRROR_BOUNDS, a
+non-finite checksum). Columns:
+
+- ``score_err_*`` / ``softmax_err_*``: relative L2 error per head (max, mean over heads and seeds) of
+  the scores and of softmax(scores / sqrt(128)) over 16K tokens, against the fp64 reference;
+- ``mirror_err``: the largest relative L2 error against the kernel's mirror;
+- ``ns_tile_sm``: nanoseconds per 64-token tile per SM (3 CTAs of 4 warps per SM, as the production
+  INT2 / INT4 kernel runs); ``vs_bf16``: that time over the BF16 kernel's;
+- ``loop_instr``: SASS instructions in the per-tile loop (when cuobjdump is found), and
+  ``ginstr_s_sm``: those issued per ns per SM (warp instructions; 4 schedulers per SM).
+
+Files: imma_qk.cuh (the kernels), imma_qk_args.h (launch arguments), imma_qk_kernels.cu (instances),
+imma_qk.cpp (torch binding).
 """
 
 from __future__ import annotations
@@ -52,12 +61,13 @@ HEAD_DIM, COLS, HEADS, TILE, TILES_PER_CHUNK = 128, 8, 4, 64, 4
 CONFIGS = [(2, 128), (2, 32), (4, 128), (4, 32)]  # (bits, group)
 PATHS = {"bf16": 0, "imma": 1}
 QMAX = 127 * 256 + 127  # largest |qi| whose hi part stays in s8 (see split_hi_lo)
-# relative L2 error bounds: against the fp64 reference (scores and softmax; the BF16 query's rounding
-# costs ~2e-3 on scores and up to ~6e-3 on softmax with 10x outliers, 16-bit fixed point ~5e-4), and
-# against the mirror of each kernel's own arithmetic (catches layout bugs, which give errors of order 1:
-# BF16 keeps the fp32 cancellation of the accumulator's -sum(Q') start, ~1e-4..1e-3 of the score;
-# IMMA's dots are exact, only the fp32 fold rounds)
-BOUNDS = {"bf16": 1e-2, "imma": 2e-3}
+# relative L2 error bounds, against the fp64 reference (scores and softmax over 16K tokens): the BF16
+# query's rounding costs ~2e-3 on scores and up to ~8e-3 on softmax with 10x outlier channels, the
+# 16-bit fixed point ~1e-4..8e-4 and up to ~1.3e-3 (CPU mirrors; an s8-only query: 1e-1 / 3e-1); and
+# against the fp64 mirror of each kernel's own arithmetic, which catches layout bugs (errors of order 1):
+# BF16 keeps the fp32 cancellation of the accumulator's -sum(Q') start (~1e-4..1e-3 of a score), IMMA's
+# dots are exact and only its fp32 fold rounds
+BOUNDS = {"bf16": 3e-2, "imma": 5e-3}
 MIRROR_BOUNDS = {"bf16": 3e-3, "imma": 1e-4}
 NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
 
@@ -257,16 +267,14 @@ def sass_table(sass: str, regs: dict[tuple[str, int, int], int] | None = None) -
 
 @app.command()
 def sass(dump: Path = typer.Option(None, help="also write the full SASS to this file")) -> None:
-    """Compile the WRITE=false instances for sm_90a with nvcc (no GPU) and print instructions per tile."""
+    """Compile imma_qk_kernels.cu for sm_90a with nvcc (no GPU); print instructions per tile of the
+    WRITE=false instances (the timing loop) and their registers."""
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         raise typer.BadParameter("cuobjdump not found (CUDA toolkit, or Triton's triton/backends/nvidia/bin)")
-    inst = "\n".join(f"template cudaError_t launch<{p}, {b}, {g}, false>(const Args&, int, int, cudaStream_t);"
-                     for p in (0, 1) for b, g in CONFIGS)
     with tempfile.TemporaryDirectory() as tmp:
-        cu, cubin = Path(tmp) / "inst.cu", Path(tmp) / "inst.cubin"
-        cu.write_text(f'#include "imma_qk.cuh"\nnamespace imma_proto {{\n{inst}\n}}\n')
-        r = subprocess.run(["nvcc", *NVCC_FLAGS, "-Xptxas", "-v", f"-I{HERE}", "-cubin", str(cu), "-o", str(cubin)],
+        cubin = Path(tmp) / "imma_qk.cubin"
+        r = subprocess.run(["nvcc", *NVCC_FLAGS, "-Xptxas", "-v", "-cubin", str(HERE / "imma_qk_kernels.cu"), "-o", str(cubin)],
                            capture_output=True, text=True)
         if r.returncode:
             typer.echo(r.stdout + r.stderr, err=True)
@@ -287,11 +295,13 @@ def sass(dump: Path = typer.Option(None, help="also write the full SASS to this 
 
 
 def build():
-    """Compile and load the torch extension (imma_qk.cu) at first use; cached by torch under its build dir."""
+    """Compile and load the torch extension (imma_qk.cpp + imma_qk_kernels.cu, sm_90a, the production
+    kernel's nvcc flags) at first use; torch caches it and rebuilds when a source changes."""
     from torch.utils.cpp_extension import load
 
-    return load(name="foscar_imma_qk_proto", sources=[str(HERE / "imma_qk.cu")], extra_include_paths=[str(HERE)],
-                extra_cuda_cflags=NVCC_FLAGS, verbose=False)
+    return load(name="foscar_imma_qk_proto", sources=[str(HERE / "imma_qk.cpp"), str(HERE / "imma_qk_kernels.cu")],
+                extra_include_paths=[str(HERE)], extra_cflags=["-O3", "-std=c++17"], extra_cuda_cflags=NVCC_FLAGS,
+                verbose=False)
 
 
 def device_operands(path: str, q: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor, ...]:
@@ -320,7 +330,6 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
         counts = loop_counts(subprocess.run([cuobjdump, "-sass", str(so)], capture_output=True, text=True).stdout)
     rows, failed = [], False
     for bits, group in CONFIGS:
-        rb, ng = HEAD_DIM * bits // 8, HEAD_DIM // group
         errs = {p: ([], [], []) for p in PATHS}
         for seed in range(seeds):
             case = make_case(bits, group, tokens, seed=1000 * bits + group + seed, device="cuda")
@@ -334,7 +343,8 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
                 out = torch.full((tokens, COLS), float("nan"), device="cuda")
                 ops = device_operands(path, case["q"], bits, group)
                 ext.launch(pid, bits, group, True, packed, case["scale"].contiguous(), case["offset"].contiguous(),
-                           *ops, out, chunks, 1, chunks, 64 * 1024)
+                           *ops, out, chunks, 1, chunks, 64 * 1024,
+                           torch.cuda.current_stream().cuda_stream)
                 s = out[:, :HEADS]
                 errs[path][0].append(rel_l2(s, ref))
                 errs[path][1].append(rel_l2(torch.softmax(s.double() / math.sqrt(HEAD_DIM), dim=0), pref))
@@ -344,13 +354,12 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
             se, pe, me = (torch.cat(e) for e in errs[path])
             ok = bool(torch.isfinite(se).all() and torch.isfinite(pe).all() and se.max() <= BOUNDS[path]
                       and pe.max() <= BOUNDS[path] and me.max() <= MIRROR_BOUNDS[path])
-            failed |= not ok
             # timing: one wave of 3 CTAs per SM (72 KiB of shared memory each), loop over shared memory only
             grid, smem = 3 * n_sm, 72 * 1024
             sink = torch.empty(grid * 128, device="cuda")
             ops = device_operands(path, case["q"], bits, group)
             args = (pid, bits, group, False, packed, case["scale"].contiguous(), case["offset"].contiguous(), *ops, sink,
-                    chunks, iters, grid, smem)
+                    chunks, iters, grid, smem, torch.cuda.current_stream().cuda_stream)
             ext.launch(*args)
             times = []
             for _ in range(reps):
@@ -361,6 +370,8 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
                 e1.synchronize()
                 times.append(e0.elapsed_time(e1))
             ms = sorted(times)[len(times) // 2]
+            ok &= bool(torch.isfinite(sink).all())  # the timing loop's checksums
+            failed |= not ok
             tiles_per_sm = grid * 4 * iters / n_sm
             instr = counts.get((path, bits, group), (None, {}))[0]
             rows.append(dict(bits=bits, group=group, path=path,
@@ -368,13 +379,12 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
                              softmax_err_max=f"{pe.max():.2e}", softmax_err_mean=f"{pe.mean():.2e}", mirror_err=f"{me.max():.1e}",
                              ns_tile_sm=round(ms * 1e6 / tiles_per_sm, 2), loop_instr=instr,
                              ginstr_s_sm=round(instr * tiles_per_sm / (ms * 1e6), 2) if instr else None,
-                             finite=bool(torch.isfinite(sink).all()), ok=ok))
+                             ok=ok))
     table = pd.DataFrame(rows)
     for bits, group in CONFIGS:  # speed of imma relative to bf16, per format
         sel = (table.bits == bits) & (table.group == group)
         base = float(table.loc[sel & (table.path == "bf16"), "ns_tile_sm"].iloc[0])
         table.loc[sel, "vs_bf16"] = (table.loc[sel, "ns_tile_sm"] / base).round(3)
-    failed |= not bool(table.finite.all())
     typer.echo(table.to_string(index=False))
     typer.echo(f"bounds: relative L2 error vs fp64 <= {BOUNDS}, vs mirror <= {MIRROR_BOUNDS}; "
                f"{'FAILED' if failed else 'all checks passed'}")
