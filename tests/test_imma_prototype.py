@@ -31,12 +31,13 @@ def test_hi_lo_split_refuses_values_past_the_range(bad):
         proto.split_hi_lo(torch.tensor([0, bad]))
 
 
+@pytest.mark.parametrize("per_head", [False, True], ids=["scale-per-group", "scale-per-head"])
 @pytest.mark.parametrize("bits,group", proto.CONFIGS)
-def test_imma_arithmetic_beats_the_bf16_query_on_outliers(bits, group):
+def test_imma_arithmetic_beats_the_bf16_query_on_outliers(bits, group, per_head):
     case = proto.make_case(bits, group, tokens=2048, seed=7)
     args = (case["codes"], case["scale"], case["offset"], case["q"][: proto.HEADS])
     ref = proto.reference_scores(*args)
-    imma = proto.imma_mirror_scores(*args, group)
+    imma = proto.imma_mirror_scores(*args, group, per_head=per_head)
     bf16 = proto.bf16_mirror_scores(*args)
     err_imma, err_bf16 = proto.rel_l2(imma, ref).max(), proto.rel_l2(bf16, ref).max()
     assert err_imma <= proto.BOUNDS["imma"]

@@ -6,7 +6,7 @@
 
 namespace {
 
-// path 0 = folded BF16, 1 = IMMA; shapes and meanings in imma_qk_args.h (struct Args; q1 unused by
+// path 0 = folded BF16, 1 = IMMA, 2 = IMMA with one query scale per head; shapes and meanings in imma_qk_args.h (struct Args; q1 unused by
 // path 0); stream: torch.cuda.current_stream().cuda_stream.
 void launch(int64_t path, int64_t bits, int64_t group, bool write, torch::Tensor codes, torch::Tensor ks,
             torch::Tensor kz, torch::Tensor q0, torch::Tensor q1, torch::Tensor f0, torch::Tensor f1,
@@ -17,7 +17,7 @@ void launch(int64_t path, int64_t bits, int64_t group, bool write, torch::Tensor
   for (auto* t : {&ks, &kz, &f0, &f1, &out})
     TORCH_CHECK(t->scalar_type() == torch::kFloat, "imma_qk: ks, kz, f0, f1 and out must be float32");
   TORCH_CHECK(chunks > 0 && iters > 0 && grid > 0, "imma_qk: chunks, iters and grid must be positive");
-  TORCH_CHECK(path == 0 || path == 1, "imma_qk: path must be 0 (bf16) or 1 (imma), got ", path);
+  TORCH_CHECK(path >= 0 && path <= 2, "imma_qk: path must be 0 (bf16), 1 (imma) or 2 (imma-h), got ", path);
   const imma_proto::Args a{codes.data_ptr<uint8_t>(), ks.data_ptr<float>(), kz.data_ptr<float>(), q0.data_ptr(),
                            q1.data_ptr(), f0.data_ptr<float>(), f1.data_ptr<float>(), out.data_ptr<float>(),
                            (int)chunks, (int)iters};

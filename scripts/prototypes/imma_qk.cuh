@@ -39,6 +39,7 @@ namespace imma_proto {
 template <int BITS, int GROUP>
 struct Fmt {
   static constexpr int G = GROUP;
+  static constexpr int B = BITS;
   static constexpr int P = 8 / BITS;                  // planes (codes per byte)
   static constexpr int RB = kHeadDim * BITS / 8;      // packed bytes per token row
   static constexpr int NCH = RB / 16;                 // 16-byte chunks per row
@@ -124,6 +125,12 @@ __host__ __device__ constexpr bool first_step_of_group(int c, int pl) {
       if ((p2 * F::RB + W * c2) / F::G == gr) return false;
     }
   return true;
+}
+
+// IMMA, plane in place: group gr lies in plane (gr * GROUP) / RB, whose codes arrive times 2^(BITS p)
+template <class F>
+__device__ __forceinline__ constexpr float inplace_factor(int gr) {
+  return F::IMMA_IN_PLACE ? 1.f / (1 << (F::B * ((gr * F::G) / F::RB))) : 1.f;
 }
 
 // (a) folded BF16
@@ -212,7 +219,11 @@ __global__ void __launch_bounds__(kWarps * 32) qk_bf16_kernel(Args a) {
 }
 
 // (b) integer tensor cores
-template <int BITS, int GROUP, bool WRITE>
+// HEAD_SCALE (path 2, "imma-h"): one qscale per head for all groups (f0 holds it in every group, f1 holds
+// sum(Q_g) / qscale), so the fold per group is two FFMAs like BF16's: S' = s dot + z sum(Q_g) / qscale,
+// and S = qscale S' is left to the consumer (the production softmax would take exp2(qscale (S' - m'))
+// in the FFMA that replaces its FADD (S - m); here only the WRITE path multiplies).
+template <int BITS, int GROUP, bool WRITE, bool HEAD_SCALE>
 __global__ void __launch_bounds__(kWarps * 32) qk_imma_kernel(Args a) {
   using F = Fmt<BITS, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P;
@@ -241,11 +252,9 @@ __global__ void __launch_bounds__(kWarps * 32) qk_imma_kernel(Args a) {
   float qsc[NG][2], qsum[NG][2];
 #pragma unroll
   for (int gr = 0; gr < NG; ++gr) {
-    // in place: group gr lies in plane (gr * GROUP) / RB, whose codes arrive times 2^(BITS p)
-    const float inplace = F::IMMA_IN_PLACE ? 1.f / (1 << (BITS * ((gr * GROUP) / RB))) : 1.f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      qsc[gr][j] = a.f0[(2 * tig + j) * NG + gr] * inplace;
+      qsc[gr][j] = a.f0[(2 * tig + j) * NG + gr] * (HEAD_SCALE ? 1.f : inplace_factor<F>(gr));
       qsum[gr][j] = a.f1[(2 * tig + j) * NG + gr];
     }
   }
@@ -288,17 +297,18 @@ __global__ void __launch_bounds__(kWarps * 32) qk_imma_kernel(Args a) {
         float s[2] = {0.f, 0.f};
 #pragma unroll
         for (int gr = 0; gr < NG; ++gr) {  // 256 hi + lo = sum(code qi), exact; Q ~ qscale qi
-          const float st = ks[tl * NG + gr], zo = kz[tl * NG + gr];
+          const float st = ks[tl * NG + gr] * (HEAD_SCALE ? inplace_factor<F>(gr) : 1.f), zo = kz[tl * NG + gr];
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
-            s[j] = fmaf(dot * qsc[gr][j], st, fmaf(qsum[gr][j], zo, s[j]));
+            s[j] = fmaf(HEAD_SCALE ? dot : dot * qsc[gr][j], st, fmaf(qsum[gr][j], zo, s[j]));
           }
         }
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           if constexpr (WRITE)
-            a.out[((size_t)(chunk * kTiles + tile) * kTileTokens + tl) * kCols + 2 * tig + j] = s[j];
+            a.out[((size_t)(chunk * kTiles + tile) * kTileTokens + tl) * kCols + 2 * tig + j] =
+                HEAD_SCALE ? s[j] * qsc[0][j] : s[j];
           else
             sink += s[j];
         }
@@ -308,10 +318,11 @@ __global__ void __launch_bounds__(kWarps * 32) qk_imma_kernel(Args a) {
   if constexpr (!WRITE) a.out[blockIdx.x * blockDim.x + threadIdx.x] = sink;
 }
 
-// Host launcher: PATH 0 = BF16, 1 = IMMA. smem_bytes >= Fmt::SMEM_BYTES (more caps CTAs per SM).
+// Host launcher: PATH 0 = BF16, 1 = IMMA (qscale per head and group), 2 = IMMA (qscale per head). smem_bytes >= Fmt::SMEM_BYTES (more caps CTAs per SM).
 template <int PATH, int BITS, int GROUP, bool WRITE>
 cudaError_t launch(const Args& a, int grid, int smem_bytes, cudaStream_t stream) {
-  auto kern = PATH == 0 ? qk_bf16_kernel<BITS, GROUP, WRITE> : qk_imma_kernel<BITS, GROUP, WRITE>;
+  auto kern = PATH == 0 ? qk_bf16_kernel<BITS, GROUP, WRITE>
+              : PATH == 1 ? qk_imma_kernel<BITS, GROUP, WRITE, false> : qk_imma_kernel<BITS, GROUP, WRITE, true>;
   if (smem_bytes < Fmt<BITS, GROUP>::SMEM_BYTES) return cudaErrorInvalidValue;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   if (e != cudaSuccess) return e;

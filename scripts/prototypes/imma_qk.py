@@ -9,7 +9,9 @@ head as the mma N dimension, 64-token sub-tiles per warp in shared memory):
   scale and offset folded into the fp32 result);
 - ``imma``: ``mma.sync.m16n8k32.u8.s8.s32`` on the codes as u8 lanes (one lop3, plus a shift unless
   the plane sits in place, per 4 codes) and the query as a 16-bit fixed point per (head, group), split
-  into s8 high and low parts (two IMMAs per k-step, exact s32 sums), folded in fp32.
+  into s8 high and low parts (two IMMAs per k-step, exact s32 sums), folded in fp32;
+- ``imma-h``: the same with one fixed-point scale per head, whose multiply leaves the per-group fold
+  (two FFMAs per score and group, as BF16's) and would join the softmax's FFMA in a full kernel.
 
 Usage (from the repository root)::
 
@@ -59,7 +61,7 @@ from foscar.quant import pack_codes, quantize_groups  # noqa: E402
 HERE = Path(__file__).resolve().parent
 HEAD_DIM, COLS, HEADS, TILE, TILES_PER_CHUNK = 128, 8, 4, 64, 4
 CONFIGS = [(2, 128), (2, 32), (4, 128), (4, 32)]  # (bits, group)
-PATHS = {"bf16": 0, "imma": 1}
+PATHS = {"bf16": 0, "imma": 1, "imma-h": 2}
 QMAX = 127 * 256 + 127  # largest |qi| whose hi part stays in s8 (see split_hi_lo)
 # relative L2 error bounds, against the fp64 reference (scores and softmax over 16K tokens): the BF16
 # query's rounding costs ~2e-3 on scores and up to ~8e-3 on softmax with 10x outlier channels, the
@@ -67,8 +69,8 @@ QMAX = 127 * 256 + 127  # largest |qi| whose hi part stays in s8 (see split_hi_l
 # against the fp64 mirror of each kernel's own arithmetic, which catches layout bugs (errors of order 1):
 # BF16 keeps the fp32 cancellation of the accumulator's -sum(Q') start (~1e-4..1e-3 of a score), IMMA's
 # dots are exact and only its fp32 fold rounds
-BOUNDS = {"bf16": 3e-2, "imma": 5e-3}
-MIRROR_BOUNDS = {"bf16": 3e-3, "imma": 1e-4}
+BOUNDS = {"bf16": 3e-2, "imma": 5e-3, "imma-h": 5e-3}
+MIRROR_BOUNDS = {"bf16": 3e-3, "imma": 1e-4, "imma-h": 1e-4}
 NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -153,20 +155,26 @@ def bf16_operands(q: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor,
     return qp.to(torch.bfloat16).view(torch.int16).contiguous(), nqs.contiguous(), qsum.contiguous()
 
 
-def imma_operands(q: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Query operands of the IMMA kernel: ``(hi, lo, qscale, sum(Q_g))``.
+def imma_operands(q: torch.Tensor, group: int, per_head: bool = False
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Query operands of the IMMA kernel: ``(hi, lo, qscale, sum(Q_g))``, or with ``per_head`` (path
+    ``imma-h``) ``(hi, lo, qscale of the head, sum(Q_g) / that qscale)``.
 
     Args:
         q: ``[COLS, head_dim]`` float query.
-        group: channels per group.
+        group: channels per group of the K format.
+        per_head: one fixed-point scale per head instead of per (head, group).
 
     Returns:
-        hi, lo int8 ``[COLS, head_dim]``; qscale and the fp32 query's group sums, float32
-        ``[COLS, head_dim // group]``.
+        hi, lo int8 ``[COLS, head_dim]``; qscale (repeated over the groups with ``per_head``) and the
+        fp32 query's group sums, float32 ``[COLS, head_dim // group]``.
     """
-    qi, qscale = fixed16_query(q, group)
+    qi, qscale = fixed16_query(q, HEAD_DIM if per_head else group)
+    qscale = qscale.expand(-1, HEAD_DIM // group)
     hi, lo = split_hi_lo(qi)
     qsum = q.to(torch.float64).reshape(COLS, HEAD_DIM // group, group).sum(-1)
+    if per_head:
+        qsum = qsum / qscale
     return hi.contiguous(), lo.contiguous(), qscale.float().contiguous(), qsum.float().contiguous()
 
 
@@ -186,10 +194,13 @@ def bf16_mirror_scores(codes: torch.Tensor, scale: torch.Tensor, offset: torch.T
 
 
 def imma_mirror_scores(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor, q: torch.Tensor,
-                       group: int) -> torch.Tensor:
+                       group: int, per_head: bool = False) -> torch.Tensor:
     """What the IMMA kernel computes, in fp64 on any device: ``S = s qscale (codes . qi) + z sum(Q_g)``
-    per group (integer dots exact), ``[tokens, heads]``. Same arguments as :func:`reference_scores`."""
-    qi, qscale = fixed16_query(q, group)
+    per group of ``group`` channels (integer dots exact), ``[tokens, heads]``; the query's fixed point
+    per (head, group), or per head with ``per_head`` (path ``imma-h``). Other arguments as
+    :func:`reference_scores`."""
+    qi, qscale = fixed16_query(q, HEAD_DIM if per_head else group)
+    qscale = qscale.expand(-1, HEAD_DIM // group)
     hi, lo = split_hi_lo(qi)
     qi2 = 256 * hi.double() + lo.double()
     t, d = codes.shape
@@ -223,15 +234,22 @@ def make_case(bits: int, group: int, tokens: int, seed: int, device: str = "cpu"
 # SASS
 
 
+def instance(name: str) -> tuple[str, int, int] | None:
+    """``(path, bits, group)`` of a WRITE=false kernel's mangled name, else ``None``."""
+    m = re.search(r"qk_(bf16|imma)_kernelILi(\d+)ELi(\d+)ELb0E(?:Lb([01])E)?", name)
+    if not m:
+        return None
+    return ("imma-h" if m.group(4) == "1" else m.group(1)), int(m.group(2)), int(m.group(3))
+
+
 def loop_counts(sass: str) -> dict[tuple[str, int, int], tuple[int, dict[str, int]]]:
     """Per-tile loop of each WRITE=false prototype kernel in ``cuobjdump -sass`` text:
     ``{(path, bits, group): (instructions, opcodes)}``; the loop is the shortest backward branch
     around the most MMA instructions (as bench/sass.py finds the production loop)."""
-    name_re = re.compile(r"qk_(bf16|imma)_kernelILi(\d+)ELi(\d+)ELb0E")
     out = {}
     for chunk in re.split(r"\n\s*Function : ", sass)[1:]:
-        m = name_re.search(chunk.split("\n", 1)[0])
-        if not m:
+        key = instance(chunk.split("\n", 1)[0])
+        if key is None:
             continue
         ins = [(int(a, 16), t.strip()) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", chunk)]
         loops = []
@@ -246,7 +264,7 @@ def loop_counts(sass: str) -> dict[tuple[str, int, int], tuple[int, dict[str, in
         lo, hi = min(loops)[2:]
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0]
                                   for a, t in ins if lo <= a <= hi)
-        out[(m.group(1), int(m.group(2)), int(m.group(3)))] = (sum(ops.values()), dict(ops))
+        out[key] = (sum(ops.values()), dict(ops))
     return out
 
 
@@ -282,9 +300,8 @@ def sass(dump: Path = typer.Option(None, help="also write the full SASS to this 
         text = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
     regs = {}
     for name, n in re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers", r.stdout + r.stderr, re.S):
-        m = re.search(r"qk_(bf16|imma)_kernelILi(\d+)ELi(\d+)ELb0E", name)
-        if m:
-            regs[(m.group(1), int(m.group(2)), int(m.group(3)))] = int(n)
+        if instance(name):
+            regs[instance(name)] = int(n)
     if dump:
         dump.write_text(text)
     typer.echo(sass_table(text, regs).to_string(index=False))
@@ -309,7 +326,7 @@ def device_operands(path: str, q: torch.Tensor, bits: int, group: int) -> tuple[
     if path == "bf16":
         qp, nqs, qsum = bf16_operands(q, bits, group)
         return qp, qp, nqs, qsum
-    return imma_operands(q, group)
+    return imma_operands(q, group, per_head=path == "imma-h")
 
 
 @app.command()
@@ -338,7 +355,9 @@ def run(seeds: int = typer.Option(3, min=1, help="fresh random cases per format"
             pref = torch.softmax(ref / math.sqrt(HEAD_DIM), dim=0)
             mirrors = {"bf16": bf16_mirror_scores(case["codes"], case["scale"], case["offset"], case["q"][:HEADS]),
                        "imma": imma_mirror_scores(case["codes"], case["scale"], case["offset"], case["q"][:HEADS],
-                                                  group)}
+                                                  group),
+                       "imma-h": imma_mirror_scores(case["codes"], case["scale"], case["offset"], case["q"][:HEADS],
+                                                    group, per_head=True)}
             for path, pid in PATHS.items():
                 out = torch.full((tokens, COLS), float("nan"), device="cuda")
                 ops = device_operands(path, case["q"], bits, group)

@@ -24,6 +24,7 @@ int launch_any(int path, int bits, int group, bool write, const Args& a, int gri
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (path == 0) return by_format<0>(bits, group, write, a, grid, smem_bytes, s);
   if (path == 1) return by_format<1>(bits, group, write, a, grid, smem_bytes, s);
+  if (path == 2) return by_format<2>(bits, group, write, a, grid, smem_bytes, s);
   return cudaErrorInvalidValue;
 }
 
