@@ -170,6 +170,11 @@ class Study:
         """Estimated seconds per point (grid order), for the ETA; equal weights by default."""
         return [1.0] * len(self.points())
 
+    def write_extras(self, out: Path, df: pd.DataFrame, meta: dict[str, Any], summary: dict[str, Any]) -> list[Path]:
+        """More files of a finished run (the study's report: markdown, PNGs) into ``out``; none by default.
+        Called at the end of a run and of a merge."""
+        return []
+
     def show_point(self, console, rows: pd.DataFrame, point: Any) -> None:
         """Print a finished point's rows (``table`` output); nothing by default."""
 
@@ -289,7 +294,14 @@ def check_resume(
 _CHECK = object()
 
 
-def start_run(study: Study, out: Path, manifest: dict[str, Any], shard: Shard | None = None, prior: Any = _CHECK) -> RunDir:
+def start_run(
+    study: Study,
+    out: Path,
+    manifest: dict[str, Any],
+    shard: Shard | None = None,
+    prior: Any = _CHECK,
+    refuse: Callable[[dict[str, Any]], str | None] | None = None,
+) -> RunDir:
     """Open (create, or resume) the run directory ``out`` and write its ``meta.json``.
 
     Args:
@@ -299,7 +311,8 @@ def start_run(study: Study, out: Path, manifest: dict[str, Any], shard: Shard | 
             ``config_hash`` (:func:`bench.config.config_hash` of it). The engine adds
             ``kind``, ``grid_points`` and ``shard``.
         shard: ``--shard K/N`` or ``None``.
-        prior: what :func:`check_resume` returned (default: it is called here).
+        prior: what :func:`check_resume` returned (default: it is called here, with ``refuse``).
+        refuse: passed to :func:`check_resume` when it is called here.
 
     Returns:
         The open :class:`RunDir`; ``meta.json`` is written (a resumed run keeps its first
@@ -316,7 +329,7 @@ def start_run(study: Study, out: Path, manifest: dict[str, Any], shard: Shard | 
     manifest = {**manifest, "kind": study.kind, "grid_points": num_points,
                 "shard": shard.to_json(num_points) if shard is not None else None}  # fmt: skip
     if prior is _CHECK:
-        prior = check_resume(study, out, manifest["config_hash"], manifest["config"], shard)
+        prior = check_resume(study, out, manifest["config_hash"], manifest["config"], shard, refuse)
     make_dir(out, "run directory")
     if prior is None:
         run = RunDir(out, manifest, manifest, None, indices, num_points)
@@ -413,13 +426,15 @@ def run_study(study: Study, run: RunDir, console=None, progress: bool = False) -
 
 def finish_run(study: Study, run: RunDir, df: pd.DataFrame, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``summary.json``: :meth:`Study.summarize` of the rows, ``extra`` entries, and
-    ``problems`` (:meth:`Study.problems`); return it."""
+    ``problems`` (:meth:`Study.problems`), then the study's other files (:meth:`Study.write_extras`);
+    return the summary."""
     from bench.results import write_json
 
     summary = study.summarize(df)
     summary.update(extra or {})
     summary["problems"] = study.problems(df)
     write_json(summary, run.out / "summary.json")
+    study.write_extras(run.out, df, run.meta, summary)
     return summary
 
 

@@ -245,6 +245,7 @@ def merge_runs(
     problems = study.problems(merged) + [f"merged without {g}" for g in gaps] + list(extra_problems or [])
     summary["problems"] = problems
     write_json(summary, out / "summary.json")
+    study.write_extras(out, merged, meta, summary)
     return MergeOutcome(out, problems, missing_shards, sum(missing_points.values()))
 
 

@@ -276,6 +276,36 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     return BenchOutcome(out, summary["problems"])
 
 
+def plan_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect"):
+    """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``):
+    the grid's point count, the run directory, a title.
+
+    Raises:
+        FoscarError: what :func:`run_bench` refuses before measuring (arch, config, flags).
+    """
+    from bench.backends import select_backends
+    from bench.engine import RunPlan
+    from bench.manifest import git_state
+    from bench.points import grid
+
+    info = detect_device() if device == "detect" else device
+    arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset)
+    cfg, cfg_path = resolve_config(opts, arch)
+    select_backends(cfg.kernels)
+    num_points = len(grid(cfg))
+    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
+    return RunPlan(num_points, out, f"{num_points} points of {cfg_path} (config hash {config_hash(cfg)[:12]})")
+
+
+def show_summary(console, summary: dict, out: Path) -> None:
+    """A finished (or merged) bench run's summary tables on ``console``."""
+    from bench.tables import summary_tables
+    from bench.timing import INTERPRETER_TIMING
+
+    for table in summary_tables(summary, summary.get("timing_mode") == INTERPRETER_TIMING):
+        console.print(table)
+
+
 def workload_manifest(cfg: BenchConfig) -> list[dict]:
     """``meta.json["workloads"]``: per point of the grid (bits aside: they share the lengths), its
     grid, batch, context, workload (the resolved :class:`bench.lengths.WorkloadSpec`), cache
