@@ -61,5 +61,5 @@ def ablate(
         outcome = run_devices("ablate", opts)
     else:
         outcome = run_ablation(opts)
-    if outcome.exit_code:
+    if outcome is not None and outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
