@@ -338,12 +338,14 @@ def _detect(opts: AblateOptions, device):
 
 def plan_ablation(opts: AblateOptions, device="detect"):
     """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``).
+    ``device``: as :func:`run_ablation`'s (``None``: no GPU, e.g. fake devices).
 
     Raises:
         FoscarError: what :func:`run_ablation` refuses before measuring.
     """
     from bench.engine import RunPlan
 
+    _detect(opts, device)  # no GPU without --smoke: refused here, not in every worker
     cfg = resolve_ablation(opts, None)  # the point count does not depend on the backend
     out = Path(opts.out) if opts.out is not None else default_out(opts.smoke)
     return RunPlan(len(cfg.points), out, f"{len(cfg.points)} ablation points x {len(cfg.settings)} settings")

@@ -577,13 +577,14 @@ def _detect(opts: AccuracyOptions, device: Any):
 
 def plan_accuracy(opts: AccuracyOptions, device: Any = "detect"):
     """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``).
+    ``device``: as :func:`run_accuracy`'s (``None``: no GPU, e.g. fake devices).
 
     Raises:
         FoscarError: what :func:`run_accuracy` refuses before measuring.
     """
     from bench.engine import RunPlan
 
-    _, arch = _detect(opts, device) if device is not None else (None, "smoke" if opts.smoke else "gpu")
+    _, arch = _detect(opts, device)
     grid = resolve_grid(opts)
     n = grid.num_configs()
     out = Path(opts.out) if opts.out is not None else default_out(opts, arch)

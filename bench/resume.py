@@ -1,4 +1,6 @@
 """Resuming a run: the same command with the same ``--out DIR`` picks up where it stopped.
+The engine (:mod:`bench.engine`: :func:`~bench.engine.check_resume`,
+:func:`~bench.engine.finished_points`) does it for every study with the helpers here.
 
 ``results.csv`` is rewritten after every point, so after a crash or Ctrl-C it holds
 every point that finished. Rerunning into that directory:

@@ -1,4 +1,6 @@
-"""``foscar bench`` end to end: resolve arch and config, measure the ceiling, sweep, write.
+"""``foscar bench`` end to end: resolve arch and config, measure the ceiling, then run the
+:class:`bench.sweep.BenchStudy` on the engine (:mod:`bench.engine`: run directory, resume,
+shards, progress, outputs).
 
 The run directory (``results/<timestamp>-<arch>[-<model>]-<git short>``, smoke runs
 under ``results/_scratch/``, or ``--out DIR``) receives:
@@ -11,7 +13,7 @@ under ``results/_scratch/``, or ``--out DIR``) receives:
                     and ``problems``: why the run's numbers need a look (:func:`run_problems`;
                     the CLI then exits with :data:`bench.errors.EXIT_RUN_PROBLEM`)
 
-An ``--out DIR`` that already holds results.csv is resumed (:mod:`bench.resume`)
+An ``--out DIR`` that already holds results.csv is resumed (:func:`bench.engine.check_resume`)
 when the resolved config hashes the same as its meta.json says (and, for a shard, it
 holds the same shard), else refused.
 ``--dry-run`` (:func:`dry_run`) only prints the plan (:mod:`bench.plan`).

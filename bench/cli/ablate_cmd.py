@@ -8,22 +8,8 @@ import typer
 
 from bench.ablate_grid import AXES
 from bench.cli.app import app
-from bench.cli.options import (
-    BatchOpt,
-    BitsOpt,
-    ContextOpt,
-    DebugOpt,
-    DevicesOpt,
-    FormatOpt,
-    OutOpt,
-    ShardOpt,
-    SmokeOpt,
-    bit_widths,
-    build_options,
-    command_args,
-    one_of,
-    sharding,
-)
+from bench.cli.options import BatchOpt, BitsOpt, ContextOpt, DebugOpt, DevicesOpt, FormatOpt, OutOpt, ShardOpt
+from bench.cli.options import SmokeOpt, bit_widths, build_options, command_args, one_of, run_command, sharding
 from bench.engine import OutputFormat
 from bench.errors import check_choices
 
@@ -55,11 +41,4 @@ def ablate(
 
     opts = build_options(AblateOptions, ctx, bits=bit_widths(bits), output=output_format, argv=command_args(ctx),
                          shard=sharding(shard, devices))  # fmt: skip
-    if devices is not None:
-        from bench.devices import run_devices
-
-        outcome = run_devices("ablate", opts)
-    else:
-        outcome = run_ablation(opts)
-    if outcome is not None and outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    run_command("ablate", opts, run_ablation, devices)

@@ -22,6 +22,7 @@ from bench.cli.options import (
     build_options,
     command_args,
     one_of,
+    run_command,
     sharding,
 )
 from bench.config import SUPPORTED_GROUP_SIZES
@@ -105,11 +106,4 @@ def accuracy(
 
     opts = build_options(AccuracyOptions, ctx, bits=bit_widths(bits), plots=not no_plots, output=output_format,
                          argv=["foscar", *command_args(ctx)], shard=sharding(shard, devices))  # fmt: skip
-    if devices is not None:
-        from bench.devices import run_devices
-
-        outcome = run_devices("accuracy", opts)
-    else:
-        outcome = run_accuracy(opts)
-    if outcome is not None and outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    run_command("accuracy", opts, run_accuracy, devices)

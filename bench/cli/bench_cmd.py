@@ -26,6 +26,7 @@ from bench.cli.options import (
     build_options,
     command_args,
     one_of,
+    run_command,
     sharding,
 )
 from bench.config import (
@@ -158,13 +159,6 @@ def bench(
         argv=["foscar", *command_args(ctx)],
         shard=shard_k_n,
     )
-    if devices is not None and not dry_run:  # workers per GPU, then the merge
-        from bench.devices import run_devices
+    from bench.run import run_bench
 
-        outcome = run_devices("bench", opts)
-    else:
-        from bench.run import run_bench
-
-        outcome = run_bench(opts)
-    if outcome is not None and outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    run_command("bench", opts, run_bench, None if dry_run else devices)  # --dry-run --devices: the plan only

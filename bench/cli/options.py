@@ -94,6 +94,21 @@ def sharding(shard: Optional[str], devices: Optional[str]) -> Optional[Shard]:
     return shard_k_n
 
 
+def run_command(kind: str, opts: Any, run: Any, devices: Optional[str]) -> None:
+    """Run a study command (``bench``, ``ablate``, ``accuracy``): ``run(opts)`` on this process's
+    GPU, or with ``--devices`` one worker per GPU and the merge (:func:`bench.devices.run_devices`);
+    then exit with the outcome's code (3: the numbers need a look). ``run`` may return ``None``
+    (nothing ran: a dry run)."""
+    if devices is not None:
+        from bench.devices import run_devices
+
+        outcome = run_devices(kind, opts)
+    else:
+        outcome = run(opts)
+    if outcome is not None and outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+
+
 def set_debug(ctx: typer.Context, value: bool) -> bool:
     """``--debug``'s callback: records it in the invocation's :class:`CliState`; returns ``value``."""
     if value:
