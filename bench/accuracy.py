@@ -87,6 +87,10 @@ class AccuracyOptions:
     shard: Shard | None = None  # --shard K/N (bench.shard)
     devices: str | None = None  # --devices all|0,1,... (bench.devices)
 
+    def __post_init__(self) -> None:
+        # some typer versions hand an Enum option over as its plain string value (as for BenchOptions)
+        self.output = OutputFormat(self.output)
+
 
 # ---------------------------------------------------------------------------
 # what can run here
