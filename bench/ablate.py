@@ -54,9 +54,8 @@ from bench.ablate_grid import (  # noqa: F401  (re-exported: bench.ablate.AXES, 
     summarize_ablation,
 )
 from bench.backends import Prepared, clone_cache
-from bench.engine import OutputFormat, Study
+from bench.engine import OutputFormat, Study, StudyOptions
 from bench.lazy import torch  # imported at first use: `--axis` is checked before it
-from bench.shard import Shard
 from bench.timing import DEVICE_TIMINGS, time_fn
 
 TOLERANCE = 2e-2
@@ -112,8 +111,9 @@ SHAPE_KEYS = ("num_qo_heads", "num_kv_heads", "head_dim")
 
 
 @dataclass
-class AblateOptions:
-    """The ``foscar ablate`` flags, parsed. Empty lists / ``None`` mean the defaults."""
+class AblateOptions(StudyOptions):
+    """The ``foscar ablate`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    Empty lists / ``None`` mean the defaults."""
 
     out: Path | None = None
     bits: list[int] = field(default_factory=list)
@@ -121,14 +121,6 @@ class AblateOptions:
     context: list[int] = field(default_factory=list)
     smoke: bool = False
     axes: list[str] = field(default_factory=list)  # --axis (empty: every axis, AXES)
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
-    shard: Shard | None = None  # --shard K/N (bench.shard)
-    devices: str | None = None  # --devices all|0,1,... (bench.devices)
-
-    def __post_init__(self) -> None:
-        # some typer versions hand an Enum option over as its plain string value (as for BenchOptions)
-        self.output = OutputFormat(self.output)
 
 
 @dataclass(frozen=True)

@@ -54,15 +54,15 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
     Shape,
     Variant,
 )
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, enable_interpreter
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, StudyOptions, enable_interpreter
 from bench.errors import FoscarError, check_choices
 from bench.runfiles import make_dir
-from bench.shard import Shard
 
 
 @dataclass
-class AccuracyOptions:
-    """The ``foscar accuracy`` flags, parsed. Empty lists / ``None`` mean the defaults."""
+class AccuracyOptions(StudyOptions):
+    """The ``foscar accuracy`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    Empty lists / ``None`` mean the defaults."""
 
     out: Path | None = None
     smoke: bool = False
@@ -82,14 +82,6 @@ class AccuracyOptions:
     seed: int = 0
     kv_file: Path | None = None  # a `foscar dump-kv` file: its layers are the data (real activations)
     plots: bool = True
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
-    shard: Shard | None = None  # --shard K/N (bench.shard)
-    devices: str | None = None  # --devices all|0,1,... (bench.devices)
-
-    def __post_init__(self) -> None:
-        # some typer versions hand an Enum option over as its plain string value (as for BenchOptions)
-        self.output = OutputFormat(self.output)
 
 
 # ---------------------------------------------------------------------------

@@ -78,6 +78,22 @@ def enable_interpreter() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
+@dataclass
+class StudyOptions:
+    """The flags every study command (``bench``, ``ablate``, ``accuracy``) takes; a command's
+    options dataclass extends it (:class:`bench.run.BenchOptions`, ...)."""
+
+    output: OutputFormat = OutputFormat.table  # --format (--json)
+    argv: list[str] | None = None  # the command line, for meta.json
+    shard: Shard | None = None  # --shard K/N: only these points of the grid (bench.shard)
+    devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
+
+    def __post_init__(self) -> None:
+        # some typer versions hand an Enum option over as its plain string value (seen on the GPU
+        # machine's typer); everything downstream, the --devices worker's JSON too, reads .value
+        self.output = OutputFormat(self.output)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a finished run left: its directory and the problems of its numbers (exit code 3 when any)."""

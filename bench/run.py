@@ -50,6 +50,7 @@ from bench.engine import (  # noqa: F401  (re-exported: the shared run infrastru
     SCRATCH_DIR,
     OutputFormat,
     Outcome,
+    StudyOptions,
     enable_interpreter,
 )
 from bench.errors import FoscarError
@@ -58,8 +59,9 @@ from bench.runfiles import make_dir
 from bench.shard import Shard, check_shard_fits
 
 @dataclass
-class BenchOptions:
-    """The ``foscar bench`` flags, already parsed. ``None``/empty means "from the config"."""
+class BenchOptions(StudyOptions):
+    """The ``foscar bench`` flags, already parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    ``None``/empty means "from the config"."""
 
     arch: Arch = Arch.auto
     config: Path | None = None
@@ -82,16 +84,10 @@ class BenchOptions:
     grids: list[str] = field(default_factory=list)  # "sweep", "ragged" (empty: both)
     dry_run: bool = False
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
-    shard: Shard | None = None  # --shard K/N: only these points of the grid (bench.shard)
-    devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
 
     def __post_init__(self) -> None:
-        # some typer versions hand an Enum option over as its plain string value (seen on the GPU
-        # machine's typer); everything downstream, the --devices worker's JSON too, reads .value
-        self.arch = Arch(self.arch)
-        self.output = OutputFormat(self.output)
+        super().__post_init__()
+        self.arch = Arch(self.arch)  # as output (StudyOptions): typer may hand over the plain string
 
 
 # flags that override the config field of the same name as they are (the shape fields among them);
