@@ -611,6 +611,7 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
     """
     from bench.config import config_hash
     from bench.engine import Outcome, emit, finish_run, make_console_for, run_study, start_run
+    from bench.resume import gpu_mismatch
 
     if opts.devices is not None:
         raise FoscarError("run_accuracy runs on one GPU; `--devices` runs through bench.devices.run_devices")
@@ -628,7 +629,7 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
     variants = {v.name: v.description for v in VARIANTS if v.name in grid.kernels}
     meta = build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv)
     meta["config_hash"] = config_hash(meta["config"])
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info))
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: gpu_mismatch(m, info))
     console = make_console_for(opts.output)
     if console:
         s = grid.shape
@@ -650,12 +651,6 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
 
     emit(opts.output, out, summary, console, show)
     return Outcome(out, summary["problems"])
-
-
-def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:
-    """Why a session on ``info``'s GPU may not resume the accuracy run of ``meta``, or ``None``."""
-    old, new = (meta.get("gpu") or {}).get("name"), info.name if info is not None else None
-    return None if old == new else f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"
 
 
 def grid_from_meta(meta: dict[str, Any]) -> Grid:

@@ -44,7 +44,7 @@ import pandas as pd
 from bench.engine import point_mask, row_records
 from bench.errors import FoscarError
 from bench.kinds import BENCH
-from bench.runfiles import make_dir, read_json_object
+from bench.runfiles import gpu_of, make_dir, read_json_object
 from bench.shard import Shard, shard_of
 
 # (what the message calls it, how to read it from meta.json)
@@ -53,7 +53,7 @@ MUST_AGREE: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
     ("config fingerprint (config_hash)", lambda m: m.get("config_hash")),
     ("git commit", lambda m: (m.get("git") or {}).get("commit")),
     ("shard count", lambda m: (m.get("shard") or {}).get("n")),
-    ("GPU model", lambda m: (m.get("gpu") or {}).get("name")),
+    ("GPU model", lambda m: gpu_of(m).get("name")),
     ("timing mode", lambda m: m.get("timing_mode")),
 )
 # what meta.json["shards"] keeps of each shard's own manifest
@@ -262,8 +262,8 @@ def merged_meta(
     for key in ("resumes", "gpu_state", "clock_readings", "hbm_copy_tbps", "hbm_read_tbps"):
         meta.pop(key, None)  # per shard, below
     ceilings = [r.meta.get("hbm_ceiling_tbps") for r in runs if isinstance(r.meta.get("hbm_ceiling_tbps"), (int, float))]
-    uuids = {(r.meta.get("gpu") or {}).get("uuid") for r in runs}
-    if meta.get("gpu") is not None and len(uuids) > 1:
+    uuids = {gpu_of(r.meta).get("uuid") for r in runs}
+    if isinstance(meta.get("gpu"), dict) and len(uuids) > 1:
         meta["gpu"]["uuid"] = None
     meta.update(
         date=_now(),

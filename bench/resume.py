@@ -25,7 +25,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from bench.errors import FoscarError
-from bench.runfiles import read_json_object
+from bench.runfiles import gpu_of, read_json_object
 
 def load_prior(
     out: Path, cfg_hash: str, config: dict[str, Any], read: Callable[[Path], pd.DataFrame] | None = None
@@ -94,7 +94,7 @@ def session_record(manifest: dict[str, Any], points_done_before: int) -> dict[st
     """What ``meta.json["resumes"]`` keeps of a resuming session's own manifest."""
     keep = ("date", "command", "git", "versions", "hbm_ceiling_tbps", "timing_mode", "gpu_state", "clock_readings")
     rec = {k: manifest.get(k) for k in keep}
-    gpu = manifest.get("gpu") or {}
+    gpu = gpu_of(manifest)
     rec["gpu"] = {"name": gpu.get("name"), "uuid": gpu.get("uuid"), "driver": gpu.get("driver")} if gpu else None
     rec["points_done_before"] = points_done_before
     return rec
@@ -103,7 +103,7 @@ def session_record(manifest: dict[str, Any], points_done_before: int) -> dict[st
 def gpu_mismatch(meta: dict[str, Any], device) -> str | None:
     """Why a session on ``device`` (:class:`bench.arch.DeviceInfo` or ``None`` for the CPU)
     may not resume the run of ``meta``: another kind of GPU. ``None`` when it may."""
-    old = (meta.get("gpu") or {}).get("name")
+    old = gpu_of(meta).get("name")
     new = device.name if device is not None else None
     if old != new:
         return f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"

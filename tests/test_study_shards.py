@@ -71,6 +71,23 @@ def test_ablate_shards_merge_into_the_whole_run_and_resume_on_their_own(fake_abl
     assert (tmp_path / "merged" / "ablate.md").is_file()  # the study's report, written by the merge too
 
 
+def test_ablate_shards_from_a_gpu_merge_and_report(fake_ablation, tmp_path, capsys):
+    """`foscar ablate` records its GPU as text ("NAME (sm_XX)"): merge, resume records and report take it."""
+    from bench.resume import session_record
+
+    shards = [run_ablation(ablate_opts(tmp_path / f"s{k}", Shard(k, 2))).path for k in (0, 1)]
+    for d in shards:
+        meta = json.loads((d / "meta.json").read_text())
+        meta["gpu"] = "NVIDIA H200 (sm_90)"
+        (d / "meta.json").write_text(json.dumps(meta))
+    assert session_record(meta, 0)["gpu"]["name"] == "NVIDIA H200 (sm_90)"
+    merge_runs(shards, tmp_path / "merged")
+    meta = json.loads((tmp_path / "merged" / "meta.json").read_text())
+    assert meta["gpu"] == "NVIDIA H200 (sm_90)" and [s["gpu"] for s in meta["shards"]] == [meta["gpu"]] * 2
+    code, out, err = run_main(capsys, "report", tmp_path / "merged", "--out", tmp_path / "rep")
+    assert code == 0 and "(ablate run)" in out, err
+
+
 def accuracy_opts(out, shard=None, **kw) -> AccuracyOptions:
     return AccuracyOptions(out=out, smoke=True, data=["gaussian"], bits=[2, 4], rotations=["none"], no_mixed=True,
                            kernels=["fp64-dequant", "foscar-triton"], output=OutputFormat.quiet, argv=["foscar"],
@@ -86,7 +103,7 @@ def accuracy_shards(tmp_path_factory) -> tuple:
     return whole, shards
 
 
-def test_accuracy_shards_merge_into_the_whole_run(accuracy_shards, tmp_path):
+def test_accuracy_shards_merge_into_the_whole_run(accuracy_shards, tmp_path, capsys):
     whole, shards = accuracy_shards
     assert list(read_accuracy(shards[1] / "results.csv")["bits"]) == [4, 4]
     merge_runs(shards, tmp_path / "merged")
@@ -95,6 +112,8 @@ def test_accuracy_shards_merge_into_the_whole_run(accuracy_shards, tmp_path):
     summary, ref_summary = (json.loads((d / "summary.json").read_text()) for d in (tmp_path / "merged", whole))
     assert summary == ref_summary  # the same headline numbers, recomputed from the merged rows
     assert (tmp_path / "merged" / "accuracy.md").is_file()
+    code, out, err = run_main(capsys, "report", tmp_path / "merged", "--out", tmp_path / "rep")
+    assert code == 0 and "(accuracy run)" in out, err
 
 
 def test_accuracy_resumes_a_lost_configuration(accuracy_shards, tmp_path, monkeypatch):
