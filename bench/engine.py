@@ -37,7 +37,7 @@ import math
 import os
 import sys
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -496,4 +496,3 @@ class RunPlan:
     num_points: int
     out: Path
     title: str
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -27,7 +27,7 @@ def merge(
     """Combine shard runs of one study (bench, ablate or accuracy) into one run: rows in grid order,
     manifests merged, summary.json (and the study's report files) recomputed.
 
-    Refuses shards whose config fingerprint, git commit, shard count, GPU model or timing
+    Refuses shards whose study kind, config fingerprint, git commit, shard count, GPU model or timing
     mode differ (naming the field and both values), a shard given twice, and missing
     shards (unless --allow-partial). Exit code 3 when the merged numbers need a look.
     """
