@@ -20,6 +20,11 @@ Axes (each compared with its reference setting, everything else held fixed):
 
 ``--axis`` runs only the named axes.
 
+A study of the engine (:mod:`bench.engine`, :class:`AblateStudy`): a point is
+``(batch, context, bits)``, its rows are the settings; so ``--out DIR`` resumes,
+``--shard K/N`` runs every N-th point, ``--devices`` runs one shard per GPU and
+``foscar merge`` combines shards, as for ``foscar bench``.
+
 Per point and setting: build the point's quantized cache (fresh random data), check
 the output against the fp64 reference, time with CUDA-graph replay over rotating
 copies (:mod:`bench.timing`). ``results.csv`` has one row per (point, axis, setting);
@@ -31,7 +36,8 @@ reference, with the min and max per-point speed-up. Same run-directory format as
 
 from __future__ import annotations
 
-import json
+import datetime as _dt
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +54,7 @@ from bench.ablate_grid import (  # noqa: F401  (re-exported: bench.ablate.AXES, 
     summarize_ablation,
 )
 from bench.backends import Prepared, clone_cache
+from bench.engine import OutputFormat, Study, StudyOptions
 from bench.lazy import torch  # imported at first use: `--axis` is checked before it
 from bench.timing import DEVICE_TIMINGS, time_fn
 
@@ -96,103 +103,331 @@ def _unavailable(s: Setting, device: torch.device, backend: str, gqa: int) -> st
     return None
 
 
-def run_ablation(
-    points: list[tuple[int, int, int]],
-    shape: tuple[int, int, int],
-    device: torch.device,
-    backend: str,
-    seed: int = 0,
-    warmup_ms: float = 25,
-    rep_ms: float = 100,
-    cpu_reps: int = 3,
-    csv_path: Path | None = None,
-    console=None,
-    axes: list[str] | None = None,
-) -> pd.DataFrame:
-    """Measure every setting at every ``(batch, context, bits)`` point.
-
-    Args:
-        points: ``(batch, context, bits)`` tuples.
-        shape: ``(num_qo_heads, num_kv_heads, head_dim)``.
-        device: where to run (CPU only under the Triton interpreter).
-        backend: ``"cuda"`` or ``"triton"`` (per-value and FP8 rows are skipped with
-            the reason where the CUDA kernel cannot run).
-        csv_path: rewritten after every point, so nothing measured is lost.
-        axes: only the settings of these axes (default: all, :data:`AXES`).
-
-    Returns:
-        One row per (point, setting) with :data:`COLUMNS`.
-    """
-    from bench.sweep import error_reason, rotation
-    from bench.workload import Point, build_workload, max_rel_err
-
-    qo, kv, hd = shape
-    rows: list[dict[str, Any]] = []
-    settings = [s for s in SETTINGS if axes is None or s.axis in axes]
-    for batch, context, bits in points:
-        by_group: dict[tuple[int, int | None], Any] = {}  # workloads by (group_size, k_block)
-        for s in settings:
-            row = dict(axis=s.axis, setting=s.name, is_reference=s.reference, backend=backend, method=s.method,
-                       operand=s.operand, page_size=s.page_size, bits=bits, group_size=s.group_size, k_block=s.k_block,
-                       num_splits=s.num_splits, batch=batch, context=context,
-                       num_qo_heads=qo, num_kv_heads=kv, head_dim=hd)
-            rows.append(row)
-            why = _unavailable(s, device, backend, qo // kv)
-            if why:
-                row.update(status="skipped", error=why)
-                continue
-            try:
-                key = (s.group_size, s.k_block)
-                if key not in by_group:
-                    pt = Point(batch, context, bits, s.group_size, qo, kv, hd, 16, k_block=s.k_block)
-                    by_group[key] = build_workload(pt, device, seed, FULL_CHECK_MAX_TOKENS)
-                w = by_group[key]
-                prep = _prepared(w, s, backend)
-                prep.fn()
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                err = max_rel_err(prep.output(), w.reference, w.rows)
-                row["max_rel_err"] = err
-                tolerance = TOLERANCE_FP8 if s.operand == "fp8" else TOLERANCE
-                if not err <= tolerance:
-                    row.update(status="failed", error=f"max_rel_err {err:.3g} > {tolerance:g} (or NaN); not timed")
-                    continue
-                fns = rotation(prep, device)
-                t = time_fn(fns, device.type, warmup_ms=warmup_ms, rep_ms=rep_ms, cpu_reps=cpu_reps)
-                row.update(median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, bytes=prep.bytes,
-                           timing_mode=t.mode, status="ok")
-                if t.mode in DEVICE_TIMINGS:
-                    row["tbps"] = prep.bytes / (t.median_us * 1e-6) / 1e12
-                del fns, prep
-            except Exception as e:  # a failing setting is recorded, the ablation goes on
-                row.update(status="error", error=error_reason(e))
-        del by_group
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-        df = add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
-        if csv_path is not None:
-            df.to_csv(csv_path, index=False)
-        if console is not None:
-            console.print(f"ablate: batch {batch} x context {context}, int{bits} done")
-    return add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
-
-
-def write_outputs(df: pd.DataFrame, out: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    """Write results.csv, summary.json, meta.json, the PNGs and ablate.md (:mod:`bench.ablate_report`) into ``out``."""
-    from bench.ablate_report import AblationRun, write_ablation_report
-
-    df.to_csv(out / "results.csv", index=False)
-    summary = summarize_ablation(df)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    write_ablation_report(out, AblationRun(out, df, meta, summary), md_name="ablate.md")
-    return summary
-
-
 DEFAULT_POINTS = [(1, 32768), (8, 32768), (64, 32768), (8, 131072)]
 SMOKE_POINTS = [(1, 64), (2, 200)]
 DEFAULT_SHAPE = (32, 8, 128)  # Qwen3-8B attention
 SMOKE_SHAPE = (4, 1, 128)
+SHAPE_KEYS = ("num_qo_heads", "num_kv_heads", "head_dim")
+
+
+@dataclass
+class AblateOptions(StudyOptions):
+    """The ``foscar ablate`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    Empty lists / ``None`` mean the defaults."""
+
+    out: Path | None = None
+    bits: list[int] = field(default_factory=list)
+    batch: list[int] = field(default_factory=list)
+    context: list[int] = field(default_factory=list)
+    smoke: bool = False
+    axes: list[str] = field(default_factory=list)  # --axis (empty: every axis, AXES)
+
+
+@dataclass(frozen=True)
+class AblateConfig:
+    """What an ablation measures (``meta.json["config"]``; its hash is the resume/merge fingerprint)."""
+
+    points: list[tuple[int, int, int]]  # (batch, context, bits), grid order
+    shape: tuple[int, int, int]  # (num_qo_heads, num_kv_heads, head_dim)
+    backend: str  # "cuda" or "triton"
+    axes: list[str]  # the axes measured (AXES order)
+    seed: int = 0
+    warmup_ms: float = 25
+    rep_ms: float = 100
+    cpu_reps: int = 3
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": [list(p) for p in self.points], "shape": dict(zip(SHAPE_KEYS, self.shape)),
+                "backend": self.backend, "axes": list(self.axes), "seed": self.seed, "warmup_ms": self.warmup_ms,
+                "rep_ms": self.rep_ms, "cpu_reps": self.cpu_reps}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AblateConfig:
+        """The inverse of :meth:`to_dict`.
+
+        Raises:
+            FoscarError: not such a dict.
+        """
+        from bench.errors import FoscarError
+
+        try:
+            return cls(points=[tuple(int(x) for x in p) for p in d["points"]],
+                       shape=tuple(int(d["shape"][k]) for k in SHAPE_KEYS), backend=str(d["backend"]),
+                       axes=list(d["axes"]), seed=int(d["seed"]), warmup_ms=float(d["warmup_ms"]),
+                       rep_ms=float(d["rep_ms"]), cpu_reps=int(d["cpu_reps"]))  # fmt: skip
+        except (TypeError, KeyError, ValueError) as e:
+            raise FoscarError(f"meta.json config: cannot rebuild the ablation's config ({e})") from None
+
+    @property
+    def settings(self) -> list[Setting]:
+        return [s for s in SETTINGS if s.axis in self.axes]
+
+
+class AblateStudy(Study):
+    """``foscar ablate`` as an engine study: points ``(batch, context, bits)`` x the settings of
+    the chosen axes; a point's rows check and time every setting on one quantized cache per
+    (group size, K layout).
+
+    Args:
+        cfg: what to measure.
+        device: where (``None``: the study only reads and summarizes rows, as a merge does).
+    """
+
+    kind = KIND
+
+    def __init__(self, cfg: AblateConfig, device: torch.device | None = None):
+        self.cfg, self.device = cfg, device
+
+    def points(self) -> list[tuple[int, int, int]]:
+        return list(self.cfg.points)
+
+    def label(self, point: tuple[int, int, int]) -> str:
+        batch, context, bits = point
+        return f"batch {batch} x context {context}, int{bits}"
+
+    def point_columns(self, point: tuple[int, int, int]) -> dict[str, Any]:
+        return dict(zip(("batch", "context", "bits"), point))
+
+    def row_keys(self, point: tuple[int, int, int]) -> list[tuple]:
+        return [(s.axis, s.name) for s in self.cfg.settings]
+
+    def row_key(self, row: dict[str, Any]) -> tuple:
+        return (row["axis"], row["setting"])
+
+    def _row(self, point: tuple[int, int, int], s: Setting) -> dict[str, Any]:
+        batch, context, bits = point
+        qo, kv, hd = self.cfg.shape
+        return dict(axis=s.axis, setting=s.name, is_reference=s.reference, backend=self.cfg.backend, method=s.method,
+                    operand=s.operand, page_size=s.page_size, bits=bits, group_size=s.group_size, k_block=s.k_block,
+                    num_splits=s.num_splits, batch=batch, context=context,
+                    num_qo_heads=qo, num_kv_heads=kv, head_dim=hd)  # fmt: skip
+
+    def measure(self, point: tuple[int, int, int]) -> list[dict[str, Any]]:
+        return measure_point(self.cfg, point, self.device, [self._row(point, s) for s in self.cfg.settings])
+
+    def failure_rows(self, point: tuple[int, int, int], reason: str) -> list[dict[str, Any]]:
+        return [{**self._row(point, s), "status": "error", "error": reason} for s in self.cfg.settings]
+
+    def frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        return add_reference_speedups(pd.DataFrame(rows, columns=COLUMNS))
+
+    @staticmethod
+    def read(path: Path) -> pd.DataFrame:
+        return pd.read_csv(path, dtype={"error": str})
+
+    @staticmethod
+    def empty_frame() -> pd.DataFrame:
+        return pd.DataFrame([], columns=COLUMNS)
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> AblateStudy:
+        return cls(AblateConfig.from_dict(meta.get("config") or {}))
+
+    def summarize(self, df: pd.DataFrame) -> dict[str, Any]:
+        return summarize_ablation(df)
+
+    def write_extras(self, out: Path, df: pd.DataFrame, meta: dict[str, Any], summary: dict[str, Any]) -> list[Path]:
+        from bench.ablate_report import AblationRun, write_ablation_report
+
+        return write_ablation_report(out, AblationRun(out, df, meta, summary), md_name="ablate.md")
+
+    def show_point(self, console, rows: pd.DataFrame, point: tuple[int, int, int]) -> None:
+        console.print(f"ablate: {self.label(point)} done")
+
+    def after_point(self) -> None:
+        if self.device is not None and self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def measure_point(cfg: AblateConfig, point: tuple[int, int, int], device: torch.device,
+                  rows: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Measure every setting of ``cfg`` at ``point`` (``(batch, context, bits)``) into ``rows`` (one per
+    setting, filled in place; returned). A setting that cannot run here is ``skipped``; one whose
+    output is further than the tolerance from the fp64 reference is ``failed`` and not timed; one
+    that raises is ``error``; the others are timed (CUDA-graph replay over rotating copies)."""
+    from bench.engine import error_reason
+    from bench.sweep import rotation
+    from bench.workload import Point, build_workload, max_rel_err
+
+    batch, context, bits = point
+    qo, kv, hd = cfg.shape
+    by_group: dict[tuple[int, int | None], Any] = {}  # workloads by (group_size, k_block)
+    for s, row in zip(cfg.settings, rows):
+        why = _unavailable(s, device, cfg.backend, qo // kv)
+        if why:
+            row.update(status="skipped", error=why)
+            continue
+        try:
+            key = (s.group_size, s.k_block)
+            if key not in by_group:
+                pt = Point(batch, context, bits, s.group_size, qo, kv, hd, 16, k_block=s.k_block)
+                by_group[key] = build_workload(pt, device, cfg.seed, FULL_CHECK_MAX_TOKENS)
+            w = by_group[key]
+            prep = _prepared(w, s, cfg.backend)
+            prep.fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            err = max_rel_err(prep.output(), w.reference, w.rows)
+            row["max_rel_err"] = err
+            tolerance = TOLERANCE_FP8 if s.operand == "fp8" else TOLERANCE
+            if not err <= tolerance:
+                row.update(status="failed", error=f"max_rel_err {err:.3g} > {tolerance:g} (or NaN); not timed")
+                continue
+            fns = rotation(prep, device)
+            t = time_fn(fns, device.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)
+            row.update(median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, bytes=prep.bytes,
+                       timing_mode=t.mode, status="ok")
+            if t.mode in DEVICE_TIMINGS:
+                row["tbps"] = prep.bytes / (t.median_us * 1e-6) / 1e12
+            del fns, prep
+        except Exception as e:  # a failing setting is recorded, the ablation goes on
+            row.update(status="error", error=error_reason(e))
+    del by_group
+    return rows
+
+
+def resolve_ablation(opts: AblateOptions, device_info) -> AblateConfig:
+    """The ablation's config from the flags: without ``--batch``/``--context`` the points are batch x
+    context of :data:`DEFAULT_POINTS` (smoke: :data:`SMOKE_POINTS`, tiny, through the Triton
+    interpreter when there is no GPU), each at every ``--bits`` (default 2 and 4); the backend is
+    ``cuda`` where FOSCAR's CUDA kernel runs on ``device_info``'s GPU, else ``triton``.
+
+    Raises:
+        FoscarError: an unknown axis.
+    """
+    from bench.errors import check_choices
+
+    check_choices("--axis", opts.axes, AXES)
+    pairs = SMOKE_POINTS if opts.smoke else DEFAULT_POINTS
+    if opts.batch or opts.context:
+        pairs = [(b, c) for b in (opts.batch or sorted({b for b, _ in pairs}))
+                 for c in (opts.context or sorted({c for _, c in pairs}))]  # fmt: skip
+    points = [(b, c, n) for n in (opts.bits or [2, 4]) for b, c in pairs]
+    shape = SMOKE_SHAPE if opts.smoke else DEFAULT_SHAPE
+    backend = "triton"
+    if device_info is not None:
+        from foscar.kernels import decode_cuda
+
+        device = torch.device("cuda", torch.cuda.current_device())
+        backend = "cuda" if decode_cuda.unavailable(device, shape[0] // shape[1]) is None else "triton"
+    axes = [a for a in AXES if not opts.axes or a in opts.axes]
+    return AblateConfig(points=points, shape=shape, backend=backend, axes=axes)
+
+
+def default_out(smoke: bool) -> Path:
+    """``results/<timestamp>-ablate`` (smoke: under ``results/_scratch/``)."""
+    from bench.engine import RESULTS_DIR, SCRATCH_DIR
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return (SCRATCH_DIR if smoke else RESULTS_DIR) / f"{stamp}-ablate{'-smoke' if smoke else ''}"
+
+
+def _detect(opts: AblateOptions, device):
+    from bench.arch import detect_device
+    from bench.errors import FoscarError
+
+    info = detect_device() if device == "detect" else device
+    if info is None and not opts.smoke:
+        raise FoscarError("foscar ablate needs a CUDA GPU (none detected); use --smoke for the tiny CPU grid")
+    return info
+
+
+def plan_ablation(opts: AblateOptions, device="detect"):
+    """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``).
+    ``device``: as :func:`run_ablation`'s (``None``: no GPU, e.g. fake devices).
+
+    Raises:
+        FoscarError: what :func:`run_ablation` refuses before measuring.
+    """
+    from bench.engine import RunPlan
+
+    _detect(opts, device)  # no GPU without --smoke: refused here, not in every worker
+    cfg = resolve_ablation(opts, None)  # the point count does not depend on the backend
+    out = Path(opts.out) if opts.out is not None else default_out(opts.smoke)
+    return RunPlan(len(cfg.points), out, f"{len(cfg.points)} ablation points x {len(cfg.settings)} settings")
+
+
+def run_ablation(opts: AblateOptions, device: Any = "detect"):
+    """The ``foscar ablate`` command on the engine: config, device, run directory, outputs.
+
+    Args:
+        opts: parsed flags (``devices`` unset: :mod:`bench.devices` runs those).
+        device: a :class:`bench.arch.DeviceInfo`, ``None`` (no GPU), or ``"detect"``.
+
+    Returns:
+        :class:`bench.engine.Outcome` (the run directory; no problems).
+
+    Raises:
+        FoscarError: no GPU without ``--smoke``; an unknown axis; an ``--out`` holding a run
+            of another config or shard.
+    """
+    from bench.config import config_hash
+    from bench.engine import Outcome, emit, enable_interpreter, finish_run, make_console_for, run_study, start_run
+    from bench.errors import FoscarError
+
+    if opts.devices is not None:
+        raise FoscarError("run_ablation runs on one GPU; `--devices` runs through bench.devices.run_devices")
+    info = _detect(opts, device)
+    if info is None:
+        enable_interpreter()
+    cfg = resolve_ablation(opts, info)
+    out = Path(opts.out) if opts.out is not None else default_out(opts.smoke)
+
+    from bench.manifest import git_state, software_versions
+
+    dev = torch.device("cuda", torch.cuda.current_device()) if info else torch.device("cpu")
+    study = AblateStudy(cfg, dev)
+    config = cfg.to_dict()
+    meta = {
+        "kind": KIND,
+        "command": "foscar " + " ".join(opts.argv or []),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": info.describe() if info else None,
+        "smoke": opts.smoke,
+        "triton_interpreter": info is None,
+        "backend": cfg.backend,
+        "shape": config["shape"],
+        "points": config["points"],
+        "settings": [d for d in setting_dicts() if d["axis"] in cfg.axes],
+        "git": git_state(),
+        "timing": "CUDA-graph replay over rotating input copies" if info else "interpreter timing, not a performance number",
+        "versions": software_versions(flashinfer=False),
+        "config": config,
+        "config_hash": config_hash(config),
+    }
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info))
+    console = make_console_for(opts.output)
+    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
+    summary = finish_run(study, run, df)
+    def show() -> None:
+        show_summary(console, summary, out, on_gpu=info is not None)
+        console.print(f"wrote {out / 'results.csv'}, summary.json, meta.json, ablate.md")
+
+    emit(opts.output, out, summary, console, show)
+    return Outcome(out, summary["problems"])
+
+
+def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:
+    """Why a session on ``info``'s GPU may not resume the ablation of ``meta`` (another GPU), or ``None``."""
+    old, new = meta.get("gpu"), info.describe() if info else None
+    return None if old == new else f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"
+
+
+def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = True) -> None:
+    """A finished (or merged) ablation's geometric-mean speed-ups as a table on ``console``."""
+    from rich.table import Table
+
+    t = Table(
+        title="foscar ablate: geomean speed-up vs each axis' reference",
+        caption=None if on_gpu else "interpreter timing, not a performance number",
+    )
+    for col in ("axis", "bits", "setting", "speed-up (x)", "min", "max", "points"):
+        t.add_column(col)
+    for axis, by_bits in summary["ablation"].items():
+        for b, settings in by_bits.items():
+            for s, v in settings.items():
+                t.add_row(axis, b, s, f"{v['geomean_speedup']:.3f}", f"{v['min']:.3f}", f"{v['max']:.3f}", str(v["points"]))
+    console.print(t)
 
 
 def run_ablate(
@@ -205,79 +440,13 @@ def run_ablate(
     console=None,
     axes: list[str] | None = None,
 ) -> Path:
-    """The ``foscar ablate`` command: points, device, run directory, outputs.
-
-    Without ``--batch``/``--context`` the points are batch x context of
-    :data:`DEFAULT_POINTS` (smoke: :data:`SMOKE_POINTS`, tiny, through the Triton
-    interpreter when there is no GPU, times not performance numbers).
+    """:func:`run_ablation` with the flags as arguments (the Python API of ``foscar ablate``); returns
+    the run directory. ``console``: ``None`` prints only the run directory.
 
     Raises:
-        FoscarError: no GPU without ``--smoke``; an output directory that already
-            holds results; an unknown axis.
+        FoscarError: as :func:`run_ablation`.
     """
-    import datetime as _dt
-
-    from bench.arch import detect_device
-    from bench.errors import FoscarError, check_choices
-    from bench.run import RESULTS_DIR, SCRATCH_DIR, enable_interpreter
-
-    check_choices("--axis", axes, AXES)
-    info = detect_device()
-    if info is None and not smoke:
-        raise FoscarError("foscar ablate needs a CUDA GPU (none detected); use --smoke for the tiny CPU grid")
-    if info is None:
-        enable_interpreter()
-    pairs = SMOKE_POINTS if smoke else DEFAULT_POINTS
-    if batch or context:
-        pairs = [(b, c) for b in (batch or sorted({b for b, _ in pairs})) for c in (context or sorted({c for _, c in pairs}))]
-    points = [(b, c, n) for n in (bits or [2, 4]) for b, c in pairs]
-    shape = SMOKE_SHAPE if smoke else DEFAULT_SHAPE
-
-    if out is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = (SCRATCH_DIR if smoke else RESULTS_DIR) / f"{stamp}-ablate{'-smoke' if smoke else ''}"
-    out = Path(out)
-    if (out / "results.csv").exists():
-        raise FoscarError(f"{out} already holds results.csv; pass a new --out DIR")
-    out.mkdir(parents=True, exist_ok=True)
-
-    import torch
-
-    from bench.manifest import git_state, software_versions
-    from foscar.kernels import decode_cuda
-
-    device = torch.device("cuda", torch.cuda.current_device()) if info else torch.device("cpu")
-    backend = "cuda" if decode_cuda.unavailable(device, shape[0] // shape[1]) is None else "triton"
-    df = run_ablation(points, shape, device, backend, csv_path=out / "results.csv", console=console, axes=axes)
-    meta = {
-        "kind": KIND,
-        "command": "foscar " + " ".join(argv or []),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "gpu": info.describe() if info else None,
-        "smoke": smoke,
-        "triton_interpreter": info is None,
-        "backend": backend,
-        "shape": dict(zip(("num_qo_heads", "num_kv_heads", "head_dim"), shape)),
-        "points": points,
-        "settings": [d for d in setting_dicts() if axes is None or d["axis"] in axes],
-        "git": git_state(),
-        "timing": "CUDA-graph replay over rotating input copies" if info else "interpreter timing, not a performance number",
-        "versions": software_versions(flashinfer=False),
-    }
-    summary = write_outputs(df, out, meta)
-    if console is not None:
-        from rich.table import Table
-
-        t = Table(
-            title="foscar ablate: geomean speed-up vs each axis' reference",
-            caption=None if info else "interpreter timing, not a performance number",
-        )
-        for col in ("axis", "bits", "setting", "speed-up (x)", "min", "max", "points"):
-            t.add_column(col)
-        for axis, by_bits in summary["ablation"].items():
-            for b, settings in by_bits.items():
-                for s, v in settings.items():
-                    t.add_row(axis, b, s, f"{v['geomean_speedup']:.3f}", f"{v['min']:.3f}", f"{v['max']:.3f}", str(v["points"]))
-        console.print(t)
-        console.print(f"wrote {out / 'results.csv'}, summary.json, meta.json, ablate.md")
-    return out
+    opts = AblateOptions(out=out, bits=list(bits or []), batch=list(batch or []), context=list(context or []),
+                         smoke=smoke, axes=list(axes or []), argv=argv,
+                         output=OutputFormat.table if console is not None else OutputFormat.quiet)  # fmt: skip
+    return run_ablation(opts).path

@@ -54,14 +54,15 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
     Shape,
     Variant,
 )
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, StudyOptions, enable_interpreter
 from bench.errors import FoscarError, check_choices
-from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat, enable_interpreter
 from bench.runfiles import make_dir
 
 
 @dataclass
-class AccuracyOptions:
-    """The ``foscar accuracy`` flags, parsed. Empty lists / ``None`` mean the defaults."""
+class AccuracyOptions(StudyOptions):
+    """The ``foscar accuracy`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    Empty lists / ``None`` mean the defaults."""
 
     out: Path | None = None
     smoke: bool = False
@@ -81,8 +82,6 @@ class AccuracyOptions:
     seed: int = 0
     kv_file: Path | None = None  # a `foscar dump-kv` file: its layers are the data (real activations)
     plots: bool = True
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -291,42 +290,133 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
     )
 
 
-def run_grid(grid: Grid, device, on_config: Callable[[list[dict[str, Any]]], None] | None = None):
-    """Measure every configuration; return the rows as a DataFrame (:data:`COLUMNS`)."""
-    import torch
+def grid_points(grid: Grid) -> list[tuple[str, int, int, str, str]]:
+    """The cache configurations ``(data, bits, group_size, rotation, layout)`` in grid order (data
+    kind outermost, then bits, group size, rotation, layout): the points of :class:`AccuracyStudy`."""
+    return [(d, b, g, r, lay) for d in grid.data for b in grid.bits for g in grid.group_sizes
+            for r in grid.rotations for lay in grid.layouts]  # fmt: skip
 
-    from foscar import attention_reference
-    from foscar.data import make_kv
-    from foscar.rotation import random_signs
 
-    s = grid.shape
-    chosen = [v for v in VARIANTS if v.name in grid.kernels]
-    variants = [(v, variant_unavailable(v, device, s.num_qo_heads // s.num_kv_heads)) for v in chosen]
-    signs = random_signs(s.head_dim, seed=grid.seed + 1).to(device)
-    real = {}
-    if grid.kv_file is not None:
-        from bench.dump_kv import load_kv_file
+POINT_COLUMNS = ("data", "bits", "group_size", "rotation", "layout")
 
-        real = {d.name: d for d in load_kv_file(grid.kv_file, device)[0]}
-    rows: list[dict[str, Any]] = []
-    for kind in grid.data:
-        data = real.pop(kind, None) or make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context, s.head_dim,
-                                               seed=grid.seed, device=device)  # fmt: skip
-        ref_bf16 = attention_reference(data.q, data.k, data.v, data.seq_lens)
-        for bits in grid.bits:
-            for g in grid.group_sizes:
-                for rotation in grid.rotations:
-                    for layout in grid.layouts:
-                        new = measure_config(data, bits, g, rotation, layout, s, variants, device, ref_bf16, signs)
-                        for r in new:
-                            r["seed"] = grid.seed
-                        rows.extend(new)
-                        if on_config:
-                            on_config(new)
-        del data, ref_bf16
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    return to_frame(rows)
+
+class AccuracyStudy(Study):
+    """``foscar accuracy`` as an engine study: a point is a cache configuration
+    (:func:`grid_points`), its rows the kernel variants; a point is measured by
+    :func:`measure_config` (the data of its kind and reference (a) are built once per kind).
+
+    Args:
+        grid: the resolved grid.
+        device: where to measure (``None``: the study only reads and summarizes rows, as a merge does).
+        smoke: recorded in ``summary.json``.
+        plots: write the PNGs and ``accuracy.md`` at the end (:meth:`write_extras`).
+    """
+
+    kind = KIND
+
+    def __init__(self, grid: Grid, device=None, smoke: bool = False, plots: bool = True):
+        self.grid, self.device, self.smoke, self.plots = grid, device, smoke, plots
+        self._points = grid_points(grid)
+        self._variants = [v for v in VARIANTS if v.name in grid.kernels]
+        self._data: tuple[str, Any, Any] | None = None  # (kind, KVData, reference (a)) of the last point
+        self._prepared: dict[str, Any] | None = None
+
+    def points(self) -> list[tuple]:
+        return self._points
+
+    def label(self, point: tuple) -> str:
+        data, bits, g, rotation, layout = point
+        return f"{data} int{bits} g{g} rotation {rotation}, {layout}"
+
+    def point_columns(self, point: tuple) -> dict[str, Any]:
+        return dict(zip(POINT_COLUMNS, point))
+
+    def row_keys(self, point: tuple) -> list[tuple]:
+        return [(v.name,) for v in self._variants]
+
+    def row_key(self, row: dict[str, Any]) -> tuple:
+        return (row["kernel"],)
+
+    def _setup(self) -> dict[str, Any]:
+        """Once per run: which variants can run here, the rotation's signs, a --kv-file's layers."""
+        if self._prepared is None:
+            from foscar.rotation import random_signs
+
+            s, dev = self.grid.shape, self.device
+            real = {}
+            if self.grid.kv_file is not None:
+                from bench.dump_kv import load_kv_file
+
+                real = {d.name: d for d in load_kv_file(self.grid.kv_file, dev)[0]}
+            self._prepared = {
+                "variants": [(v, variant_unavailable(v, dev, s.num_qo_heads // s.num_kv_heads)) for v in self._variants],
+                "signs": random_signs(s.head_dim, seed=self.grid.seed + 1).to(dev),
+                "real": real,
+            }
+        return self._prepared
+
+    def _data_of(self, kind: str):
+        """The data of ``kind`` and reference (a) over it, kept while the points are of that kind."""
+        if self._data is None or self._data[0] != kind:
+            import torch
+
+            from foscar import attention_reference
+            from foscar.data import make_kv
+
+            self._data = None
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            s = self.grid.shape
+            data = self._setup()["real"].get(kind) or make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context,
+                                                              s.head_dim, seed=self.grid.seed, device=self.device)  # fmt: skip
+            self._data = (kind, data, attention_reference(data.q, data.k, data.v, data.seq_lens))
+        return self._data[1], self._data[2]
+
+    def measure(self, point: tuple) -> list[dict[str, Any]]:
+        kind, bits, g, rotation, layout = point
+        setup = self._setup()
+        data, ref_bf16 = self._data_of(kind)
+        rows = measure_config(data, bits, g, rotation, layout, self.grid.shape, setup["variants"], self.device,
+                              ref_bf16, setup["signs"])  # fmt: skip
+        for r in rows:
+            r["seed"] = self.grid.seed
+        return rows
+
+    def failure_rows(self, point: tuple, reason: str) -> list[dict[str, Any]]:
+        rows = []
+        for v in self._variants:
+            row: dict[str, Any] = {c: None for c in COLUMNS}
+            row.update(self.point_columns(point), **asdict(self.grid.shape), kernel=v.name, seed=self.grid.seed,
+                       status="error", error=reason)  # fmt: skip
+            rows.append(row)
+        return rows
+
+    def frame(self, rows: list[dict[str, Any]]):
+        return to_frame(rows)
+
+    @staticmethod
+    def read(path: Path):
+        return read_accuracy(path)
+
+    @staticmethod
+    def empty_frame():
+        return to_frame([])
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> AccuracyStudy:
+        return cls(grid_from_meta(meta), smoke=bool(meta.get("smoke")))
+
+    def summarize(self, df) -> dict[str, Any]:
+        summary = summarize(df, self.grid)
+        summary["smoke"] = self.smoke
+        return summary
+
+    def write_extras(self, out: Path, df, meta: dict[str, Any], summary: dict[str, Any]) -> list[Path]:
+        if not self.plots:
+            return []
+        from bench.accuracy_report import write_accuracy_report
+
+        return write_accuracy_report(out, df, summary, self.grid, meta)
 
 
 def to_frame(rows: list[dict[str, Any]]):
@@ -455,15 +545,20 @@ def make_out_dir(out: Path) -> Path:
     return out
 
 
-def run_accuracy(opts: AccuracyOptions, device: Any = "detect") -> Path:
-    """Do the whole ``foscar accuracy`` run; return the run directory.
+def default_out(opts: AccuracyOptions, arch: str) -> Path:
+    """``results/<timestamp>-<arch>-accuracy-<git short>`` (smoke: under ``results/_scratch/``)."""
+    from bench.manifest import git_state
 
-    Args:
-        opts: parsed flags.
-        device: a :class:`bench.arch.DeviceInfo`, ``None`` (no GPU), or ``"detect"``.
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = SCRATCH_DIR if opts.smoke else RESULTS_DIR
+    return base / f"{stamp}-{arch}-accuracy{'-smoke' if opts.smoke else ''}-{git_state().get('short') or 'nogit'}"
+
+
+def _detect(opts: AccuracyOptions, device: Any):
+    """``(DeviceInfo or None, arch label)``.
 
     Raises:
-        FoscarError: no GPU without ``--smoke``; bad flags; an unusable output directory.
+        FoscarError: no GPU without ``--smoke``.
     """
     from bench.arch import Arch, detect_device, resolve_arch
 
@@ -473,7 +568,54 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect") -> Path:
             "no CUDA GPU detected; the default accuracy grid (batch 4 x 8192 tokens x 32/8 heads) needs one. "
             "Use --smoke for the tiny grid through the Triton interpreter on CPU."
         )
-    arch = resolve_arch(Arch.auto, info, smoke=True)  # a label only: accuracy runs on any GPU
+    return info, resolve_arch(Arch.auto, info, smoke=True)  # a label only: accuracy runs on any GPU
+
+
+def plan_accuracy(opts: AccuracyOptions, device: Any = "detect"):
+    """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``).
+    ``device``: as :func:`run_accuracy`'s (``None``: no GPU, e.g. fake devices).
+
+    Raises:
+        FoscarError: what :func:`run_accuracy` refuses before measuring.
+    """
+    from bench.engine import RunPlan
+
+    _, arch = _detect(opts, device)
+    grid = resolve_grid(opts)
+    n = grid.num_configs()
+    out = Path(opts.out) if opts.out is not None else default_out(opts, arch)
+    return RunPlan(n, out, f"{n} cache configurations x {len(grid.kernels)} variants")
+
+
+def show_summary(console, summary: dict[str, Any], out: Path) -> None:
+    """A finished (or merged) accuracy run's table on ``console`` (from its results.csv)."""
+    from bench.accuracy_report import accuracy_table
+
+    console.print(accuracy_table(read_accuracy(Path(out) / "results.csv")))
+
+
+def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
+    """Do the whole ``foscar accuracy`` run on the engine; return its :class:`bench.engine.Outcome`
+    (``.path``: the run directory).
+
+    An ``--out DIR`` holding an accuracy run of the same grid is resumed (finished cache
+    configurations are kept); ``--shard K/N`` runs every N-th configuration.
+
+    Args:
+        opts: parsed flags (``devices`` unset: :mod:`bench.devices` runs those).
+        device: a :class:`bench.arch.DeviceInfo`, ``None`` (no GPU), or ``"detect"``.
+
+    Raises:
+        FoscarError: no GPU without ``--smoke``; bad flags; an ``--out`` holding a run of another
+            grid or shard, or that cannot be created.
+    """
+    from bench.config import config_hash
+    from bench.engine import Outcome, emit, finish_run, make_console_for, run_study, start_run
+    from bench.resume import gpu_mismatch
+
+    if opts.devices is not None:
+        raise FoscarError("run_accuracy runs on one GPU; `--devices` runs through bench.devices.run_devices")
+    info, arch = _detect(opts, device)
     interpreter = info is None
     if interpreter:
         enable_interpreter()
@@ -481,56 +623,47 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect") -> Path:
 
     import torch
 
-    from bench.manifest import git_state
-    from bench.results import write_csv, write_json
-    from bench.tables import make_console
-
     dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
-    out = opts.out
-    if out is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = SCRATCH_DIR if opts.smoke else RESULTS_DIR
-        out = base / f"{stamp}-{arch}-accuracy{'-smoke' if opts.smoke else ''}-{git_state().get('short') or 'nogit'}"
-    out = make_out_dir(Path(out))
-    console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
+    out = Path(opts.out) if opts.out is not None else default_out(opts, arch)
+    study = AccuracyStudy(grid, dev, smoke=opts.smoke, plots=opts.plots)
+    variants = {v.name: v.description for v in VARIANTS if v.name in grid.kernels}
+    meta = build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv)
+    meta["config_hash"] = config_hash(meta["config"])
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: gpu_mismatch(m, info))
+    console = make_console_for(opts.output)
     if console:
         s = grid.shape
+        what = f", shard {opts.shard.label()} ({len(run.indices)} of them)" if opts.shard is not None else ""
         console.print(
-            f"foscar accuracy: {grid.num_configs()} cache configurations x {len(grid.kernels)} variants, batch {s.batch} x "
-            f"{s.context} tokens, {s.num_qo_heads}/{s.num_kv_heads} heads, head_dim {s.head_dim} on "
+            f"foscar accuracy: {grid.num_configs()} cache configurations{what} x {len(grid.kernels)} variants, batch "
+            f"{s.batch} x {s.context} tokens, {s.num_qo_heads}/{s.num_kv_heads} heads, head_dim {s.head_dim} on "
             f"{info.describe() if info else 'CPU (Triton interpreter)'} -> {out}"
         )
-    variants = {v.name: v.description for v in VARIANTS if v.name in grid.kernels}
-    write_json(build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv), out / "meta.json")
+    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
+    summary = finish_run(study, run, df)
 
-    done: list[dict[str, Any]] = []
-
-    def on_config(rows):  # rewrite results.csv after every configuration: a crash loses nothing measured
-        done.extend(rows)
-        write_csv(to_frame(done), out / "results.csv")
-
-    df = run_grid(grid, dev, on_config)
-    write_csv(df, out / "results.csv")
-    summary = summarize(df, grid)
-    summary["smoke"] = opts.smoke
-    write_json(summary, out / "summary.json")
-    written = []
-    if opts.plots:
-        from bench.accuracy_report import write_accuracy_report
-
-        written = write_accuracy_report(out, df, summary, grid)
-
-    if opts.output is OutputFormat.json:
-        print(json.dumps(summary, indent=2))
-    elif console:
+    def show() -> None:
         from bench.accuracy_report import accuracy_table
 
         console.print(accuracy_table(df))
-        names = ", ".join(str(p.name) for p in written)
+        names = ", ".join(p.name for p in sorted(out.glob("accuracy*")) if opts.plots)
         console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
-    else:
-        print(out)
-    return out
+
+    emit(opts.output, out, summary, console, show)
+    return Outcome(out, summary["problems"])
+
+
+def grid_from_meta(meta: dict[str, Any]) -> Grid:
+    """The :class:`Grid` an accuracy run recorded in ``meta["config"]``.
+
+    Raises:
+        FoscarError: the recorded config cannot be rebuilt.
+    """
+    try:
+        cfg = {k: v for k, v in meta["config"].items() if k not in ("tolerance", "tolerance_fp8")}
+        return Grid(**{**cfg, "shape": Shape(**cfg["shape"])})
+    except (TypeError, KeyError, AttributeError) as e:
+        raise FoscarError(f"meta.json config: cannot rebuild the accuracy grid ({e})") from None
 
 
 def load_accuracy_run(run_dir: Path):
@@ -547,8 +680,7 @@ def load_accuracy_run(run_dir: Path):
         raise FoscarError(f"{run_dir}: cannot read results.csv and meta.json ({e})") from None
     if meta.get("kind") != KIND:
         raise FoscarError(f"{run_dir}: meta.json is not from `foscar accuracy` (kind {meta.get('kind')!r})")
-    cfg = {k: v for k, v in meta["config"].items() if k not in ("tolerance", "tolerance_fp8")}
-    return df, meta, Grid(**{**cfg, "shape": Shape(**cfg["shape"])})
+    return df, meta, grid_from_meta(meta)
 
 
 def rebuild(run_dir: Path) -> list[Path]:
@@ -559,12 +691,11 @@ def rebuild(run_dir: Path) -> list[Path]:
     Raises:
         FoscarError: ``results.csv`` or ``meta.json`` missing or not an accuracy run.
     """
-    from bench.accuracy_report import write_accuracy_report
     from bench.results import write_json
 
     run_dir = Path(run_dir)
     df, meta, grid = load_accuracy_run(run_dir)
-    summary = summarize(df, grid)
-    summary["smoke"] = bool(meta.get("smoke"))
+    study = AccuracyStudy(grid, smoke=bool(meta.get("smoke")))
+    summary = {**study.summarize(df), "problems": study.problems(df)}
     write_json(summary, run_dir / "summary.json")
-    return [run_dir / "summary.json", *write_accuracy_report(run_dir, df, summary, grid, meta)]
+    return [run_dir / "summary.json", *study.write_extras(run_dir, df, meta, summary)]

@@ -295,6 +295,26 @@ def config_hash(cfg: BenchConfig | dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
+def config_from_meta(meta: dict[str, Any]):
+    """The :class:`bench.config.BenchConfig` a run recorded in ``meta["config"]``.
+
+    Raises:
+        FoscarError: the recorded config cannot be rebuilt, or does not hash to the
+            recorded ``config_hash``.
+    """
+    raw = meta.get("config")
+    try:
+        d = dict(raw)
+        d["workload"] = WorkloadSpec(**d["workload"])
+        d["ragged"] = [RaggedGrid(r["batch"], r["context"], WorkloadSpec(**r["workload"])) for r in d.get("ragged", [])]
+        cfg = BenchConfig(**d)
+    except (TypeError, KeyError, ValueError) as e:
+        raise FoscarError(f"meta.json config: cannot rebuild the run's config ({e})") from None
+    if meta.get("config_hash") and config_hash(cfg) != meta["config_hash"]:
+        raise FoscarError("meta.json config: it does not hash to the recorded config_hash; the manifest was edited")
+    return cfg
+
+
 def load_config(path: str | Path) -> BenchConfig:
     """Read a TOML preset and validate it.
 

@@ -1,17 +1,20 @@
-"""``foscar bench --devices all|0,1,...``: one worker process per local GPU, then one merged run.
+"""``foscar bench|ablate|accuracy --devices all|0,1,...``: one worker process per local GPU, then one merged run.
 
 With N listed GPUs (``all``: every GPU this process sees, i.e. those of
 ``CUDA_VISIBLE_DEVICES`` when it is set), :func:`run_devices`:
 
-1. resolves the config as ``foscar bench`` would and refuses what it would refuse;
-2. compiles every kernel once (:mod:`bench.warm`) in a short-lived process on the first
-   listed GPU (``<out>/shards/warm.log``), so the workers share the compile caches and
-   never build the same module at the same time (why this rather than a cache per
-   worker: :mod:`bench.warm`);
-3. starts worker ``i`` (``python -m bench.devices worker``) with
-   ``CUDA_VISIBLE_DEVICES=<its GPU>``, running the same bench with ``--shard i/N`` into
+1. resolves the command's grid as the command would (:attr:`Command.plan`) and refuses
+   what it would refuse;
+2. for ``bench``: compiles every kernel once (:mod:`bench.warm`) in a short-lived process
+   on the first listed GPU (``<out>/shards/warm.log``), so the workers share the compile
+   caches and never build the same module at the same time (why this rather than a cache
+   per worker: :mod:`bench.warm`). ``ablate`` and ``accuracy`` call only FOSCAR's own
+   kernels (no FlashInfer JIT): their workers compile on their own, where torch's extension
+   loader holds a file lock and Triton renames its cache entries atomically;
+3. starts worker ``i`` (``python -m bench.devices worker KIND``) with
+   ``CUDA_VISIBLE_DEVICES=<its GPU>``, running the same command with ``--shard i/N`` into
    ``<out>/shards/shard-i-of-N`` (log: ``<out>/shards/shard-i-of-N.log``; N is at most
-   the grid's point count). Each worker measures its own GPU's HBM ceiling, so each
+   the grid's point count). A bench worker measures its own GPU's HBM ceiling, so each
    row's ``sol_fraction`` is against its own GPU;
 4. merges the shards into ``<out>`` (:func:`bench.merge.merge_runs`); ``meta.json``
    gets ``devices``: each worker's shard, GPU, log, exit code and wall time.
@@ -20,7 +23,7 @@ A worker that fails (exit code other than 0 or 3) is reported with its shard and
 the other shards are merged (``--allow-partial``), the failure is listed in
 ``summary.json["problems"]`` and the command exits with
 :data:`bench.errors.EXIT_RUN_PROBLEM`. Rerunning the same command with the same
-``--out`` resumes every shard (:mod:`bench.resume`) and merges again.
+``--out`` resumes every shard (:mod:`bench.engine`) and merges again.
 
 Tests without a GPU: ``FOSCAR_FAKE_DEVICES=N`` (:data:`FAKE_DEVICES_ENV`) makes N fake
 devices; their workers run with ``CUDA_VISIBLE_DEVICES=""``, i.e. on the CPU through
@@ -37,10 +40,13 @@ import os
 import subprocess
 import sys
 import time
+import typing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, EXIT_USAGE, FoscarError
+from bench.shard import Shard
 
 FAKE_DEVICES_ENV = "FOSCAR_FAKE_DEVICES"  # tests: this many fake devices (workers on the CPU)
 FINISHED = (EXIT_OK, EXIT_RUN_PROBLEM)  # a worker's exit codes that mean its shard finished
@@ -122,27 +128,75 @@ def local_devices(spec: str | list[int]) -> list[str]:
     return [names[i] for i in spec]
 
 
+@dataclass(frozen=True)
+class Command:
+    """What ``--devices`` needs of a command (a study of :mod:`bench.engine`)."""
+
+    kind: str  # bench.kinds
+    options: type  # its options dataclass (BenchOptions, AblateOptions, AccuracyOptions)
+    plan: Callable[..., Any]  # (opts, device) -> bench.engine.RunPlan, without measuring
+    run: Callable[..., Any]  # opts -> bench.engine.Outcome: one worker's shard
+    warm: bool  # compile every kernel once before the workers (bench.warm; bench only: FlashInfer's JIT)
+    show: Callable[..., None] | None = None  # (console, summary, out): the merged run's tables
+
+
+def command(kind: str) -> Command:
+    """The :class:`Command` of ``foscar <kind>``.
+
+    Raises:
+        FoscarError: a kind without ``--devices``.
+    """
+    if kind == "bench":
+        from bench.run import BenchOptions, plan_bench, run_bench, show_summary
+
+        return Command(kind, BenchOptions, plan_bench, run_bench, warm=True, show=show_summary)
+    if kind == "ablate":
+        from bench.ablate import AblateOptions, plan_ablation, run_ablation, show_summary
+
+        return Command(kind, AblateOptions, plan_ablation, run_ablation, warm=False, show=show_summary)
+    if kind == "accuracy":
+        from bench.accuracy import AccuracyOptions, plan_accuracy, run_accuracy, show_summary
+
+        return Command(kind, AccuracyOptions, plan_accuracy, run_accuracy, warm=False, show=show_summary)
+    raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate or accuracy")
+
+
 def options_to_json(opts) -> str:
-    """A :class:`bench.run.BenchOptions` as JSON (for a worker's command line)."""
-    d = dataclasses.asdict(opts)
-    d["arch"], d["output"] = opts.arch.value, opts.output.value
-    d["config"] = None if opts.config is None else str(opts.config)
-    d["out"] = None if opts.out is None else str(opts.out)
-    return json.dumps(d)
+    """A command's options dataclass as JSON (for a worker's command line): paths as text,
+    choices as their values, a shard as ``{"k", "n"}``."""
+    from enum import Enum
+
+    def plain(v):
+        if isinstance(v, Enum):
+            return v.value
+        if isinstance(v, Path):
+            return str(v)
+        if isinstance(v, Shard):
+            return {"k": v.k, "n": v.n}
+        return v
+
+    return json.dumps({f.name: plain(getattr(opts, f.name)) for f in dataclasses.fields(opts)})
 
 
-def options_from_json(text: str):
-    """The inverse of :func:`options_to_json`."""
-    from bench.arch import Arch
-    from bench.run import BenchOptions, OutputFormat
-    from bench.shard import Shard
+def options_from_json(cls: type, text: str):
+    """The inverse of :func:`options_to_json` for the options dataclass ``cls``: each field's
+    declared type (a ``Path``, a ``str`` Enum, a :class:`bench.shard.Shard`) rebuilt from JSON."""
+    from enum import Enum
 
+    hints = typing.get_type_hints(cls)
     d = json.loads(text)
-    d["arch"], d["output"] = Arch(d["arch"]), OutputFormat(d["output"])
-    d["config"] = None if d["config"] is None else Path(d["config"])
-    d["out"] = None if d["out"] is None else Path(d["out"])
-    d["shard"] = None if d["shard"] is None else Shard(**d["shard"])
-    return BenchOptions(**d)
+    for name, value in list(d.items()):
+        if value is None:
+            continue
+        kinds = typing.get_args(hints[name]) or (hints[name],)
+        for k in kinds:
+            if k is Path:
+                d[name] = Path(value)
+            elif k is Shard:
+                d[name] = Shard(**value)
+            elif isinstance(k, type) and issubclass(k, Enum):
+                d[name] = k(value)
+    return cls(**d)
 
 
 def _worker_env(cuda_visible: str) -> dict[str, str]:
@@ -154,71 +208,61 @@ def _worker_env(cuda_visible: str) -> dict[str, str]:
     return env
 
 
-def _spawn(mode: str, opts, cuda_visible: str, log: Path) -> subprocess.Popen:
+def _spawn(mode: str, kind: str, opts, cuda_visible: str, log: Path) -> subprocess.Popen:
     with open(log, "w") as fh:  # the child keeps its own handle
         return subprocess.Popen(
-            [sys.executable, "-m", "bench.devices", mode, options_to_json(opts)],
+            [sys.executable, "-m", "bench.devices", mode, kind, options_to_json(opts)],
             env=_worker_env(cuda_visible), stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
 
 
-def run_devices(opts, device="detect"):
-    """``foscar bench --devices``: workers per GPU, then the merge (module docstring).
+def run_devices(kind: str, opts, device="detect"):
+    """``foscar <kind> --devices``: workers per GPU, then the merge (module docstring).
 
     Args:
-        opts: the parsed :class:`bench.run.BenchOptions` (``devices`` set, ``shard`` unset).
+        kind: ``bench``, ``ablate`` or ``accuracy`` (:func:`command`).
+        opts: the command's parsed options (``devices`` set, ``shard`` unset).
         device: the GPU for arch resolution (tests pass fake info); ``"detect"`` reads it.
 
     Returns:
-        :class:`bench.run.BenchOutcome` of the merged run (problems: the merged rows' and
+        :class:`bench.engine.Outcome` of the merged run (problems: the merged rows' and
         the failed workers').
 
     Raises:
-        FoscarError: a bad ``--devices``, no GPU, ``--shard`` given too, what ``foscar bench``
+        FoscarError: a bad ``--devices``, no GPU, ``--shard`` given too, what the command
             refuses (arch, config, flags), an ``--out`` holding a run that is not a merge.
     """
-    from bench.arch import detect_device, resolve_arch
-    from bench.backends import select_backends
-    from bench.config import config_hash
-    from bench.manifest import git_state
+    from bench.engine import OutputFormat, Outcome, emit, make_console_for
     from bench.merge import check_out_dir, merge_runs
-    from bench.run import BenchOutcome, OutputFormat, make_run_dir, resolve_config, run_dir_path
-    from bench.shard import Shard
-    from bench.tables import make_console, summary_tables
+    from bench.runfiles import make_dir
 
+    cmd = command(kind)
     refuse_shard(opts.shard)
     devices = local_devices(parse_devices(opts.devices))
     fake = fake_device_count() is not None
-    info = None if fake else (detect_device() if device == "detect" else device)
-    arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset)
-    cfg, cfg_path = resolve_config(opts, arch)
-    backends = select_backends(cfg.kernels)
-    from bench.sweep import grid
-
-    num_points = len(grid(cfg))
+    plan = cmd.plan(opts, None if fake else device)
+    num_points, out = plan.num_points, plan.out
     n = min(len(devices), num_points)
-    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
     check_out_dir(out, [])
-    shards_dir = make_run_dir(out) / "shards"
+    shards_dir = make_dir(out, "run directory") / "shards"
     shards_dir.mkdir(exist_ok=True)
-    console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
+    console = make_console_for(opts.output)
 
     def say(text: str) -> None:
         if console:
             console.print(text)
 
     gpus = ", ".join(d or "fake (CPU)" for d in devices[:n])
-    say(f"foscar bench --devices: {num_points} points of {cfg_path} (config hash {config_hash(cfg)[:12]}) "
-        f"on {n} worker(s) (GPU: {gpus}) -> {out}")  # fmt: skip
+    say(f"foscar {kind} --devices: {plan.title} on {n} worker(s) (GPU: {gpus}) -> {out}")
     if n < len(devices):
         say(f"[yellow]{len(devices) - n} device(s) left idle: the grid has {num_points} point(s)[/]")
     start = time.monotonic()
     record: dict[str, Any] = {"workers": [], "warm": None}
-    if not fake:  # compile once, on the first GPU, in a process of its own
+    if cmd.warm and not fake:  # compile once, on the first GPU, in a process of its own
         log = shards_dir / "warm.log"
         say(f"compiling the kernels once on GPU {devices[0]} (log: {log})")
         t0 = time.monotonic()
-        rc = _spawn("warm", dataclasses.replace(opts, devices=None), devices[0], log).wait()
+        rc = _spawn("warm", kind, dataclasses.replace(opts, devices=None), devices[0], log).wait()
         record["warm"] = {"device": devices[0], "log": str(log), "exit_code": rc, "wall_s": round(time.monotonic() - t0, 1)}
         if rc != 0:
             say(f"[yellow]warm-up failed (exit code {rc}, log {log}); the workers compile on their own[/]")
@@ -229,7 +273,7 @@ def run_devices(opts, device="detect"):
         wopts = dataclasses.replace(opts, devices=None, shard=shard, out=shards_dir / shard.dir_name(),
                                     output=OutputFormat.table)  # fmt: skip
         log = shards_dir / f"{shard.dir_name()}.log"
-        workers.append((shard, devices[k], log, wopts.out, time.monotonic(), _spawn("worker", wopts, devices[k], log)))
+        workers.append((shard, devices[k], log, wopts.out, time.monotonic(), _spawn("worker", kind, wopts, devices[k], log)))
         say(f"  shard {shard.label()} on GPU {devices[k] or 'fake (CPU)'}: {wopts.out} (log: {log})")
     problems: list[str] = []
     try:
@@ -264,34 +308,30 @@ def run_devices(opts, device="detect"):
         problems.append("no shard wrote a run directory; nothing to merge")
         for p in problems:
             print(f"problem: {p} (exit code {EXIT_RUN_PROBLEM})", file=sys.stderr)
-        return BenchOutcome(out, problems)
+        return Outcome(out, problems)
     merged = merge_runs(present, out, allow_partial=bool(problems), argv=opts.argv, extra_meta={"devices": record},
                         extra_problems=problems)  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
-    if opts.output is OutputFormat.json:
-        print(json.dumps(summary, indent=2))
-    elif console:
-        for table in summary_tables(summary, info is None):
-            console.print(table)
+
+    def show() -> None:
+        if cmd.show is not None:
+            cmd.show(console, summary, out)
         console.print(f"merged {len(present)} shard(s) in {record['wall_s']:.0f} s: wrote {out / 'results.csv'}, "
                       f"{out / 'meta.json'}, {out / 'summary.json'}")  # fmt: skip
-    else:
-        print(out)
-    for p in merged.problems:
-        print(f"problem: {p} (exit code {EXIT_RUN_PROBLEM})", file=sys.stderr)
-    return BenchOutcome(out, merged.problems)
+
+    emit(opts.output, out, summary, console, show)
+    return Outcome(out, merged.problems)
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m bench.devices worker|warm OPTIONS_JSON``: a ``--devices`` worker, or the warm-up."""
-    mode, text = argv
+    """``python -m bench.devices worker|warm KIND OPTIONS_JSON``: a ``--devices`` worker, or the warm-up."""
+    mode, kind, text = argv
     try:
-        opts = options_from_json(text)
+        cmd = command(kind)
+        opts = options_from_json(cmd.options, text)
         if mode == "warm":
             return _warm(opts)
-        from bench.run import run_bench
-
-        outcome = run_bench(opts)
+        outcome = cmd.run(opts)
         return outcome.exit_code if outcome is not None else EXIT_OK
     except FoscarError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -299,7 +339,7 @@ def _main(argv: list[str]) -> int:
 
 
 def _warm(opts) -> int:
-    """Compile every kernel of the resolved config on this process's GPU (:func:`bench.warm.warm`)."""
+    """Compile every kernel of the resolved bench config on this process's GPU (:func:`bench.warm.warm`)."""
     import torch
 
     from bench.arch import detect_device, resolve_arch

@@ -38,7 +38,7 @@ from typing import Any
 from bench import SCHEMA_VERSION
 from bench.errors import FoscarError
 from bench.kinds import EVAL_MODEL
-from bench.run import RESULTS_DIR, SCRATCH_DIR, OutputFormat
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat
 
 KIND = EVAL_MODEL  # meta.json "kind" (bench.kinds)
 COLUMNS = [

@@ -136,7 +136,7 @@ def torch_device():
 
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
-    from bench.run import enable_interpreter
+    from bench.engine import enable_interpreter
 
     enable_interpreter()
     return torch.device("cpu")

@@ -1,10 +1,14 @@
-"""``foscar merge RUN... --out DIR``: shard runs (``foscar bench --shard K/N``) -> one run.
+"""``foscar merge RUN... --out DIR``: shard runs (``foscar bench|ablate|accuracy --shard K/N``) -> one run.
+
+Works on any study of the engine (:mod:`bench.engine`): the shards' ``meta.json`` names
+the kind and config, from which :func:`bench.studies.study_from_meta` rebuilds the study
+(its grid, how a point's rows are found, its summary).
 
 Checks first, writes nothing until they pass:
 
 * every run directory holds ``results.csv`` and a ``meta.json`` with a ``shard`` entry;
-* the shards agree on what they measured (:data:`MUST_AGREE`): the config fingerprint
-  (``config_hash``: sha256 of the resolved config, :func:`bench.config.config_hash`;
+* the shards agree on what they measured (:data:`MUST_AGREE`): the study kind, the config
+  fingerprint (``config_hash``: sha256 of the resolved config, :func:`bench.config.config_hash`;
   the output directory and the shard are not part of the config), the git commit, the
   shard count N, the GPU model and the timing mode. A difference is refused with the
   field and both values (and the two run directories);
@@ -14,13 +18,14 @@ Checks first, writes nothing until they pass:
   ``allow_partial`` (``--allow-partial``), which merges what is there and lists what
   is missing in ``meta.json`` and in ``summary.json["problems"]``.
 
-Then it writes ``DIR/results.csv`` (the shards' rows in grid order: the points of
-:func:`bench.sweep.grid` for the recorded config, each point's rows as its shard wrote
-them; every row keeps its ``gpu_uuid``, ``hbm_ceiling_tbps`` and ``sol_fraction``),
-``DIR/meta.json`` (the first shard's manifest, with ``shard: null``, ``shards``: per shard
-its directory, points, GPU with UUID, HBM ceiling, dates, commands and resumes, and
-``hbm_ceiling_tbps`` = the lowest shard ceiling) and ``DIR/summary.json``, recomputed
-from the merged rows by :func:`bench.results.summarize` (the same geometric means and
+Then it writes ``DIR/results.csv`` (the shards' rows in grid order: the study's points
+for the recorded config, each point's rows as its shard wrote them, derived columns such
+as speed-ups recomputed per point (:meth:`bench.engine.Study.merge_frame`); a bench row
+keeps its ``gpu_uuid``, ``hbm_ceiling_tbps`` and ``sol_fraction``), ``DIR/meta.json`` (the
+first shard's manifest, with ``shard: null``, ``shards``: per shard its directory, points,
+GPU with UUID, HBM ceiling, dates, commands and resumes, and ``hbm_ceiling_tbps`` = the
+lowest shard ceiling) and ``DIR/summary.json``, recomputed from the merged rows by the
+study (:meth:`bench.engine.Study.summarize`: for bench the same geometric means and
 intervals as ``foscar bench``, uniform and ragged grids).
 """
 
@@ -36,19 +41,23 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from bench.engine import point_mask, row_records
 from bench.errors import FoscarError
-from bench.runfiles import make_dir, read_json_object
+from bench.kinds import BENCH
+from bench.runfiles import gpu_of, make_dir, read_json_object
 from bench.shard import Shard, shard_of
 
 # (what the message calls it, how to read it from meta.json)
 MUST_AGREE: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
+    ("study kind", lambda m: m.get("kind")),
     ("config fingerprint (config_hash)", lambda m: m.get("config_hash")),
     ("git commit", lambda m: (m.get("git") or {}).get("commit")),
     ("shard count", lambda m: (m.get("shard") or {}).get("n")),
-    ("GPU model", lambda m: (m.get("gpu") or {}).get("name")),
+    ("GPU model", lambda m: gpu_of(m).get("name")),
     ("timing mode", lambda m: m.get("timing_mode")),
 )
 # what meta.json["shards"] keeps of each shard's own manifest
+_LONG_COLUMNS = ("lengths",)  # point columns left out of a message
 SHARD_KEEP = ("date", "command", "gpu", "gpu_state", "hbm_ceiling_tbps", "hbm_copy_tbps", "hbm_read_tbps",
               "clock_readings", "resumes", "git", "versions")  # fmt: skip
 
@@ -80,7 +89,7 @@ def load_shard_run(path: Path | str) -> ShardRun:
         FoscarError: no such directory, no results.csv or meta.json, an unreadable file,
             or a run that is not a shard (its meta.json has no ``shard``).
     """
-    from bench.results import read_results
+    from bench.studies import study_class
 
     path = Path(path)
     if not path.is_dir():
@@ -93,17 +102,16 @@ def load_shard_run(path: Path | str) -> ShardRun:
     if shard is None:
         raise FoscarError(
             f"{path} is not a shard run (its meta.json has no shard); pass run directories written by "
-            "`foscar bench --shard K/N`"
+            "`foscar bench|ablate|accuracy --shard K/N`"
         )
+    study = study_class(meta.get("kind", BENCH))
     if csv.is_file():
         try:
-            rows = read_results(csv)
+            rows = study.read(csv)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError, KeyError) as e:
             raise FoscarError(f"cannot read {csv}: {str(e).splitlines()[0]}") from None
     else:  # a shard that stopped before its first point: nothing measured yet
-        from bench.results import to_frame
-
-        rows = to_frame([])
+        rows = study.empty_frame()
     return ShardRun(path, meta, rows, shard)
 
 
@@ -130,29 +138,6 @@ def check_shards(runs: list[ShardRun]) -> None:
         if run.shard.k in seen:
             raise FoscarError(f"shard {run.shard.label()} given twice: {seen[run.shard.k]} and {run.path}")
         seen[run.shard.k] = run.path
-
-
-def config_from_meta(meta: dict[str, Any]):
-    """The :class:`bench.config.BenchConfig` a run recorded in ``meta["config"]``.
-
-    Raises:
-        FoscarError: the recorded config cannot be rebuilt, or does not hash to the
-            recorded ``config_hash``.
-    """
-    from bench.config import BenchConfig, RaggedGrid, config_hash
-    from bench.lengths import WorkloadSpec
-
-    raw = meta.get("config")
-    try:
-        d = dict(raw)
-        d["workload"] = WorkloadSpec(**d["workload"])
-        d["ragged"] = [RaggedGrid(r["batch"], r["context"], WorkloadSpec(**r["workload"])) for r in d.get("ragged", [])]
-        cfg = BenchConfig(**d)
-    except (TypeError, KeyError, ValueError) as e:
-        raise FoscarError(f"meta.json config: cannot rebuild the run's config ({e})") from None
-    if meta.get("config_hash") and config_hash(cfg) != meta["config_hash"]:
-        raise FoscarError("meta.json config: it does not hash to the recorded config_hash; the manifest was edited")
-    return cfg
 
 
 def _now() -> str:
@@ -206,10 +191,7 @@ def merge_runs(
             rows of a shard that belong to none of its points, an ``out`` that is an input
             or holds a run that is not a merge.
     """
-    from bench.resume import point_values
-    from bench.results import add_speedups, summarize, to_frame, write_csv, write_json
-    from bench.run import run_problems
-    from bench.sweep import grid  # imports torch; the grid order is the sweep's own
+    from bench.results import write_csv, write_json
 
     out = Path(out)
     runs = sorted((load_shard_run(p) for p in paths), key=lambda r: r.shard.k)
@@ -218,7 +200,10 @@ def merge_runs(
     n = runs[0].shard.n
     by_k = {r.shard.k: r for r in runs}
     missing_shards = [k for k in range(n) if k not in by_k]
-    points = grid(config_from_meta(runs[0].meta))
+    from bench.studies import study_from_meta
+
+    study = study_from_meta(runs[0].meta)
+    points = study.points()
 
     rows: list[dict[str, Any]] = []
     missing_points: dict[int, int] = {}
@@ -226,20 +211,17 @@ def merge_runs(
         df = run.rows
         used = pd.Series(False, index=df.index)
         for i in run.shard.indices(len(points)):
-            mask = pd.Series(True, index=df.index)
-            for col, value in point_values(points[i]).items():
-                mask &= df[col] == value
-            mask = mask.fillna(False).astype(bool)
+            mask = point_mask(df, study.point_columns(points[i]))
             used |= mask
             if not mask.any():
                 missing_points[run.shard.k] = missing_points.get(run.shard.k, 0) + 1
             rows.append((i, df[mask]))
         if not used.all():
             stray = df[~used].iloc[0]
+            where = ", ".join(f"{c} {stray[c]}" for c in study.point_columns(points[0]) if c not in _LONG_COLUMNS)
             raise FoscarError(
                 f"{run.path}/results.csv holds rows of a point that is not in shard {run.shard.label()} "
-                f"(batch {stray['batch']}, context {stray['context']}, bits {stray['cache_bits']}, grid {stray['grid']}); "
-                "it is not that shard's run"
+                f"({where}); it is not that shard's run"
             )
     gaps = [f"shard{'s' if len(missing_shards) > 1 else ''} " + ", ".join(f"{k}/{n}" for k in missing_shards)] if missing_shards else []
     gaps += [f"{m} point(s) of shard {k}/{n} ({by_k[k].path}) not measured" for k, m in sorted(missing_points.items())]
@@ -250,8 +232,8 @@ def merge_runs(
         )
 
     ordered = [df for _, df in sorted(rows, key=lambda t: t[0]) if len(df)]
-    records = [r for df in ordered for r in df.astype(object).where(df.notna(), None).to_dict("records")]
-    merged = add_speedups(to_frame(records))
+    records = [r for df in ordered for r in row_records(df)]
+    merged = study.merge_frame(records)
     make_dir(out, "run directory")
     write_csv(merged, out / "results.csv")
 
@@ -259,12 +241,11 @@ def merge_runs(
     meta.update(extra_meta or {})
     write_json(meta, out / "meta.json")
 
-    summary = summarize(merged)
-    summary["timing_mode"] = meta.get("timing_mode")
-    summary["smoke"] = meta.get("smoke")
-    problems = run_problems(merged) + [f"merged without {g}" for g in gaps] + list(extra_problems or [])
+    summary = study.summarize(merged)
+    problems = study.problems(merged) + [f"merged without {g}" for g in gaps] + list(extra_problems or [])
     summary["problems"] = problems
     write_json(summary, out / "summary.json")
+    study.write_extras(out, merged, meta, summary)
     return MergeOutcome(out, problems, missing_shards, sum(missing_points.values()))
 
 
@@ -281,8 +262,8 @@ def merged_meta(
     for key in ("resumes", "gpu_state", "clock_readings", "hbm_copy_tbps", "hbm_read_tbps"):
         meta.pop(key, None)  # per shard, below
     ceilings = [r.meta.get("hbm_ceiling_tbps") for r in runs if isinstance(r.meta.get("hbm_ceiling_tbps"), (int, float))]
-    uuids = {(r.meta.get("gpu") or {}).get("uuid") for r in runs}
-    if meta.get("gpu") is not None and len(uuids) > 1:
+    uuids = {gpu_of(r.meta).get("uuid") for r in runs}
+    if isinstance(meta.get("gpu"), dict) and len(uuids) > 1:
         meta["gpu"]["uuid"] = None
     meta.update(
         date=_now(),

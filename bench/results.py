@@ -402,6 +402,25 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def run_problems(df) -> list[str]:
+    """Why a finished run's numbers need a look (empty: none), one sentence each.
+
+    * rows with status ``invalid`` (a time that is zero, negative, NaN or Inf);
+    * no FOSCAR row (a non-baseline row) was timed (``ok`` or ``suspect``), e.g. every
+      one was skipped, failed its check or raised: the run measured nothing of FOSCAR.
+    """
+    problems = []
+    invalid = df[df["status"] == INVALID]
+    if len(invalid):
+        names = ", ".join(sorted(set(invalid["kernel"].astype(str))))
+        problems.append(f"{len(invalid)} row(s) with an invalid time ({names}): left out of every mean")
+    foscar = df[~df["is_baseline"].astype(bool)]
+    if not foscar["status"].isin(TIMED).any():
+        counts = ", ".join(f"{n} {s}" for s, n in foscar["status"].value_counts().items()) or "no rows"
+        problems.append(f"no FOSCAR row was timed ({counts})")
+    return problems
+
+
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     """Write atomically (temporary file, then rename), so a crash never leaves half a file."""
     tmp = path.with_name(path.name + ".tmp")

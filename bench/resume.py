@@ -1,4 +1,6 @@
 """Resuming a run: the same command with the same ``--out DIR`` picks up where it stopped.
+The engine (:mod:`bench.engine`: :func:`~bench.engine.check_resume`,
+:func:`~bench.engine.finished_points`) does it for every study with the helpers here.
 
 ``results.csv`` is rewritten after every point, so after a crash or Ctrl-C it holds
 every point that finished. Rerunning into that directory:
@@ -18,18 +20,20 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 from bench.errors import FoscarError
-from bench.runfiles import read_json_object
+from bench.runfiles import gpu_of, read_json_object
 
-FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")
-
-
-def load_prior(out: Path, cfg_hash: str, config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+def load_prior(
+    out: Path, cfg_hash: str, config: dict[str, Any], read: Callable[[Path], pd.DataFrame] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """``(rows, meta)`` of the run in ``out`` to resume, or ``None`` when ``out`` holds no results.csv.
+
+    ``read``: how the study reads its results.csv back (default: bench's
+    :func:`bench.results.read_results`).
 
     Raises:
         FoscarError: results.csv without a readable meta.json or its config_hash, or a
@@ -56,10 +60,11 @@ def load_prior(out: Path, cfg_hash: str, config: dict[str, Any]) -> tuple[pd.Dat
             f"{out} holds a run of another config: config hash {old} in its meta.json, "
             f"{cfg_hash} for this command{which}; rerun with that run's flags to resume it, or pass a new --out DIR"
         )
-    from bench.results import read_results
+    if read is None:
+        from bench.results import read_results as read
 
     try:
-        rows = read_results(csv)
+        rows = read(csv)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, TypeError, KeyError) as e:
         raise FoscarError(f"cannot read {csv} to resume it: {str(e).splitlines()[0]}; pass a new --out DIR") from None
     return rows, meta
@@ -85,35 +90,11 @@ def row_key(kernel: Any, bits: Any, operand: Any) -> tuple[str, int | None, str 
     return str(kernel), None if bits is None else int(bits), None if operand is None else str(operand)
 
 
-def point_values(point) -> dict[str, Any]:
-    """The :data:`bench.results.POINT_KEYS` columns a :class:`bench.workload.Point`'s rows carry
-    (``cache_bits`` = its bits; the workload columns from :meth:`Point.row_columns`)."""
-    from bench.results import POINT_KEYS, new_row
-
-    row = new_row(point, "", None, None, None)
-    return {k: row[k] for k in POINT_KEYS}
-
-
-def finished_rows(prior: pd.DataFrame, point, expected: list[tuple[str, int | None, str | None]]) -> list[dict] | None:
-    """The rows of ``point`` in ``prior`` (one per expected row key, in that order) when every
-    expected row is there with a final status; ``None`` when the point must run (again)."""
-    mask = pd.Series(True, index=prior.index)
-    for col, value in point_values(point).items():
-        mask &= prior[col] == value
-    mine = prior[mask.fillna(False).astype(bool) & prior["status"].isin(FINAL_STATUSES)]
-    found: dict[tuple, dict] = {}
-    for rec in mine.astype(object).where(mine.notna(), None).to_dict("records"):
-        found[row_key(rec["kernel"], rec["bits"], rec["operand"])] = rec  # the last one wins
-    if not expected or any(k not in found for k in expected):
-        return None
-    return [found[k] for k in expected]
-
-
 def session_record(manifest: dict[str, Any], points_done_before: int) -> dict[str, Any]:
     """What ``meta.json["resumes"]`` keeps of a resuming session's own manifest."""
-    keep = ("date", "command", "git", "versions", "hbm_ceiling_tbps", "timing_mode", "gpu_state")
+    keep = ("date", "command", "git", "versions", "hbm_ceiling_tbps", "timing_mode", "gpu_state", "clock_readings")
     rec = {k: manifest.get(k) for k in keep}
-    gpu = manifest.get("gpu") or {}
+    gpu = gpu_of(manifest)
     rec["gpu"] = {"name": gpu.get("name"), "uuid": gpu.get("uuid"), "driver": gpu.get("driver")} if gpu else None
     rec["points_done_before"] = points_done_before
     return rec
@@ -122,7 +103,7 @@ def session_record(manifest: dict[str, Any], points_done_before: int) -> dict[st
 def gpu_mismatch(meta: dict[str, Any], device) -> str | None:
     """Why a session on ``device`` (:class:`bench.arch.DeviceInfo` or ``None`` for the CPU)
     may not resume the run of ``meta``: another kind of GPU. ``None`` when it may."""
-    old = (meta.get("gpu") or {}).get("name")
+    old = gpu_of(meta).get("name")
     new = device.name if device is not None else None
     if old != new:
         return f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"

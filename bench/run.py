@@ -1,4 +1,6 @@
-"""``foscar bench`` end to end: resolve arch and config, measure the ceiling, sweep, write.
+"""``foscar bench`` end to end: resolve arch and config, measure the ceiling, then run the
+:class:`bench.sweep.BenchStudy` on the engine (:mod:`bench.engine`: run directory, resume,
+shards, progress, outputs).
 
 The run directory (``results/<timestamp>-<arch>[-<model>]-<git short>``, smoke runs
 under ``results/_scratch/``, or ``--out DIR``) receives:
@@ -11,7 +13,7 @@ under ``results/_scratch/``, or ``--out DIR``) receives:
                     and ``problems``: why the run's numbers need a look (:func:`run_problems`;
                     the CLI then exits with :data:`bench.errors.EXIT_RUN_PROBLEM`)
 
-An ``--out DIR`` that already holds results.csv is resumed (:mod:`bench.resume`)
+An ``--out DIR`` that already holds results.csv is resumed (:func:`bench.engine.check_resume`)
 when the resolved config hashes the same as its meta.json says (and, for a shard, it
 holds the same shard), else refused.
 ``--dry-run`` (:func:`dry_run`) only prints the plan (:mod:`bench.plan`).
@@ -27,10 +29,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import os
 import sys
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from bench.arch import Arch, DeviceInfo, detect_device, resolve_arch
@@ -45,25 +45,23 @@ from bench.config import (
     load_model,
     preset_path,
 )
-from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
+from bench.engine import (  # noqa: F401  (re-exported: the shared run infrastructure)
+    RESULTS_DIR,
+    SCRATCH_DIR,
+    OutputFormat,
+    Outcome,
+    StudyOptions,
+    enable_interpreter,
+)
+from bench.errors import FoscarError
+from bench.results import run_problems  # noqa: F401  (re-exported: bench.run.run_problems)
 from bench.runfiles import make_dir
-from bench.shard import Shard, check_shard_fits, shard_mismatch
-
-RESULTS_DIR = Path("results")
-SCRATCH_DIR = RESULTS_DIR / "_scratch"
-
-
-class OutputFormat(str, Enum):
-    """``table``: tables as the sweep runs; ``json``: only summary.json on stdout; ``quiet``: only the run directory."""
-
-    table = "table"
-    json = "json"
-    quiet = "quiet"
-
+from bench.shard import Shard, check_shard_fits
 
 @dataclass
-class BenchOptions:
-    """The ``foscar bench`` flags, already parsed. ``None``/empty means "from the config"."""
+class BenchOptions(StudyOptions):
+    """The ``foscar bench`` flags, already parsed (the shared ones in :class:`bench.engine.StudyOptions`).
+    ``None``/empty means "from the config"."""
 
     arch: Arch = Arch.auto
     config: Path | None = None
@@ -86,16 +84,10 @@ class BenchOptions:
     grids: list[str] = field(default_factory=list)  # "sweep", "ragged" (empty: both)
     dry_run: bool = False
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
-    shard: Shard | None = None  # --shard K/N: only these points of the grid (bench.shard)
-    devices: str | None = None  # --devices all|0,1,...: one worker per GPU, then a merge (bench.devices)
 
     def __post_init__(self) -> None:
-        # some typer versions hand an Enum option over as its plain string value (seen on the GPU
-        # machine's typer); everything downstream, the --devices worker's JSON too, reads .value
-        self.arch = Arch(self.arch)
-        self.output = OutputFormat(self.output)
+        super().__post_init__()
+        self.arch = Arch(self.arch)  # as output (StudyOptions): typer may hand over the plain string
 
 
 # flags that override the config field of the same name as they are (the shape fields among them);
@@ -104,22 +96,6 @@ _CONFIG_FLAGS = tuple(
     f.name for f in dataclasses.fields(BenchOptions)
     if f.name in {c.name for c in dataclasses.fields(BenchConfig)} and f.name not in ("model", "workload", "grids")
 )  # fmt: skip
-
-
-def enable_interpreter() -> None:
-    """Run Triton kernels on CPU (``TRITON_INTERPRET=1``); must precede importing FOSCAR's kernels.
-
-    Raises:
-        FoscarError: FOSCAR's kernels were already imported in compiled mode.
-    """
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return
-    if any(name.startswith("foscar.kernels") for name in sys.modules):
-        raise FoscarError(
-            "foscar's Triton kernels were imported before the interpreter was enabled; "
-            "run `foscar bench --smoke` in a fresh process (or set TRITON_INTERPRET=1)"
-        )
-    os.environ["TRITON_INTERPRET"] = "1"
 
 
 def run_dir_path(
@@ -173,38 +149,7 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     return cfg, cfg_path
 
 
-@dataclass(frozen=True)
-class BenchOutcome:
-    """What a finished ``foscar bench`` run left: its directory and the problems of its numbers."""
-
-    path: Path
-    problems: list[str]
-
-    @property
-    def exit_code(self) -> int:
-        """:data:`EXIT_RUN_PROBLEM` when there is a problem, else :data:`EXIT_OK`."""
-        return EXIT_RUN_PROBLEM if self.problems else EXIT_OK
-
-
-def run_problems(df) -> list[str]:
-    """Why a finished run's numbers need a look (empty: none), one sentence each.
-
-    * rows with status ``invalid`` (a time that is zero, negative, NaN or Inf);
-    * no FOSCAR row (a non-baseline row) was timed (``ok`` or ``suspect``), e.g. every
-      one was skipped, failed its check or raised: the run measured nothing of FOSCAR.
-    """
-    from bench.results import INVALID, TIMED
-
-    problems = []
-    invalid = df[df["status"] == INVALID]
-    if len(invalid):
-        names = ", ".join(sorted(set(invalid["kernel"].astype(str))))
-        problems.append(f"{len(invalid)} row(s) with an invalid time ({names}): left out of every mean")
-    foscar = df[~df["is_baseline"].astype(bool)]
-    if not foscar["status"].isin(TIMED).any():
-        counts = ", ".join(f"{n} {s}" for s, n in foscar["status"].value_counts().items()) or "no rows"
-        problems.append(f"no FOSCAR row was timed ({counts})")
-    return problems
+BenchOutcome = Outcome  # what a finished `foscar bench` run left (bench.engine.Outcome)
 
 
 def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> BenchOutcome | None:
@@ -240,29 +185,23 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     # heavy imports only now (torch; triton stays lazy inside the kernels and timing)
     import torch
 
+    from bench.engine import check_resume, emit, finish_run, make_console_for, run_study, shard_indices, start_run
     from bench.hbm import measure_hbm
     from bench.manifest import build_manifest, git_state, record_gpu_state
-    from bench.results import summarize, write_json
-    from bench.resume import gpu_mismatch, load_prior, session_record
-    from bench.sweep import Sweep, finished_points, grid, run_sweep
-    from bench.tables import make_console, summary_tables
+    from bench.resume import gpu_mismatch
+    from bench.sweep import BenchStudy, Sweep
+    from bench.tables import summary_tables
     from bench.timing import GRAPH_TIMING, INTERPRETER_TIMING, TIMING_LABELS
 
-    num_points = len(grid(cfg))
-    indices = None
-    if opts.shard is not None:
-        check_shard_fits(opts.shard, num_points)
-        indices = opts.shard.indices(num_points)
-    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model, opts.shard)
-    prior = load_prior(out, cfg_hash, cfg.to_dict())
-    if prior is not None:
-        why = gpu_mismatch(prior[1], info) or shard_mismatch(prior[1], opts.shard)
-        if why:
-            raise FoscarError(f"cannot resume {out}: {why}; pass a new --out DIR")
-    make_run_dir(out)
-    console = make_console(stderr=opts.output is OutputFormat.json) if opts.output is not OutputFormat.quiet else None
-    dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
     timing_mode = INTERPRETER_TIMING if interpreter else GRAPH_TIMING  # rows fall back to do_bench where capture fails
+    study = BenchStudy(cfg, backends, timing_mode=timing_mode, smoke=opts.smoke)
+    num_points = len(study.points())
+    indices = shard_indices(opts.shard, num_points)
+    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model, opts.shard)
+    prior = check_resume(study, out, cfg_hash, cfg.to_dict(), opts.shard, refuse=lambda meta: gpu_mismatch(meta, info))
+    make_run_dir(out)
+    console = make_console_for(opts.output)
+    dev = torch.device("cpu") if info is None else torch.device("cuda", torch.cuda.current_device())
 
     if console:
         what = "smoke grid" if opts.smoke else f"{arch} grid"
@@ -298,30 +237,20 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     )
     manifest["backends"] = {b.name: b.description for b in backends}
     manifest["workloads"] = workload_manifest(cfg)
-    manifest["grid_points"] = num_points
-    manifest["shard"] = opts.shard.to_json(num_points) if opts.shard is not None else None
     if hbm_detail:
         manifest["hbm_copy_tbps"], manifest["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
-    if prior is None:
-        meta = session = manifest
-        prior_rows = None
-    else:  # keep the first session's manifest; record this one under "resumes"
-        prior_rows, meta = prior
-        done = len(finished_points(cfg, backends, prior_rows))
-        session = session_record(manifest, done)
-        meta.setdefault("resumes", []).append(session)
     # the clocks are only read (bench.clocks), never set
     clocks, clocks_why = (None, "no GPU (CPU run)") if info is None else ClockReader.open(info.uuid, dev.index or 0)
-    session["clock_readings"] = (
+    manifest["clock_readings"] = (
         "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
     )
-    write_json(meta, out / "meta.json")
+    run = start_run(study, out, manifest, opts.shard, prior)
     gpu_uuid = (manifest.get("gpu") or {}).get("uuid")  # this session's GPU (torch, else NVML)
-    sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=prior_rows,
-                  progress=opts.output is OutputFormat.table, clocks=clocks, indices=indices,
-                  gpu_uuid=gpu_uuid)  # fmt: skip
+    study.sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=run.prior,
+                        progress=opts.output is OutputFormat.table, clocks=clocks, indices=indices,
+                        gpu_uuid=gpu_uuid)  # fmt: skip
     try:
-        df = run_sweep(sweep)
+        df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
     except KeyboardInterrupt:
         hint = f"interrupted: {out / 'results.csv'} holds every finished point; rerun with --out {out} to resume"
         print(hint, file=sys.stderr)
@@ -329,29 +258,50 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     finally:  # the GPU's state at the end, also after Ctrl-C or a crash
         if clocks is not None:
             clocks.close()
-        record_gpu_state(session, "end", info, dev.index or 0)
-        write_json(meta, out / "meta.json")
-    summary = summarize(df)
-    summary["timing_mode"] = timing_mode
-    summary["smoke"] = opts.smoke
-    problems = run_problems(df)
-    summary["problems"] = problems
-    write_json(summary, out / "summary.json")
+        record_gpu_state(run.session, "end", info, dev.index or 0)
+        run.save_meta()
+    summary = finish_run(study, run, df)
 
-    if opts.output is OutputFormat.json:
-        print(json.dumps(summary, indent=2))
-    elif console:
+    def show() -> None:
         for table in summary_tables(summary, interpreter):
             console.print(table)
         if not df.empty and (df["status"] == "skipped").all():
             reasons = "; ".join(sorted(set(df["error"].dropna().astype(str)))[:3])
             console.print(f"[yellow]no row ran: every row was skipped ({reasons})[/]")
         console.print(f"wrote {out / 'results.csv'}, {out / 'meta.json'}, {out / 'summary.json'}")
-    else:
-        print(out)
-    for p in problems:  # on stderr whatever the format, so a script sees why the exit code is 3
-        print(f"problem: {p} (exit code {EXIT_RUN_PROBLEM})", file=sys.stderr)
-    return BenchOutcome(out, problems)
+
+    emit(opts.output, out, summary, console, show)
+    return BenchOutcome(out, summary["problems"])
+
+
+def plan_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect"):
+    """What ``opts`` would run, without running it (:class:`bench.engine.RunPlan`, for ``--devices``):
+    the grid's point count, the run directory, a title.
+
+    Raises:
+        FoscarError: what :func:`run_bench` refuses before measuring (arch, config, flags).
+    """
+    from bench.backends import select_backends
+    from bench.engine import RunPlan
+    from bench.manifest import git_state
+    from bench.points import grid
+
+    info = detect_device() if device == "detect" else device
+    arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset)
+    cfg, cfg_path = resolve_config(opts, arch)
+    select_backends(cfg.kernels)
+    num_points = len(grid(cfg))
+    out = run_dir_path(opts.out, arch, opts.smoke, git_state().get("short"), cfg.model)
+    return RunPlan(num_points, out, f"{num_points} points of {cfg_path} (config hash {config_hash(cfg)[:12]})")
+
+
+def show_summary(console, summary: dict, out: Path) -> None:
+    """A finished (or merged) bench run's summary tables on ``console``."""
+    from bench.tables import summary_tables
+    from bench.timing import INTERPRETER_TIMING
+
+    for table in summary_tables(summary, summary.get("timing_mode") == INTERPRETER_TIMING):
+        console.print(table)
 
 
 def workload_manifest(cfg: BenchConfig) -> list[dict]:
@@ -386,8 +336,8 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
     """
     from bench.backends import select_backends
     from bench.plan import plan_json, plan_points, plan_table, point_key
-    from bench.resume import load_prior
-    from bench.sweep import finished_points, grid
+    from bench.engine import check_resume, finished_points
+    from bench.sweep import BenchStudy
     from bench.tables import make_console
 
     info = None if device == "detect" else device
@@ -430,13 +380,11 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
 
     resume = None
     if opts.out is not None:
-        prior = load_prior(Path(opts.out), cfg_hash, cfg.to_dict())
-        why = shard_mismatch(prior[1], opts.shard) if prior is not None else None
-        if why:
-            raise FoscarError(f"cannot resume {opts.out}: {why}; pass a new --out DIR")
+        study = BenchStudy(cfg, backends)
+        prior = check_resume(study, Path(opts.out), cfg_hash, cfg.to_dict(), opts.shard)
         if prior is not None:
-            points = grid(cfg)
-            done = sorted(finished_points(cfg, backends, prior[0]))
+            points = study.points()
+            done = sorted(finished_points(study, prior[0]))
             resume = {
                 "run_dir": str(opts.out),
                 "points_done": len(done),

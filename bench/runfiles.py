@@ -80,6 +80,15 @@ def open_report_run(run_dir: Path | str, out: Path | str | None) -> tuple[dict[s
     return meta, rows, make_dir(Path(out) if out is not None else run_dir, "report directory")
 
 
+def gpu_of(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta.json["gpu"]`` as a dict: ``{}`` for a CPU run; an ablation's ``"NAME (sm_XX)"`` text
+    (``foscar ablate`` records the GPU so) as ``{"name": text}``."""
+    gpu = meta.get("gpu")
+    if isinstance(gpu, dict):
+        return gpu
+    return {"name": gpu} if gpu else {}
+
+
 def make_dir(path: Path, what: str) -> Path:
     """Create the directory ``path`` (and its parents; an existing one is kept) and return it.
 

@@ -1,4 +1,6 @@
-"""The loop over sweep points.
+"""``foscar bench`` as a study of the engine (:mod:`bench.engine`): :class:`BenchStudy`, and
+how one point is measured (:func:`run_point`). The engine runs the loop (resume, progress,
+failure rows, ``results.csv`` after every point).
 
 For every point (batch x context x bits, in that nesting; the ``[sweep]`` grid,
 then the ``[[ragged]]`` grid, :func:`bench.points.grid`):
@@ -23,7 +25,7 @@ Every row records the GPU it ran on (``gpu_uuid``) and that GPU's measured HBM c
 (``hbm_ceiling_tbps``, which its ``sol_fraction`` divides by). ``Sweep.indices`` limits
 the loop to some points of the grid (``--shard K/N``, :mod:`bench.shard`).
 
-Resuming (:mod:`bench.resume`): points whose rows are all in the previous
+Resuming (:func:`bench.engine.finished_points`): points whose rows are all in the previous
 ``results.csv`` with a final status are taken from it and not run again. Progress
 (:mod:`bench.progress`): each point's header line carries an ETA, and a rich bar
 on stderr shows the current point where stderr is a terminal.
@@ -32,7 +34,6 @@ on stderr shows the current point where stderr is a terminal.
 from __future__ import annotations
 
 import gc
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,22 @@ from rich.console import Console
 
 from bench.backends import Backend, Prepared, operand_unavailable
 from bench.clocks import ClockReader, add_clock_notes, clock_fields
-from bench.config import BenchConfig
+from bench.config import BenchConfig, config_from_meta
+from bench.engine import Study, error_reason, run_points
+from bench.kinds import BENCH
 from bench.plan import plan_points
 from bench.points import grid, row_specs  # noqa: F401  (re-exported: bench.sweep.grid)
-from bench.progress import Eta, SweepProgress, bar_wanted
-from bench.resume import finished_rows, row_key
-from bench.results import add_speedups, new_row, set_timing, to_frame, write_csv
+from bench.resume import row_key
+from bench.results import (
+    POINT_KEYS,
+    add_speedups,
+    new_row,
+    read_results,
+    run_problems,
+    set_timing,
+    summarize,
+    to_frame,
+)
 from bench.tables import point_table
 from bench.timing import time_fn
 from bench.workload import Point, build_workload, describe_rows, estimate_bytes, max_rel_err
@@ -73,11 +84,7 @@ class Sweep:
     gpu_uuid: str | None = None  # the GPU the rows run on (results.csv gpu_uuid); None on the CPU
 
 
-def error_reason(e: BaseException, limit: int = 300) -> str:
-    """``"Type: message"`` on one line, whitespace squashed, at most ``limit`` characters."""
-    msg = " ".join(str(e).split())
-    text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+__all__ = ["BenchStudy", "Sweep", "error_reason", "grid", "row_specs", "run_point", "run_sweep"]
 
 
 def expected_rows(point: Point, backends: list[Backend], operands: list[str]) -> list[tuple[str, int | None, str | None]]:
@@ -85,62 +92,104 @@ def expected_rows(point: Point, backends: list[Backend], operands: list[str]) ->
     return [row_key(be.name, bits, op) for be, bits, op in row_specs(point, backends, operands)]
 
 
-def finished_points(cfg: BenchConfig, backends: list[Backend], prior: pd.DataFrame | None) -> dict[int, list[dict[str, Any]]]:
-    """Grid index -> the point's rows from ``prior``, for every point that need not run again."""
-    done: dict[int, list[dict[str, Any]]] = {}
-    if prior is None or not len(prior):
-        return done
-    for i, point in enumerate(grid(cfg)):
-        rows = finished_rows(prior, point, expected_rows(point, backends, cfg.operand))
-        if rows is not None:
-            done[i] = rows
-    return done
+def point_values(point: Point) -> dict[str, Any]:
+    """The :data:`bench.results.POINT_KEYS` columns a :class:`bench.workload.Point`'s rows carry
+    (``cache_bits`` = its bits; the workload columns from :meth:`Point.row_columns`)."""
+    row = new_row(point, "", None, None, None)
+    return {k: row[k] for k in POINT_KEYS}
+
+
+class BenchStudy(Study):
+    """``foscar bench`` as an engine study: the config's grid (:func:`bench.points.grid`) x its
+    kernels (:func:`bench.points.row_specs`); a point is measured by :func:`run_point` (check
+    against fp64, then time). Without a :class:`Sweep` (a merge) it only reads and summarizes.
+
+    Args:
+        cfg: the resolved config.
+        backends: its kernels (``None``: only read, frame and summarize rows, as a merge does).
+        sweep: where and how to run; ``None``: the study cannot measure.
+        timing_mode, smoke: recorded in ``summary.json``.
+    """
+
+    kind = BENCH
+
+    def __init__(self, cfg: BenchConfig, backends: list[Backend] | None, sweep: Sweep | None = None,
+                 timing_mode: str | None = None, smoke: bool | None = None):  # fmt: skip
+        self.cfg, self.backends, self.sweep = cfg, backends, sweep
+        self.timing_mode, self.smoke = timing_mode, smoke
+        self._points = grid(cfg)
+
+    def points(self) -> list[Point]:
+        return self._points
+
+    def label(self, point: Point) -> str:
+        return point.label()
+
+    def point_columns(self, point: Point) -> dict[str, Any]:
+        return point_values(point)
+
+    def row_keys(self, point: Point) -> list[tuple]:
+        return expected_rows(point, self.backends, self.cfg.operand)
+
+    def row_key(self, row: dict[str, Any]) -> tuple:
+        return row_key(row["kernel"], row["bits"], row["operand"])
+
+    def measure(self, point: Point) -> list[dict[str, Any]]:
+        return run_point(point, self.sweep)
+
+    def failure_rows(self, point: Point, reason: str) -> list[dict[str, Any]]:
+        rows = [new_row(point, be.name, bits, op, be.baseline, kv_dtype=be.kv_dtype)
+                for be, bits, op in row_specs(point, self.backends, self.cfg.operand)]  # fmt: skip
+        for row in rows:
+            row.update(status="error", error=reason)
+        return rows
+
+    def frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        return add_clock_notes(add_speedups(to_frame(rows)))
+
+    def merge_frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        return add_speedups(to_frame(rows))  # each shard's clock notes are against its own GPU's median
+
+    @staticmethod
+    def read(path: Path) -> pd.DataFrame:
+        return read_results(path)
+
+    @staticmethod
+    def empty_frame() -> pd.DataFrame:
+        return to_frame([])
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> BenchStudy:
+        # no backends: reading and summarizing rows needs none (a merge runs without the kernels' registry)
+        return cls(config_from_meta(meta), None, timing_mode=meta.get("timing_mode"), smoke=meta.get("smoke"))
+
+    def summarize(self, df: pd.DataFrame) -> dict[str, Any]:
+        summary = summarize(df)
+        summary["timing_mode"] = self.timing_mode
+        summary["smoke"] = self.smoke
+        return summary
+
+    def problems(self, df: pd.DataFrame) -> list[str]:
+        return run_problems(df)
+
+    def estimates(self) -> list[float]:
+        dev = self.sweep.device if self.sweep else torch.device("cpu")
+        runnable = {be.name: be.unavailable(dev) is None for be in self.backends}
+        return [p.seconds for p in plan_points(self.cfg, self.backends, interpreter=dev.type != "cuda", runnable=runnable)]
+
+    def show_point(self, console, rows: pd.DataFrame, point: Point) -> None:
+        console.print(point_table(rows, point.label(), self.sweep.hbm_tbps if self.sweep else None))
+
+    def after_point(self) -> None:
+        if self.sweep is not None:
+            _free(self.sweep.device)
 
 
 def run_sweep(sweep: Sweep) -> pd.DataFrame:
     """Run every point of ``sweep.indices`` (default: the whole grid) not already finished in
     ``sweep.prior``; return all rows, in grid order (also written to ``results_path`` after each point)."""
-    cfg = sweep.cfg
-    points = grid(cfg)
-    selected = list(range(len(points))) if sweep.indices is None else list(sweep.indices)
-    by_point = finished_points(cfg, sweep.backends, sweep.prior)
-    todo = [i for i in selected if i not in by_point]
-    position = {i: n for n, i in enumerate(selected)}  # 0-based place of a grid index among the selected points
-    if sweep.console and by_point:
-        sweep.console.print(
-            f"resuming: {len(selected) - len(todo)} of {len(selected)} points already in {sweep.results_path}; "
-            f"running the other {len(todo)}"
-        )
-
-    def all_rows() -> pd.DataFrame:
-        return add_clock_notes(add_speedups(to_frame([r for i in sorted(by_point) for r in by_point[i]])))
-
-    runnable = {be.name: be.unavailable(sweep.device) is None for be in sweep.backends}
-    plans = plan_points(cfg, sweep.backends, interpreter=sweep.device.type != "cuda", runnable=runnable)
-    eta = Eta([plans[i].seconds for i in todo])
-    df = all_rows()
-    with SweepProgress(eta, len(selected)) if sweep.progress and bar_wanted() else nullcontext() as bar:
-        for i in todo:
-            point = points[i]
-            if bar:
-                bar.point_started(position[i] + 1, point.label())
-            if sweep.console:
-                sweep.console.print(f"[bold][{position[i] + 1}/{len(selected)}][/] {point.label()}  [dim]({eta.text()})[/]")
-            point_rows = run_point(point, sweep)
-            by_point[i] = point_rows
-            df = all_rows()
-            write_csv(df, sweep.results_path)
-            eta.point_done()
-            if bar:
-                bar.point_done()
-            if sweep.console:
-                start = sum(len(by_point[j]) for j in by_point if j < i)
-                mine = df.iloc[start : start + len(point_rows)]
-                sweep.console.print(point_table(mine, point.label(), sweep.hbm_tbps))
-            _free(sweep.device)
-    if not todo:
-        write_csv(df, sweep.results_path)
-    return df
+    study = BenchStudy(sweep.cfg, sweep.backends, sweep)
+    return run_points(study, sweep.results_path, sweep.indices, sweep.prior, sweep.console, sweep.progress)
 
 
 def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:

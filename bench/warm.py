@@ -45,8 +45,8 @@ def warm(cfg, backends: list, device: "torch.device") -> list[dict[str, Any]]:
         failure is not fatal: the workers record the same error in that row.
     """
     from bench.backends import operand_unavailable
-    from bench.points import grid
-    from bench.sweep import error_reason, row_specs
+    from bench.engine import error_reason
+    from bench.points import grid, row_specs
     from bench.workload import build_workload
 
     records: list[dict[str, Any]] = []

@@ -246,11 +246,18 @@ def test_devices_on_real_gpus_record_each_rows_gpu_and_ceiling(tmp_path, capsys)
 
 
 def test_worker_options_round_trip_when_typer_hands_enums_over_as_strings():
-    """Some typer versions pass an Enum option's plain value; the --devices worker's JSON must still work."""
+    """Some typer versions pass an Enum option's plain value; the --devices worker's JSON must still work,
+    for every command that takes --devices."""
+    from bench.ablate import AblateOptions
+    from bench.accuracy import AccuracyOptions
     from bench.arch import Arch
     from bench.devices import options_from_json, options_to_json
     from bench.run import BenchOptions, OutputFormat
 
-    opts = BenchOptions(arch="h200", output="quiet", bits=[2])
+    opts = BenchOptions(arch="h200", output="quiet", bits=[2], shard=Shard(1, 2))
     assert opts.arch is Arch.h200 and opts.output is OutputFormat.quiet
-    assert options_from_json(options_to_json(opts)) == opts
+    assert options_from_json(BenchOptions, options_to_json(opts)) == opts
+    for other in (AblateOptions(output="json", out=Path("x"), axes=["cache"]),
+                  AccuracyOptions(output="quiet", kv_file=Path("kv.safetensors"), rotations=["none"])):  # fmt: skip
+        assert other.output in (OutputFormat.json, OutputFormat.quiet)
+        assert options_from_json(type(other), options_to_json(other)) == other

@@ -1,4 +1,4 @@
-"""``foscar ablate``: each idea's speed-up on the same points (:func:`bench.ablate.run_ablate`)."""
+"""``foscar ablate``: each idea's speed-up on the same points (:func:`bench.ablate.run_ablation`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import typer
 
 from bench.ablate_grid import AXES
 from bench.cli.app import app
-from bench.cli.options import BatchOpt, BitsOpt, ContextOpt, DebugOpt, OutOpt, SmokeOpt, command_args, one_of
+from bench.cli.options import BatchOpt, BitsOpt, ContextOpt, DebugOpt, DevicesOpt, FormatOpt, OutOpt, ShardOpt
+from bench.cli.options import SmokeOpt, bit_widths, build_options, command_args, one_of, run_command, sharding
+from bench.engine import OutputFormat
 from bench.errors import check_choices
 
 
@@ -20,8 +22,11 @@ def ablate(
     context: ContextOpt = None,
     out: OutOpt = None,
     smoke: SmokeOpt = False,
-    axis: Annotated[Optional[list[str]], typer.Option(
+    axes: Annotated[Optional[list[str]], typer.Option(
         "--axis", help=f"Only this axis (repeat): {one_of(AXES)}.")] = None,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
+    output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
     """Isolate each idea on the same points: folded vs per-value reconstruction, group
@@ -29,18 +34,11 @@ def ablate(
     cache, token- vs channel-wise K; geometric-mean speed-up per setting.
 
     Default points: batch {1, 8, 64} x 32K and 8 x 128K, INT2 and INT4, Qwen3-8B shape.
+    Rerunning the same command with the same --out DIR resumes it.
     """
-    check_choices("--axis", axis, AXES)
-    from bench.ablate import run_ablate
-    from bench.tables import make_console
+    check_choices("--axis", axes, AXES)
+    from bench.ablate import AblateOptions, run_ablation
 
-    run_ablate(
-        out,
-        [int(b.value) for b in bits] if bits else None,
-        batch,
-        context,
-        smoke,
-        argv=command_args(ctx),
-        console=make_console(),
-        axes=axis,
-    )
+    opts = build_options(AblateOptions, ctx, bits=bit_widths(bits), output=output_format, argv=command_args(ctx),
+                         shard=sharding(shard, devices))  # fmt: skip
+    run_command("ablate", opts, run_ablation, devices)

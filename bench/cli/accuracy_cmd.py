@@ -13,17 +13,21 @@ from bench.cli.app import app
 from bench.cli.options import (
     BitsOpt,
     DebugOpt,
+    DevicesOpt,
     FormatOpt,
     OutOpt,
     Rotation,
+    ShardOpt,
     bit_widths,
     build_options,
     command_args,
     one_of,
+    run_command,
+    sharding,
 )
 from bench.config import SUPPORTED_GROUP_SIZES
+from bench.engine import OutputFormat
 from bench.errors import check_choices
-from bench.run import OutputFormat
 
 
 DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
@@ -80,6 +84,8 @@ def accuracy(
     seed: SeedOpt = 0,
     kv_file: KvFileOpt = None,
     no_plots: NoPlotsOpt = False,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
@@ -92,12 +98,12 @@ def accuracy(
     on the unquantized BF16 cache and (b) fp64 attention on the cache the kernel
     reads: relative L2, max abs, cosine, and the attention-probability KL. Writes
     results.csv, meta.json, summary.json, PNGs and accuracy.md to the run directory.
+    Rerunning the same command with the same --out DIR resumes it.
     """
     check_choices("--kernel", kernels, VARIANT_NAMES)
     check_choices("--group-size", group_sizes, SUPPORTED_GROUP_SIZES)
     from bench.accuracy import AccuracyOptions, run_accuracy
 
-    run_accuracy(
-        build_options(AccuracyOptions, ctx, bits=bit_widths(bits), plots=not no_plots, output=output_format,
-                      argv=["foscar", *command_args(ctx)])
-    )  # fmt: skip
+    opts = build_options(AccuracyOptions, ctx, bits=bit_widths(bits), plots=not no_plots, output=output_format,
+                         argv=["foscar", *command_args(ctx)], shard=sharding(shard, devices))  # fmt: skip
+    run_command("accuracy", opts, run_accuracy, devices)

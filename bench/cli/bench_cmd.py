@@ -19,11 +19,15 @@ from bench.cli.options import (
     FormatOpt,
     JsonOpt,
     OutOpt,
+    DevicesOpt,
+    ShardOpt,
     SmokeOpt,
     bit_widths,
     build_options,
     command_args,
     one_of,
+    run_command,
+    sharding,
 )
 from bench.config import (
     GRIDS,
@@ -33,11 +37,10 @@ from bench.config import (
     UNBUILT_OPERANDS,
     model_names,
 )
-from bench.devices import parse_devices, refuse_shard
+from bench.engine import OutputFormat
 from bench.errors import check_choices
 from bench.lengths import WORKLOAD_NAMES
-from bench.run import BenchOptions, OutputFormat
-from bench.shard import parse_shard
+from bench.run import BenchOptions
 
 
 ArchOpt = Annotated[
@@ -101,18 +104,6 @@ DryRunOpt = Annotated[
     typer.Option("--dry-run", help="Print the resolved grid, the device memory per point and an estimated run time; "
                  "run nothing, touch no GPU, write nothing."),
 ]  # fmt: skip
-ShardOpt = Annotated[
-    Optional[str],
-    typer.Option("--shard", metavar="K/N", help="Run only every N-th point of the grid, starting at point K "
-                 "(0 <= K < N; a point with all its kernels), into its own run directory; `foscar merge` combines "
-                 "the N shards."),
-]  # fmt: skip
-DevicesOpt = Annotated[
-    Optional[str],
-    typer.Option("--devices", metavar="all|0,1,...", help="One worker process per listed local GPU, each running "
-                 "--shard i/N on its GPU into <out>/shards/, then merged into <out>. Default: this process's GPU only."),
-]  # fmt: skip
-
 @app.command()
 def bench(
     ctx: typer.Context,
@@ -159,10 +150,7 @@ def bench(
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
     check_choices("--grid", grids, GRIDS)
-    shard_k_n = None if shard is None else parse_shard(shard)
-    if devices is not None:
-        parse_devices(devices)
-        refuse_shard(shard_k_n)
+    shard_k_n = sharding(shard, devices)
     opts = build_options(
         BenchOptions,
         ctx,
@@ -171,13 +159,6 @@ def bench(
         argv=["foscar", *command_args(ctx)],
         shard=shard_k_n,
     )
-    if devices is not None and not dry_run:  # workers per GPU, then the merge
-        from bench.devices import run_devices
+    from bench.run import run_bench
 
-        outcome = run_devices(opts)
-    else:
-        from bench.run import run_bench
-
-        outcome = run_bench(opts)
-    if outcome is not None and outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    run_command("bench", opts, run_bench, None if dry_run else devices)  # --dry-run --devices: the plan only

@@ -9,7 +9,7 @@ import typer
 
 from bench.cli.app import app
 from bench.cli.options import DebugOpt, FormatOpt, JsonOpt
-from bench.run import OutputFormat
+from bench.engine import OutputFormat
 
 
 BaseArg = Annotated[Path, typer.Argument(metavar="BASE", help="The run directory to compare against (the baseline).")]

@@ -25,7 +25,7 @@ from bench.cli.options import (
     one_of,
 )
 from bench.config import SUPPORTED_GROUP_SIZES
-from bench.run import OutputFormat
+from bench.engine import OutputFormat
 
 
 EvalGroupOpt = Annotated[

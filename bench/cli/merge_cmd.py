@@ -10,13 +10,13 @@ import typer
 from bench.cli.app import app
 from bench.cli.options import DebugOpt, FormatOpt, command_args
 from bench.errors import EXIT_RUN_PROBLEM
-from bench.run import OutputFormat
+from bench.engine import OutputFormat
 
 
 @app.command()
 def merge(
     ctx: typer.Context,
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench --shard K/N).")],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench|ablate|accuracy --shard K/N).")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
         bool, typer.Option("--allow-partial", help="Merge even when shards (or points of a shard) are missing; they are listed.")
@@ -24,9 +24,10 @@ def merge(
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
-    """Combine shard runs into one run: rows in grid order, manifests merged, summary.json recomputed.
+    """Combine shard runs of one study (bench, ablate or accuracy) into one run: rows in grid order,
+    manifests merged, summary.json (and the study's report files) recomputed.
 
-    Refuses shards whose config fingerprint, git commit, shard count, GPU model or timing
+    Refuses shards whose study kind, config fingerprint, git commit, shard count, GPU model or timing
     mode differ (naming the field and both values), a shard given twice, and missing
     shards (unless --allow-partial). Exit code 3 when the merged numbers need a look.
     """

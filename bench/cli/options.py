@@ -18,7 +18,9 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from bench.accuracy_grid import ROTATIONS
-from bench.run import OutputFormat
+from bench.devices import parse_devices, refuse_shard
+from bench.engine import OutputFormat
+from bench.shard import Shard, parse_shard
 
 T = TypeVar("T")
 
@@ -79,6 +81,34 @@ def bit_widths(bits: Optional[list[Bits]]) -> Optional[list[int]]:
     return None if not bits else [int(b.value) for b in bits]
 
 
+def sharding(shard: Optional[str], devices: Optional[str]) -> Optional[Shard]:
+    """``--shard`` parsed, once ``--devices`` (when given) is valid and not given with it.
+
+    Raises:
+        FoscarError: a malformed ``--shard`` or ``--devices``, or both given.
+    """
+    shard_k_n = None if shard is None else parse_shard(shard)
+    if devices is not None:
+        parse_devices(devices)
+        refuse_shard(shard_k_n)
+    return shard_k_n
+
+
+def run_command(kind: str, opts: Any, run: Any, devices: Optional[str]) -> None:
+    """Run a study command (``bench``, ``ablate``, ``accuracy``): ``run(opts)`` on this process's
+    GPU, or with ``--devices`` one worker per GPU and the merge (:func:`bench.devices.run_devices`);
+    then exit with the outcome's code (3: the numbers need a look). ``run`` may return ``None``
+    (nothing ran: a dry run)."""
+    if devices is not None:
+        from bench.devices import run_devices
+
+        outcome = run_devices(kind, opts)
+    else:
+        outcome = run(opts)
+    if outcome is not None and outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+
+
 def set_debug(ctx: typer.Context, value: bool) -> bool:
     """``--debug``'s callback: records it in the invocation's :class:`CliState`; returns ``value``."""
     if value:
@@ -114,6 +144,17 @@ FormatOpt = Annotated[
                  "compare's comparison); quiet: the run directory only (compare: the verdict only)."),
 ]  # fmt: skip
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+ShardOpt = Annotated[
+    Optional[str],
+    typer.Option("--shard", metavar="K/N", help="Run only every N-th point of the grid, starting at point K "
+                 "(0 <= K < N; a point with all its rows), into its own run directory; `foscar merge` combines "
+                 "the N shards."),
+]  # fmt: skip
+DevicesOpt = Annotated[
+    Optional[str],
+    typer.Option("--devices", metavar="all|0,1,...", help="One worker process per listed local GPU, each running "
+                 "--shard i/N on its GPU into <out>/shards/, then merged into <out>. Default: this process's GPU only."),
+]  # fmt: skip
 
 # eval-model and dump-kv (transformers; the `hf` extra)
 HfModelOpt = Annotated[
