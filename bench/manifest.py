@@ -237,6 +237,16 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
+def _cuda_kernel_build() -> dict[str, Any] | None:
+    """The CUDA extension's build settings (``decode_cuda.build_settings``), or None without its sources."""
+    try:
+        from foscar.kernels.decode_cuda import build_settings
+
+        return build_settings()
+    except (ImportError, OSError) as e:  # a wheel without the CUDA sources
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def build_manifest(
     *,
     arch: str,
@@ -289,6 +299,7 @@ def build_manifest(
         "config_source": config_source,
         "config_hash": config_hash if config_hash is not None else hash_config(config),
         "config": config,
+        "cuda_kernel_build": _cuda_kernel_build(),
     }
     record_gpu_state(meta, "start", device, device_index)
     return meta

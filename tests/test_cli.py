@@ -173,6 +173,9 @@ def test_smoke_run_writes_results(tmp_path):
     assert {"torch", "triton", "flashinfer", "cuda"} <= set(meta["versions"])
     assert {"commit", "dirty"} <= set(meta["git"])
     assert meta["command"].startswith("foscar bench --smoke")
+    build = meta["cuda_kernel_build"]  # how the CUDA kernel is (or would be) built: no experiment knob here
+    assert build["default_build"] is True and build["csrc"] is None and build["merge"] == "kernel"
+    assert "-O3" in build["nvcc_flags"] and len(build["source_hash"]) == 12
     if meta["gpu"] is None:
         assert meta["triton_interpreter"] is True
         assert "not a performance number" in meta["timing"]

@@ -449,3 +449,20 @@ def test_binding_source_compiles(tmp_path):
            *(f"-I{p}" for p in include_paths()), f"-I{cuda_include}", f"-I{sysconfig.get_paths()['include']}", str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypatch, tmp_path):
+    """meta.json's cuda_kernel_build: numbers from a -D knob or another source tree are not the shipped kernel's."""
+    import importlib
+
+    from foscar.kernels import decode_cuda
+
+    assert decode_cuda.build_settings()["default_build"] is True
+    try:
+        monkeypatch.setenv("FOSCAR_NVCC_DEFINES", "FOSCAR_MIN_BLOCKS=4")
+        s = importlib.reload(decode_cuda).build_settings()
+        assert s["default_build"] is False and "-DFOSCAR_MIN_BLOCKS=4" in s["nvcc_flags"]
+    finally:
+        monkeypatch.delenv("FOSCAR_NVCC_DEFINES")
+        importlib.reload(decode_cuda)
+    assert decode_cuda.build_settings()["default_build"] is True

@@ -36,7 +36,8 @@ KERNEL_NAME = "foscar-cuda"
 # header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"), FOSCAR_NVCC_FLAGS adds raw nvcc flags ("-Xptxas -O0":
 # tests/test_decode_cuda.py checks that ptxas's optimiser does not change the FP8 results). All enter the
 # extension's name.
-CSRC = Path(os.environ.get("FOSCAR_CSRC") or Path(__file__).parent / "csrc")
+DEFAULT_CSRC = Path(__file__).parent / "csrc"
+CSRC = Path(os.environ.get("FOSCAR_CSRC") or DEFAULT_CSRC)
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
@@ -47,7 +48,8 @@ HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # th
 MERGE = os.environ.get("FOSCAR_MERGE", "kernel")
 if MERGE not in ("fused", "kernel"):
     raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
-NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo") + tuple(
+BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")  # the shipped build
+NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(
     f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split()) + (("-DFOSCAR_FUSED_MERGE=1",) if MERGE == "fused" else ()) + tuple(
     os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
@@ -60,6 +62,20 @@ def source_hash() -> str:
         h.update(src.read_bytes())
     h.update(" ".join(NVCC_FLAGS).encode())
     return h.hexdigest()[:12]
+
+
+def build_settings() -> dict[str, object]:
+    """How this process builds the CUDA extension, for a run's manifest (``meta.json``).
+
+    Returns:
+        ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
+        "fused", "source_hash": str, "default_build": bool}``; ``default_build`` is False when any
+        experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``,
+        ``FOSCAR_MERGE=fused``) is set, i.e. the numbers are not those of the shipped kernel.
+    """
+    custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
+    return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
+            "source_hash": source_hash(), "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
