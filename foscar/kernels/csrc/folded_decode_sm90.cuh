@@ -60,10 +60,11 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
-#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM
-#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
-#else  // (a min-blocks of 1 is not the same: ptxas then used 167 registers instead of 128)
-#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
+#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
+#else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
+       // 167 registers instead of 128)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
 #ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
@@ -611,8 +612,16 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
 // PAGED: token rows through the page table (p.kv_indptr / p.kv_indices), else contiguous.
 // CH: channel-wise K (above), else token-wise.
+// CTAs per SM that ptxas must leave registers for (<= 168 each for 3): the folded head_dim 128 group
+// 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
+// the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
+// loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
+// at <= 168 (bench/NOTES.md, full-tile fast path; at group 64 it spilled 76 bytes). 0: no bound.
+template <int HEAD_DIM, int GROUP, int MODE>
+constexpr int min_blocks() { return HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue ? 3 : 0; }
+
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -793,7 +802,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   int code_dst_lane[SWZ_PERIOD];
 #pragma unroll
   for (int q = 0; q < SWZ_PERIOD; ++q) code_dst_lane[q] = code_dst<F>(lane, q);
-  const bool fast_copies = p.scales_aligned && (!PAGED || p.page_shift >= 6);
+  // paged with pages of fewer than 64 tokens (FlashInfer's usual 16): a sub-tile spans pages, but a
+  // 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH) lies in one page when
+  // page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4, implied): issue_full then
+  // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
+  // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
+  const bool small_pages = PAGED && p.page_shift < 6;
+  const bool fast_copies =
+      p.scales_aligned && (!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32));
   auto issue_full = [&](int it, const int (&pg)[2]) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
@@ -803,30 +819,58 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       id = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0, and of the whole sub-tile
       trow = paged_row(id, t0);
     }
-    const uint8_t* ksrc = kc + trow * RB + 16 * lane;
-    const uint8_t* vsrc = vc + trow * RB + 16 * lane;
-#pragma unroll
-    for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
-      const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
-      cp_async16_full(dst, ksrc + 512 * jj);
-      cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
-    }
-    const long long srow = trow * NG;  // float of token t0 in the scale rows
     const uint32_t sst = st + 2 * F::CODE_BYTES;
-    if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
-      const int h = lane / 16, i = lane % 16;
-      if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
-      cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + srow + 4 * i);
-    } else {
+    if (!small_pages) {  // the sub-tile's rows are adjacent
+      const uint8_t* ksrc = kc + trow * RB + 16 * lane;
+      const uint8_t* vsrc = vc + trow * RB + 16 * lane;
 #pragma unroll
-      for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
-        const int i = lane + 32 * q;
-        if constexpr (!CH) {
-          cp_async16_full(sst + 16 * i, ks_g + srow + 4 * i);
-          cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + srow + 4 * i);
+      for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
+        const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
+        cp_async16_full(dst, ksrc + 512 * jj);
+        cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
+      }
+      const long long srow = trow * NG;  // float of token t0 in the scale rows
+      if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
+        const int h = lane / 16, i = lane % 16;
+        if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
+        cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + srow + 4 * i);
+      } else {
+#pragma unroll
+        for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
+          const int i = lane + 32 * q;
+          if constexpr (!CH) {
+            cp_async16_full(sst + 16 * i, ks_g + srow + 4 * i);
+            cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + srow + 4 * i);
+          }
+          cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + srow + 4 * i);
+          cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + srow + 4 * i);
         }
-        cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + srow + 4 * i);
-        cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + srow + 4 * i);
+      }
+    } else if constexpr (PAGED && !CH) {  // pages of 32 / NCH .. 32 tokens: one page per round
+#pragma unroll
+      for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
+        const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
+        const int idj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
+        const long long src = paged_row(idj, t0 + tj) * RB + 16 * lane;  // = issue's row * RB + 16 c
+        const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
+        cp_async16_full(dst, kc + src);
+        cp_async16_full(dst + F::CODE_BYTES, vc + src);
+      }
+      if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_any)
+        const int h = lane / 16, i = lane % 16, tok = 4 * i / NG;
+        const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+        cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + src);
+        cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + src);
+      } else {
+#pragma unroll
+        for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
+          const int i = lane + 32 * q, tok = 4 * i / NG;
+          const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+          cp_async16_full(sst + 16 * i, ks_g + src);
+          cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + src);
+          cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + src);
+          cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + src);
+        }
       }
     }
     if constexpr (CH) {
