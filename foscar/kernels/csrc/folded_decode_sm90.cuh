@@ -807,7 +807,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
   // page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4, implied): issue_full then
   // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
   // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
-  const bool small_pages = PAGED && p.page_shift < 6;
+  const bool small_pages = PAGED && !CH && p.page_shift < 6;  // (channel-wise K: fast_copies needs >= 64)
   const bool fast_copies =
       p.scales_aligned && (!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32));
   auto issue_full = [&](int it, const int (&pg)[2]) {
