@@ -1,15 +1,15 @@
 """Instructions in the main loop of each CUDA decode kernel, from the compiled SASS.
 
 The numbers in bench/NOTES.md §5, §6, §8 and §12 ("1209 instructions per 64 tokens per
-warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place", 1051 today)
-come from here: compile the kernel's translation units for sm_90a with nvcc (no GPU
-needed), disassemble with ``cuobjdump -sass``, and in every ``folded_decode_kernel``
-instance find the per-tile loop of a warp (64 tokens): of the innermost backward branches
-around mma instructions, the one with the most of them, then the shortest (ptxas adds longer
-ones around it for the divergence fallback of shuffles; the kernel runs its full sub-tiles in
-one loop and the last steps in a second, general one: the first is the shorter, bench/NOTES.md
-"full-tile fast path"). Count the instructions inside it by opcode; a static count, so a
-branch inside the loop counts both ways.
+warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place", 1053
+before and 853 with the full-tile copy loop of §23) come from here: compile the kernel's
+translation units for sm_90a with nvcc (no GPU needed), disassemble with ``cuobjdump -sass``,
+and in every ``folded_decode_kernel`` instance find the per-tile loop of a warp (64 tokens): of
+the innermost backward branches around mma instructions, the one with the most of them, then
+the shortest (ptxas adds longer ones around it for the divergence fallback of shuffles; the
+kernel runs its full sub-tiles in one loop and its last steps in a second, general one: the
+first is the shorter, bench/NOTES.md §23). Count the instructions inside it by opcode; a
+static count, so a branch inside the loop counts both ways.
 
     python -m bench.sass                      # every instance, one line each
     python -m bench.sass --match "INT2 D=128 G=128"    # INT2, head_dim 128, group 128

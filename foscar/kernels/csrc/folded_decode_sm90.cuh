@@ -616,7 +616,7 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
-// at <= 168 (bench/NOTES.md, full-tile fast path; at group 64 it spilled 76 bytes). 0: no bound.
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes). 0: no bound.
 template <int HEAD_DIM, int GROUP, int MODE>
 constexpr int min_blocks() { return HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue ? 3 : 0; }
 
