@@ -1,13 +1,15 @@
 """Instructions in the main loop of each CUDA decode kernel, from the compiled SASS.
 
 The numbers in bench/NOTES.md §5, §6, §8 and §12 ("1209 instructions per 64 tokens per
-warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place", 1051 today)
-come from here: compile the kernel's translation units for sm_90a with nvcc (no GPU
-needed), disassemble with ``cuobjdump -sass``, and in every ``folded_decode_kernel``
-instance find the per-tile loop of a warp (64 tokens): of the backward branches around the
-most mma instructions, the shortest (ptxas adds longer ones around it for the divergence
-fallback of shuffles). Count the instructions inside it by opcode; a static count, so a
-branch inside the loop counts both ways.
+warp", "per-value 2797", "FP8 1466 with 320 F2FP unpacks", "1059 with planes in place", 1053
+before and 853 with the full-tile copy loop of §23) come from here: compile the kernel's
+translation units for sm_90a with nvcc (no GPU needed), disassemble with ``cuobjdump -sass``,
+and in every ``folded_decode_kernel`` instance find the per-tile loop of a warp (64 tokens): of
+the innermost backward branches around mma instructions, the one with the most of them, then
+the shortest (ptxas adds longer ones around it for the divergence fallback of shuffles; the
+kernel runs its full sub-tiles in one loop and its last steps in a second, general one: the
+first is the shorter, bench/NOTES.md §23). Count the instructions inside it by opcode; a
+static count, so a branch inside the loop counts both ways.
 
     python -m bench.sass                      # every instance, one line each
     python -m bench.sass --match "INT2 D=128 G=128"    # INT2, head_dim 128, group 128
@@ -87,18 +89,23 @@ def loop_counts(sass: str) -> list[LoopCount]:
             mm = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
             if mm:
                 ins.append((int(mm.group(1), 16), mm.group(2).strip()))
-        # the per-tile loop: of the backward branches whose range holds the most HMMAs, the shortest
-        # (ptxas can add longer backward branches around it: divergence fallbacks of shuffles)
+        # the per-tile loop: of the innermost backward branches around HMMAs (none inside holds an
+        # HMMA too), the one with the most HMMAs, then the shortest: ptxas adds longer backward branches
+        # around it (divergence fallbacks of shuffles), and the kernel has two such loops, the steps of
+        # full sub-tiles (issue_full, no token mask; all but the last kStages steps) and the general
+        # steps, the first the shorter
         loops = []
         for addr, text in ins:
             b = re.search(r"BRA\s.*?0x([0-9a-f]+)", text)
             if b and int(b.group(1), 16) < addr:
                 target = int(b.group(1), 16)
                 mma = sum(1 for a, t in ins if target <= a <= addr and "MMA" in t.split()[0 if not t.startswith("@") else 1])
-                loops.append((-mma, addr - target, target, addr))
-        if not loops:
+                if mma:
+                    loops.append((-mma, addr - target, target, addr))
+        inner = [lp for lp in loops if not any(o is not lp and lp[2] <= o[2] and o[3] <= lp[3] for o in loops)]
+        if not inner:
             continue
-        best = min(loops)[2:]
+        best = min(inner)[2:]
         body = [t for a, t in ins if best[0] <= a <= best[1]]
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in body)
         bits, d, g, mode, paged, channel = (int(x) for x in m.groups())

@@ -44,9 +44,10 @@ def test_cuda_source_compiles_for_sm90(tmp_path):
     # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged x token- / channel-wise K
     assert len(checked) == 72
     # the SASS claim of bench/NOTES.md §6: folding needs well under half the per-value
-    # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128; 1051 vs 2781
-    # today). Channel-wise K: the static count holds the query rebuild of a second K block (k_block
-    # 32 only) besides the first, 1573 vs 3004 at INT2 and 1713 vs 2925 at INT4 (NOTES §15)
+    # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128; 1053 vs 2797
+    # before the full-tile loop, 853 vs 2575 with it, NOTES §23). Channel-wise K: the static count
+    # holds the query rebuild of a second K block (k_block 32 only) besides the first, 1573 vs 3004
+    # at INT2 and 1713 vs 2925 at INT4 (NOTES §15; 1270 vs 2646 and 1365 vs 2654 with the full-tile loop)
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         return

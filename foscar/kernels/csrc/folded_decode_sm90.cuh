@@ -52,16 +52,19 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 namespace foscar {
 
 // Tuning knobs, overridable with -D for experiments (bench/NOTES.md records what was tried).
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
-#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM
-#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
-#else  // (a min-blocks of 1 is not the same: ptxas then used 167 registers instead of 128)
-#define FOSCAR_LAUNCH_BOUNDS __launch_bounds__(kWarps * 32)
+#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
+#else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
+       // 167 registers instead of 128)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
 #ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
@@ -124,8 +127,37 @@ __host__ __device__ constexpr bool first_step_of_group(int c, int pl) {
   return true;
 }
 
-__device__ __forceinline__ int swz(int token, int chunk, int nch, int rows_per_swz) {
+__host__ __device__ constexpr int swz(int token, int chunk, int nch, int rows_per_swz) {
   return chunk ^ ((token / rows_per_swz) & (nch - 1));
+}
+
+// ---- Full-tile copies (the fast path of the kernel's `issue`), proved at compile time.
+// `issue` copies 16-byte chunk i = lane + 32 jj of a sub-tile's codes (token i / NCH, chunk i % NCH)
+// from byte 16 i of the sub-tile's rows (a sub-tile's RB-byte rows are adjacent: contiguous caches,
+// and paged ones whose pages hold whole sub-tiles) to the swizzled place code_dst(lane, jj). The fast
+// path keeps code_dst(lane, jj % SWZ_PERIOD) per lane across the loop and adds the constant
+// (jj - jj % SWZ_PERIOD) * 512 bytes: the same chunk to the same byte, with no index arithmetic per pass.
+template <class F>
+__host__ __device__ constexpr int code_dst(int lane, int jj) {
+  const int i = lane + 32 * jj, tok = i / F::NCH, c = i % F::NCH;
+  return tok * F::RB + 16 * swz(tok, c, F::NCH, F::ROWS_PER_SWZ);
+}
+// the smallest period (1, 2, 4, .. in jj) of the swizzle over whole 32-chunk rounds, 0 if none
+template <class F>
+__host__ __device__ constexpr int code_swizzle_period() {
+  constexpr int JJ = kTileTokens * F::NCH / 32;
+  for (int per = 1; per <= JJ; per *= 2) {
+    bool ok = true;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int jj = 0; jj < JJ; ++jj) {
+        // source side: chunk i sits at byte 16 i of the sub-tile (token i / NCH's row, chunk i % NCH)
+        const int i = lane + 32 * jj;
+        ok = ok && (i / F::NCH) * F::RB + 16 * (i % F::NCH) == 16 * i;
+        ok = ok && code_dst<F>(lane, jj) == code_dst<F>(lane, jj % per) + (jj - jj % per) * 512;
+      }
+    if (ok) return per;
+  }
+  return 0;
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -134,6 +166,9 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async16_full(uint32_t smem, const void* gmem) {  // all 16 bytes
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
@@ -577,8 +612,16 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
 // PAGED: token rows through the page table (p.kv_indptr / p.kv_indices), else contiguous.
 // CH: channel-wise K (above), else token-wise.
+// CTAs per SM that ptxas must leave registers for (<= 168 each for 3): the folded head_dim 128 group
+// 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
+// the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
+// loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes). 0: no bound.
+template <int HEAD_DIM, int GROUP, int MODE>
+constexpr int min_blocks() { return HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue ? 3 : 0; }
+
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -735,13 +778,130 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
       }
     }
   };
+  // The same copies for a full sub-tile (all 64 tokens before `end`) whose rows are adjacent in the
+  // cache (contiguous; paged with pages of >= 64 tokens: a sub-tile starts at a multiple of 64, so it
+  // lies in one page) and whose scales take 16-byte copies (p.scales_aligned): byte-identical shared
+  // memory with no per-chunk index, liveness, select or multiply. Why each copy is the same as `issue`'s:
+  //  - codes: issue's chunk i = lane + 32 jj comes from byte (t0 + i / NCH) * RB + 16 (i % NCH) =
+  //    t0 * RB + 16 i of the rows (RB = 16 NCH) and goes to code_dst(lane, jj); code_swizzle_period
+  //    checks both identities at compile time (the static_assert below), so per lane: one loop-invariant
+  //    code_dst(lane, jj % SWZ_PERIOD) plus constants;
+  //  - scales: float f0 = 4 i goes from row t0 + f0 / NG, float f0 % NG, i.e. float t0 * NG + 4 i of
+  //    the adjacent rows, to byte 16 i of its array in the stage (all SCALE_CHUNKS = 16 NG chunks are
+  //    whole: valid - f0 >= 4); at NG = 1 (16 chunks an array) lanes 16-31 copy the second array of a
+  //    pair (kz, vz) in the same instruction, at its own stage offset;
+  //  - channel-wise K rows: chunk i = r * HEAD_DIM / 4 + cc of K block row r (token t0 + 32 r) comes
+  //    from float krow_r * HEAD_DIM + 4 cc with krow_r = krow_0 + r (t0 is a multiple of 64; k_block 32
+  //    is the only case with r = 1, and the page holds t0 + 32 too), i.e. krow_0 * HEAD_DIM + 4 i, and
+  //    goes to byte 16 i (paged: krow_0 = paged_row(id, t0) >> k_block_shift, with k_blocks = page >> it);
+  //  - paged rows: paged_row(id, t0 + tok) = paged_row(id, t0) + tok within one page, id that of t0.
+  constexpr int SWZ_PERIOD = code_swizzle_period<F>();
+  static_assert(SWZ_PERIOD == 1 || SWZ_PERIOD == 2, "code chunks: swizzle not periodic over 32-chunk rounds");
+  constexpr int SCALE_CHUNKS = F::SCALE_BYTES / 16;  // 16 NG
+  static_assert(SCALE_CHUNKS == 16 || SCALE_CHUNKS % 32 == 0, "scale chunks per sub-tile: 16 or a multiple of 32");
+  int code_dst_lane[SWZ_PERIOD];
+#pragma unroll
+  for (int q = 0; q < SWZ_PERIOD; ++q) code_dst_lane[q] = code_dst<F>(lane, q);
+  // paged with pages of fewer than 64 tokens (FlashInfer's usual 16): a sub-tile spans pages, but a
+  // 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH) lies in one page when
+  // page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4, implied): issue_full then
+  // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
+  // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
+  const bool small_pages = PAGED && !CH && p.page_shift < 6;  // (channel-wise K: fast_copies needs >= 64)
+  const bool fast_copies =
+      p.scales_aligned && (!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32));
+  auto issue_full = [&](int it, const int (&pg)[2]) {
+    const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
+    const int t0 = first + it * stride;
+    long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
+    int id = 0;
+    if constexpr (PAGED) {
+      id = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0, and of the whole sub-tile
+      trow = paged_row(id, t0);
+    }
+    const uint32_t sst = st + 2 * F::CODE_BYTES;
+    if (!small_pages) {  // the sub-tile's rows are adjacent
+      const uint8_t* ksrc = kc + trow * RB + 16 * lane;
+      const uint8_t* vsrc = vc + trow * RB + 16 * lane;
+#pragma unroll
+      for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
+        const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
+        cp_async16_full(dst, ksrc + 512 * jj);
+        cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
+      }
+      const long long srow = trow * NG;  // float of token t0 in the scale rows
+      if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
+        const int h = lane / 16, i = lane % 16;
+        if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
+        cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + srow + 4 * i);
+      } else {
+#pragma unroll
+        for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
+          const int i = lane + 32 * q;
+          if constexpr (!CH) {
+            cp_async16_full(sst + 16 * i, ks_g + srow + 4 * i);
+            cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + srow + 4 * i);
+          }
+          cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + srow + 4 * i);
+          cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + srow + 4 * i);
+        }
+      }
+    } else if constexpr (PAGED && !CH) {  // pages of 32 / NCH .. 32 tokens: one page per round
+#pragma unroll
+      for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
+        const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
+        const int idj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
+        const long long src = paged_row(idj, t0 + tj) * RB + 16 * lane;  // = issue's row * RB + 16 c
+        const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
+        cp_async16_full(dst, kc + src);
+        cp_async16_full(dst + F::CODE_BYTES, vc + src);
+      }
+      if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_any)
+        const int h = lane / 16, i = lane % 16, tok = 4 * i / NG;
+        const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+        cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + src);
+        cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + src);
+      } else {
+#pragma unroll
+        for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
+          const int i = lane + 32 * q, tok = 4 * i / NG;
+          const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+          cp_async16_full(sst + 16 * i, ks_g + src);
+          cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + src);
+          cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + src);
+          cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + src);
+        }
+      }
+    }
+    if constexpr (CH) {
+      constexpr int ROW_CHUNKS = HEAD_DIM / 4;
+      const int chunks = (kb32 ? 2 : 1) * ROW_CHUNKS;
+      // K block row of token t0; paged: (id * num_kv_heads + hkv) * k_blocks + ((t0 & page_mask) >> kbs)
+      // is trow >> kbs, as k_blocks = page >> kbs there (the binding)
+      const long long krow = PAGED ? trow >> p.k_block_shift : (long long)bh * p.k_blocks + (t0 >> p.k_block_shift);
+      const float* ksc = p.k_scale + krow * HEAD_DIM;
+      const float* kof = p.k_offset + krow * HEAD_DIM;
+#pragma unroll
+      for (int q = 0; q < (2 * ROW_CHUNKS + 31) / 32; ++q) {
+        const int i = lane + 32 * q;
+        if (i < chunks) {
+          cp_async16_full(sst + 16 * i, ksc + 4 * i);
+          cp_async16_full(sst + KM_BYTES + 16 * i, kof + 4 * i);
+        }
+      }
+    }
+  };
   // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
-  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it
+  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
+  // FULL: the sub-tile is full and fast_copies holds (issue_full)
   int pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
   pages_of(0, pg_next);
   pages_of(1, pg_after);
-  auto issue_next = [&](int it) {  // sub-tile it, the one after the last issued
-    issue(it, pg_next);
+  auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
+    if constexpr (decltype(full)::value)
+      issue_full(it, pg_next);
+    else
+      issue(it, pg_next);
     if constexpr (PAGED) {
       pg_next[0] = pg_after[0];
       pg_next[1] = pg_after[1];
@@ -753,7 +913,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   // that the query's load (dependent on the schedule, as the tiles are) overlaps theirs
 #pragma unroll
   for (int s0 = 0; s0 < kStages - 1; ++s0) {
-    if (s0 < iters) issue_next(s0);
+    if (s0 < iters) issue_next(s0, std::false_type{});
     cp_async_commit();
   }
 
@@ -953,8 +1113,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
   float l_part[2] = {0.f, 0.f};
 
 
-  for (int it = 0; it < iters; ++it) {
-    if (it + kStages - 1 < iters) issue_next(it + kStages - 1);
+  // One step: issue sub-tile it + kStages - 1, compute sub-tile it. FULL: both are full and the copies
+  // take issue_full, and sub-tile it needs no token mask.
+  auto step = [&](int it, auto full) {
+    constexpr bool FULL = decltype(full)::value;
+    if (FULL || it + kStages - 1 < iters) issue_next(it + kStages - 1, full);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
@@ -1087,7 +1250,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
             s[mt][2 * half + 1] = fmaf(acc[gr][2 * half + 1], a_t, fmaf(qsum[gr][1], zo, s[mt][2 * half + 1]));
           }
         }
-        if (!valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
+        if (!FULL && !valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
       }
     }
 
@@ -1291,7 +1454,17 @@ __global__ void FOSCAR_LAUNCH_BOUNDS folded_decode_kernel(const Params p) {
     }
     }
     __syncwarp();  // every lane is done with this stage before it is refilled
-  }
+  };
+  // Sub-tiles 0 .. iters - 2 are full (each starts stride = 256 tokens before the next, which starts
+  // before end); the last is full when end - its start >= 64. Step it is FULL when sub-tiles it and
+  // it + kStages - 1 are full and fast_copies holds: steps 0 .. full_steps - 1, one loop; the other
+  // steps (at most kStages, or all of them) take the general path in a second loop.
+  const bool last_full = iters > 0 && end - (first + (iters - 1) * stride) >= kTileTokens;
+  const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
+  const int full_steps = fast_copies ? max(0, full_tiles - (kStages - 1)) : 0;
+  int it = 0;
+  for (; it < full_steps; ++it) step(it, std::true_type{});
+  for (; it < iters; ++it) step(it, std::false_type{});
 
   asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
 
