@@ -89,6 +89,14 @@ namespace foscar {
 #endif
 
 constexpr int kWarps = 4;
+
+// Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds: INT2 G=64 at
+// head_dim 128 (186 registers unbounded), and INT2 G=128, where ptxas also schedules a shorter loop
+// then (1008 -> 988 SASS instructions; bench/NOTES.md §23). 0 (no bound) elsewhere.
+template <int MODE, bool CH, int BITS, int HEAD_DIM, int GROUP>
+constexpr int imma_min_blocks() {
+  return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP >= 64 ? 3 : 0;
+}
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
 constexpr int kStages = FOSCAR_STAGES;
 
@@ -140,6 +148,11 @@ struct Fmt {
     for (int k2 = k + 1; k2 < KSTEPS32; ++k2)
       if (ibase(k2) / GROUP == ibase(k) / GROUP) return false;
     return true;
+  }
+  __host__ __device__ static constexpr int igexp(int gr) {  // in-place exponent of group gr's steps
+    for (int k = 0; k < KSTEPS32; ++k)
+      if (ibase(k) / GROUP == gr) return iexp(k);
+    return 0;
   }
   // swizzle of 16-byte chunks so an 8-row ldmatrix hits 8 distinct bank groups
   static constexpr int ROWS_PER_SWZ = NCH >= 8 ? 1 : 8 / NCH;
@@ -666,11 +679,13 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
 // at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes). 0: no bound.
-template <int HEAD_DIM, int GROUP, int MODE>
-constexpr int min_blocks() { return HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue ? 3 : 0; }
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+constexpr int min_blocks() {
+  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
+}
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -680,6 +695,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK;  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
+  // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
+  // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §23)
+  constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -1258,11 +1276,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
         for (int i = 0; i < 4; ++i) acc[gr][i] = 0.f;
       int ah[IMMA ? NG : 1][4], al[IMMA ? NG : 1][4];  // IMMA: sum(code 2^iexp qi) = 256 ah + al, exact
       if constexpr (IMMA) {
+        // one step: the A fragment's codes (4 per word, u8 lanes), hi and lo mma of its group, then
+        // (EARLY_FOLD, after the group's last step) its fold, as below
+        if constexpr (EARLY_FOLD) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
-        // one step: the A fragment's codes (4 per word, u8 lanes), hi and lo mma of its group; after the
-        // group's last step its fold, S' += s 2^-e dot + z sum(Q_g) / d (S = qk_h S'), so that at most
-        // the groups still open hold accumulators
+          for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
+        }
         auto step = [&](int k, const uint32_t (&a)[4]) {
           const int gr = F::ibase(k) / GROUP;
           if (F::ifirst(k)) {
@@ -1272,9 +1291,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
             mma_u8s8<false>(ah[gr], a, qih[k][0], qih[k][1]);
             mma_u8s8<false>(al[gr], a, qil[k][0], qil[k][1]);
           }
-          if (F::ilast(k)) {
+          if (EARLY_FOLD && F::ilast(k)) {
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1)
+            for (int half = 0; half < 2; ++half) {
               const int tl = mt * 16 + g + 8 * half;
               const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::iexp(k))), zo = kz[tl * NG + gr];
 #pragma unroll
@@ -1399,7 +1418,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
         }
       }
       }
-      if constexpr (!IMMA) {
+      if constexpr (!EARLY_FOLD) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
       }
@@ -1413,7 +1432,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
             s[mt][2 * half + j] = PER_VALUE ? acc[0][2 * half + j] * p.qk_scale_log2 : fmaf(acc[0][2 * half + j], cs[j], cb[j]);
         }
 #pragma unroll
-        for (int gr = 0; gr < (CH || IMMA ? 0 : NG); ++gr) {  // (IMMA: folded in its steps)
+        for (int gr = 0; gr < (CH || EARLY_FOLD ? 0 : NG); ++gr) {
           if constexpr (PER_VALUE) {  // the mma already saw s * code + z
             s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
             s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
@@ -1423,6 +1442,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
             for (int j = 0; j < 2; ++j) {
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
               s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
+            }
+          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(Q_g) / d, dot = sum(code 2^e qi) (S = qk_h S')
+            const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz[tl * NG + gr];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
+              s[mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[mt][2 * half + j]));
             }
           } else {  // acc = sum(code * Q) / 128 (it started at -sum(Q')); qsum carries sm_scale log2(e)
             const float a_t = ks[tl * NG + gr] * (128.f * p.qk_scale_log2), zo = kz[tl * NG + gr];
