@@ -1282,7 +1282,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
           for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
         }
-        auto step = [&](int k, const uint32_t (&a)[4]) {
+        auto imma_step = [&](int k, const uint32_t (&a)[4]) {
           const int gr = F::ibase(k) / GROUP;
           if (F::ifirst(k)) {
             mma_u8s8<true>(ah[gr], a, qih[k][0], qih[k][1]);
@@ -1321,7 +1321,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
               uint32_t a[4];
 #pragma unroll
               for (int i = 0; i < 4; ++i) a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> sh) & M4;
-              step(k, a);
+              imma_step(k, a);
             }
           }
         } else {  // one chunk: step k = planes 2k (a0, a1) and 2k + 1 (a2, a3)
@@ -1338,7 +1338,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
             a[1] = F::IMMA_IN_PLACE ? w[1] & (M4 << e) : (w[1] >> sh) & M4;
             a[2] = F::IMMA_IN_PLACE ? (w[0] >> BITS) & (M4 << e) : (w[0] >> (sh + BITS)) & M4;
             a[3] = F::IMMA_IN_PLACE ? (w[1] >> BITS) & (M4 << e) : (w[1] >> (sh + BITS)) & M4;
-            step(k, a);
+            imma_step(k, a);
           }
         }
       } else if constexpr (FP8) {
