@@ -41,7 +41,7 @@
 // fresh accumulator, at 2^E sum P z - sum P' with the BF16-rounded P' the mma consumed
 // (DESIGN §9, rules 1 and 2).
 //
-// Integer QK (FOSCAR_IMMA_QK=1, the default; folded BF16 mode, token-wise K; DESIGN §5.1): QK on
+// Integer QK (FOSCAR_IMMA_QK=1, the default; folded BF16 mode, token-wise K; DESIGN §5.1, NOTES §24): QK on
 // mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
 // exact s32 mmas per step (hi, lo); S' = s dot + z sum(Q_g) / d_h, and the head's d_h joins
@@ -84,18 +84,17 @@ namespace foscar {
 #define FOSCAR_PLANE_SCALE 1
 #endif
 
-#ifndef FOSCAR_IMMA_QK  // 1: folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §23); 0: BF16 HMMA
+#ifndef FOSCAR_IMMA_QK  // 1: folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §24); 0: BF16 HMMA
 #define FOSCAR_IMMA_QK 1
 #endif
 
 constexpr int kWarps = 4;
 
-// Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds: INT2 G=64 at
-// head_dim 128 (186 registers unbounded), and INT2 G=128, where ptxas also schedules a shorter loop
-// then (1008 -> 988 SASS instructions; bench/NOTES.md §23). 0 (no bound) elsewhere.
+// Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
+// min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
 template <int MODE, bool CH, int BITS, int HEAD_DIM, int GROUP>
 constexpr int imma_min_blocks() {
-  return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP >= 64 ? 3 : 0;
+  return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP == 64 ? 3 : 0;
 }
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
 constexpr int kStages = FOSCAR_STAGES;
@@ -678,7 +677,7 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
-// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes). 0: no bound.
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. 0: no bound.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
 constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
@@ -696,7 +695,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK;  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
-  // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §23)
+  // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
