@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from foscar.kernels import decode_cuda
-from tests.test_decode_triton import _case, _check
+from tests.test_decode_triton import TOL, _case, _check
 
 
 def test_cuda_source_compiles_for_sm90(tmp_path):
@@ -333,6 +333,41 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
     _check(q, cache, backend="cuda")
     _check(q, cache, num_splits=7, backend="cuda")
     _check(q, cache, backend="cuda", method="per-value", check_lse=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("head_dim, bits, group_size", [(64, 2, 32), (64, 2, 64), (128, 2, 128), (128, 4, 32),
+                                                        (256, 4, 64)])
+def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
+    """The folded BF16 mode's integer QK (csrc FOSCAR_IMMA_QK, DESIGN §5.1) on a query with outlier
+    channels, a negative and a zero softmax scale (the sign goes into the query's fixed-point scale,
+    zero into the query) and an all-zero query head. Against the fp64 reference of the BF16 query:
+    each score may move by the query's rounding, |sm_scale| (max|Q_h| / 32639 / 2) ||k_t||_1, so the
+    LSE by at most that; a fragment-layout mistake moves it by order 1."""
+    import foscar
+    from foscar.quant import dequantize_kv
+
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=head_dim,
+                     seq_lens=[1500, 77], bits=bits, group_size=group_size, seed=head_dim + bits + group_size)
+    q = q.clone()
+    q[:, :, 5] *= 30.0
+    q[:, :, head_dim - 3] *= -7.0
+    q[1, 3] = 0.0
+    gqa = q.shape[1] // cache.num_kv_heads
+    k1 = [dequantize_kv(cache, dtype=torch.float64, batch_index=b)[0].abs().sum(-1).amax(-1) for b in range(2)]
+    step = q.double().abs().amax(-1) / 32639 / 2  # [batch, heads]: the query's rounding bound per channel
+    target = foscar.paginate(cache, 64) if paged else cache
+    for sm_scale in (1.0 / head_dim ** 0.5, -1.0 / head_dim ** 0.5, 0.0):
+        out, lse = foscar.decode(q, target, sm_scale=sm_scale, return_lse=True, backend="cuda")
+        ref, ref_lse = foscar.reference_decode(q, cache, sm_scale=sm_scale, return_lse=True)
+        for b in range(2):
+            bound = abs(sm_scale) * step[b] * k1[b].repeat_interleave(gqa)  # [heads]
+            err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+            assert err < TOL + 2 * float(bound.max()), f"sm_scale {sm_scale}, sequence {b}: relative L2 error {err:.3g}"
+            gap = (lse[b].double() - ref_lse[b]).abs()
+            assert bool((gap <= bound + 1e-3).all()), f"sm_scale {sm_scale}, sequence {b}: LSE off by {gap.tolist()}"
 
 
 def _shifted(t):

@@ -41,6 +41,12 @@
 // fresh accumulator, at 2^E sum P z - sum P' with the BF16-rounded P' the mma consumed
 // (DESIGN §9, rules 1 and 2).
 //
+// Integer QK (FOSCAR_IMMA_QK=1, the default; folded BF16 mode, token-wise K; DESIGN §5.1, NOTES §24): QK on
+// mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
+// 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
+// exact s32 mmas per step (hi, lo); S' = s dot + z sum(Q_g) / d_h, and the head's d_h joins
+// sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD). PV stays BF16.
+//
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
 // One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
 // parallel; folded_decode_sm90.cu holds the C entry point.
@@ -78,7 +84,18 @@ namespace foscar {
 #define FOSCAR_PLANE_SCALE 1
 #endif
 
+#ifndef FOSCAR_IMMA_QK  // 1: folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §24); 0: BF16 HMMA
+#define FOSCAR_IMMA_QK 1
+#endif
+
 constexpr int kWarps = 4;
+
+// Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
+// min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
+template <int MODE, bool CH, int BITS, int HEAD_DIM, int GROUP>
+constexpr int imma_min_blocks() {
+  return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP == 64 ? 3 : 0;
+}
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
 constexpr int kStages = FOSCAR_STAGES;
 
@@ -109,6 +126,33 @@ struct Fmt {
   // factor 2^-E goes into the query of that plane and into that channel block's output.
   __host__ __device__ static constexpr int pexp(int pl) { return FOSCAR_PLANE_SCALE && BITS * pl + BITS <= 7 ? BITS * pl : 0; }
   static constexpr bool SCALED_PLANES = FOSCAR_PLANE_SCALE && BITS == 2;
+  // Integer QK (FOSCAR_IMMA_QK, folded BF16, token-wise K): m16n8k32 steps of 32 contiguous channels.
+  // Even NCH: step k = (chunk pair cp, plane pl), k = cp * P + pl, channels pl * RB + 32 cp + [0, 32)
+  // (ldmatrix.x4 of chunks 2cp, 2cp+1 is the A fragment). NCH = 1 (INT2 D=64): step k = planes 2k,
+  // 2k+1 of the one chunk, channels 32k + [0, 32) (ldmatrix.x2; plane 2k in a0/a1, 2k+1 in a2/a3).
+  // Every step lies in one group (G >= 32). In place (no shift) where every group lies in one
+  // step's factor region: the codes arrive times 2^IEXP(k), folded out through the group's K scale.
+  static constexpr int KSTEPS32 = NCH % 2 == 0 ? NCH / 2 * P : P / 2;
+  __host__ __device__ static constexpr int ibase(int k) { return NCH % 2 == 0 ? (k % P) * RB + 32 * (k / P) : 32 * k; }
+  static constexpr bool IMMA_IN_PLACE = NCH % 2 == 0 ? GROUP <= RB : GROUP <= 32;
+  __host__ __device__ static constexpr int iexp(int k) {
+    return !IMMA_IN_PLACE ? 0 : NCH % 2 == 0 ? BITS * (k % P) : 2 * BITS * k;
+  }
+  __host__ __device__ static constexpr bool ifirst(int k) {  // first step of its group in step order
+    for (int k2 = 0; k2 < k; ++k2)
+      if (ibase(k2) / GROUP == ibase(k) / GROUP) return false;
+    return true;
+  }
+  __host__ __device__ static constexpr bool ilast(int k) {  // last step of its group in step order
+    for (int k2 = k + 1; k2 < KSTEPS32; ++k2)
+      if (ibase(k2) / GROUP == ibase(k) / GROUP) return false;
+    return true;
+  }
+  __host__ __device__ static constexpr int igexp(int gr) {  // in-place exponent of group gr's steps
+    for (int k = 0; k < KSTEPS32; ++k)
+      if (ibase(k) / GROUP == gr) return iexp(k);
+    return 0;
+  }
   // swizzle of 16-byte chunks so an 8-row ldmatrix hits 8 distinct bank groups
   static constexpr int ROWS_PER_SWZ = NCH >= 8 ? 1 : 8 / NCH;
   static_assert(HEAD_DIM % GROUP == 0 && GROUP % 16 == 0, "group must be a multiple of 16 dividing head_dim");
@@ -224,6 +268,23 @@ __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+
+// d = a . b (+ d unless FIRST), A u8 (codes), B s8 (a part of the fixed-point query), exact s32
+template <bool FIRST>
+__device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (FIRST)
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%10,%10,%10};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
@@ -616,12 +677,14 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
-// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes). 0: no bound.
-template <int HEAD_DIM, int GROUP, int MODE>
-constexpr int min_blocks() { return HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue ? 3 : 0; }
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. 0: no bound.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+constexpr int min_blocks() {
+  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
+}
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -629,6 +692,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
   constexpr int KS8 = FP8 ? F::KSTEPS8 : 1;
   constexpr int KM_BYTES = F::template KM_BYTES<CH>, STAGE_BYTES = F::template STAGE_BYTES<CH>;
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
+  constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK;  // QK on integer tensor cores
+  constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
+  // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
+  // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
+  constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -919,8 +987,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
 
   // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
   // (channel-wise K: the raw query, scaled per K block into qc below)
-  uint32_t qf[FP8 && !CH ? 1 : KSTEPS][2];
-  if constexpr (!FP8 || CH) {
+  uint32_t qf[(FP8 && !CH) || IMMA ? 1 : KSTEPS][2];
+  if constexpr ((!FP8 || CH) && !IMMA) {
     const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
     const bool live = g < p.gqa;
 #pragma unroll
@@ -943,7 +1011,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
   // the QK accumulators start (so they end at sum(code * Q) / 128), and qsum is premultiplied by
   // sm_scale log2(e)
   float qsum[NG][2], nqs[NG][2];
-  if constexpr (!FP8 && !CH) {
+  if constexpr (!FP8 && !CH && !IMMA) {
 #pragma unroll
   for (int gr = 0; gr < NG; ++gr) {
     float s = 0.f, sq = 0.f;
@@ -966,6 +1034,67 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
       nqs[gr][j] = -__shfl_sync(0xffffffffu, sq, (2 * tig + j) * 4);
     }
   }
+  }
+  // ---- integer QK (IMMA): per head a fixed-point scale d = +-max|Q_h| / 32639 (the sign of
+  // sm_scale, so that the softmax factor qk_h = sm_scale log2(e) d is >= 0), qi = rint(Q / d),
+  // |qi| <= 32639, split into s8 parts qi = 256 hi + lo (lo = qi's low byte as s8); B fragments
+  // qih / qil of step k: channels F::ibase(k) + 4tig + {0..3} | + 16 (byte i = channel + i).
+  // qsum = sum(Q_g) / d, and per column head qk_h: scores stay in units of d (S = qk_h S') until the
+  // softmax. sm_scale 0: qi = 0, qsum = 0 (NaN * 0 kept), qk_h = 1: every score 0 as in BF16.
+  uint32_t qih[KS32][2], qil[KS32][2];
+  float qkh[2];
+  if constexpr (IMMA) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
+    const bool live = g < p.gqa;
+    float amax = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS32; ++k) {
+      const int base = F::ibase(k) + 4 * tig;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        amax = fmaxf(amax, fmaxf(fabsf(live ? __bfloat162float(qh[base + j]) : 0.f),
+                                 fabsf(live ? __bfloat162float(qh[base + 16 + j]) : 0.f)));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));  // row g: max |Q| of head g
+    const float qk = p.qk_scale_log2;
+    const float qscale = fmaxf(amax, 0x1p-90f) * (1.f / 32639.f);  // (a normal number: 1 / d finite)
+    const float d = qk < 0.f ? -qscale : qscale;
+    const float inv = qk == 0.f ? 0.f : 1.f / d;
+    const float qk_h = qk == 0.f ? 1.f : qk * d;
+    float qs[NG];
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) qs[gr] = 0.f;
+#pragma unroll
+    for (int k = 0; k < KS32; ++k) {
+      const int base = F::ibase(k) + 4 * tig, gr = F::ibase(k) / GROUP;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        uint32_t hi = 0, lo = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float x = live ? __bfloat162float(qh[base + 16 * r + j]) : 0.f;
+          qs[gr] += x;
+          const int qi = __float2int_rn(x * inv);  // |qi| <= 32639 (NaN: 0)
+          const int l = (int)(int8_t)(qi & 0xFF);
+          lo |= (uint32_t)(qi & 0xFF) << (8 * j);
+          hi |= (uint32_t)(((qi - l) >> 8) & 0xFF) << (8 * j);
+        }
+        qih[k][r] = hi;
+        qil[k][r] = lo;
+      }
+    }
+#pragma unroll
+    for (int gr = 0; gr < NG; ++gr) {
+      float a = qs[gr];
+      a += __shfl_xor_sync(0xffffffffu, a, 1);
+      a += __shfl_xor_sync(0xffffffffu, a, 2);
+      a *= inv;  // sum(Q_g) / d of head g
+#pragma unroll
+      for (int j = 0; j < 2; ++j) qsum[gr][j] = __shfl_sync(0xffffffffu, a, (2 * tig + j) * 4);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) qkh[j] = __shfl_sync(0xffffffffu, qk_h, (2 * tig + j) * 4);
   }
   // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
   // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
@@ -1144,7 +1273,74 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
       for (int gr = 0; gr < KG; ++gr)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[gr][i] = 0.f;
-      if constexpr (FP8) {
+      int ah[IMMA ? NG : 1][4], al[IMMA ? NG : 1][4];  // IMMA: sum(code 2^iexp qi) = 256 ah + al, exact
+      if constexpr (IMMA) {
+        // one step: the A fragment's codes (4 per word, u8 lanes), hi and lo mma of its group, then
+        // (EARLY_FOLD, after the group's last step) its fold, as below
+        if constexpr (EARLY_FOLD) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
+        }
+        auto imma_step = [&](int k, const uint32_t (&a)[4]) {
+          const int gr = F::ibase(k) / GROUP;
+          if (F::ifirst(k)) {
+            mma_u8s8<true>(ah[gr], a, qih[k][0], qih[k][1]);
+            mma_u8s8<true>(al[gr], a, qil[k][0], qil[k][1]);
+          } else {
+            mma_u8s8<false>(ah[gr], a, qih[k][0], qih[k][1]);
+            mma_u8s8<false>(al[gr], a, qil[k][0], qil[k][1]);
+          }
+          if (EARLY_FOLD && F::ilast(k)) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              const int tl = mt * 16 + g + 8 * half;
+              const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::iexp(k))), zo = kz[tl * NG + gr];
+#pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
+                s[mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[mt][2 * half + j]));
+              }
+            }
+          }
+        };
+        constexpr uint32_t M4 = F::MASK4;
+        if constexpr (NCH % 2 == 0) {
+#pragma unroll
+          for (int cp = 0; cp < NCH / 2; ++cp) {
+            // words: tokens g, g+8 of chunk 2cp, then of chunk 2cp+1: bytes 4tig .. +3 = the A fragment
+            uint32_t w[4];
+            {
+              const int tok = mt * 16 + (lane & 15);
+              const int c = 2 * cp + (lane >> 4);
+              ldmatrix_x4(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+            }
+#pragma unroll
+            for (int pl = 0; pl < P; ++pl) {
+              const int k = cp * P + pl, sh = BITS * pl;
+              uint32_t a[4];
+#pragma unroll
+              for (int i = 0; i < 4; ++i) a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> sh) & M4;
+              imma_step(k, a);
+            }
+          }
+        } else {  // one chunk: step k = planes 2k (a0, a1) and 2k + 1 (a2, a3)
+          uint32_t w[2];
+          {
+            const int tok = mt * 16 + (lane & 15);
+            ldmatrix_x2(w, smem_u32(ksm + tok * RB + 16 * swz(tok, 0, NCH, F::ROWS_PER_SWZ)));
+          }
+#pragma unroll
+          for (int k = 0; k < KS32; ++k) {
+            const int e = F::iexp(k), sh = 2 * BITS * k;
+            uint32_t a[4];
+            a[0] = F::IMMA_IN_PLACE ? w[0] & (M4 << e) : (w[0] >> sh) & M4;
+            a[1] = F::IMMA_IN_PLACE ? w[1] & (M4 << e) : (w[1] >> sh) & M4;
+            a[2] = F::IMMA_IN_PLACE ? (w[0] >> BITS) & (M4 << e) : (w[0] >> (sh + BITS)) & M4;
+            a[3] = F::IMMA_IN_PLACE ? (w[1] >> BITS) & (M4 << e) : (w[1] >> (sh + BITS)) & M4;
+            imma_step(k, a);
+          }
+        }
+      } else if constexpr (FP8) {
 #pragma unroll
         for (int cp = 0; cp < NCH / 2; ++cp) {
           // words: tokens g, g+8 of chunk 2cp, then of chunk 2cp+1: bytes 4tig .. +3 (k 4tig.., k 16+4tig..)
@@ -1221,8 +1417,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
         }
       }
       }
+      if constexpr (!EARLY_FOLD) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
+        for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
+      }
 #pragma unroll
       for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1)
         const int tl = mt * 16 + g + 8 * half;
@@ -1233,7 +1431,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
             s[mt][2 * half + j] = PER_VALUE ? acc[0][2 * half + j] * p.qk_scale_log2 : fmaf(acc[0][2 * half + j], cs[j], cb[j]);
         }
 #pragma unroll
-        for (int gr = 0; gr < (CH ? 0 : NG); ++gr) {
+        for (int gr = 0; gr < (CH || EARLY_FOLD ? 0 : NG); ++gr) {
           if constexpr (PER_VALUE) {  // the mma already saw s * code + z
             s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
             s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
@@ -1243,6 +1441,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
             for (int j = 0; j < 2; ++j) {
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
               s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
+            }
+          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(Q_g) / d, dot = sum(code 2^e qi) (S = qk_h S')
+            const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz[tl * NG + gr];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
+              s[mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[mt][2 * half + j]));
             }
           } else {  // acc = sum(code * Q) / 128 (it started at -sum(Q')); qsum carries sm_scale log2(e)
             const float a_t = ks[tl * NG + gr] * (128.f * p.qk_scale_log2), zo = kz[tl * NG + gr];
@@ -1262,6 +1467,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
       mx = warp_max_over_rows(mx);
+      if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h >= 0 (-inf stays -inf)
       const float m_new = fmaxf(m_run[j], mx);
       m_use[j] = m_new == -INFINITY ? 0.f : m_new;
       alpha[j] = fast_exp2(m_run[j] - m_use[j]);
@@ -1271,7 +1477,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<HEAD_DIM, GROUP, MODE>())) fold
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) pr[mt][i] = fast_exp2(s[mt][i] - m_use[i & 1]);
+      for (int i = 0; i < 4; ++i)
+        pr[mt][i] = fast_exp2(IMMA ? fmaf(s[mt][i], qkh[i & 1], -m_use[i & 1]) : s[mt][i] - m_use[i & 1]);
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       float sum = 0.f;
