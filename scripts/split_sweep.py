@@ -7,7 +7,7 @@ against the fp64 reference rows of the bench and timed the way `foscar bench` ti
 (CUDA-graph replay over rotating copies). Writes OUT/split_sweep.csv after every point and
 prints, per point, the best s against auto.
 
-    python scripts/split_sweep.py OUT_DIR [--bits 2 --bits 4]
+    python scripts/split_sweep.py OUT_DIR [--bits 2 --bits 4] [--batch 64 ...] [--context 8192 ...]
 """
 
 from __future__ import annotations
@@ -31,15 +31,17 @@ QO, KV, HD, G = 32, 8, 128, 128
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("--bits", type=int, action="append")
+    ap.add_argument("--bits", type=int, action="append", help="bit widths (default 2 and 4)")
+    ap.add_argument("--batch", type=int, action="append", help="batch sizes (default the grid's 1, 8, 32, 64)")
+    ap.add_argument("--context", type=int, action="append", help="contexts (default 8192, 32768, 131072)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
     slots = 3 * torch.cuda.get_device_properties(dev).multi_processor_count
     rows = []
     for bits in args.bits or [2, 4]:
-        for batch in (1, 8, 32, 64):
-            for context in (8192, 32768, 131072):
+        for batch in args.batch or (1, 8, 32, 64):
+            for context in args.context or (8192, 32768, 131072):
                 w = build_workload(Point(batch, context, bits, G, QO, KV, HD, 16), dev, 0, 1 << 20)
                 most = max(1, math.ceil(context / 512))
                 cands = [s for s in CANDIDATES if s <= most and batch * KV * s <= 8 * slots] + [None]
