@@ -343,8 +343,9 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
     """The folded BF16 mode's integer QK (csrc FOSCAR_IMMA_QK, DESIGN §5.1) on a query with outlier
     channels, a negative and a zero softmax scale (the sign goes into the query's fixed-point scale,
     zero into the query) and an all-zero query head. Against the fp64 reference of the BF16 query:
-    each score may move by the query's rounding, |sm_scale| (max|Q_h| / 32639 / 2) ||k_t||_1, so the
-    LSE by at most that; a fragment-layout mistake moves it by order 1."""
+    each score may move by the query's rounding, |sm_scale| (|d_h| / 2) ||k_t||_1 with |d_h| < 2
+    max|Q_h| / 32639 (qk_h a power of two), so the LSE by at most that; a fragment-layout mistake
+    moves it by order 1."""
     import foscar
     from foscar.quant import dequantize_kv
 
@@ -357,7 +358,7 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
     q[1, 3] = 0.0
     gqa = q.shape[1] // cache.num_kv_heads
     k1 = [dequantize_kv(cache, dtype=torch.float64, batch_index=b)[0].abs().sum(-1).amax(-1) for b in range(2)]
-    step = q.double().abs().amax(-1) / 32639 / 2  # [batch, heads]: the query's rounding bound per channel
+    step = q.double().abs().amax(-1) / 32639  # [batch, heads]: the query's rounding bound per channel (|d_h| / 2)
     target = foscar.paginate(cache, 64) if paged else cache
     for sm_scale in (1.0 / head_dim ** 0.5, -1.0 / head_dim ** 0.5, 0.0):
         out, lse = foscar.decode(q, target, sm_scale=sm_scale, return_lse=True, backend="cuda")

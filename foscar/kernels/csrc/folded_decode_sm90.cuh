@@ -41,12 +41,13 @@
 // fresh accumulator, at 2^E sum P z - sum P' with the BF16-rounded P' the mma consumed
 // (DESIGN §9, rules 1 and 2).
 //
-// Integer QK (FOSCAR_IMMA_QK=1, off by default: fp32 overflow near the documented largest magnitude,
-// NOTES §24; folded BF16 mode, token-wise K; DESIGN §5.1): QK on
+// Integer QK (FOSCAR_IMMA_QK=1, off by default until the GPU suite passes with it, NOTES §24;
+// folded BF16 mode, token-wise K; DESIGN §5.1): QK on
 // mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
 // exact s32 mmas per step (hi, lo); S' = s dot + z sum(Q_g) / d_h, and the head's d_h joins
-// sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD). PV stays BF16.
+// sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
+// a power of two, so that FFMA is exact where it matters). PV stays BF16.
 //
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
 // One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
@@ -86,8 +87,9 @@ namespace foscar {
 #endif
 
 // 1: folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §24); 0 (default): BF16 HMMA.
-// Off until its fold stops overflowing fp32 for K near the documented largest magnitude (1e30: the GPU
-// test test_gpu_decode_at_the_documented_magnitude fails with it on); 5-10% faster at the large INT2 points.
+// 5-10% faster at the large INT2 points. Off until the GPU suite passes with it: session 8's build gave
+// non-finite output for K near the documented largest magnitude (1e30, test_gpu_decode_at_the_documented_
+// magnitude), from exp2 of an unrounded FFMA in the softmax; fixed since (qk_h a power of two, NOTES §24).
 #ifndef FOSCAR_IMMA_QK
 #define FOSCAR_IMMA_QK 0
 #endif
@@ -235,6 +237,15 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
 __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+// A fragment of a k32 QK step (integer and FP8 QK) from the K codes of one stage: ldmatrix.x4 of m16
+// tile mt's tokens g, g+8 of chunk 2cp, then of chunk 2cp+1, so lane word w[i] holds bytes 4tig .. +3
+// (k 4tig.., k 16+4tig..) of row g (w[0], w[2]) / g+8 (w[1], w[3]), each byte 4 / 2 codes (planes).
+template <class F>
+__device__ __forceinline__ void ldmatrix_k32(uint32_t (&w)[4], const uint8_t* ksm, int mt, int cp, int lane) {
+  const int tok = mt * 16 + (lane & 15);
+  const int c = 2 * cp + (lane >> 4);
+  ldmatrix_x4(w, smem_u32(ksm + tok * F::RB + 16 * swz(tok, c, F::NCH, F::ROWS_PER_SWZ)));
 }
 __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   uint32_t y;
@@ -1039,12 +1050,21 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   }
   }
-  // ---- integer QK (IMMA): per head a fixed-point scale d = +-max|Q_h| / 32639 (the sign of
-  // sm_scale, so that the softmax factor qk_h = sm_scale log2(e) d is >= 0), qi = rint(Q / d),
+  // ---- integer QK (IMMA): per head the softmax factor qk_h = sm_scale log2(e) d > 0 is the smallest
+  // power of two >= |sm_scale log2(e)| max|Q_h| / 32639, and the query's fixed-point scale d = qk_h /
+  // (sm_scale log2(e)) (the sign of sm_scale; |d| in [1, 2) max|Q_h| / 32639): qi = rint(Q / d),
   // |qi| <= 32639, split into s8 parts qi = 256 hi + lo (lo = qi's low byte as s8); B fragments
   // qih / qil of step k: channels F::ibase(k) + 4tig + {0..3} | + 16 (byte i = channel + i).
   // qsum = sum(Q_g) / d, and per column head qk_h: scores stay in units of d (S = qk_h S') until the
   // softmax. sm_scale 0: qi = 0, qsum = 0 (NaN * 0 kept), qk_h = 1: every score 0 as in BF16.
+  // Why a power of two: the softmax takes the max of S' times qk_h (m) and exp2(fmaf(S', qk_h, -m)),
+  // whose product is not rounded: for the winning token that is the rounding error of m, up to half an
+  // ulp of the score (1e22 at a score of 1e29, K near the documented 1e30: exp2 gave inf; bench/NOTES.md
+  // §24, tests/test_imma_fold_range.py). A power of two makes both products exact (the winner's exponent
+  // is 0, as the BF16 path's s - m), for at most one bit of the fixed point's resolution.
+  // Range (K, V up to the documented 1e30; mirrored in tests/test_imma_fold_range.py): the fold's
+  // products and partial sums are |S'| <~ 1e30 * 32639 * head_dim <= 8.4e36 (each |s code 2^-e dot|,
+  // |z sum(Q_g) / d| <= 2e30 * 32639 * G); fp32 ends at 3.4e38. The scores S'qk_h are the BF16 path's.
   uint32_t qih[KS32][2], qil[KS32][2];
   float qkh[2];
   if constexpr (IMMA) {
@@ -1062,10 +1082,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));  // row g: max |Q| of head g
     const float qk = p.qk_scale_log2;
-    const float qscale = fmaxf(amax, 0x1p-90f) * (1.f / 32639.f);  // (a normal number: 1 / d finite)
-    const float d = qk < 0.f ? -qscale : qscale;
-    const float inv = qk == 0.f ? 0.f : 1.f / d;
-    const float qk_h = qk == 0.f ? 1.f : qk * d;
+    // |qk| max|Q_h| / 32639 (max|Q| at least 2^-90 and the result at least 2^-126: 1 / d stays finite),
+    // rounded up to a power of two (a normal x: add the largest mantissa, clear the mantissa); then
+    // |Q / d| = |Q qk| / qk_h <= 32639 (1 + 4 2^-24) rounds to <= 32639. (Valid while |qk| max|Q_h| <
+    // 2^127 32639: any BF16 query with |sm_scale| <= 11000.)
+    const float x = fmaxf(fmaxf(amax, 0x1p-90f) * (1.f / 32639.f) * fabsf(qk), 0x1p-126f);
+    const float qk_h = qk == 0.f ? 1.f : __uint_as_float((__float_as_uint(x) + 0x7FFFFFu) & 0xFF800000u);
+    const float inv = qk == 0.f ? 0.f : qk / qk_h;  // 1 / d, exact (qk times a power of two)
     float qs[NG];
 #pragma unroll
     for (int gr = 0; gr < NG; ++gr) qs[gr] = 0.f;
@@ -1277,7 +1300,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int gr = 0; gr < KG; ++gr)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[gr][i] = 0.f;
-      int ah[IMMA ? NG : 1][4], al[IMMA ? NG : 1][4];  // IMMA: sum(code 2^iexp qi) = 256 ah + al, exact
+      // IMMA: sum(code 2^iexp qi) = 256 ah + al, exact in int32: code 2^iexp <= 240 (u8 lanes: INT4 in
+      // place 15 << 4, INT2 3 << 6), |hi|, |lo| <= 128, |qi| <= 32639, at most GROUP <= 128 channels per
+      // group, so |ah|, |al| <= 240 128 128 < 2^22, |256 ah| and |256 ah + al| <= 240 32639 128 < 2^30
+      int ah[IMMA ? NG : 1][4], al[IMMA ? NG : 1][4];
       if constexpr (IMMA) {
         // one step: the A fragment's codes (4 per word, u8 lanes), hi and lo mma of its group, then
         // (EARLY_FOLD, after the group's last step) its fold, as below
@@ -1311,13 +1337,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         if constexpr (NCH % 2 == 0) {
 #pragma unroll
           for (int cp = 0; cp < NCH / 2; ++cp) {
-            // words: tokens g, g+8 of chunk 2cp, then of chunk 2cp+1: bytes 4tig .. +3 = the A fragment
-            uint32_t w[4];
-            {
-              const int tok = mt * 16 + (lane & 15);
-              const int c = 2 * cp + (lane >> 4);
-              ldmatrix_x4(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
-            }
+            uint32_t w[4];  // the A fragment's bytes (4 codes each)
+            ldmatrix_k32<F>(w, ksm, mt, cp, lane);
 #pragma unroll
             for (int pl = 0; pl < P; ++pl) {
               const int k = cp * P + pl, sh = BITS * pl;
@@ -1347,13 +1368,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       } else if constexpr (FP8) {
 #pragma unroll
         for (int cp = 0; cp < NCH / 2; ++cp) {
-          // words: tokens g, g+8 of chunk 2cp, then of chunk 2cp+1: bytes 4tig .. +3 (k 4tig.., k 16+4tig..)
           uint32_t w[4];
-          {
-            const int tok = mt * 16 + (lane & 15);
-            const int c = 2 * cp + (lane >> 4);
-            ldmatrix_x4(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
-          }
+          ldmatrix_k32<F>(w, ksm, mt, cp, lane);
 #pragma unroll
           for (int pl = 0; pl < P; ++pl) {
             const int sh = BITS * pl;
@@ -1471,7 +1487,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
       mx = warp_max_over_rows(mx);
-      if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h >= 0 (-inf stays -inf)
+      if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
       const float m_new = fmaxf(m_run[j], mx);
       m_use[j] = m_new == -INFINITY ? 0.f : m_new;
       alpha[j] = fast_exp2(m_run[j] - m_use[j]);
