@@ -340,7 +340,8 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
 @pytest.mark.parametrize("head_dim, bits, group_size", [(64, 2, 32), (64, 2, 64), (128, 2, 128), (128, 4, 32),
                                                         (256, 4, 64)])
 def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
-    """The folded BF16 mode's integer QK (csrc FOSCAR_IMMA_QK, DESIGN §5.1) on a query with outlier
+    """The folded BF16 mode's integer QK (csrc FOSCAR_IMMA_QK, on in the default build, INT2 and INT4;
+    DESIGN §5.1) on a query with outlier
     channels, a negative and a zero softmax scale (the sign goes into the query's fixed-point scale,
     zero into the query) and an all-zero query head. Against the fp64 reference of the BF16 query:
     each score may move by the query's rounding, |sm_scale| (|d_h| / 2) ||k_t||_1 with |d_h| < 2

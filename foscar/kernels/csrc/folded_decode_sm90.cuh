@@ -41,7 +41,7 @@
 // fresh accumulator, at 2^E sum P z - sum P' with the BF16-rounded P' the mma consumed
 // (DESIGN §9, rules 1 and 2).
 //
-// Integer QK (FOSCAR_IMMA_QK=1, off by default until the GPU suite passes with it, NOTES §24;
+// Integer QK (FOSCAR_IMMA_QK, on by default; FOSCAR_IMMA_QK_INT4=0 keeps INT4 on the BF16 QK; NOTES §24;
 // folded BF16 mode, token-wise K; DESIGN §5.1): QK on
 // mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
@@ -86,12 +86,16 @@ namespace foscar {
 #define FOSCAR_PLANE_SCALE 1
 #endif
 
-// 1: folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §24); 0 (default): BF16 HMMA.
-// 5-10% faster at the large INT2 points. Off until the GPU suite passes with it: session 8's build gave
-// non-finite output for K near the documented largest magnitude (1e30, test_gpu_decode_at_the_documented_
-// magnitude), from exp2 of an unrounded FFMA in the softmax; fixed since (qk_h a power of two, NOTES §24).
+// 1 (default): folded BF16, token-wise K: QK on integer tensor cores (DESIGN §5.1, NOTES §24); 0: BF16
+// HMMA. 5-10% faster at the large INT2 points. (Session 8's build gave non-finite output for K near the
+// documented largest magnitude, 1e30: exp2 of an unrounded FFMA in the softmax; fixed, qk_h a power of two.)
 #ifndef FOSCAR_IMMA_QK
-#define FOSCAR_IMMA_QK 0
+#define FOSCAR_IMMA_QK 1
+#endif
+// With FOSCAR_IMMA_QK: 0 keeps INT4 on the BF16 QK (INT2 alone on integers). 1 (default): INT4 too (at
+// 64 x 8K INT4 measured 4-10% slower with it, faster at the other large points; NOTES §24).
+#ifndef FOSCAR_IMMA_QK_INT4
+#define FOSCAR_IMMA_QK_INT4 1
 #endif
 
 constexpr int kWarps = 4;
@@ -707,7 +711,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr int KS8 = FP8 ? F::KSTEPS8 : 1;
   constexpr int KM_BYTES = F::template KM_BYTES<CH>, STAGE_BYTES = F::template STAGE_BYTES<CH>;
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
-  constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK;  // QK on integer tensor cores
+  constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
