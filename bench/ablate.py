@@ -213,7 +213,7 @@ class AblateStudy(Study):
 
     @staticmethod
     def read(path: Path) -> pd.DataFrame:
-        return pd.read_csv(path, dtype={"error": str})
+        return pd.read_csv(path, dtype={"error": str, "gpu_uuid": str})
 
     @staticmethod
     def empty_frame() -> pd.DataFrame:
@@ -362,7 +362,16 @@ def run_ablation(opts: AblateOptions, device: Any = "detect"):
             of another config or shard.
     """
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, enable_interpreter, finish_run, make_console_for, run_study, start_run
+    from bench.engine import (
+        Outcome,
+        emit,
+        enable_interpreter,
+        finish_run,
+        gpu_site,
+        make_console_for,
+        run_study,
+        start_run,
+    )
     from bench.errors import FoscarError
 
     if opts.devices is not None:
@@ -395,7 +404,8 @@ def run_ablation(opts: AblateOptions, device: Any = "detect"):
         "config": config,
         "config_hash": config_hash(config),
     }
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info))
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info),
+                    site=gpu_site(info, dev.index or 0))  # fmt: skip
     console = make_console_for(opts.output)
     df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
     summary = finish_run(study, run, df)
