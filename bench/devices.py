@@ -158,7 +158,15 @@ def command(kind: str) -> Command:
         from bench.accuracy import AccuracyOptions, plan_accuracy, run_accuracy, show_summary
 
         return Command(kind, AccuracyOptions, plan_accuracy, run_accuracy, warm=False, show=show_summary)
-    raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate or accuracy")
+    if kind == "eval-model":
+        from bench.eval_model import EvalOptions, plan_eval_model, run_eval_model, show_summary
+
+        return Command(kind, EvalOptions, plan_eval_model, run_eval_model, warm=False, show=show_summary)
+    if kind == "model-speed":
+        from bench.model_speed import ModelSpeedOptions, plan_model_speed, run_model_speed, show_summary
+
+        return Command(kind, ModelSpeedOptions, plan_model_speed, run_model_speed, warm=False, show=show_summary)
+    raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate, accuracy, eval-model or model-speed")
 
 
 def options_to_json(opts) -> str:
