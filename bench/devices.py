@@ -163,7 +163,7 @@ def command(kind: str) -> Command:
 
         return Command(kind, EvalOptions, plan_eval_model, run_eval_model, warm=False, show=show_summary)
     if kind == "model-speed":
-        from bench.model_speed import ModelSpeedOptions, plan_model_speed, run_model_speed, show_summary
+        from bench.model_speed_study import ModelSpeedOptions, plan_model_speed, run_model_speed, show_summary
 
         return Command(kind, ModelSpeedOptions, plan_model_speed, run_model_speed, warm=False, show=show_summary)
     raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate, accuracy, eval-model or model-speed")

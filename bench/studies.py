@@ -39,7 +39,7 @@ def study_class(kind: str) -> type[Study]:
 
         return EvalModelStudy
     if kind == MODEL_SPEED:
-        from bench.model_speed import ModelSpeedStudy
+        from bench.model_speed_study import ModelSpeedStudy
 
         return ModelSpeedStudy
     raise FoscarError(f"meta.json kind {kind!r}: not a study of the engine; expected one of {', '.join(ENGINE_KINDS)}")

@@ -16,6 +16,7 @@ import torch  # noqa: E402
 
 import bench.eval_model  # noqa: E402
 import bench.model_speed  # noqa: E402
+import bench.model_speed_study  # noqa: E402
 from bench.eval_model import EvalModelStudy  # noqa: E402
 from bench.merge import merge_runs  # noqa: E402
 from tests.cli_helpers import run_main  # noqa: E402
@@ -43,7 +44,7 @@ def tiny_checkpoint(tmp_path_factory):
 def measured(monkeypatch) -> list:
     """The points each study measures in this test (the real measurement runs)."""
     seen = []
-    for cls in (EvalModelStudy, bench.model_speed.ModelSpeedStudy):
+    for cls in (EvalModelStudy, bench.model_speed_study.ModelSpeedStudy):
         real = cls.measure
         monkeypatch.setattr(cls, "measure", lambda self, point, real=real: seen.append(point) or real(self, point))
     return seen
@@ -97,7 +98,7 @@ def test_model_speed_runs_on_the_engine_and_resumes(measured, tmp_path, capsys):
         f"{c}/b{b}/ctx32" for c in ("int4", "bf16") for b in (1, 2)}  # fmt: skip
     assert measured == [(1, 32), (2, 32)]
     df = pd.read_csv(out / "results.csv")
-    assert list(df.columns) == bench.model_speed.COLUMNS and (df["status"] == "ok").all()
+    assert list(df.columns) == bench.model_speed_study.COLUMNS and (df["status"] == "ok").all()
     assert df["cache"].tolist() == ["int4", "bf16"] * 2 and df["kernel"].tolist() == ["triton", "sdpa"] * 2
     assert (df[df["cache"] == "bf16"]["speedup_vs_bf16"] == 1.0).all() and df["gpu_uuid"].isna().all()
     meta = json.loads((out / "meta.json").read_text())
@@ -117,7 +118,7 @@ def test_devices_takes_both_commands(tiny_checkpoint, tmp_path):
     their options survive the worker's JSON, and the plan counts their points without loading a model."""
     from bench.devices import command, options_from_json, options_to_json
     from bench.eval_model import EvalOptions
-    from bench.model_speed import ModelSpeedOptions
+    from bench.model_speed_study import ModelSpeedOptions
     from bench.shard import Shard
 
     speed = ModelSpeedOptions(smoke=True, batch=[1, 2], cache=["int4", "bf16"], out=tmp_path / "s", shard=Shard(1, 2))

@@ -1,5 +1,5 @@
 """``foscar model-speed``: whole-model decode tokens/s with the INT2/INT4 cache vs the BF16 cache
-(:func:`bench.model_speed.run_model_speed`; the `hf` extra). ``python -m bench.model_speed`` runs it too."""
+(:func:`bench.model_speed_study.run_model_speed`; the `hf` extra). ``python -m bench.model_speed`` runs it too."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from bench.cli.options import (
     sharding,
 )
 from bench.engine import OutputFormat
-from bench.model_speed import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT
+from bench.model_speed_study import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT
 
 Cache = Enum("Cache", {n: n for n in CACHES}, type=str)
 SpeedRandomInitOpt = Annotated[
@@ -72,11 +72,11 @@ def model_speed(
 
     Per point (batch x context, default {1, 8} x {8K, 32K}): one prefill, then per cache
     warm-up, timed and profiled greedy decode steps; tokens/s, speed-up over the BF16 cache,
-    attention share of the step time (bench/model_speed.py). Writes results.csv, meta.json,
+    attention share of the step time (bench/model_speed_study.py). Writes results.csv, meta.json,
     summary.json and model_speed.md. Needs the hf extra. Rerunning the same command with the
     same --out DIR resumes it.
     """
-    from bench.model_speed import ModelSpeedOptions, run_model_speed
+    from bench.model_speed_study import ModelSpeedOptions, run_model_speed
 
     opts = build_options(ModelSpeedOptions, ctx, backend=backend.value, output=output_format, argv=["foscar", *command_args(ctx)],
                          shard=sharding(shard, devices))  # fmt: skip
