@@ -54,7 +54,7 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
     Shape,
     Variant,
 )
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, StudyOptions, enable_interpreter
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, Study, StudyOptions, enable_interpreter
 from bench.errors import FoscarError, check_choices
 from bench.runfiles import make_dir
 
@@ -614,7 +614,7 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
             grid or shard, or that cannot be created.
     """
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, finish_run, gpu_site, make_console_for, run_study, start_run
+    from bench.engine import complete_run, gpu_site, make_console_for, start_run
     from bench.resume import gpu_mismatch
 
     if opts.devices is not None:
@@ -644,18 +644,15 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
             f"{s.batch} x {s.context} tokens, {s.num_qo_heads}/{s.num_kv_heads} heads, head_dim {s.head_dim} on "
             f"{info.describe() if info else 'CPU (Triton interpreter)'} -> {out}"
         )
-    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
-    summary = finish_run(study, run, df)
 
-    def show() -> None:
+    def show(console, summary: dict[str, Any], df) -> None:
         from bench.accuracy_report import accuracy_table
 
         console.print(accuracy_table(df))
         names = ", ".join(p.name for p in sorted(out.glob("accuracy*")) if opts.plots)
         console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
 
-    emit(opts.output, out, summary, console, show)
-    return Outcome(out, summary["problems"])
+    return complete_run(study, run, opts.output, console, show)
 
 
 def grid_from_meta(meta: dict[str, Any]) -> Grid:

@@ -516,6 +516,21 @@ def finish_run(study: Study, run: RunDir, df: pd.DataFrame, extra: dict[str, Any
     return summary
 
 
+def complete_run(study: Study, run: RunDir, output: OutputFormat, console=None,
+                 show: Callable[[Any, dict[str, Any], pd.DataFrame], None] | None = None) -> Outcome:  # fmt: skip
+    """The rest of a run once its directory is open: :func:`run_study` (progress bar under ``table``
+    output), :func:`finish_run`, then :func:`emit` in ``output``, where ``show(console, summary, rows)``
+    prints the study's tables (``table`` output only).
+
+    Returns:
+        The run's :class:`Outcome` (its problems: :meth:`Study.problems`).
+    """
+    df = run_study(study, run, console, progress=output is OutputFormat.table)
+    summary = finish_run(study, run, df)
+    emit(output, run.out, summary, console, (lambda: show(console, summary, df)) if show and console else None)
+    return Outcome(run.out, summary["problems"])
+
+
 def emit(output: OutputFormat, out: Path, summary: dict[str, Any], console=None,
          show: Callable[[], None] | None = None) -> None:  # fmt: skip
     """Print a finished run in the chosen format: ``json``: ``summary.json`` on stdout; ``quiet``:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, SITE_COLUMN_DOCS, OutputFormat, Study, StudyOptions
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, SITE_COLUMN_DOCS, Study, StudyOptions
 from bench.errors import FoscarError
 from bench.kinds import EVAL_MODEL
 
@@ -412,7 +412,7 @@ def run_eval_model(opts: EvalOptions):
 
     from bench.arch import detect_device
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, finish_run, gpu_site, make_console_for, run_study, start_run
+    from bench.engine import complete_run, gpu_site, make_console_for, start_run
     from bench.manifest import git_state, software_versions
     from foscar.hf import attention_shape
 
@@ -444,17 +444,13 @@ def run_eval_model(opts: EvalOptions):
     }
     run = start_run(study, out, meta, opts.shard, refuse=lambda m: _device_mismatch(m, device_name),
                     site=gpu_site(info, device.index or 0))  # fmt: skip
-    console = make_console_for(opts.output)
-    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
-    summary = finish_run(study, run, df)
 
-    def show() -> None:
+    def show(console, summary: dict[str, Any], df) -> None:
         show_summary(console, summary, out)
         names = ", ".join(p.name for p in (out / "eval_model.png", out / "report.md") if opts.plots and p.is_file())
         console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
 
-    emit(opts.output, out, summary, console, show)
-    return Outcome(out, summary["problems"])
+    return complete_run(study, run, opts.output, make_console_for(opts.output), show)
 
 
 def plan_eval_model(opts: EvalOptions, device: Any = "detect"):

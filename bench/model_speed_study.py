@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, StudyOptions
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, Study, StudyOptions
 from bench.errors import FoscarError
 from bench.kinds import MODEL_SPEED
 
@@ -401,7 +401,7 @@ def run_model_speed(opts: ModelSpeedOptions):
     import foscar.hf as fh
     from bench.arch import detect_device
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, finish_run, gpu_site, make_console_for, run_study, start_run
+    from bench.engine import complete_run, gpu_site, make_console_for, start_run
     from bench.eval_model import _device_mismatch
     from bench.manifest import git_state, software_versions
 
@@ -429,16 +429,12 @@ def run_model_speed(opts: ModelSpeedOptions):
     study = ModelSpeedStudy(config, SpeedSession(loaded, device, attn_timer))
     run = start_run(study, out, meta, opts.shard, refuse=lambda m: _device_mismatch(m, device_name),
                     site=gpu_site(info, device.index or 0))  # fmt: skip
-    console = make_console_for(opts.output)
-    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
-    summary = finish_run(study, run, df)
 
-    def show() -> None:
+    def show(console, summary: dict[str, Any], df) -> None:
         show_summary(console, summary, out)
         console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json, model_speed.md")
 
-    emit(opts.output, out, summary, console, show)
-    return Outcome(out, summary["problems"])
+    return complete_run(study, run, opts.output, make_console_for(opts.output), show)
 
 
 def _markdown(rows, meta) -> str:
