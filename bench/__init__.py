@@ -42,7 +42,8 @@ One small module per job:
 * :mod:`bench.hf_model`     loading a local / random-init transformers model (the ``hf`` extra)
 * :mod:`bench.eval_model`   ``foscar eval-model``: a model with FOSCAR's cache vs its BF16 cache; its report
 * :mod:`bench.dump_kv`      ``foscar dump-kv``: per-layer post-RoPE q/k/v to safetensors (``accuracy --kv-file``)
-* :mod:`bench.model_speed`  whole-model decode tokens/s, BF16 vs INT2/INT4 cache (``scripts/eval_model_gpu.sh``)
+* :mod:`bench.model_speed_study`  ``foscar model-speed``: whole-model decode tokens/s, BF16 vs INT2/INT4 cache (``scripts/eval_model_gpu.sh``)
+* :mod:`bench.model_speed`  ``python -m bench.model_speed``: the same command's older entry point
 """
 
 SCHEMA_VERSION = 1

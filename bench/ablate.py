@@ -213,7 +213,7 @@ class AblateStudy(Study):
 
     @staticmethod
     def read(path: Path) -> pd.DataFrame:
-        return pd.read_csv(path, dtype={"error": str})
+        return pd.read_csv(path, dtype={"error": str, "gpu_uuid": str})
 
     @staticmethod
     def empty_frame() -> pd.DataFrame:
@@ -362,7 +362,7 @@ def run_ablation(opts: AblateOptions, device: Any = "detect"):
             of another config or shard.
     """
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, enable_interpreter, finish_run, make_console_for, run_study, start_run
+    from bench.engine import complete_run, enable_interpreter, gpu_site, make_console_for, start_run
     from bench.errors import FoscarError
 
     if opts.devices is not None:
@@ -395,16 +395,14 @@ def run_ablation(opts: AblateOptions, device: Any = "detect"):
         "config": config,
         "config_hash": config_hash(config),
     }
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info))
-    console = make_console_for(opts.output)
-    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
-    summary = finish_run(study, run, df)
-    def show() -> None:
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _gpu_mismatch(m, info),
+                    site=gpu_site(info, dev.index or 0))  # fmt: skip
+
+    def show(console, summary: dict[str, Any], df) -> None:
         show_summary(console, summary, out, on_gpu=info is not None)
         console.print(f"wrote {out / 'results.csv'}, summary.json, meta.json, ablate.md")
 
-    emit(opts.output, out, summary, console, show)
-    return Outcome(out, summary["problems"])
+    return complete_run(study, run, opts.output, make_console_for(opts.output), show)
 
 
 def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:

@@ -56,7 +56,7 @@ COLUMNS = [
     "num_splits",
     "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim",
     "median_us", "p20_us", "p80_us", "bytes", "tbps", "speedup_vs_reference", "max_rel_err",
-    "status", "error", "timing_mode",
+    "status", "error", "timing_mode", "gpu_uuid",
 ]  # fmt: skip
 
 

@@ -54,7 +54,7 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
     Shape,
     Variant,
 )
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat, Study, StudyOptions, enable_interpreter
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, Study, StudyOptions, enable_interpreter
 from bench.errors import FoscarError, check_choices
 from bench.runfiles import make_dir
 
@@ -436,7 +436,8 @@ def read_accuracy(path: Path):
     """Read an accuracy ``results.csv`` back with the schema's dtypes."""
     import pandas as pd
 
-    df = pd.read_csv(path, dtype={c: str for c in ("data", "data_label", "kernel", "rotation", "layout", "status", "error")})
+    df = pd.read_csv(path, dtype={c: str for c in ("data", "data_label", "kernel", "rotation", "layout", "status", "error",
+                                                   "gpu_uuid")})  # fmt: skip
     return to_frame(df.to_dict("records"))
 
 
@@ -499,14 +500,17 @@ def summarize(df, grid: Grid) -> dict[str, Any]:
 
 
 def build_accuracy_manifest(grid: Grid, device_info, interpreter: bool, smoke: bool, arch: str,
-                            variants: dict[str, str], argv: list[str] | None) -> dict[str, Any]:  # fmt: skip
-    """``meta.json`` for an accuracy run: bench's manifest fields that apply (no timing, no HBM ceiling)."""
+                            variants: dict[str, str], argv: list[str] | None,
+                            gpu_uuid: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """``meta.json`` for an accuracy run: bench's manifest fields that apply (no timing, no HBM ceiling);
+    ``gpu_uuid``: the GPU's UUID (:func:`bench.engine.gpu_site`), recorded as ``gpu.uuid``."""
     from bench.manifest import driver_version, git_state, software_versions
 
     gpu = None
     if device_info is not None:
         gpu = {
             "name": device_info.name,
+            "uuid": gpu_uuid,
             "compute_capability": f"{device_info.capability[0]}.{device_info.capability[1]}",
             "sm_count": device_info.sm_count,
             "total_memory_bytes": device_info.total_memory,
@@ -610,7 +614,7 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
             grid or shard, or that cannot be created.
     """
     from bench.config import config_hash
-    from bench.engine import Outcome, emit, finish_run, make_console_for, run_study, start_run
+    from bench.engine import complete_run, gpu_site, make_console_for, start_run
     from bench.resume import gpu_mismatch
 
     if opts.devices is not None:
@@ -627,9 +631,10 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
     out = Path(opts.out) if opts.out is not None else default_out(opts, arch)
     study = AccuracyStudy(grid, dev, smoke=opts.smoke, plots=opts.plots)
     variants = {v.name: v.description for v in VARIANTS if v.name in grid.kernels}
-    meta = build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv)
+    site = gpu_site(info, dev.index or 0)
+    meta = build_accuracy_manifest(grid, info, interpreter, opts.smoke, arch, variants, opts.argv, site.gpu_uuid)
     meta["config_hash"] = config_hash(meta["config"])
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: gpu_mismatch(m, info))
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: gpu_mismatch(m, info), site=site)
     console = make_console_for(opts.output)
     if console:
         s = grid.shape
@@ -639,18 +644,15 @@ def run_accuracy(opts: AccuracyOptions, device: Any = "detect"):
             f"{s.batch} x {s.context} tokens, {s.num_qo_heads}/{s.num_kv_heads} heads, head_dim {s.head_dim} on "
             f"{info.describe() if info else 'CPU (Triton interpreter)'} -> {out}"
         )
-    df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
-    summary = finish_run(study, run, df)
 
-    def show() -> None:
+    def show(console, summary: dict[str, Any], df) -> None:
         from bench.accuracy_report import accuracy_table
 
         console.print(accuracy_table(df))
         names = ", ".join(p.name for p in sorted(out.glob("accuracy*")) if opts.plots)
         console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
 
-    emit(opts.output, out, summary, console, show)
-    return Outcome(out, summary["problems"])
+    return complete_run(study, run, opts.output, console, show)
 
 
 def grid_from_meta(meta: dict[str, Any]) -> Grid:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench.engine import SITE_COLUMN_DOCS
 from bench.kinds import ACCURACY
 
 KIND = ACCURACY  # meta.json "kind" (bench.kinds)
@@ -69,7 +70,7 @@ COLUMNS = [
     "batch", "context", "num_qo_heads", "num_kv_heads", "head_dim", "seed",
     "rel_l2_vs_bf16_max", "rel_l2_vs_bf16_mean", "max_abs_vs_bf16", "cosine_vs_bf16_min",
     "rel_l2_vs_deq_max", "rel_l2_vs_deq_mean", "max_abs_vs_deq", "cosine_vs_deq_min",
-    "attn_kl_mean", "attn_kl_max", "status", "error",
+    "attn_kl_mean", "attn_kl_max", "status", "error", "gpu_uuid",
 ]  # fmt: skip
 COLUMN_DOCS = {
     "data": "synthetic data kind (foscar.data.DATA_KINDS), or real-L<i>: layer i of a `foscar dump-kv` file",
@@ -86,6 +87,7 @@ COLUMN_DOCS = {
     "p_hat from the kernel's query and the K it reads; a property of the cache, equal for all kernels",
     "attn_kl_max": "max over rows of the same",
     "status": "ok; failed (rel_l2_vs_deq_max > tolerance or non-finite); error (raised); skipped (cannot run here)",
+    "gpu_uuid": SITE_COLUMN_DOCS["gpu_uuid"],
 }
 METRIC_COLUMNS = COLUMNS[COLUMNS.index("rel_l2_vs_bf16_max") : COLUMNS.index("status")]
 

@@ -1,4 +1,5 @@
-"""``foscar bench|ablate|accuracy --devices all|0,1,...``: one worker process per local GPU, then one merged run.
+"""``foscar bench|ablate|accuracy|eval-model|model-speed --devices all|0,1,...``: one worker process per local
+GPU, then one merged run.
 
 With N listed GPUs (``all``: every GPU this process sees, i.e. those of
 ``CUDA_VISIBLE_DEVICES`` when it is set), :func:`run_devices`:
@@ -8,7 +9,7 @@ With N listed GPUs (``all``: every GPU this process sees, i.e. those of
 2. for ``bench``: compiles every kernel once (:mod:`bench.warm`) in a short-lived process
    on the first listed GPU (``<out>/shards/warm.log``), so the workers share the compile
    caches and never build the same module at the same time (why this rather than a cache
-   per worker: :mod:`bench.warm`). ``ablate`` and ``accuracy`` call only FOSCAR's own
+   per worker: :mod:`bench.warm`). The other studies call only FOSCAR's own
    kernels (no FlashInfer JIT): their workers compile on their own, where torch's extension
    loader holds a file lock and Triton renames its cache entries atomically;
 3. starts worker ``i`` (``python -m bench.devices worker KIND``) with
@@ -133,7 +134,7 @@ class Command:
     """What ``--devices`` needs of a command (a study of :mod:`bench.engine`)."""
 
     kind: str  # bench.kinds
-    options: type  # its options dataclass (BenchOptions, AblateOptions, AccuracyOptions)
+    options: type  # its options dataclass (BenchOptions, AblateOptions, AccuracyOptions, EvalOptions, ...)
     plan: Callable[..., Any]  # (opts, device) -> bench.engine.RunPlan, without measuring
     run: Callable[..., Any]  # opts -> bench.engine.Outcome: one worker's shard
     warm: bool  # compile every kernel once before the workers (bench.warm; bench only: FlashInfer's JIT)
@@ -158,7 +159,15 @@ def command(kind: str) -> Command:
         from bench.accuracy import AccuracyOptions, plan_accuracy, run_accuracy, show_summary
 
         return Command(kind, AccuracyOptions, plan_accuracy, run_accuracy, warm=False, show=show_summary)
-    raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate or accuracy")
+    if kind == "eval-model":
+        from bench.eval_model import EvalOptions, plan_eval_model, run_eval_model, show_summary
+
+        return Command(kind, EvalOptions, plan_eval_model, run_eval_model, warm=False, show=show_summary)
+    if kind == "model-speed":
+        from bench.model_speed_study import ModelSpeedOptions, plan_model_speed, run_model_speed, show_summary
+
+        return Command(kind, ModelSpeedOptions, plan_model_speed, run_model_speed, warm=False, show=show_summary)
+    raise FoscarError(f"--devices: no such command {kind!r}; expected bench, ablate, accuracy, eval-model or model-speed")
 
 
 def options_to_json(opts) -> str:
@@ -220,7 +229,7 @@ def run_devices(kind: str, opts, device="detect"):
     """``foscar <kind> --devices``: workers per GPU, then the merge (module docstring).
 
     Args:
-        kind: ``bench``, ``ablate`` or ``accuracy`` (:func:`command`).
+        kind: ``bench``, ``ablate``, ``accuracy``, ``eval-model`` or ``model-speed`` (:func:`command`).
         opts: the command's parsed options (``devices`` set, ``shard`` unset).
         device: the GPU for arch resolution (tests pass fake info); ``"detect"`` reads it.
 

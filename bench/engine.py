@@ -20,6 +20,10 @@ share:
   (:mod:`bench.progress`);
 * failure rows: a point whose measurement raises gets the study's failure rows
   (``status = "error"`` with the reason) and the sweep goes on;
+* where each row ran (:class:`Site`, :func:`stamp_rows`): every row a session measures, its
+  failure rows too, gets the session's GPU UUID (``gpu_uuid``) and, in studies whose rows
+  have a ``sol_fraction``, that GPU's HBM ceiling (``hbm_ceiling_tbps``); rows kept from an
+  earlier session keep theirs;
 * output formats (:class:`OutputFormat`): tables, ``summary.json`` on stdout, or only
   the run directory (:func:`emit`).
 
@@ -107,6 +111,46 @@ class Outcome:
         return EXIT_RUN_PROBLEM if self.problems else EXIT_OK
 
 
+SITE_COLUMN_DOCS = {
+    "gpu_uuid": "the GPU the row ran on (GPU-..., as NVML and nvidia-smi write it); empty on the CPU (no GPU) "
+                "or when neither torch nor NVML gave the UUID",
+    "hbm_ceiling_tbps": "the HBM ceiling measured on that GPU at the start of its session (TB/s); empty on the CPU",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a session measures its rows; the engine writes it on each of them (:func:`stamp_rows`).
+
+    Attributes:
+        gpu_uuid: ``"GPU-..."`` (NVML's form), or ``None``: a CPU run, or a GPU whose UUID
+            neither torch nor NVML gave (an empty ``results.csv`` cell either way).
+        hbm_ceiling_tbps: the HBM ceiling measured on that GPU (TB/s, :mod:`bench.hbm`), or
+            ``None`` (not measured: the CPU, or a study that does not measure it).
+    """
+
+    gpu_uuid: str | None = None
+    hbm_ceiling_tbps: float | None = None
+
+
+CPU_SITE = Site()
+
+
+def gpu_site(info: Any, index: int = 0, hbm_tbps: float | None = None) -> Site:
+    """The :class:`Site` of a session on ``info``'s GPU (a :class:`bench.arch.DeviceInfo`; ``None``:
+    the CPU): its UUID as torch gives it, else as NVML gives it for CUDA device ``index``
+    (:func:`bench.manifest.gpu_reading`), else ``None``."""
+    if info is None:
+        return Site(None, hbm_tbps)
+    uuid = getattr(info, "uuid", None)
+    if not uuid:
+        from bench.manifest import gpu_reading
+
+        reading, _ = gpu_reading(None, index)
+        uuid = reading["uuid"] if reading else None
+    return Site(uuid, hbm_tbps)
+
+
 class Study:
     """A study definition: the grid, each point's rows, how they are measured and summarized.
 
@@ -116,6 +160,8 @@ class Study:
     """
 
     kind: str = ""
+    # the Site fields the engine writes on every row (results.csv columns of the same names)
+    site_columns: tuple[str, ...] = ("gpu_uuid",)
 
     def points(self) -> list[Any]:
         """Every point of the grid, in its order (shards and merges number them so)."""
@@ -198,6 +244,16 @@ class Study:
         """Called after each point (free device memory); nothing by default."""
 
 
+def stamp_rows(study: Study, rows: list[dict[str, Any]], site: Site | None) -> list[dict[str, Any]]:
+    """Write ``site``'s :attr:`Study.site_columns` on every row (in place; returned). The one place
+    that records where a row ran; ``None``: :data:`CPU_SITE` (empty cells)."""
+    site = site or CPU_SITE
+    values = {c: getattr(site, c) for c in study.site_columns}
+    for row in rows:
+        row.update(values)
+    return rows
+
+
 # ---------------------------------------------------------------------------
 # resume
 
@@ -256,6 +312,7 @@ class RunDir:
     prior: pd.DataFrame | None
     indices: list[int]  # the grid points this run measures (a shard's, or all)
     num_points: int
+    site: Site | None = None  # where this session measures (stamped on its rows); None: the CPU
 
     def save_meta(self) -> None:
         """(Re)write ``meta.json``."""
@@ -317,6 +374,7 @@ def start_run(
     shard: Shard | None = None,
     prior: Any = _CHECK,
     refuse: Callable[[dict[str, Any]], str | None] | None = None,
+    site: Site | None = None,
 ) -> RunDir:
     """Open (create, or resume) the run directory ``out`` and write its ``meta.json``.
 
@@ -329,6 +387,7 @@ def start_run(
         shard: ``--shard K/N`` or ``None``.
         prior: what :func:`check_resume` returned (default: it is called here, with ``refuse``).
         refuse: passed to :func:`check_resume` when it is called here.
+        site: where this session measures (:func:`gpu_site`); ``None``: the CPU.
 
     Returns:
         The open :class:`RunDir`; ``meta.json`` is written (a resumed run keeps its first
@@ -348,12 +407,12 @@ def start_run(
         prior = check_resume(study, out, manifest["config_hash"], manifest["config"], shard, refuse)
     make_dir(out, "run directory")
     if prior is None:
-        run = RunDir(out, manifest, manifest, None, indices, num_points)
+        run = RunDir(out, manifest, manifest, None, indices, num_points, site)
     else:  # keep the first session's manifest; record this one under "resumes"
         rows, meta = prior
         session = session_record(manifest, len(finished_points(study, rows)))
         meta.setdefault("resumes", []).append(session)
-        run = RunDir(out, meta, session, rows, indices, num_points)
+        run = RunDir(out, meta, session, rows, indices, num_points, site)
     run.save_meta()
     return run
 
@@ -376,16 +435,19 @@ def run_points(
     prior: pd.DataFrame | None = None,
     console=None,
     progress: bool = False,
+    site: Site | None = None,
 ) -> pd.DataFrame:
     """Measure every point of ``indices`` (default: the whole grid) not already finished in
     ``prior``; return all rows of those points (grid order, :meth:`Study.frame`), also written to
     ``results_path`` after each point (so a crash or Ctrl-C loses no finished point).
 
     A point whose :meth:`Study.measure` raises (anything but ``KeyboardInterrupt``) gets
-    :meth:`Study.failure_rows` and the loop goes on.
+    :meth:`Study.failure_rows` and the loop goes on. Either way the point's rows get ``site``
+    (:func:`stamp_rows`).
 
     Args:
         prior: the rows of the run being resumed (:attr:`RunDir.prior`), or ``None``.
+        site: where this session measures (:attr:`RunDir.site`); ``None``: the CPU.
         console: a rich console for the point lines and tables (``None``: print nothing).
         progress: a rich bar on stderr where stderr is a terminal.
     """
@@ -420,7 +482,7 @@ def run_points(
                 rows = study.measure(point)
             except Exception as e:  # the point's own failure: recorded, the sweep goes on
                 rows = study.failure_rows(point, error_reason(e))
-            by_point[i] = rows
+            by_point[i] = stamp_rows(study, rows, site)
             df = all_rows()
             write_csv(df, results_path)
             eta.point_done()
@@ -437,7 +499,7 @@ def run_points(
 
 def run_study(study: Study, run: RunDir, console=None, progress: bool = False) -> pd.DataFrame:
     """:func:`run_points` over an open run directory (its shard's points, its prior rows)."""
-    return run_points(study, run.out / "results.csv", run.indices, run.prior, console, progress)
+    return run_points(study, run.out / "results.csv", run.indices, run.prior, console, progress, run.site)
 
 
 def finish_run(study: Study, run: RunDir, df: pd.DataFrame, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -452,6 +514,21 @@ def finish_run(study: Study, run: RunDir, df: pd.DataFrame, extra: dict[str, Any
     write_json(summary, run.out / "summary.json")
     study.write_extras(run.out, df, run.meta, summary)
     return summary
+
+
+def complete_run(study: Study, run: RunDir, output: OutputFormat, console=None,
+                 show: Callable[[Any, dict[str, Any], pd.DataFrame], None] | None = None) -> Outcome:  # fmt: skip
+    """The rest of a run once its directory is open: :func:`run_study` (progress bar under ``table``
+    output), :func:`finish_run`, then :func:`emit` in ``output``, where ``show(console, summary, rows)``
+    prints the study's tables (``table`` output only).
+
+    Returns:
+        The run's :class:`Outcome` (its problems: :meth:`Study.problems`).
+    """
+    df = run_study(study, run, console, progress=output is OutputFormat.table)
+    summary = finish_run(study, run, df)
+    emit(output, run.out, summary, console, (lambda: show(console, summary, df)) if show and console else None)
+    return Outcome(run.out, summary["problems"])
 
 
 def emit(output: OutputFormat, out: Path, summary: dict[str, Any], console=None,

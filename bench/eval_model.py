@@ -17,16 +17,21 @@ group size, with the given sink/recent windows and rotation):
 3. ``kv_bytes``: bytes of the stored K/V after step 1 (all layers; BF16 cache: its tensors;
    FOSCAR: codes + FP32 scales/offsets + BF16 windows, :meth:`FoscarCache.nbytes`).
 
-Run directory: ``results.csv`` (:data:`COLUMNS`, one row per cache), ``meta.json``
-(``kind: "eval-model"``, model, text, versions, git, command), ``summary.json``;
-``foscar report RUN`` draws ``eval_model.png`` and ``report.md`` (:func:`write_report`).
+A study of the engine (:mod:`bench.engine`, :class:`EvalModelStudy`): a point is a cache
+configuration (:class:`CacheConfig`: the BF16 cache, then each bits x group size), its one row
+that cache's scores. The engine owns the run directory: ``results.csv`` (:data:`COLUMNS`, one
+row per cache, each with the ``gpu_uuid`` it ran on), ``meta.json`` (``kind: "eval-model"``,
+``config`` and ``config_hash``, model, text and its sha256, versions, git, command),
+``summary.json``, and ``eval_model.png`` + ``report.md`` (:func:`write_report`; ``foscar
+report RUN`` redraws them); an ``--out DIR`` holding a run of the same config is resumed (the
+caches not scored yet are run; the BF16 reference is recomputed in each session that needs
+it); ``--format``; ``foscar merge`` reads its shards (:mod:`bench.studies`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 import math
 import shlex
 import sys
@@ -36,15 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
+from bench.engine import RESULTS_DIR, SCRATCH_DIR, SITE_COLUMN_DOCS, Study, StudyOptions
 from bench.errors import FoscarError
 from bench.kinds import EVAL_MODEL
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, OutputFormat
 
 KIND = EVAL_MODEL  # meta.json "kind" (bench.kinds)
 COLUMNS = [
     "cache", "bits", "group_size", "num_sink", "num_recent", "rotation", "kernel", "scored_tokens",
     "nll_mean", "perplexity", "top1_agree", "kl_mean", "kl_max", "greedy_tokens", "greedy_match",
-    "decode_tokens_per_s", "kv_bytes", "kv_bytes_vs_bf16", "status", "error",
+    "decode_tokens_per_s", "kv_bytes", "kv_bytes_vs_bf16", "status", "error", "gpu_uuid",
 ]  # fmt: skip
 COLUMN_DOCS = {
     "cache": "bf16 (transformers DynamicCache) or foscar (foscar.hf.FoscarCache)",
@@ -60,12 +65,15 @@ COLUMN_DOCS = {
     "kv_bytes": "bytes of the stored K/V of all layers after the teacher-forced pass",
     "kv_bytes_vs_bf16": "kv_bytes / the BF16 cache's kv_bytes",
     "status": "ok, or error (the message in error)",
+    "gpu_uuid": SITE_COLUMN_DOCS["gpu_uuid"],
 }
+INT_COLUMNS = ("bits", "group_size", "num_sink", "num_recent", "scored_tokens", "greedy_tokens", "greedy_match", "kv_bytes")
+TEXT_COLUMNS = ("cache", "rotation", "kernel", "status", "error", "gpu_uuid")
 
 
 @dataclass
-class EvalOptions:
-    """The ``foscar eval-model`` flags, parsed."""
+class EvalOptions(StudyOptions):
+    """The ``foscar eval-model`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`)."""
 
     model: str | None = None
     random_init: Path | None = None
@@ -82,15 +90,21 @@ class EvalOptions:
     seed: int = 0
     out: Path | None = None
     plots: bool = True
-    output: OutputFormat = OutputFormat.table
-    argv: list[str] | None = None
+
+    def config(self, text_sha256: str) -> dict[str, Any]:
+        """What the run measures (``meta.json["config"]``; its hash is the resume/merge fingerprint):
+        every option but where and how the run is written, plus the text's sha256."""
+        skip = {"argv", "output", "out", "plots", "shard", "devices"}
+        d = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items() if k not in skip}
+        return {**d, "text_sha256": text_sha256}
 
 
 # ---------------------------------------------------------------------------
 # measuring
 
 
-def _sync(device) -> None:
+def sync(device) -> None:
+    """Wait for ``device``'s queued work (a ``torch.device``; nothing to wait for on the CPU)."""
     import torch
 
     if device.type == "cuda":
@@ -123,13 +137,13 @@ def greedy(model, prompt, cache, num_tokens: int):
         out = model(input_ids=prompt, past_key_values=cache, use_cache=True, logits_to_keep=1)
         tok = out.logits[:, -1].argmax(-1, keepdim=True)
         toks = [tok]
-        _sync(prompt.device)
+        sync(prompt.device)
         t0 = time.perf_counter()
         for _ in range(num_tokens - 1):
             out = model(input_ids=tok, past_key_values=cache, use_cache=True)
             tok = out.logits[:, -1].argmax(-1, keepdim=True)
             toks.append(tok)
-        _sync(prompt.device)
+        sync(prompt.device)
         seconds = time.perf_counter() - t0
     return torch.cat(toks, dim=1), seconds
 
@@ -155,50 +169,167 @@ def compare_logits(ref, test, targets) -> dict[str, float]:
     }
 
 
-def measure(loaded, ids, opts: EvalOptions, device, on_row=None) -> list[dict[str, Any]]:
-    """Every row of the run (the BF16 cache first). ``ids``: ``[1, n]`` on ``device``."""
-    from transformers import DynamicCache
+@dataclass(frozen=True)
+class CacheConfig:
+    """A point of the eval-model grid: transformers' BF16 ``DynamicCache`` (``cache="bf16"``), or a
+    :class:`foscar.hf.FoscarCache` of ``bits`` x ``group_size`` (``cache="foscar"``; the run's
+    sink/recent windows and rotation)."""
 
-    from foscar.hf import FoscarCache
+    cache: str
+    bits: int | None = None
+    group_size: int | None = None
 
-    model = loaded.model
-    targets = ids[0, opts.prefill + 1 :]
-    prompt = ids[:, : opts.prefill]
-    base = {c: None for c in COLUMNS}
-    dense = DynamicCache(config=model.config)
-    ref = teacher_forced(model, ids, dense, opts.prefill)
-    ref_bytes = dense_nbytes(dense)
-    del dense
-    ref_greedy, secs = greedy(model, prompt, DynamicCache(config=model.config), opts.greedy_tokens)
-    row = {**base, "cache": "bf16", "scored_tokens": len(targets), "greedy_tokens": opts.greedy_tokens,
-           "greedy_match": opts.greedy_tokens, "kv_bytes": ref_bytes, "kv_bytes_vs_bf16": 1.0, "status": "ok",
-           **compare_logits(ref, ref, targets), "decode_tokens_per_s": _rate(opts.greedy_tokens, secs)}  # fmt: skip
-    rows = [row]
-    if on_row:
-        on_row(rows)
-    for bits in opts.bits:
-        for g in opts.group_sizes:
-            row = {**base, "cache": "foscar", "bits": bits, "group_size": g, "num_sink": opts.num_sink,
-                   "num_recent": opts.num_recent, "rotation": opts.rotation, "scored_tokens": len(targets),
-                   "greedy_tokens": opts.greedy_tokens}  # fmt: skip
-            kw = dict(bits=bits, group_size=g, num_sink=opts.num_sink, num_recent=opts.num_recent,
-                      rotation=opts.rotation, backend=opts.backend, seed=opts.seed)  # fmt: skip
-            try:
-                cache = FoscarCache(model.config, **kw)
-                logits = teacher_forced(model, ids, cache, opts.prefill)
-                row.update(compare_logits(ref, logits, targets), kv_bytes=cache.nbytes(), kernel=cache.kernel)
-                row["kv_bytes_vs_bf16"] = row["kv_bytes"] / ref_bytes if ref_bytes else None
-                del cache
-                toks, secs = greedy(model, prompt, FoscarCache(model.config, **kw), opts.greedy_tokens)
-                row["greedy_match"] = _leading_match(ref_greedy[0], toks[0])
-                row["decode_tokens_per_s"] = _rate(opts.greedy_tokens, secs)
-                row["status"] = "ok"
-            except (ValueError, RuntimeError) as e:
-                row.update(status="error", error=f"{type(e).__name__}: {e}".splitlines()[0][:300])
-            rows.append(row)
-            if on_row:
-                on_row(rows)
-    return rows
+    def columns(self) -> dict[str, Any]:
+        """The ``results.csv`` columns that pick this cache's row (no empty value: it would match nothing)."""
+        if self.cache == "bf16":
+            return {"cache": "bf16"}
+        return {"cache": self.cache, "bits": self.bits, "group_size": self.group_size}
+
+
+def grid_points(bits: list[int], group_sizes: list[int]) -> list[CacheConfig]:
+    """The BF16 cache first (the reference of every other row), then bits x group size."""
+    return [CacheConfig("bf16")] + [CacheConfig("foscar", int(b), int(g)) for b in bits for g in group_sizes]
+
+
+@dataclass
+class EvalSession:
+    """What measuring needs, set up once per session: the loaded model
+    (:class:`bench.hf_model.LoadedModel`), the token ids ``[1, n]`` int64 on ``device``."""
+
+    loaded: Any
+    ids: Any
+    device: Any
+    reference: dict[str, Any] | None = None  # the BF16 cache's logits, bytes and greedy tokens (computed once)
+
+
+class EvalModelStudy(Study):
+    """``foscar eval-model`` as an engine study: points :func:`grid_points`, one row each.
+
+    Args:
+        config: :meth:`EvalOptions.config` (``meta.json["config"]``).
+        session: the model and tokens (``None``: the study only reads and summarizes rows, as a merge does).
+        plots: write ``eval_model.png`` and ``report.md`` at the end (:meth:`write_extras`).
+    """
+
+    kind = KIND
+
+    def __init__(self, config: dict[str, Any], session: EvalSession | None = None, plots: bool = True):
+        self.config, self.session, self.plots = config, session, plots
+        self._points = grid_points(config["bits"], config["group_sizes"])
+
+    def points(self) -> list[CacheConfig]:
+        return self._points
+
+    def label(self, point: CacheConfig) -> str:
+        return config_label({**point.columns(), "num_sink": self.config["num_sink"],
+                             "num_recent": self.config["num_recent"], "rotation": self.config["rotation"]})  # fmt: skip
+
+    def point_columns(self, point: CacheConfig) -> dict[str, Any]:
+        return point.columns()
+
+    def row_keys(self, point: CacheConfig) -> list[tuple]:
+        return [(point.cache,)]
+
+    def row_key(self, row: dict[str, Any]) -> tuple:
+        return (row["cache"],)
+
+    def _base(self, point: CacheConfig) -> dict[str, Any]:
+        c = self.config
+        row = {k: None for k in COLUMNS}
+        row.update(point.columns(), greedy_tokens=c["greedy_tokens"])
+        if point.cache != "bf16":
+            row.update(num_sink=c["num_sink"], num_recent=c["num_recent"], rotation=c["rotation"])
+        return row
+
+    def _reference(self) -> dict[str, Any]:
+        """The BF16 cache's teacher-forced logits, K/V bytes and greedy tokens (once per session)."""
+        s = self.session
+        if s.reference is None:
+            from transformers import DynamicCache
+
+            model, prefill = s.loaded.model, self.config["prefill"]
+            dense = DynamicCache(config=model.config)
+            logits = teacher_forced(model, s.ids, dense, prefill)
+            nbytes = dense_nbytes(dense)
+            del dense
+            toks, secs = greedy(model, s.ids[:, :prefill], DynamicCache(config=model.config), self.config["greedy_tokens"])
+            s.reference = {"logits": logits, "bytes": nbytes, "greedy": toks, "seconds": secs}
+        return s.reference
+
+    def measure(self, point: CacheConfig) -> list[dict[str, Any]]:
+        from foscar.hf import FoscarCache
+
+        c, s = self.config, self.session
+        ref = self._reference()
+        targets = s.ids[0, c["prefill"] + 1 :]
+        row = self._base(point)
+        row["scored_tokens"] = len(targets)
+        if point.cache == "bf16":
+            row.update(compare_logits(ref["logits"], ref["logits"], targets), greedy_match=c["greedy_tokens"],
+                       kv_bytes=ref["bytes"], kv_bytes_vs_bf16=1.0,
+                       decode_tokens_per_s=_rate(c["greedy_tokens"], ref["seconds"]), status="ok")  # fmt: skip
+            return [row]
+        model = s.loaded.model
+        kw = dict(bits=point.bits, group_size=point.group_size, num_sink=c["num_sink"], num_recent=c["num_recent"],
+                  rotation=c["rotation"], backend=c["backend"], seed=c["seed"])  # fmt: skip
+        cache = FoscarCache(model.config, **kw)
+        logits = teacher_forced(model, s.ids, cache, c["prefill"])
+        row.update(compare_logits(ref["logits"], logits, targets), kv_bytes=cache.nbytes(), kernel=cache.kernel)
+        row["kv_bytes_vs_bf16"] = row["kv_bytes"] / ref["bytes"] if ref["bytes"] else None
+        del cache
+        toks, secs = greedy(model, s.ids[:, : c["prefill"]], FoscarCache(model.config, **kw), c["greedy_tokens"])
+        row.update(greedy_match=_leading_match(ref["greedy"][0], toks[0]), decode_tokens_per_s=_rate(c["greedy_tokens"], secs),
+                   status="ok")  # fmt: skip
+        return [row]
+
+    def failure_rows(self, point: CacheConfig, reason: str) -> list[dict[str, Any]]:
+        return [{**self._base(point), "status": "error", "error": reason}]
+
+    def frame(self, rows: list[dict[str, Any]]):
+        return to_frame(rows)
+
+    @staticmethod
+    def read(path: Path):
+        import pandas as pd
+
+        return to_frame(pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}).to_dict("records"))
+
+    @staticmethod
+    def empty_frame():
+        return to_frame([])
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> EvalModelStudy:
+        config = meta.get("config")
+        if not isinstance(config, dict) or not {"bits", "group_sizes"} <= set(config):
+            raise FoscarError("meta.json config: cannot rebuild the eval-model grid (no bits and group_sizes)")
+        return cls(config)
+
+    def summarize(self, df) -> dict[str, Any]:
+        from bench.engine import row_records
+
+        return summarize(row_records(df))
+
+    def write_extras(self, out: Path, df, meta: dict[str, Any], summary: dict[str, Any]) -> list[Path]:
+        return write_report(out) if self.plots else []
+
+    def after_point(self) -> None:
+        if self.session is not None and self.session.device.type == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
+
+
+def to_frame(rows: list[dict[str, Any]]):
+    """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in INT_COLUMNS:
+        df[c] = pd.to_numeric(df[c]).astype("Int64")
+    for c in ("nll_mean", "perplexity", "top1_agree", "kl_mean", "kl_max", "decode_tokens_per_s", "kv_bytes_vs_bf16"):
+        df[c] = pd.to_numeric(df[c]).astype("float64")
+    return df
 
 
 def _rate(num_tokens: int, seconds: float) -> float | None:
@@ -236,15 +367,28 @@ def config_label(r: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def run_eval_model(opts: EvalOptions) -> Path:
-    """Do the whole ``foscar eval-model`` run; return the run directory.
+def default_out(device_type: str) -> Path:
+    """``results/<timestamp>-eval-model-<git short>`` (without a GPU: under ``results/_scratch/``)."""
+    from bench.manifest import git_state
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = SCRATCH_DIR if device_type != "cuda" else RESULTS_DIR
+    return base / f"{stamp}-eval-model-{git_state().get('short') or 'nogit'}"
+
+
+def run_eval_model(opts: EvalOptions):
+    """Do the whole ``foscar eval-model`` run on the engine; return its :class:`bench.engine.Outcome`
+    (``.path``: the run directory).
 
     Raises:
         FoscarError: bad flags, a model that cannot be loaded from disk or whose attention
-            the kernels cannot take, a text too short, an unusable output directory.
+            the kernels cannot take, a text too short, an ``--out`` holding a run of another
+            config or device, or that cannot be created.
     """
     from bench.hf_model import load_model, read_text, tokenize, torch_device
 
+    if opts.devices is not None:
+        raise FoscarError("run_eval_model runs on one GPU; `--devices` runs through bench.devices.run_devices")
     for name, x in (("--prefill", opts.prefill), ("--max-tokens", opts.max_tokens), ("--greedy-tokens", opts.greedy_tokens)):
         if x < 1:
             raise FoscarError(f"{name}: expected a positive number, got {x}")
@@ -264,21 +408,22 @@ def run_eval_model(opts: EvalOptions) -> Path:
         raise FoscarError(f"the text has {ids.shape[1]} tokens; --prefill {opts.prefill} needs at least {need}")
     ids = ids[:, : opts.prefill + opts.max_tokens + 1].to(device)
 
-    from bench.accuracy import make_out_dir
+    import torch
+
+    from bench.arch import detect_device
+    from bench.config import config_hash
+    from bench.engine import complete_run, gpu_site, make_console_for, start_run
     from bench.manifest import git_state, software_versions
-    from bench.results import write_json
     from foscar.hf import attention_shape
 
-    out = opts.out
-    if out is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = SCRATCH_DIR if device.type != "cuda" else RESULTS_DIR
-        out = base / f"{stamp}-eval-model-{git_state().get('short') or 'nogit'}"
-    out = make_out_dir(Path(out))
+    out = Path(opts.out) if opts.out is not None else default_out(device.type)
+    config = opts.config(hashlib.sha256(text.encode("utf-8")).hexdigest())
+    study = EvalModelStudy(config, EvalSession(loaded, ids, device), plots=opts.plots)
+    info = detect_device() if device.type == "cuda" else None
+    device_name = torch.cuda.get_device_name(device) if info else str(device)
     layers, hq, hkv, hd = attention_shape(loaded.model.config)
     meta = {
         "schema_version": SCHEMA_VERSION,
-        "kind": KIND,
         "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
         "command": shlex.join(opts.argv if opts.argv is not None else sys.argv),
         "model": loaded.source,
@@ -286,44 +431,54 @@ def run_eval_model(opts: EvalOptions) -> Path:
         "random_weights": loaded.random_weights,
         "shape": {"num_layers": layers, "num_qo_heads": hq, "num_kv_heads": hkv, "head_dim": hd},
         "text": text_source,
-        "text_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "text_sha256": config["text_sha256"],
         "tokenizer": "model's" if loaded.tokenizer is not None else "utf-8 bytes modulo vocab_size (no tokenizer)",
         "tokens": int(ids.shape[1]),
-        "device": str(device) if device.type != "cuda" else __import__("torch").cuda.get_device_name(device),
+        "device": device_name,
         "triton_interpreter": device.type != "cuda",
-        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()
-                    if k not in ("argv", "output", "out", "plots")},  # fmt: skip
         "versions": {**software_versions(flashinfer=False), "transformers": __import__("transformers").__version__},
         "git": git_state(),
         "columns": COLUMN_DOCS,
+        "config": config,
+        "config_hash": config_hash(config),
     }
-    write_json(meta, out / "meta.json")
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _device_mismatch(m, device_name),
+                    site=gpu_site(info, device.index or 0))  # fmt: skip
 
-    def on_row(rows):
-        write_csv(rows, out / "results.csv")
+    def show(console, summary: dict[str, Any], df) -> None:
+        show_summary(console, summary, out)
+        names = ", ".join(p.name for p in (out / "eval_model.png", out / "report.md") if opts.plots and p.is_file())
+        console.print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
 
-    rows = measure(loaded, ids, opts, device, on_row)
-    write_csv(rows, out / "results.csv")
-    summary = summarize(rows)
-    write_json(summary, out / "summary.json")
-    written = write_report(out) if opts.plots else []
-    if opts.output is OutputFormat.json:
-        print(json.dumps(summary, indent=2))
-    elif opts.output is OutputFormat.table:
-        from bench.tables import make_console
-
-        make_console().print(results_table(rows, meta))
-        names = ", ".join(p.name for p in written)
-        print(f"wrote {out / 'results.csv'}, meta.json, summary.json{', ' + names if names else ''}")
-    else:
-        print(out)
-    return out
+    return complete_run(study, run, opts.output, make_console_for(opts.output), show)
 
 
-def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    import pandas as pd
+def plan_eval_model(opts: EvalOptions, device: Any = "detect"):
+    """What ``opts`` would run, without loading the model (:class:`bench.engine.RunPlan`, for
+    ``--devices``): one point per cache configuration. ``device``: a :class:`bench.arch.DeviceInfo`,
+    ``None`` (no GPU, e.g. fake devices) or ``"detect"``."""
+    from bench.arch import detect_device
+    from bench.engine import RunPlan
 
-    pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
+    info = detect_device() if device == "detect" else device
+    n = len(grid_points(opts.bits, opts.group_sizes))
+    out = Path(opts.out) if opts.out is not None else default_out("cuda" if info is not None else "cpu")
+    return RunPlan(n, out, f"{n} caches (BF16 and {n - 1} FOSCAR configurations) of {opts.model or opts.random_init}")
+
+
+def show_summary(console, summary: dict[str, Any], out: Path) -> None:
+    """A finished (or merged) eval-model run's table on ``console`` (from its results.csv and meta.json)."""
+    from bench.engine import row_records
+    from bench.runfiles import read_json_object
+
+    rows = row_records(EvalModelStudy.read(Path(out) / "results.csv"))
+    console.print(results_table(rows, read_json_object(Path(out) / "meta.json")))
+
+
+def _device_mismatch(meta: dict[str, Any], device_name: str) -> str | None:
+    """Why a session on ``device_name`` may not resume the run of ``meta`` (another device), or ``None``."""
+    old = meta.get("device")
+    return None if old == device_name else f"the run was started on {old}, this is {device_name}"
 
 
 def results_table(rows: list[dict[str, Any]], meta: dict[str, Any]):
@@ -366,7 +521,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     panels = (("perplexity", "perplexity of the text (lower is better)"),
               ("top1_agree", "top-1 agreement with the BF16 cache"),
               ("kl_mean", "mean KL(p_bf16 || p) (nats)"),
-              ("greedy_match", f"leading greedy tokens equal to BF16's (of {meta['options']['greedy_tokens']})"),
+              ("greedy_match", f"leading greedy tokens equal to BF16's (of {(meta.get('config') or meta['options'])['greedy_tokens']})"),
               ("decode_tokens_per_s", "decode tokens/s" + (" (interpreter: not a speed)" if meta.get("triton_interpreter") else "")),
               ("kv_bytes_vs_bf16", "KV bytes / BF16 cache's"))  # fmt: skip
     colors = ["#7f7f7f" if lab == "bf16" else "#1f77b4" for lab in labels]

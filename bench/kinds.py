@@ -2,7 +2,7 @@
 
 Every command that writes a run directory records its kind: ``bench``, ``ablate``,
 ``accuracy``, ``eval-model`` (``foscar eval-model``) or ``model-speed``
-(``python -m bench.model_speed``). ``foscar report`` and ``foscar compare`` dispatch on
+(``foscar model-speed``, also ``python -m bench.model_speed``). ``foscar report`` and ``foscar compare`` dispatch on
 it (:mod:`bench.study`). Runs from before the field existed: an ablation's
 ``meta.json`` lists its ``settings``; any other ``meta.json`` without a kind, or no
 ``meta.json`` at all, is a bench run.
@@ -22,7 +22,7 @@ EVAL_MODEL = "eval-model"
 MODEL_SPEED = "model-speed"
 KINDS = (BENCH, ABLATE, ACCURACY, EVAL_MODEL, MODEL_SPEED)
 COMMANDS = {BENCH: "foscar bench", ABLATE: "foscar ablate", ACCURACY: "foscar accuracy",
-            EVAL_MODEL: "foscar eval-model", MODEL_SPEED: "python -m bench.model_speed"}  # fmt: skip
+            EVAL_MODEL: "foscar eval-model", MODEL_SPEED: "foscar model-speed"}  # fmt: skip
 
 
 def run_kind(path: Path | str) -> str:

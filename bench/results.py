@@ -159,7 +159,7 @@ def invalid_time(median_us: Any, p20_us: Any = None, p80_us: Any = None) -> str 
 
 def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None) -> None:
     """Fill time, bandwidth and roofline fraction (against ``hbm_tbps``, the ceiling measured on the
-    GPU the row ran on, also recorded as ``hbm_ceiling_tbps``); mark ``suspect`` above it,
+    GPU the row ran on, which the engine records as ``hbm_ceiling_tbps``); mark ``suspect`` above it,
     ``invalid`` (with the reason in ``error``) when the time is zero, negative, NaN or Inf
     (:func:`invalid_time`).
 
@@ -172,7 +172,6 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
         reps=timing.reps,
         timing_mode=timing.mode,
         bytes=nbytes,
-        hbm_ceiling_tbps=hbm_tbps,
     )
     why = invalid_time(timing.median_us, timing.p20_us, timing.p80_us)
     if why:

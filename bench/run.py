@@ -185,7 +185,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     # heavy imports only now (torch; triton stays lazy inside the kernels and timing)
     import torch
 
-    from bench.engine import check_resume, emit, finish_run, make_console_for, run_study, shard_indices, start_run
+    from bench.engine import Site, check_resume, emit, finish_run, make_console_for, run_study, shard_indices, start_run
     from bench.hbm import measure_hbm
     from bench.manifest import build_manifest, git_state, record_gpu_state
     from bench.resume import gpu_mismatch
@@ -244,11 +244,10 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     manifest["clock_readings"] = (
         "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
     )
-    run = start_run(study, out, manifest, opts.shard, prior)
-    gpu_uuid = (manifest.get("gpu") or {}).get("uuid")  # this session's GPU (torch, else NVML)
+    site = Site((manifest.get("gpu") or {}).get("uuid"), hbm)  # this session's GPU (torch, else NVML) and ceiling
+    run = start_run(study, out, manifest, opts.shard, prior, site=site)
     study.sweep = Sweep(cfg, backends, dev, hbm, out / "results.csv", console, prior=run.prior,
-                        progress=opts.output is OutputFormat.table, clocks=clocks, indices=indices,
-                        gpu_uuid=gpu_uuid)  # fmt: skip
+                        progress=opts.output is OutputFormat.table, clocks=clocks, indices=indices)  # fmt: skip
     try:
         df = run_study(study, run, console, progress=opts.output is OutputFormat.table)
     except KeyboardInterrupt:

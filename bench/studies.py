@@ -11,16 +11,16 @@ from typing import Any
 
 from bench.engine import Study
 from bench.errors import FoscarError
-from bench.kinds import ABLATE, ACCURACY, BENCH
+from bench.kinds import ABLATE, ACCURACY, BENCH, EVAL_MODEL, MODEL_SPEED
 
-ENGINE_KINDS = (BENCH, ABLATE, ACCURACY)  # the kinds whose runs the engine writes (and merge combines)
+ENGINE_KINDS = (BENCH, ABLATE, ACCURACY, EVAL_MODEL, MODEL_SPEED)  # the kinds whose runs the engine writes (and merge combines)
 
 
 def study_class(kind: str) -> type[Study]:
     """The study definition of ``kind`` (its ``read`` reads a results.csv without a config).
 
     Raises:
-        FoscarError: a kind the engine does not run (``eval-model``, ``model-speed``).
+        FoscarError: a kind the engine does not run.
     """
     if kind == BENCH:
         from bench.sweep import BenchStudy
@@ -34,6 +34,14 @@ def study_class(kind: str) -> type[Study]:
         from bench.accuracy import AccuracyStudy
 
         return AccuracyStudy
+    if kind == EVAL_MODEL:
+        from bench.eval_model import EvalModelStudy
+
+        return EvalModelStudy
+    if kind == MODEL_SPEED:
+        from bench.model_speed_study import ModelSpeedStudy
+
+        return ModelSpeedStudy
     raise FoscarError(f"meta.json kind {kind!r}: not a study of the engine; expected one of {', '.join(ENGINE_KINDS)}")
 
 

@@ -5,7 +5,7 @@
 * accuracy: :mod:`bench.accuracy_report` and :mod:`bench.accuracy_compare` (error
   metrics, larger is worse);
 * eval-model: :func:`bench.eval_model.write_report`; model-speed:
-  :func:`bench.model_speed.write_report`; neither is compared.
+  :func:`bench.model_speed_study.write_report`; neither is compared.
 
 Only bench runs are drawn several at a time; ``compare`` takes two runs of one kind.
 """
@@ -73,7 +73,7 @@ def report_runs(paths: list[Path], out: Path | None = None) -> Drawn:
 
         files = write_eval_report(paths[0], target)
     else:
-        from bench.model_speed import write_report as write_speed_report
+        from bench.model_speed_study import write_report as write_speed_report
 
         files = write_speed_report(paths[0], target)
     return Drawn(kind, files[-1], [f for f in files if f.suffix == ".png"])

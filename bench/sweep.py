@@ -22,7 +22,8 @@ A point or row that raises (out of memory, compile error, unsupported shape) is
 recorded with ``status = "error"`` and the reason, and the sweep goes on.
 
 Every row records the GPU it ran on (``gpu_uuid``) and that GPU's measured HBM ceiling
-(``hbm_ceiling_tbps``, which its ``sol_fraction`` divides by). ``Sweep.indices`` limits
+(``hbm_ceiling_tbps``, which its ``sol_fraction`` divides by): the engine writes both
+(:attr:`BenchStudy.site_columns`, :func:`bench.engine.stamp_rows`). ``Sweep.indices`` limits
 the loop to some points of the grid (``--shard K/N``, :mod:`bench.shard`).
 
 Resuming (:func:`bench.engine.finished_points`): points whose rows are all in the previous
@@ -45,7 +46,7 @@ from rich.console import Console
 from bench.backends import Backend, Prepared, operand_unavailable
 from bench.clocks import ClockReader, add_clock_notes, clock_fields
 from bench.config import BenchConfig, config_from_meta
-from bench.engine import Study, error_reason, run_points
+from bench.engine import Site, Study, error_reason, run_points
 from bench.kinds import BENCH
 from bench.plan import plan_points
 from bench.points import grid, row_specs  # noqa: F401  (re-exported: bench.sweep.grid)
@@ -81,7 +82,6 @@ class Sweep:
     progress: bool = False  # a rich bar on stderr (where stderr is a terminal)
     clocks: ClockReader | None = None  # NVML reader of the GPU's clocks; None: none recorded
     indices: list[int] | None = None  # grid indices to run (a shard, bench.shard); None: every point
-    gpu_uuid: str | None = None  # the GPU the rows run on (results.csv gpu_uuid); None on the CPU
 
 
 __all__ = ["BenchStudy", "Sweep", "error_reason", "grid", "row_specs", "run_point", "run_sweep"]
@@ -112,6 +112,7 @@ class BenchStudy(Study):
     """
 
     kind = BENCH
+    site_columns = ("gpu_uuid", "hbm_ceiling_tbps")  # the ceiling sol_fraction divides by
 
     def __init__(self, cfg: BenchConfig, backends: list[Backend] | None, sweep: Sweep | None = None,
                  timing_mode: str | None = None, smoke: bool | None = None):  # fmt: skip
@@ -187,9 +188,12 @@ class BenchStudy(Study):
 
 def run_sweep(sweep: Sweep) -> pd.DataFrame:
     """Run every point of ``sweep.indices`` (default: the whole grid) not already finished in
-    ``sweep.prior``; return all rows, in grid order (also written to ``results_path`` after each point)."""
+    ``sweep.prior``; return all rows, in grid order (also written to ``results_path`` after each point).
+    The rows record no GPU UUID (``foscar bench`` runs through :func:`bench.engine.run_study`, whose
+    run directory knows its GPU) and ``sweep.hbm_tbps`` as their ceiling."""
     study = BenchStudy(sweep.cfg, sweep.backends, sweep)
-    return run_points(study, sweep.results_path, sweep.indices, sweep.prior, sweep.console, sweep.progress)
+    return run_points(study, sweep.results_path, sweep.indices, sweep.prior, sweep.console, sweep.progress,
+                      Site(hbm_ceiling_tbps=sweep.hbm_tbps))  # fmt: skip
 
 
 def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
@@ -197,8 +201,6 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
     cfg, dev = sweep.cfg, sweep.device
     specs = row_specs(point, sweep.backends, cfg.operand)
     rows = [new_row(point, be.name, bits, op, be.baseline, kv_dtype=be.kv_dtype) for be, bits, op in specs]
-    for row in rows:  # where the row ran, whatever becomes of it
-        row.update(gpu_uuid=sweep.gpu_uuid, hbm_ceiling_tbps=sweep.hbm_tbps)
 
     # cannot run here at all: say why, per row
     runnable = []

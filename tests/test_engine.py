@@ -1,5 +1,6 @@
 """The sweep engine (bench/engine.py) on a toy study, without torch: the run directory and its
-meta.json, failure rows, resume (kept rows, failures included), shards, output formats."""
+meta.json, failure rows, resume (kept rows, failures included), shards, output formats, the GPU
+stamped on every row."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import pandas as pd
 import pytest
 
 from bench.config import config_hash
-from bench.engine import OutputFormat, Study, emit, finish_run, run_study, start_run
+from bench.engine import OutputFormat, Site, Study, emit, finish_run, run_study, start_run
 from bench.errors import FoscarError
 from bench.shard import Shard
 
-COLUMNS = ["point", "variant", "value", "status", "error"]
+COLUMNS = ["point", "variant", "value", "status", "error", "gpu_uuid", "hbm_ceiling_tbps"]
 
 
 class Toy(Study):
@@ -66,8 +67,8 @@ def manifest(config=CONFIG) -> dict:
     return {"command": "toy", "config": config, "config_hash": config_hash(config), "gpu": None}
 
 
-def run_toy(study, out, shard=None):
-    run = start_run(study, out, manifest(), shard)
+def run_toy(study, out, shard=None, site=None):
+    run = start_run(study, out, manifest(), shard, site=site)
     df = run_study(study, run)
     return run, df, finish_run(study, run, df)
 
@@ -82,7 +83,10 @@ def test_a_point_that_raises_gets_failure_rows_and_the_sweep_goes_on(tmp_path):
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert (meta["kind"], meta["grid_points"], meta["shard"], meta["config_hash"]) == ("toy", 5, None, config_hash(CONFIG))
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "results.csv"), df.reset_index(drop=True),
+    written = pd.read_csv(tmp_path / "run" / "results.csv")
+    site = ["gpu_uuid", "hbm_ceiling_tbps"]  # a CPU session: empty (None in df, NaN read back)
+    assert written[site].isna().all().all() and df[site].isna().all().all()
+    pd.testing.assert_frame_equal(written.drop(columns=site), df.reset_index(drop=True).drop(columns=site),
                                   check_dtype=False)  # fmt: skip
 
 
@@ -97,6 +101,26 @@ def test_resume_keeps_finished_points_and_failures_and_runs_the_rest(tmp_path):
     assert list(df["point"]) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     meta = json.loads((out / "meta.json").read_text())
     assert [r["points_done_before"] for r in meta["resumes"]] == [4]
+
+
+def test_every_row_records_the_gpu_of_the_session_that_measured_it(tmp_path):
+    """Measured and failure rows get the session's GPU; rows kept on resume keep their own; the
+    ceiling only where the study asks for it (bench's sol_fraction); a CPU session leaves them empty."""
+    out = tmp_path / "run"
+    _, first, _ = run_toy(Toy(fail=2), out, site=Site("GPU-aaaa", 4.0))
+    assert set(first["gpu_uuid"]) == {"GPU-aaaa"} and first["hbm_ceiling_tbps"].isna().all()
+    first[first["point"] != 3].to_csv(out / "results.csv", index=False)
+    _, df, _ = run_toy(Toy(), out, site=Site("GPU-bbbb"))
+    assert list(df["gpu_uuid"]) == ["GPU-aaaa"] * 6 + ["GPU-bbbb"] * 2 + ["GPU-aaaa"] * 2
+    assert list(pd.read_csv(out / "results.csv")["gpu_uuid"]) == list(df["gpu_uuid"])
+
+    class WithCeiling(Toy):
+        site_columns = ("gpu_uuid", "hbm_ceiling_tbps")
+
+    _, df, _ = run_toy(WithCeiling(fail=1), tmp_path / "ceiling", site=Site("GPU-cccc", 4.5))
+    assert set(df["gpu_uuid"]) == {"GPU-cccc"} and set(df["hbm_ceiling_tbps"]) == {4.5}
+    _, df, _ = run_toy(WithCeiling(), tmp_path / "cpu")
+    assert df["gpu_uuid"].isna().all() and df["hbm_ceiling_tbps"].isna().all()
 
 
 def test_a_shard_runs_its_points_and_resumes_only_as_that_shard(tmp_path):

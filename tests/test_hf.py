@@ -257,24 +257,6 @@ def test_dump_kv_then_accuracy(saved_model, tmp_path, capsys):
     assert code == 2 and "cannot read it as safetensors" in stderr
 
 
-def test_model_speed_smoke(tmp_path):
-    """The CPU-sized version of scripts/eval_model_gpu.sh (bench/model_speed.py --smoke)."""
-    from bench.model_speed import COLUMNS, main
-
-    out = tmp_path / "speed"
-    main(["--smoke", "--cache", "int4", "--cache", "bf16", "--out", str(out)])
-    import pandas as pd
-
-    df = pd.read_csv(out / "results.csv")
-    assert list(df.columns) == COLUMNS and (df["status"] == "ok").all()
-    assert df["cache"].tolist() == ["int4", "bf16"] and df["kernel"].tolist() == ["triton", "sdpa"]
-    assert (df["decode_tokens_per_s"] > 0).all() and ((df["attn_share"] > 0) & (df["attn_share"] < 1)).all()
-    assert df["kv_bytes"].iloc[0] < df["kv_bytes"].iloc[1]
-    meta = json.loads((out / "meta.json").read_text())
-    assert meta["kind"] == "model-speed" and meta["random_weights"] is True
-    assert (out / "model_speed.md").is_file()
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("bits,num_sink,num_recent,rotation", [(2, 0, 0, "none"), (4, 4, 16, "hadamard")])
 def test_cuda_decode_matches_dequantized_reference(bits, num_sink, num_recent, rotation):

@@ -71,7 +71,7 @@ def test_report_draws_only_bench_runs_together(tmp_path, capsys):
 def test_report_draws_a_model_speed_run(tmp_path, capsys):
     import pandas as pd
 
-    from bench.model_speed import COLUMNS
+    from bench.model_speed_study import COLUMNS
 
     run = run_dir(tmp_path / "speed", {"kind": "model-speed", "model": "configs/hf/tiny-qwen3.json", "note": "",
                                        "shape": {"num_layers": 2}, "device": "NVIDIA H200", "command": "x"})  # fmt: skip

@@ -1,6 +1,6 @@
 """`foscar ablate` and `foscar accuracy` on the engine without a GPU: --shard K/N, foscar merge
-(equal to the whole run; refusing shards of another kind), resume per shard, and --devices on
-fake devices (worker processes on the CPU, Triton interpreter)."""
+(equal to the whole run; refusing shards of another kind), resume per shard, --devices on
+fake devices (worker processes on the CPU, Triton interpreter), and every row's gpu_uuid."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 import bench.ablate
 import bench.accuracy
+import bench.engine
 from bench.ablate import AblateOptions, run_ablation
 from bench.accuracy import AccuracyOptions, read_accuracy, run_accuracy
 from bench.engine import OutputFormat
@@ -88,6 +89,38 @@ def test_ablate_shards_from_a_gpu_merge_and_report(fake_ablation, tmp_path, caps
     assert code == 0 and "(ablate run)" in out, err
 
 
+@pytest.fixture
+def fake_gpus(monkeypatch) -> list:
+    """Each session "runs on" the next of GPU-fake-0, GPU-fake-1, ... (bench.engine.gpu_site, which
+    ablate and accuracy ask for their session's GPU); returns the UUIDs handed out."""
+    given = []
+
+    def site(info, index=0, hbm_tbps=None):
+        given.append(f"GPU-fake-{len(given)}")
+        return bench.engine.Site(given[-1], hbm_tbps)
+
+    monkeypatch.setattr(bench.engine, "gpu_site", site)
+    return given
+
+
+def test_ablate_rows_record_their_gpu_and_merge_keeps_each_shards(fake_ablation, fake_gpus, tmp_path):
+    shards = [run_ablation(ablate_opts(tmp_path / f"s{k}", Shard(k, 2))).path for k in (0, 1)]
+    assert [list(pd.read_csv(d / "results.csv")["gpu_uuid"].unique()) for d in shards] == [[g] for g in fake_gpus]
+    merge_runs(shards, tmp_path / "merged")
+    df = pd.read_csv(tmp_path / "merged" / "results.csv")
+    per_point = df.groupby("batch")["gpu_uuid"].unique().map(list).to_dict()
+    assert per_point == {1: ["GPU-fake-0"], 2: ["GPU-fake-1"], 4: ["GPU-fake-0"]}  # shard 0: points 0 and 2
+
+
+def test_accuracy_rows_record_their_gpu_and_merge_keeps_each_shards(fake_gpus, tmp_path):
+    shards = [run_accuracy(accuracy_opts(tmp_path / f"s{k}", Shard(k, 2), plots=False)).path for k in (0, 1)]
+    assert [json.loads((d / "meta.json").read_text())["gpu"] for d in shards] == [None, None]  # CPU: no GPU entry
+    merge_runs(shards, tmp_path / "merged")
+    df = read_accuracy(tmp_path / "merged" / "results.csv")
+    assert list(df["gpu_uuid"]) == ["GPU-fake-0"] * 2 + ["GPU-fake-1"] * 2  # int2 on shard 0, int4 on shard 1
+    assert "gpu_uuid" in json.loads((tmp_path / "merged" / "meta.json").read_text())["columns"]
+
+
 def accuracy_opts(out, shard=None, **kw) -> AccuracyOptions:
     return AccuracyOptions(out=out, smoke=True, data=["gaussian"], bits=[2, 4], rotations=["none"], no_mixed=True,
                            kernels=["fp64-dequant", "foscar-triton"], output=OutputFormat.quiet, argv=["foscar"],
@@ -161,6 +194,7 @@ def test_devices_on_fake_devices(command, args, rows, tmp_path, capsys, monkeypa
     assert stdout.strip() == str(out)
     df = pd.read_csv(out / "results.csv")
     assert len(df) == rows and df["status"].isin(["ok", "skipped"]).all()
+    assert "gpu_uuid" in df.columns and df["gpu_uuid"].isna().all()  # fake devices run on the CPU: no GPU to name
     meta = json.loads((out / "meta.json").read_text())
     assert meta["kind"] == command and meta["shard"] is None and meta["missing_shards"] == []
     assert [(w["shard"], w["exit_code"]) for w in meta["devices"]["workers"]] == [("0/2", 0), ("1/2", 0)]

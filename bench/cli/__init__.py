@@ -10,6 +10,7 @@
 * :mod:`bench.cli.export_gab_cmd`  ``foscar export-gab``
 * :mod:`bench.cli.accuracy_cmd`    ``foscar accuracy``
 * :mod:`bench.cli.eval_model_cmd`  ``foscar eval-model``
+* :mod:`bench.cli.model_speed_cmd` ``foscar model-speed`` (also ``python -m bench.model_speed``)
 * :mod:`bench.cli.dump_kv_cmd`     ``foscar dump-kv``
 
 Each command module registers its command on :data:`bench.cli.app.app` when imported;
@@ -31,6 +32,7 @@ from bench.cli import (  # noqa: F401  (registers the commands, in this order)
     export_gab_cmd,
     accuracy_cmd,
     eval_model_cmd,
+    model_speed_cmd,
     dump_kv_cmd,
 )
 

@@ -3,26 +3,31 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
 from bench.cli.app import app
 from bench.cli.options import (
+    Backend,
+    BackendOpt,
     BitsOpt,
     DebugOpt,
+    DevicesOpt,
     EvalSeedOpt,
     FormatOpt,
     HfModelOpt,
     OutOpt,
     RandomInitOpt,
     Rotation,
+    ShardOpt,
     TextOpt,
     bit_widths,
     build_options,
     command_args,
     one_of,
+    run_command,
+    sharding,
 )
 from bench.config import SUPPORTED_GROUP_SIZES
 from bench.engine import OutputFormat
@@ -39,8 +44,6 @@ PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
 EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no eval_model.png and no report.md.")]
-Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
-BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
 
 
 @app.command("eval-model")
@@ -61,6 +64,8 @@ def eval_model(
     seed: EvalSeedOpt = 0,
     out: OutOpt = None,
     no_plots: EvalNoPlotsOpt = False,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
@@ -69,10 +74,11 @@ def eval_model(
     Perplexity, top-1 agreement, mean KL, greedy agreement, decode tokens/s and KV
     bytes per cache (bench/eval_model.py). Writes results.csv, meta.json, summary.json,
     eval_model.png and report.md. Needs the hf extra (transformers, safetensors; README).
+    Rerunning the same command with the same --out DIR resumes it.
     """
     from bench.eval_model import EvalOptions, run_eval_model
 
-    run_eval_model(
-        build_options(EvalOptions, ctx, bits=bit_widths(bits), rotation=rotation.value, backend=backend.value,
-                      plots=not no_plots, output=output_format, argv=["foscar", *command_args(ctx)])
-    )  # fmt: skip
+    opts = build_options(EvalOptions, ctx, bits=bit_widths(bits), rotation=rotation.value, backend=backend.value,
+                         plots=not no_plots, output=output_format, argv=["foscar", *command_args(ctx)],
+                         shard=sharding(shard, devices))  # fmt: skip
+    run_command("eval-model", opts, run_eval_model, devices)

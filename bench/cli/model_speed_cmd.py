@@ -1,0 +1,83 @@
+"""``foscar model-speed``: whole-model decode tokens/s with the INT2/INT4 cache vs the BF16 cache
+(:func:`bench.model_speed_study.run_model_speed`; the `hf` extra). ``python -m bench.model_speed`` runs it too."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from bench.cli.app import app
+from bench.cli.options import (
+    Backend,
+    BackendOpt,
+    BatchOpt,
+    ContextOpt,
+    DebugOpt,
+    DevicesOpt,
+    FormatOpt,
+    HfModelOpt,
+    OutOpt,
+    ShardOpt,
+    build_options,
+    command_args,
+    run_command,
+    sharding,
+)
+from bench.engine import OutputFormat
+from bench.model_speed_study import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT
+
+Cache = Enum("Cache", {n: n for n in CACHES}, type=str)
+SpeedRandomInitOpt = Annotated[
+    str,
+    typer.Option("--random-init", metavar="CONFIG.json", help="A transformers config.json built with random weights "
+                 "(speed only; no accuracy claim). Ignored with --model."),
+]  # fmt: skip
+CacheOpt = Annotated[Optional[list[Cache]], typer.Option("--cache", help="Cache (repeat; default all).")]
+NumLayersOpt = Annotated[Optional[int], typer.Option("--num-layers", min=1, help="Override num_hidden_layers (random init).")]
+SpeedGroupOpt = Annotated[int, typer.Option("--group-size", min=1, help="Group size of the FOSCAR caches.")]
+DecodeOpt = Annotated[int, typer.Option("--decode", min=1, help="Timed greedy decode steps per cache.")]
+WarmupOpt = Annotated[int, typer.Option("--warmup", min=0, help="Untimed decode steps first (the CUDA extension compiles on the first).")]
+ProfileOpt = Annotated[int, typer.Option("--profile-steps", min=1, help="Decode steps with CUDA events around attention and cache updates.")]
+SpeedSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the prompt tokens (each point's) and of the random weights.")]
+SpeedSmokeOpt = Annotated[
+    bool, typer.Option("--smoke", help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, 3 steps: runs on the CPU (interpreter).")
+]
+
+
+@app.command("model-speed")
+def model_speed(
+    ctx: typer.Context,
+    random_init: SpeedRandomInitOpt = DEFAULT_RANDOM_INIT,
+    model: HfModelOpt = None,
+    num_layers: NumLayersOpt = None,
+    batch: BatchOpt = None,
+    context: ContextOpt = None,
+    cache: CacheOpt = None,
+    group_size: SpeedGroupOpt = 128,
+    decode: DecodeOpt = 64,
+    warmup: WarmupOpt = 3,
+    profile_steps: ProfileOpt = 8,
+    backend: BackendOpt = Backend.auto,
+    seed: SpeedSeedOpt = 0,
+    smoke: SpeedSmokeOpt = False,
+    out: OutOpt = None,
+    shard: ShardOpt = None,
+    devices: DevicesOpt = None,
+    output_format: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Decode tokens/s of a whole transformers model with the INT2/INT4 cache vs its BF16 cache.
+
+    Per point (batch x context, default {1, 8} x {8K, 32K}): one prefill, then per cache
+    warm-up, timed and profiled greedy decode steps; tokens/s, speed-up over the BF16 cache,
+    attention share of the step time (bench/model_speed_study.py). Writes results.csv, meta.json,
+    summary.json and model_speed.md. Needs the hf extra. Rerunning the same command with the
+    same --out DIR resumes it.
+    """
+    from bench.model_speed_study import ModelSpeedOptions, run_model_speed
+
+    opts = build_options(ModelSpeedOptions, ctx, backend=backend.value, output=output_format, argv=["foscar", *command_args(ctx)],
+                         shard=sharding(shard, devices))  # fmt: skip
+    run_command("model-speed", opts, run_model_speed, devices)
