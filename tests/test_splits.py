@@ -104,3 +104,15 @@ def test_fixed_split_count_follows_each_length():
     work, slots = _chunks([1000, 100, 0], 4096, num_splits=4)
     assert slots == 12
     assert _per_sequence(work, 3) == [[(0, 256), (256, 512), (512, 768), (768, 1000)], [(0, 100)], [(0, 0)]]
+
+
+@pytest.mark.parametrize("batch, context, bits, per_sequence", [
+    (64, 8192, 4, 2), (64, 32768, 4, 2), (64, 131072, 4, 4), (32, 8192, 4, 1), (64, 8192, 2, 1), (64, 300, 4, 1)])
+def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, per_sequence):
+    """INT4 where one chunk per sequence is more than one wave of resident CTAs (64 x 8 KV heads > 3 x
+    132): two chunks per sequence (H200 split sweep, bench/NOTES.md §27); INT2 and smaller batches keep
+    the fitted count; a sequence too short for two 256-token chunks keeps one."""
+    slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=bits)
+    assert fixed == 0 and target == batch * per_sequence
+    work = splits.schedule([context] * batch, slots, fixed, target)
+    assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}

@@ -62,7 +62,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 
 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
-              num_splits: int | None = None) -> tuple[int, int, int]:
+              num_splits: int | None = None, bits: int | None = None) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
@@ -73,6 +73,12 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in ``num_slots``. A uniform
     batch gets exactly the fitted split count; a long sequence among short ones gets several
     chunks as long as the slots leave room.
+
+    INT4 past one wave: where ``bits >= 4`` and one split per sequence already gives more CTAs than
+    fit at once (``batch * num_kv_heads >= RESIDENT_CTAS_PER_SM * num_sms``), the target has at least
+    two chunks per sequence. Measured on the H200 with the integer-QK kernel (``scripts/split_sweep.py``,
+    bench/NOTES.md §27): INT4 64 x 8K 178.9 -> 163.0 us and 64 x 32K 646 -> 575 us with 2 splits
+    instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit).
 
     The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
     (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
@@ -88,6 +94,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         num_sms: multiprocessors of the device.
         num_splits: a fixed split count per sequence instead (each sequence's length cut into
             that many chunks of whole 256-token iterations).
+        bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
 
     Returns:
         ``num_slots`` (the grid is ``num_slots * num_kv_heads`` CTAs, the partial buffers hold
@@ -96,6 +103,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
+        n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     return target + (batch if fills_gpu else 0), 0, target
