@@ -13,7 +13,14 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+# The longest test (nvcc on every kernel instance, minutes of CPU on its own) runs first: under
+# pytest-xdist (`-n auto`, README's test command) its worker compiles while the others run the
+# CPU tests, instead of nvcc running alone at the end.
+FIRST = "test_cuda_source_compiles_for_sm90"  # tests/test_decode_cuda.py
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.name != FIRST)  # stable: the rest keep their order
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on the GPU machine)")
