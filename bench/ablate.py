@@ -316,10 +316,9 @@ def resolve_ablation(opts: AblateOptions, device_info) -> AblateConfig:
 
 def default_out(smoke: bool) -> Path:
     """``results/<timestamp>-ablate`` (smoke: under ``results/_scratch/``)."""
-    from bench.engine import RESULTS_DIR, SCRATCH_DIR
+    from bench.engine import new_run_dir
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return (SCRATCH_DIR if smoke else RESULTS_DIR) / f"{stamp}-ablate{'-smoke' if smoke else ''}"
+    return new_run_dir(f"ablate{'-smoke' if smoke else ''}", smoke)
 
 
 def _detect(opts: AblateOptions, device):

@@ -54,7 +54,7 @@ from bench.accuracy_grid import (  # noqa: F401  (re-exported: bench.accuracy.VA
     Shape,
     Variant,
 )
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, Study, StudyOptions, enable_interpreter
+from bench.engine import Study, StudyOptions, enable_interpreter, new_run_dir
 from bench.errors import FoscarError, check_choices
 from bench.runfiles import make_dir
 
@@ -553,9 +553,7 @@ def default_out(opts: AccuracyOptions, arch: str) -> Path:
     """``results/<timestamp>-<arch>-accuracy-<git short>`` (smoke: under ``results/_scratch/``)."""
     from bench.manifest import git_state
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = SCRATCH_DIR if opts.smoke else RESULTS_DIR
-    return base / f"{stamp}-{arch}-accuracy{'-smoke' if opts.smoke else ''}-{git_state().get('short') or 'nogit'}"
+    return new_run_dir(f"{arch}-accuracy{'-smoke' if opts.smoke else ''}-{git_state().get('short') or 'nogit'}", opts.smoke)
 
 
 def _detect(opts: AccuracyOptions, device: Any):

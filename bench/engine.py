@@ -36,6 +36,7 @@ Imports nothing heavy at module level (no torch, no pandas): the CLI imports
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 import os
@@ -55,6 +56,13 @@ if TYPE_CHECKING:
 
 RESULTS_DIR = Path("results")
 SCRATCH_DIR = RESULTS_DIR / "_scratch"
+
+
+def new_run_dir(name: str, scratch: bool) -> Path:
+    """``results/<timestamp>-<name>`` for a new run (``scratch``: under ``results/_scratch/``, for
+    smoke runs and runs without a GPU); each study builds its own ``name``."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return (SCRATCH_DIR if scratch else RESULTS_DIR) / f"{stamp}-{name}"
 FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")  # a row with one of these is not run again
 
 
@@ -242,6 +250,20 @@ class Study:
 
     def after_point(self) -> None:
         """Called after each point (free device memory); nothing by default."""
+
+
+def recorded_config(meta: dict[str, Any], required: tuple[str, ...], kind: str) -> dict[str, Any]:
+    """The ``config`` a run's ``meta.json`` recorded, for :meth:`Study.from_meta` of studies that
+    keep it as a plain dict.
+
+    Raises:
+        FoscarError: no ``config`` dict, or one without every key of ``required``.
+    """
+    config = meta.get("config")
+    if not isinstance(config, dict) or not set(required) <= set(config):
+        keys = " and ".join(filter(None, (", ".join(required[:-1]), required[-1])))
+        raise FoscarError(f"meta.json config: cannot rebuild the {kind} grid (no {keys})")
+    return config
 
 
 def stamp_rows(study: Study, rows: list[dict[str, Any]], site: Site | None) -> list[dict[str, Any]]:

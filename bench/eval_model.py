@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, SITE_COLUMN_DOCS, Study, StudyOptions
+from bench.engine import SITE_COLUMN_DOCS, Study, StudyOptions, new_run_dir, recorded_config
 from bench.errors import FoscarError
 from bench.kinds import EVAL_MODEL
 
@@ -300,10 +300,7 @@ class EvalModelStudy(Study):
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> EvalModelStudy:
-        config = meta.get("config")
-        if not isinstance(config, dict) or not {"bits", "group_sizes"} <= set(config):
-            raise FoscarError("meta.json config: cannot rebuild the eval-model grid (no bits and group_sizes)")
-        return cls(config)
+        return cls(recorded_config(meta, ("bits", "group_sizes"), KIND))
 
     def summarize(self, df) -> dict[str, Any]:
         from bench.engine import row_records
@@ -371,9 +368,7 @@ def default_out(device_type: str) -> Path:
     """``results/<timestamp>-eval-model-<git short>`` (without a GPU: under ``results/_scratch/``)."""
     from bench.manifest import git_state
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = SCRATCH_DIR if device_type != "cuda" else RESULTS_DIR
-    return base / f"{stamp}-eval-model-{git_state().get('short') or 'nogit'}"
+    return new_run_dir(f"eval-model-{git_state().get('short') or 'nogit'}", device_type != "cuda")
 
 
 def run_eval_model(opts: EvalOptions):
@@ -413,6 +408,7 @@ def run_eval_model(opts: EvalOptions):
     from bench.arch import detect_device
     from bench.config import config_hash
     from bench.engine import complete_run, gpu_site, make_console_for, start_run
+    from bench.resume import device_mismatch
     from bench.manifest import git_state, software_versions
     from foscar.hf import attention_shape
 
@@ -442,7 +438,7 @@ def run_eval_model(opts: EvalOptions):
         "config": config,
         "config_hash": config_hash(config),
     }
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _device_mismatch(m, device_name),
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: device_mismatch(m, device_name),
                     site=gpu_site(info, device.index or 0))  # fmt: skip
 
     def show(console, summary: dict[str, Any], df) -> None:
@@ -473,12 +469,6 @@ def show_summary(console, summary: dict[str, Any], out: Path) -> None:
 
     rows = row_records(EvalModelStudy.read(Path(out) / "results.csv"))
     console.print(results_table(rows, read_json_object(Path(out) / "meta.json")))
-
-
-def _device_mismatch(meta: dict[str, Any], device_name: str) -> str | None:
-    """Why a session on ``device_name`` may not resume the run of ``meta`` (another device), or ``None``."""
-    old = meta.get("device")
-    return None if old == device_name else f"the run was started on {old}, this is {device_name}"
 
 
 def results_table(rows: list[dict[str, Any]], meta: dict[str, Any]):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
-from bench.engine import RESULTS_DIR, SCRATCH_DIR, Study, StudyOptions
+from bench.engine import Study, StudyOptions, new_run_dir, recorded_config
 from bench.errors import FoscarError
 from bench.kinds import MODEL_SPEED
 
@@ -285,10 +285,7 @@ class ModelSpeedStudy(Study):
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> ModelSpeedStudy:
-        config = meta.get("config")
-        if not isinstance(config, dict) or not {"batch", "context", "cache"} <= set(config):
-            raise FoscarError("meta.json config: cannot rebuild the model-speed grid (no batch, context and cache)")
-        return cls(config)
+        return cls(recorded_config(meta, ("batch", "context", "cache"), KIND))
 
     def summarize(self, df) -> dict[str, Any]:
         from bench.engine import row_records
@@ -348,9 +345,7 @@ def default_out(device_type: str) -> Path:
     """``results/<timestamp>-model-speed-<git short>`` (without a GPU: under ``results/_scratch/``)."""
     from bench.manifest import git_state
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = SCRATCH_DIR if device_type != "cuda" else RESULTS_DIR
-    return base / f"{stamp}-model-speed-{git_state().get('short') or 'nogit'}"
+    return new_run_dir(f"model-speed-{git_state().get('short') or 'nogit'}", device_type != "cuda")
 
 
 def plan_model_speed(opts: ModelSpeedOptions, device: Any = "detect"):
@@ -402,7 +397,7 @@ def run_model_speed(opts: ModelSpeedOptions):
     from bench.arch import detect_device
     from bench.config import config_hash
     from bench.engine import complete_run, gpu_site, make_console_for, start_run
-    from bench.eval_model import _device_mismatch
+    from bench.resume import device_mismatch
     from bench.manifest import git_state, software_versions
 
     attn_timer = _Timer(device)
@@ -427,7 +422,7 @@ def run_model_speed(opts: ModelSpeedOptions):
         "config_hash": config_hash(config),
     }
     study = ModelSpeedStudy(config, SpeedSession(loaded, device, attn_timer))
-    run = start_run(study, out, meta, opts.shard, refuse=lambda m: _device_mismatch(m, device_name),
+    run = start_run(study, out, meta, opts.shard, refuse=lambda m: device_mismatch(m, device_name),
                     site=gpu_site(info, device.index or 0))  # fmt: skip
 
     def show(console, summary: dict[str, Any], df) -> None:

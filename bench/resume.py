@@ -108,3 +108,10 @@ def gpu_mismatch(meta: dict[str, Any], device) -> str | None:
     if old != new:
         return f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"
     return None
+
+
+def device_mismatch(meta: dict[str, Any], device_name: str) -> str | None:
+    """Why a session on ``device_name`` may not resume the run of ``meta`` whose ``device`` field
+    names another device (the model studies, eval-model and model-speed), or ``None``."""
+    old = meta.get("device")
+    return None if old == device_name else f"the run was started on {old}, this is {device_name}"

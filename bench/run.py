@@ -27,7 +27,6 @@ and merges them.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 import sys
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from bench.engine import (  # noqa: F401  (re-exported: the shared run infrastru
     Outcome,
     StudyOptions,
     enable_interpreter,
+    new_run_dir,
 )
 from bench.errors import FoscarError
 from bench.results import run_problems  # noqa: F401  (re-exported: bench.run.run_problems)
@@ -105,11 +105,9 @@ def run_dir_path(
     (smoke runs under ``results/_scratch/``)."""
     if out is not None:
         return Path(out)
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = SCRATCH_DIR if smoke else RESULTS_DIR
     model_part = f"-{model.split(' ')[0]}" if model else ""
     shard_part = f"-{shard.dir_name()}" if shard is not None else ""
-    return base / f"{stamp}-{arch}{model_part}{'-smoke' if smoke else ''}-{git_short or 'nogit'}{shard_part}"
+    return new_run_dir(f"{arch}{model_part}{'-smoke' if smoke else ''}-{git_short or 'nogit'}{shard_part}", smoke)
 
 
 def make_run_dir(out: Path) -> Path:
