@@ -1,14 +1,16 @@
-"""Where the time of a small decode goes: a decode (``plan.run``: since the split merge moved into
-the kernel, one launch) and the same decode on a cache of the same shapes whose sequences are
-all empty (the fixed cost: launch, prologue, partial writes, merge; no KV read). Before that
-change the script also timed the kernel and the merge kernel apart (bench/NOTES.md §16).
+"""Where the time of a small decode goes: a decode (``plan.run``: the CUDA decode kernel, then the
+Triton split merge ``merge_slots`` unless the build fuses it, ``FOSCAR_MERGE=fused``), the same
+decode on a cache of the same shapes whose sequences are all empty (the fixed cost: launches,
+prologue, partial writes, merge; no KV read), and the launch floor of the timing method itself:
+one and two launches of a kernel that does nothing but store one value per program, with the
+decode kernel's grid (batch x KV heads x splits programs), timed the same way (bench/NOTES.md §16,
+§29).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
 
 Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits and part; microseconds from
 CUDA-graph replay over rotating input copies, as ``foscar bench`` times) and prints a table.
 Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-KV heuristic.
-For bench/NOTES.md §16: how much of INT4's small-point gap to its 3.0x target is fixed cost.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+import triton
+import triton.language as tl
 
 import foscar
 from bench.backends import Prepared, clone_cache
@@ -28,6 +32,27 @@ from foscar.kernels import decode_cuda
 
 POINTS = [(1, 8192), (1, 32768), (8, 8192), (1, 131072), (8, 32768), (64, 131072)]
 SHAPE = (32, 8, 128)
+
+
+@triton.jit
+def _null_kernel(out_ptr):
+    tl.store(out_ptr + tl.program_id(0), 1)
+
+
+def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
+    """One and two back-to-back launches of a kernel that only stores one int per program: what any
+    decode pays for its launches in a CUDA-graph replay, whatever it computes."""
+    buf = torch.zeros(programs, dtype=torch.int32, device=dev)
+
+    def one():
+        _null_kernel[(programs,)](buf)
+
+    def two():
+        _null_kernel[(programs,)](buf)
+        _null_kernel[(programs,)](buf)
+
+    return {"one null launch": Prepared(fn=one, output=lambda: None, bytes=4 * programs),
+            "two null launches": Prepared(fn=two, output=lambda: None, bytes=8 * programs)}
 
 
 def _parts(w) -> dict[str, Prepared]:
@@ -63,15 +88,17 @@ def main(out_dir: str) -> int:
             pt = Point(batch, context, bits, 128, *SHAPE, 16)
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=0)
             plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
-            for part, prep in _parts(w).items():
+            programs = plan._o_part.shape[0] * SHAPE[1]  # the decode kernel's grid: work slots x KV heads
+            for part, prep in {**_parts(w), **_null_parts(programs, dev)}.items():
                 t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
-                rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits or 'auto', part=part,
+                rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits or 'auto', programs=programs,
+                                 merge=decode_cuda.MERGE, part=part,
                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, timing_mode=t.mode))
             del w
             torch.cuda.empty_cache()
             pd.DataFrame(rows).to_csv(out / "latency_floor.csv", index=False)
     df = pd.DataFrame(rows)
-    table = df.pivot_table(index=["bits", "batch", "context", "num_splits"], columns="part", values="median_us")
+    table = df.pivot_table(index=["bits", "batch", "context", "num_splits", "programs"], columns="part", values="median_us")
     print(table.round(2).to_string())
     return 0
 
