@@ -496,18 +496,54 @@ __device__ Work find_work(const Params& p, int slot) {
   // every warp derives the schedule on its own (shuffles only, no block barrier): lane l holds the
   // sequences l, l + 32, ...; one round of independent length loads, then L1 hits
   const int lane = threadIdx.x % 32;
+  auto first_chunk = [&](long long total) {  // C from the batch's T tokens (before any growing)
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
+    int chunk;
+    if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
+      const unsigned t = (unsigned)total;
+      chunk = (int)min((t + p.target_chunks - 1) / (unsigned)p.target_chunks, (unsigned)kMaxChunk);
+    } else {
+      chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
+    }
+    return (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  };
+  // the sequence whose n chunks start at slot `first` on the lanes of `hit` (its lowest lane), found
+  auto take = [&](unsigned hit, int b, int first, int n, int len, int chunk) {
+    const int src = __ffs(hit) - 1;
+    w.b = __shfl_sync(0xffffffffu, b, src);
+    w.first = __shfl_sync(0xffffffffu, first, src);
+    w.count = __shfl_sync(0xffffffffu, n, src);
+    const int blen = __shfl_sync(0xffffffffu, len, src);
+    w.index = slot - w.first;
+    w.start = w.index * chunk;
+    w.end = min(w.start + chunk, blen);
+    if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
+  };
+  // up to 32 sequences, and the first chunk fits (every uniform batch; the host sizes num_slots for
+  // it): one length per lane kept in a register, one division and one scan, the same Work as the
+  // general path below (bench/NOTES.md §30: the general path's three passes cost ~0.7 us at 1 x 8K)
+  if (p.batch <= 32) {
+    const bool has = lane < p.batch;
+    const int len = has ? seq_length<PAGED>(p, lane) : 0;
+    const int chunk = first_chunk(len);
+    const int n = has ? chunks_of(len, chunk) : 0;
+    int incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += v;
+    }
+    if (__shfl_sync(0xffffffffu, incl, 31) <= p.num_slots) {
+      const int first = incl - n;
+      const unsigned hit = __ballot_sync(0xffffffffu, n > 0 && slot >= first && slot < first + n);
+      if (hit) take(hit, lane, first, n, len, chunk);
+      return w;  // no hit: past the last chunk, no work
+    }
+  }
   long long total = 0;
   for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED>(p, b);
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
-  int chunk;
-  if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
-    const unsigned t = (unsigned)total;
-    chunk = (int)min((t + p.target_chunks - 1) / (unsigned)p.target_chunks, (unsigned)kMaxChunk);
-  } else {
-    chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
-  }
-  chunk = (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  int chunk = first_chunk(total);
   // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
@@ -534,15 +570,7 @@ __device__ Work find_work(const Params& p, int slot) {
     const int first = base + incl - n;
     const unsigned hit = __ballot_sync(0xffffffffu, n > 0 && slot >= first && slot < first + n);
     if (hit) {
-      const int src = __ffs(hit) - 1;
-      w.b = __shfl_sync(0xffffffffu, b, src);
-      w.first = __shfl_sync(0xffffffffu, first, src);
-      w.count = __shfl_sync(0xffffffffu, n, src);
-      const int blen = __shfl_sync(0xffffffffu, len, src);
-      w.index = slot - w.first;
-      w.start = w.index * chunk;
-      w.end = min(w.start + chunk, blen);
-      if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
+      take(hit, b, first, n, len, chunk);
       return w;
     }
     base = __shfl_sync(0xffffffffu, incl, 31) + base;
