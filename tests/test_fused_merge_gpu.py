@@ -56,7 +56,7 @@ def _against_reference(q, cache, lens, num_splits=None, tol=1e-2):
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("bits, group_size, num_qo_heads", [(2, 128, 32), (4, 64, 32), (2, 32, 64)])
 def test_ragged_lengths_against_the_reference(fused, bits, group_size, num_qo_heads, paged, num_splits):
-    """gqa 4 and 8; a 70000-token sequence in ~15 length-aware chunks or 40 fixed splits (the merging CTA
+    """gqa 4 and 8; a 70000-token sequence in 10-15 length-aware chunks or 40 fixed splits (the merging CTA
     holds 19 chunks per pass at INT2 D=128 G=128 gqa 4, 9 at gqa 8: one pass or several) beside
     one-chunk and empty sequences."""
     lens = [70000, 0, 4096, 1, 300, 20000]
