@@ -81,7 +81,8 @@ def decode(
             (the message says why); everything ``cache.validate()`` raises: a cache or
             index tensor that is not contiguous, a length the cache cannot hold
             (``seq_lens[b]`` outside ``[0, max_seq_len]``, a page table that breaks
-            FlashInfer's rules; the message names the tensor and the sequence).
+            FlashInfer's rules; the message names the tensor and the sequence); a bad
+            ``FOSCAR_MERGE`` for the CUDA kernel (:func:`plan_decode`).
 
     Example (CPU through the Triton interpreter, ``TRITON_INTERPRET=1``; on an H100/H200 the
     same call with CUDA tensors runs the CUDA kernel)::
@@ -154,6 +155,9 @@ class DecodePlan:
             length-aware chunks (``num_splits=None``).
         out: ``[batch, num_qo_heads, head_dim]`` bfloat16, the output buffer ``run`` returns.
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
+        merge: the CUDA kernel's split merge, ``"kernel"`` (a merge kernel after the decode kernel,
+            the default) or ``"fused"`` (in the decode kernel; ``FOSCAR_MERGE=fused`` when the plan
+            was made, :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
@@ -165,6 +169,7 @@ class DecodePlan:
         self._counters = counters
         self._seq_chunks = seq_chunks
         self.num_splits = num_splits
+        self.merge = None if kernel != "cuda" else "kernel" if seq_chunks is not None else "fused"
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -233,7 +238,10 @@ def plan_decode(
     layout.
 
     Raises:
-        ValueError: everything :func:`decode` raises for the cache and the options.
+        ValueError: everything :func:`decode` raises for the cache and the options; for the CUDA
+            kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``"fused"`` in a
+            process whose build lacks the fused merge (:func:`foscar.kernels.decode_cuda.merge_choice`,
+            read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -300,14 +308,12 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                   lse=torch.empty(batch, num_qo_heads, **f32))
     if why_not_cuda is None:  # partials per work slot
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
-        i32 = dict(dtype=torch.int32, device=device)
-        fused = decode_cuda.MERGE == "fused"  # counters: zero once, the kernel leaves them zero; the
-        return DecodePlan(                    # merge kernel's table is rewritten whole by every launch
+        # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
+        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
+        return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
-            lse_part=torch.empty(slots, num_qo_heads, **f32),
-            counters=torch.zeros(batch, cache.num_kv_heads, **i32) if fused else torch.empty(0, **i32),
-            seq_chunks=None if fused else torch.empty(batch, 2, **i32))
+            lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)
     return DecodePlan(
         kernel="triton", schedule=per, meta=meta, num_splits=splits, **common,

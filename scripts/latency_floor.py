@@ -7,14 +7,20 @@ decode kernel's grid (batch x KV heads x splits programs), timed the same way (b
 §30).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
+    FOSCAR_MERGE=fused python scripts/latency_floor.py OUT_DIR    (both merges from one build: NOTES §29)
 
-Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits and part; microseconds from
+Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits, merge and part; microseconds from
 CUDA-graph replay over rotating input copies, as ``foscar bench`` times) and prints a table.
 Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-KV heuristic.
+A build with the fused merge compiled in (``FOSCAR_MERGE=fused``, or
+``FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1``) times the two decode parts with each merge ("kernel",
+"fused"; plans read FOSCAR_MERGE when made), side by side in one process; the default build times the
+merge kernel only. The null launches do not depend on the merge (their rows: merge "-").
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +36,7 @@ from bench.timing import time_fn
 from bench.workload import Point, build_workload
 from foscar.kernels import decode_cuda
 
-POINTS = [(1, 8192), (1, 32768), (8, 8192), (1, 131072), (8, 32768), (64, 131072)]
+POINTS = [(1, 8192), (1, 32768), (8, 4096), (8, 8192), (1, 131072), (8, 32768), (32, 8192), (64, 131072)]
 SHAPE = (32, 8, 128)
 
 
@@ -55,12 +61,26 @@ def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
             "two null launches": Prepared(fn=two, output=lambda: None, bytes=8 * programs)}
 
 
-def _parts(w) -> dict[str, Prepared]:
-    """The timed callables of one workload, each with replicas over its own input copies."""
+def _plan(cache, num_qo_heads: int, sm_scale: float, merge: str):
+    """A CUDA plan whose split merge is ``merge`` (plans read FOSCAR_MERGE when made: decode_cuda.merge_choice)."""
+    before = os.environ.get("FOSCAR_MERGE")
+    os.environ["FOSCAR_MERGE"] = merge
+    try:
+        return foscar.plan_decode(cache, num_qo_heads, sm_scale=sm_scale, backend="cuda")
+    finally:
+        if before is None:
+            del os.environ["FOSCAR_MERGE"]
+        else:
+            os.environ["FOSCAR_MERGE"] = before
+
+
+def _parts(w, merge: str) -> dict[str, Prepared]:
+    """The timed callables of one workload with the split merge ``merge``, each with replicas over its own
+    input copies."""
     qo = w.q.shape[1]
 
     def make(part: str, q, cache):
-        plan = foscar.plan_decode(cache, qo, sm_scale=w.sm_scale, backend="cuda")
+        plan = _plan(cache, qo, w.sm_scale, merge)
         return lambda: plan.run(q, cache)
 
     empty = clone_cache(w.cache)
@@ -83,22 +103,25 @@ def main(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    merges = decode_cuda.MERGES if decode_cuda.FUSED_MERGE_BUILT else ("kernel",)
     for bits in (2, 4):
         for batch, context in POINTS:
             pt = Point(batch, context, bits, 128, *SHAPE, 16)
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=0)
             plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
             programs = plan._o_part.shape[0] * SHAPE[1]  # the decode kernel's grid: work slots x KV heads
-            for part, prep in {**_parts(w), **_null_parts(programs, dev)}.items():
+            timed = [(m, part, prep) for m in merges for part, prep in _parts(w, m).items()]
+            timed += [("-", part, prep) for part, prep in _null_parts(programs, dev).items()]
+            for merge, part, prep in timed:
                 t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
                 rows.append(dict(bits=bits, batch=batch, context=context, num_splits=plan.num_splits or 'auto', programs=programs,
-                                 merge=decode_cuda.MERGE, part=part,
+                                 merge=merge, part=part,
                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, timing_mode=t.mode))
             del w
             torch.cuda.empty_cache()
             pd.DataFrame(rows).to_csv(out / "latency_floor.csv", index=False)
     df = pd.DataFrame(rows)
-    table = df.pivot_table(index=["bits", "batch", "context", "num_splits", "programs"], columns="part", values="median_us")
+    table = df.pivot_table(index=["bits", "batch", "context", "num_splits", "programs"], columns=["part", "merge"], values="median_us")
     print(table.round(2).to_string())
     return 0
 

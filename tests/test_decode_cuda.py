@@ -515,3 +515,60 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_NVCC_DEFINES")
         importlib.reload(decode_cuda)
     assert decode_cuda.build_settings()["default_build"] is True
+
+
+def test_merge_choice_is_read_per_plan_and_names_bad_values(monkeypatch):
+    """FOSCAR_MERGE is read whenever a plan is made, so a build with the fused merge runs both merges."""
+    monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+    assert decode_cuda.merge_choice() == "kernel"
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)
+    with pytest.raises(ValueError, match="built without the fused merge.*FOSCAR_FUSED_MERGE=1"):
+        decode_cuda.merge_choice()
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", True)
+    assert decode_cuda.merge_choice() == "fused"
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+    assert decode_cuda.merge_choice() == "kernel"
+    monkeypatch.setenv("FOSCAR_MERGE", "Fused")
+    with pytest.raises(ValueError, match="expected 'fused' or 'kernel', got 'Fused'"):
+        decode_cuda.merge_choice()
+
+
+def test_merge_buffers_are_sized_for_the_merge():
+    counters, seq_chunks = decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused")
+    assert counters.shape == (3, 2) and counters.dtype == torch.int32 and not counters.any()  # zero: the kernel counts
+    assert seq_chunks is None
+    counters, seq_chunks = decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "kernel")
+    assert counters.numel() == 0 and counters.dtype == torch.int32
+    assert seq_chunks.shape == (3, 2) and seq_chunks.dtype == torch.int32
+    with pytest.raises(ValueError, match="expected 'fused' or 'kernel', got 'both'"):
+        decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "both")
+
+
+def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
+    """FOSCAR_MERGE=fused and FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1 give the same flags (one cached build);
+    a bad FOSCAR_MERGE stops the import with the allowed values."""
+    import importlib
+
+    try:
+        monkeypatch.delenv("FOSCAR_NVCC_DEFINES", raising=False)
+        monkeypatch.setenv("FOSCAR_MERGE", "fused")
+        fused = importlib.reload(decode_cuda)
+        flags, digest = fused.NVCC_FLAGS, fused.source_hash()
+        assert fused.FUSED_MERGE_BUILT and "-DFOSCAR_FUSED_MERGE=1" in flags
+        assert fused.build_settings()["default_build"] is False
+        monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+        monkeypatch.setenv("FOSCAR_NVCC_DEFINES", "FOSCAR_FUSED_MERGE=1")
+        same = importlib.reload(decode_cuda)
+        assert same.FUSED_MERGE_BUILT and same.NVCC_FLAGS == flags and same.source_hash() == digest
+        assert same.merge_choice() == "kernel"
+        monkeypatch.setenv("FOSCAR_MERGE", "fused")
+        assert same.merge_choice() == "fused"
+        monkeypatch.setenv("FOSCAR_MERGE", "both")
+        with pytest.raises(ValueError, match="FOSCAR_MERGE: expected 'fused' or 'kernel', got 'both'"):
+            importlib.reload(decode_cuda)
+    finally:
+        monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+        monkeypatch.delenv("FOSCAR_NVCC_DEFINES", raising=False)
+        importlib.reload(decode_cuda)
+    assert not decode_cuda.FUSED_MERGE_BUILT and decode_cuda.build_settings()["default_build"] is True

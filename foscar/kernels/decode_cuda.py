@@ -15,7 +15,7 @@ token-wise or channel-wise K (k_block 32/64/128), contiguous or paged caches (pa
 that are powers of two), compute capability 9.x. Split-KV chunks are sized on the device from
 the actual lengths (:func:`foscar.kernels.splits.plan_work`, DESIGN §10); sequences of one chunk are
 written by the kernel, the others merged by :func:`foscar.kernels.merge_triton.merge_slots` (or, built
-with ``FOSCAR_MERGE=fused``, by the last CTA of each sequence inside the kernel).
+with the fused merge, by the last CTA of each sequence inside the kernel: :func:`merge_choice`).
 """
 
 from __future__ import annotations
@@ -42,16 +42,63 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
-# Where the split-KV merge runs: "kernel" (merge_triton.merge_slots after the decode kernel; the
-# default) or "fused" (the last CTA of each sequence, in the decode kernel: slower on the H200,
-# bench/NOTES.md §17). "fused" builds the kernel with -DFOSCAR_FUSED_MERGE=1 (another extension name).
-MERGE = os.environ.get("FOSCAR_MERGE", "kernel")
-if MERGE not in ("fused", "kernel"):
+# Where the split-KV merge runs (bench/NOTES.md §17, §29): "kernel" (merge_triton.merge_slots after the
+# decode kernel; the default) or "fused" (the last CTA of each sequence, in the decode kernel). The
+# fused merge needs the kernel built with -DFOSCAR_FUSED_MERGE=1 (another extension name): set by
+# FOSCAR_MERGE=fused at import, or by FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=1" (the same flags, so the
+# same cached build). Such a build runs both merges: each plan reads FOSCAR_MERGE when it is made
+# (:func:`merge_choice`), so one build (one process, or several sharing TORCH_EXTENSIONS_DIR) times both.
+MERGES = ("kernel", "fused")
+MERGE = os.environ.get("FOSCAR_MERGE", "kernel")  # at import: chooses the build
+if MERGE not in MERGES:
     raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
+_DEFINES = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
+if MERGE == "fused" and "FOSCAR_FUSED_MERGE=1" not in _DEFINES:
+    _DEFINES.append("FOSCAR_FUSED_MERGE=1")
+FUSED_MERGE_BUILT = "FOSCAR_FUSED_MERGE=1" in _DEFINES  # the extension holds the in-kernel merge
 BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")  # the shipped build
-NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(
-    f"-D{d}" for d in os.environ.get("FOSCAR_NVCC_DEFINES", "").split()) + (("-DFOSCAR_FUSED_MERGE=1",) if MERGE == "fused" else ()) + tuple(
-    os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
+NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
+
+
+def merge_choice() -> str:
+    """Where a plan made now merges the split-KV partials: ``"kernel"`` or ``"fused"``.
+
+    Reads ``FOSCAR_MERGE`` at every call (default ``"kernel"``), so that a build with the fused
+    merge compiled in (:data:`FUSED_MERGE_BUILT`) can make plans of either kind.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or it is ``"fused"``
+            and this process's build lacks the fused merge (it was imported without
+            ``FOSCAR_MERGE=fused`` or ``FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=1"``).
+    """
+    merge = os.environ.get("FOSCAR_MERGE", "kernel")
+    if merge not in MERGES:
+        raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
+    if merge == "fused" and not FUSED_MERGE_BUILT:
+        raise ValueError("FOSCAR_MERGE=fused: this process's CUDA kernel is built without the fused merge; set "
+                         "FOSCAR_MERGE=fused (or FOSCAR_NVCC_DEFINES=\"FOSCAR_FUSED_MERGE=1\") before importing foscar")
+    return merge
+
+
+def merge_buffers(batch: int, num_kv_heads: int, device: torch.device, merge: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The merge's buffers of a plan: ``(counters, seq_chunks)``, both int32 on ``device``.
+
+    ``merge="fused"``: ``counters`` ``[batch, num_kv_heads]`` zeros (the kernel's arrival counts; each
+    launch leaves them zero again), ``seq_chunks`` ``None``. ``merge="kernel"``: ``counters`` empty
+    (unread), ``seq_chunks`` ``[batch, 2]`` (rewritten whole by every launch, for
+    :func:`foscar.kernels.merge_triton.merge_slots`).
+
+    Raises:
+        ValueError: ``merge`` is not one of :data:`MERGES`.
+    """
+    i32 = dict(dtype=torch.int32, device=device)
+    if merge == "fused":
+        return torch.zeros(batch, num_kv_heads, **i32), None
+    if merge == "kernel":
+        return torch.empty(0, **i32), torch.empty(batch, 2, **i32)
+    raise ValueError(f"merge: expected 'fused' or 'kernel', got {merge!r}")
+
+
 MAX_GQA = 8  # query heads of one KV head fill the mma's N = 8
 
 
@@ -69,13 +116,14 @@ def build_settings() -> dict[str, object]:
 
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
-        "fused", "source_hash": str, "default_build": bool}``; ``default_build`` is False when any
-        experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``,
-        ``FOSCAR_MERGE=fused``) is set, i.e. the numbers are not those of the shipped kernel.
+        "fused" (``FOSCAR_MERGE`` at import), "fused_merge_built": bool, "source_hash": str,
+        "default_build": bool}``; ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``,
+        ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``) is set, i.e. the numbers
+        are not those of the shipped kernel.
     """
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
-            "source_hash": source_hash(), "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS}
+            "fused_merge_built": FUSED_MERGE_BUILT, "source_hash": source_hash(), "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -148,8 +196,9 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
-    with ``seq_chunks`` the caller merges multi-chunk sequences next (the default, ``MERGE ==
-    "kernel"``), without it the last CTA of each sequence merges (a ``FOSCAR_MERGE=fused`` build).
+    with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
+    the default), without it the last CTA of each sequence merges (``"fused"``; needs
+    :data:`FUSED_MERGE_BUILT`). The buffers: :func:`merge_buffers`.
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
     num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 (the fused

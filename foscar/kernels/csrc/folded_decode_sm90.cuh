@@ -595,99 +595,160 @@ __device__ __forceinline__ void finalize(float num, float den, float mx, float& 
 }
 
 constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kMergeSlots = 64;  // chunk weights staged in shared memory per pass
 
 #if FOSCAR_FUSED_MERGE
-// Split-KV merge inside the decode kernel (flash-decoding's second pass, fused): every CTA of a
-// sequence of several chunks has written its partial; the CTA that finishes last, found with an
-// atomic counter per (sequence, KV head) after a release fence, merges them for its query heads:
+// Split-KV merge inside the decode kernel (flash-decoding's second pass, fused; FOSCAR_MERGE=fused,
+// bench/NOTES.md §17 and §29): every CTA of a sequence of several chunks has written its partial; the CTA
+// that arrives last at an atomic counter per (sequence, KV head) merges them for its query heads:
 //   m = max_i lse_i,  w_i = 2^(lse_i - m),  out = sum_i w_i o_i / sum_i w_i,  lse = m + log2(sum_i w_i)
-// (empty chunks carry lse -inf and weigh 0; a NaN LSE makes the row NaN). It resets the counter, so
-// the counters stay zero between launches. Partials of other CTAs are read through L2 (ld.cg).
+// (empty chunks carry lse -inf and weigh 0; a NaN LSE makes the row NaN). The counter wraps back to 0
+// on the last arrival (atom.inc), so the counters stay zero between launches.
+//
+// Not inlined (__noinline__, arguments by value): inlined, its code moved ptxas's register allocation of
+// the main loops (NOTES §17: spills in three channel-wise instances); called, it moves them less (NOTES
+// §29: 110 of 184 loop counts identical, the bench's D=128 G=128 folded instances in every number).
+//
+// One L2 round per pass: the merging CTA copies every partial of its (sequence, KV head), count x gqa x
+// HEAD_DIM fp32, into shared memory with 16-byte cp.async (all issued, then one wait) while its threads
+// load the LSEs, then reduces from shared memory. The kernel's dynamic shared memory (its tiles) is free
+// by then; where the chunks do not fit, passes of as many chunks as fit, rescaled between passes as in
+// the online softmax (weights relative to the running max).
+//
+// Ordering (PTX ISA, "Memory Consistency Model": "Release and Acquire Patterns", "Causality Order",
+// and bar.sync's "Memory ordering"): each thread's partial stores precede, in program order, its
+// bar.sync, which synchronizes with thread 0's; thread 0's atom.acq_rel.gpu is a release at gpu scope,
+// so those stores precede it in causality order. The last CTA's atom.acq_rel.gpu reads the value
+// written by (the release sequence of) every other CTA's atom and is an acquire, so it synchronizes with
+// each of them; its bar.red then orders every thread's reads after it. That is the message-passing
+// pattern the model guarantees without a fence.sc (the two __threadfence() of session 6, MEMBAR.SC.GPU
+// each). The partials are read with cp.async.cg / ld.global.cg (L2, not L1) besides.
+struct MergeArgs {        // one (sequence, KV head), by value: no reference to the kernel's parameters
+  const float* o_part;    // chunk 0's [gqa, HEAD_DIM] block; chunk i at + i * row_stride * HEAD_DIM
+  const float* lse_part;  // chunk 0's [gqa] base-2 LSEs; chunk i at + i * row_stride
+  __nv_bfloat16* out;     // [gqa, HEAD_DIM]: the sequence's rows of this KV head's query heads
+  float* lse;             // [gqa], natural log
+  unsigned* counter;      // arrivals of this (sequence, KV head) in this launch
+  int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
+  int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
+  int smem_bytes;         // the kernel's dynamic shared memory
+};
+constexpr int kMergeHeader = 32 * 4;  // bytes: per head the running max, denominator, rescale factor, NaN flag
+
 template <int HEAD_DIM>
-__device__ void merge_chunks(const Params& p, int b, int first, int count, int hkv, uint8_t* smem) {
-  __threadfence();  // release: this CTA's partials before its arrival
-  __syncthreads();
-  int* flag = reinterpret_cast<int*>(smem);
-  float* sm_w = reinterpret_cast<float*>(smem) + 4;  // [8][kMergeSlots] weights / den
-  float* sm_m = sm_w + 8 * kMergeSlots;              // [8] max, [8] den
-  int* counter = p.counters + (long long)b * p.num_kv_heads + hkv;
-  if (threadIdx.x == 0) {
-    const int last = atomicAdd(counter, 1) == count - 1;
-    if (last) *counter = 0;  // every chunk of this launch has arrived: ready for the next launch
-    *flag = last;
+__device__ __noinline__ void merge_chunks(MergeArgs a) {
+  extern __shared__ __align__(128) uint8_t merge_smem[];  // the kernel's dynamic shared memory
+  __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
+  int last = 0;
+  if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
+                 : "=r"(old) : "l"(a.counter), "r"((unsigned)(a.count - 1)) : "memory");
+    last = old == (unsigned)(a.count - 1);
   }
-  __syncthreads();
-  if (!*flag) return;
-  __threadfence();  // acquire: the other chunks' partials
-  const int num_qo_heads = p.num_kv_heads * p.gqa;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const long long base = (long long)first * num_qo_heads + hkv * p.gqa;  // slot first, head 0
-  for (int head = warp; head < p.gqa; head += kWarps) {  // max and denominator per query head
-    float mx = -INFINITY;
-    bool nan = false;
-    for (int i = lane; i < count; i += 32) {
-      const float l = __ldcg(p.lse_part + base + (long long)i * num_qo_heads + head);
-      nan |= l != l;
-      mx = fmaxf(mx, l);
-    }
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) {
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
-      nan |= __shfl_xor_sync(0xffffffffu, (int)nan, d);
-    }
-    const float m_safe = mx == -INFINITY ? 0.f : mx;
-    float den = 0.f;
-    for (int i = lane; i < count; i += 32)
-      den += fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - m_safe);
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
-    if (lane == 0) {
-      sm_m[head] = m_safe;
-      sm_m[8 + head] = nan ? __int_as_float(0x7fffffff) : den;
-    }
-  }
-  // each thread owns outputs idx = threadIdx.x + j * 128 of the gqa x HEAD_DIM block (heads of one KV
-  // head are adjacent rows of o_part); the chunk loop is outermost and unrolled, so that a thread has
-  // J x 4 independent L2 loads in flight (a chunk-inner loop waited one L2 latency per chunk: +20 us
-  // at 32 chunks on the H200)
+  if (!__syncthreads_or(last)) return;
+
   constexpr int kThreads = kWarps * 32, J = (8 * HEAD_DIM + kThreads - 1) / kThreads;
+  float* sm_run = reinterpret_cast<float*>(merge_smem);  // [8] max, [8] den, [8] alpha, [8] NaN (0 / 1)
+  float* sm_w = sm_run + kMergeHeader / 4;                // [n * gqa] LSEs of the pass, then their weights
+  const int row = a.gqa * HEAD_DIM;                       // floats of one chunk's block
+  const int cap = (a.smem_bytes - kMergeHeader - 16) / ((row + a.gqa) * 4);  // chunks per pass (>= 9 here)
+  float* sm_o = reinterpret_cast<float*>(merge_smem + kMergeHeader + ((cap * a.gqa * 4 + 15) & ~15));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x < 8) {
+    sm_run[threadIdx.x] = -INFINITY;
+    sm_run[8 + threadIdx.x] = 0.f;
+    sm_run[24 + threadIdx.x] = 0.f;
+  }
   float acc[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) acc[j] = 0.f;
-  const long long chunk_stride = (long long)num_qo_heads * HEAD_DIM;
-  const int live = p.gqa * HEAD_DIM;
-  for (int i0 = 0; i0 < count; i0 += kMergeSlots) {
-    __syncthreads();  // sm_m written; the previous pass's weights read
-    for (int idx = threadIdx.x; idx < p.gqa * kMergeSlots; idx += kThreads) {
-      const int head = idx / kMergeSlots, i = i0 + idx % kMergeSlots;
-      sm_w[idx] = i < count
-                      ? fast_exp2(__ldcg(p.lse_part + base + (long long)i * num_qo_heads + head) - sm_m[head])
-                      : 0.f;
+  const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
+  for (int i0 = 0; i0 < a.count; i0 += cap) {
+    const int n = min(cap, a.count - i0);
+    // one L2 round: the partials (16-byte cp.async, all issued) and the LSEs (4 loads per thread at most
+    // in flight: cap * gqa fits the shared memory, <= 4 x 128 entries for the sizes here; a loop beyond)
+    const int pieces = row / 4, total = n * pieces;
+    const float* src = a.o_part + i0 * chunk_floats;
+    for (int k = threadIdx.x; k < total; k += kThreads) {
+      const int i = k / pieces, r = k - i * pieces;
+      cp_async16_full(smem_u32(sm_o + 4 * k), src + i * chunk_floats + 4 * r);
     }
-    __syncthreads();
-    const int n = min(kMergeSlots, count - i0);
-    const float* src = p.o_part + (base + (long long)i0 * num_qo_heads) * HEAD_DIM;
-#pragma unroll 4
-    for (int i = 0; i < n; ++i) {
+    cp_async_commit();
+    const float* lsrc = a.lse_part + (long long)i0 * a.row_stride;
+    for (int e0 = 0; e0 < n * a.gqa; e0 += 4 * kThreads) {
+      float l[4];
 #pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const int idx = threadIdx.x + j * kThreads;
-        if (idx < live)
-          acc[j] = fmaf(sm_w[(idx / HEAD_DIM) * kMergeSlots + i], __ldcg(src + i * chunk_stride + idx), acc[j]);
+      for (int u = 0; u < 4; ++u) {
+        const int e = e0 + u * kThreads + threadIdx.x;
+        l[u] = e < n * a.gqa ? __ldcg(lsrc + (long long)(e / a.gqa) * a.row_stride + e % a.gqa) : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int e = e0 + u * kThreads + threadIdx.x;
+        if (e < n * a.gqa) sm_w[e] = l[u];
       }
     }
+    cp_async_wait<0>();
+    __syncthreads();
+    // per query head (a warp each): the pass's max, weights 2^(lse_i - m) relative to the running max,
+    // the rescale of what earlier passes accumulated
+    for (int head = warp; head < a.gqa; head += kWarps) {
+      float mx = -INFINITY;
+      bool nan = false;
+      for (int i = lane; i < n; i += 32) {
+        const float l = sm_w[i * a.gqa + head];
+        nan |= l != l;
+        mx = fmaxf(mx, l);
+      }
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+        nan |= __shfl_xor_sync(0xffffffffu, (int)nan, d);
+      }
+      const float m_old = sm_run[head];
+      const float m_new = fmaxf(m_old, mx);
+      const float m_safe = m_new == -INFINITY ? 0.f : m_new;
+      float den = 0.f;
+      for (int i = lane; i < n; i += 32) {
+        const float w = fast_exp2(sm_w[i * a.gqa + head] - m_safe);  // 0 for an empty chunk (-inf)
+        sm_w[i * a.gqa + head] = w;
+        den += w;
+      }
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
+      if (lane == 0) {
+        const float alpha = fast_exp2(m_old - m_safe);  // 0 while nothing was accumulated (m_old -inf)
+        sm_run[head] = m_new;
+        sm_run[8 + head] = fmaf(sm_run[8 + head], alpha, den);
+        sm_run[16 + head] = alpha;
+        if (nan) sm_run[24 + head] = 1.f;
+      }
+    }
+    __syncthreads();
+    // each thread owns outputs idx = threadIdx.x + j * 128 of the gqa x HEAD_DIM block
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int idx = threadIdx.x + j * kThreads;
+      if (idx < row) {
+        const int head = idx / HEAD_DIM;
+        float s = acc[j] * sm_run[16 + head];
+#pragma unroll 4
+        for (int i = 0; i < n; ++i) s = fmaf(sm_w[i * a.gqa + head], sm_o[i * row + idx], s);
+        acc[j] = s;
+      }
+    }
+    __syncthreads();  // the pass's shared memory read before the next pass refills it
   }
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int idx = threadIdx.x + j * kThreads;
-    if (idx < live) {
+    if (idx < row) {
       const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+      const float den = sm_run[24 + head] != 0.f ? __int_as_float(0x7fffffff) : sm_run[8 + head];
       float o, lse2;
-      finalize(acc[j], sm_m[8 + head], sm_m[head], o, lse2);
-      const long long row = (long long)b * num_qo_heads + hkv * p.gqa + head;
-      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
-      if (ch == 0) p.lse[row] = lse2 * kLn2;
+      finalize(acc[j], den, sm_run[head], o, lse2);
+      a.out[idx] = __float2bfloat16(o);
+      if (ch == 0) a.lse[head] = lse2 * kLn2;
     }
   }
 }
@@ -1791,7 +1852,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   if (count > 1) {
 #if FOSCAR_FUSED_MERGE
     if (p.fuse_merge) {
-      merge_chunks<HEAD_DIM>(p, eb, first_slot, count, hkv, smem);
+      constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;  // as launch() below
+      constexpr int tiles = F::template SMEM_BYTES<CH>;
+      const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
+      const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
+      merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
+                                       p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
+                                       num_qo_heads, p.gqa, count, tiles > merge_bytes ? tiles : merge_bytes});
     } else
 #endif
     if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel

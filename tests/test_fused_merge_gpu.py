@@ -1,0 +1,119 @@
+"""The split merge inside the CUDA kernel (``FOSCAR_MERGE=fused``, bench/NOTES.md §29) against the fp64
+reference: ragged lengths with empty sequences, sequences of one chunk and of many (more chunks than
+the merging CTA's shared memory holds at once: several passes), contiguous and paged caches, a NaN
+partial, and the counters left at zero. GPU only, and only in a process whose build has the fused
+merge: ``FOSCAR_MERGE=fused python -m pytest -m gpu tests/test_fused_merge_gpu.py`` (each plan reads
+FOSCAR_MERGE, so these tests also run the merge kernel from the same build to compare)."""
+
+import pytest
+import torch
+
+import foscar
+from foscar.kernels import decode_cuda
+from tests.test_decode_triton import _case, _check
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not decode_cuda.FUSED_MERGE_BUILT,
+                       reason="the build lacks the fused merge: run with FOSCAR_MERGE=fused"),
+]
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    """Plans made in the test merge inside the kernel."""
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+
+
+def _decode(q, cache, merge, monkeypatch, **kw):
+    monkeypatch.setenv("FOSCAR_MERGE", merge)
+    plan = foscar.plan_decode(cache, q.shape[1], backend="cuda", **kw)
+    assert plan.merge == merge
+    out, lse = plan.run(q, cache, return_lse=True)
+    torch.cuda.synchronize()
+    assert not plan._counters.any()  # the fused merge leaves its counters at zero (kernel merge: empty)
+    return out.clone(), lse.clone()
+
+
+def _against_reference(q, cache, lens, num_splits=None, tol=1e-2):
+    """Decode ``cache`` (contiguous or paged) with a new plan; every sequence against the fp64 reference."""
+    plan = foscar.plan_decode(cache, q.shape[1], backend="cuda", num_splits=num_splits)
+    assert plan.merge == "fused"
+    out, lse = plan.run(q, cache, return_lse=True)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    torch.cuda.synchronize()
+    assert not plan._counters.any()  # the last CTA of each (sequence, KV head) wrapped its counter to 0
+    for b, length in enumerate(lens):
+        if length == 0:
+            assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
+            continue
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < tol, f"sequence {b} (length {length}): relative L2 error {err:.3g}"
+        assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3), b
+
+
+@pytest.mark.parametrize("num_splits", [None, 40])
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("bits, group_size, num_qo_heads", [(2, 128, 32), (4, 64, 32), (2, 32, 64)])
+def test_ragged_lengths_against_the_reference(fused, bits, group_size, num_qo_heads, paged, num_splits):
+    """gqa 4 and 8; a 70000-token sequence in 10-15 length-aware chunks or 40 fixed splits (the merging CTA
+    holds 19 chunks per pass at INT2 D=128 G=128 gqa 4, 9 at gqa 8: one pass or several) beside
+    one-chunk and empty sequences."""
+    lens = [70000, 0, 4096, 1, 300, 20000]
+    q, cache = _case(torch.device("cuda"), batch=6, num_qo_heads=num_qo_heads, num_kv_heads=8, head_dim=128,
+                     seq_lens=lens, bits=bits, group_size=group_size)
+    _against_reference(q, foscar.paginate(cache, 16, shuffle=True) if paged else cache, lens, num_splits)
+
+
+@pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])
+def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
+    q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=16, num_kv_heads=2, head_dim=head_dim,
+                     seq_lens=[70000, 5, 0, 9000], bits=4, group_size=64)
+    plan = foscar.plan_decode(cache, 16, backend="cuda", num_splits=num_splits)
+    assert plan.merge == "fused"
+    _check(q, cache, backend="cuda", num_splits=num_splits)
+
+
+def test_fused_and_kernel_merge_agree(monkeypatch):
+    q, cache = _case(torch.device("cuda"), batch=8, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[40000] + [4096, 0, 1, 300, 4096, 257, 4095], bits=2, group_size=128)
+    a, la = _decode(q, cache, "fused", monkeypatch)
+    b, lb = _decode(q, cache, "kernel", monkeypatch)
+    assert float((a.float() - b.float()).norm() / b.float().norm()) < 1e-3
+    assert torch.allclose(la, lb, rtol=0, atol=1e-4, equal_nan=True)
+
+
+def test_a_nan_partial_makes_its_rows_nan_and_leaves_the_others(monkeypatch):
+    """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five passes): that chunk's partial and LSE are NaN, so the
+    merged rows of its KV head's query heads are NaN (LSE too); every other row as the merge kernel's."""
+    q, cache = _case(torch.device("cuda"), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[40000, 17], bits=2, group_size=128)
+    cache.k_scale[0, 1, 30000] = float("nan")  # sequence 0, KV head 1 (query heads 4..7)
+    a, la = _decode(q, cache, "fused", monkeypatch)
+    b, lb = _decode(q, cache, "kernel", monkeypatch)
+    assert torch.isnan(a[0, 4:]).all() and torch.isnan(la[0, 4:]).all()
+    assert not torch.isnan(a[0, :4]).any() and not torch.isnan(a[1]).any()
+    assert float((a[0, :4].float() - b[0, :4].float()).norm() / b[0, :4].float().norm()) < 1e-3
+    assert torch.equal(a[1], b[1])  # one chunk: written by its CTA, no merge either way
+
+
+def test_a_captured_plan_replays_with_growing_lengths(fused):
+    """CUDA-graph replays while the lengths change: the counters return to zero after every launch,
+    so every replay merges right."""
+    q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[65536, 8192, 8192, 8192], bits=2, group_size=128)
+    cache.seq_lens.copy_(torch.tensor([100, 200, 300, 400], dtype=torch.int32))
+    plan = foscar.plan_decode(cache, 32, backend="cuda")
+    assert plan.merge == "fused"
+    plan.run(q, cache)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.run(q, cache)
+    for lens in ([100, 200, 300, 400], [65536, 1, 0, 5000], [60000, 8100, 8192, 7], [0, 0, 0, 0]):
+        cache.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert not plan._counters.any(), lens
+        assert torch.equal(plan.out, foscar.decode(q, cache, backend="cuda")), lens
+    _check(q, cache, backend="cuda")
