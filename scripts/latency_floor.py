@@ -4,7 +4,7 @@ decode on a cache of the same shapes whose sequences are all empty (the fixed co
 prologue, partial writes, merge; no KV read), and the launch floor of the timing method itself:
 one and two launches of a kernel that does nothing but store one value per program, with the
 decode kernel's grid (batch x KV heads x splits programs), timed the same way (bench/NOTES.md §16,
-§30).
+§29).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
     FOSCAR_MERGE=fused python scripts/latency_floor.py OUT_DIR    (both merges from one build: NOTES §29)

@@ -116,16 +116,3 @@ def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, 
     assert fixed == 0 and target == batch * per_sequence
     work = splits.schedule([context] * batch, slots, fixed, target)
     assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}
-
-
-@pytest.mark.parametrize("batch, context, bits, per_sequence", [
-    (1, 32768, 4, 16), (1, 131072, 4, 16), (8, 4096, 4, 2), (8, 32768, 4, 2), (8, 131072, 4, 4),
-    (1, 8192, 4, 16), (1, 32768, 2, 32), (8, 4096, 2, 4), (32, 8192, 4, 1)])
-def test_int4_below_one_wave_takes_about_one_program_per_sm(batch, context, bits, per_sequence):
-    """INT4 at small batches: the fitted split count of half the SMs (about one (sequence, KV head,
-    chunk) program per SM; H200 sweep, bench/NOTES.md §30), at least the chunks that the 32K-token cap
-    asks (8 x 128K: 4); INT2 keeps the fit's two per SM; a 1 x 8K sequence has 16 either way."""
-    slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=bits)
-    assert fixed == 0 and target == batch * per_sequence
-    work = splits.schedule([context] * batch, slots, fixed, target)
-    assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}

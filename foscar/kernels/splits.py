@@ -74,12 +74,6 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     batch gets exactly the fitted split count; a long sequence among short ones gets several
     chunks as long as the slots leave room.
 
-    INT4 below one wave: the fitted count of half the SMs, i.e. about one program per SM instead of
-    two. The H200 split sweep of session 10 (bench/NOTES.md §30, G=128, contiguous) had INT4's best
-    count at half the fit's wherever the fit gave more than the 32K-token cap asks: 1 x 32K 16 splits
-    18.5 us against 32 splits 19.4, 1 x 128K 45.3 against 46.6, 8 x 4K 2 splits 18.5 against 4 splits
-    19.3, 8 x 8K 27.8 against 28.3, 8 x 32K 79.8 against 81.0 (INT2's best stayed at the fit's).
-
     INT4 past one wave: where ``bits >= 4`` and one split per sequence already gives more CTAs than
     fit at once (``batch * num_kv_heads >= RESIDENT_CTAS_PER_SM * num_sms``), the target has at least
     two chunks per sequence. Measured on the H200 with the integer-QK kernel (``scripts/split_sweep.py``,
@@ -108,10 +102,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     """
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
-    int4 = bits is not None and bits >= 4
-    # INT4: about one program per SM, not two (the fit's count on half the SMs; bench/NOTES.md §30)
-    n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms // 2 if int4 else num_sms)
-    if int4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
+    n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
