@@ -506,15 +506,20 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
 
     from foscar.kernels import decode_cuda
 
-    assert decode_cuda.build_settings()["default_build"] is True
+    before = decode_cuda.build_settings()
     try:
         monkeypatch.setenv("FOSCAR_NVCC_DEFINES", "FOSCAR_MIN_BLOCKS=4")
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is False and "-DFOSCAR_MIN_BLOCKS=4" in s["nvcc_flags"]
-    finally:
         monkeypatch.delenv("FOSCAR_NVCC_DEFINES")
+        monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+        monkeypatch.delenv("FOSCAR_CSRC", raising=False)
+        monkeypatch.delenv("FOSCAR_NVCC_FLAGS", raising=False)
+        assert importlib.reload(decode_cuda).build_settings()["default_build"] is True
+    finally:  # the process's own environment and module state back, whatever it was
+        monkeypatch.undo()
         importlib.reload(decode_cuda)
-    assert decode_cuda.build_settings()["default_build"] is True
+    assert decode_cuda.build_settings() == before
 
 
 def test_merge_choice_is_read_per_plan_and_names_bad_values(monkeypatch):
@@ -550,6 +555,7 @@ def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
     a bad FOSCAR_MERGE stops the import with the allowed values."""
     import importlib
 
+    before = decode_cuda.build_settings()
     try:
         monkeypatch.delenv("FOSCAR_NVCC_DEFINES", raising=False)
         monkeypatch.setenv("FOSCAR_MERGE", "fused")
@@ -567,8 +573,7 @@ def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
         monkeypatch.setenv("FOSCAR_MERGE", "both")
         with pytest.raises(ValueError, match="FOSCAR_MERGE: expected 'fused' or 'kernel', got 'both'"):
             importlib.reload(decode_cuda)
-    finally:
-        monkeypatch.delenv("FOSCAR_MERGE", raising=False)
-        monkeypatch.delenv("FOSCAR_NVCC_DEFINES", raising=False)
+    finally:  # the process's own environment and module state back (a FOSCAR_MERGE=fused run keeps its build)
+        monkeypatch.undo()
         importlib.reload(decode_cuda)
-    assert not decode_cuda.FUSED_MERGE_BUILT and decode_cuda.build_settings()["default_build"] is True
+    assert decode_cuda.build_settings() == before

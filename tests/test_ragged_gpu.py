@@ -145,3 +145,53 @@ def test_batch_zero():
                                torch.zeros(0, 2, 16, 128, dtype=torch.bfloat16, device="cuda"), 2, 128)
     out, lse = foscar.decode(q[:0], empty, backend="cuda", return_lse=True)
     assert out.shape == (0, 8, 128) and lse.shape == (0, 8)
+
+
+def _expected_chunks(lengths, slots, fixed, target):
+    """(first slot, chunk count) per sequence as foscar.kernels.splits.schedule (the host mirror of the
+    kernel's find_work) hands them out."""
+    from foscar.kernels import splits
+
+    first, count = {}, {}
+    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target)):
+        first.setdefault(b, slot)
+        count[b] = count.get(b, 0) + 1
+    return [[first[b], count[b]] for b in range(len(lengths))]
+
+
+def _ragged_lengths(batch, seed, longest):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, longest, (batch,), generator=g).tolist()
+
+
+@pytest.mark.parametrize("lengths", [
+    [5000],
+    [4096] * 8,
+    _ragged_lengths(31, 4, 6000),
+    _ragged_lengths(32, 5, 6000),                       # lane 31 holds a sequence
+    _ragged_lengths(32, 0, 12000),                      # 32 whose first chunk does not fit: 136 chunks of 1536
+                                                        # tokens for 128 slots, so the general path grows it
+    _ragged_lengths(33, 7, 6000),                       # past one lane per sequence: the general path
+    [0] * 32,
+], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty"])
+def test_the_kernel_schedule_is_the_host_mirror(lengths):
+    """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
+    chunk count in the plan's seq_chunks), equal splits.schedule's, on both sides of the one-pass path
+    (batches of up to 32 whose first chunk fits, NOTES §30) and the general one; outputs as the reference."""
+    from foscar.kernels import decode_cuda
+
+    q, cache = _case(_cuda(), batch=len(lengths), num_qo_heads=8, num_kv_heads=2, head_dim=64,
+                     seq_lens=lengths, bits=2, group_size=32)
+    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    if plan.merge != "kernel":
+        pytest.skip("the merge kernel's table is what this reads (FOSCAR_MERGE=fused plans have none)")
+    out = plan.run(q, cache)
+    torch.cuda.synchronize()
+    slots, fixed, target = decode_cuda.plan_splits(cache, q.device)
+    assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target)
+    ref = foscar.reference_decode(q, cache)
+    for b, length in enumerate(lengths):
+        if length == 0:
+            assert not out[b].any()
+        else:
+            assert float((out[b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, (b, length)
