@@ -97,13 +97,6 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_QK_INT4
 #define FOSCAR_IMMA_QK_INT4 1
 #endif
-// 1: an L2 prefetch of the query rows of the CTA's likely sequence (slot x batch / num_slots: exact for
-// uniform batches, a wasted 1-4 lines otherwise) at kernel entry, before the lengths' load, so that the
-// query's DRAM round trip overlaps the schedule (bench/NOTES.md §30: the query's first use held 12% of the
-// 1 x 8K kernel's ncu samples). Experiment, not measured yet; 0 (default) compiles nothing.
-#ifndef FOSCAR_Q_PREFETCH
-#define FOSCAR_Q_PREFETCH 0
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -825,18 +818,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-#if FOSCAR_Q_PREFETCH
-  {
-    const int b_guess = p.fixed_splits > 0 ? min(slot / p.fixed_splits, p.batch - 1)
-                                           : (int)((long long)slot * p.batch / p.num_slots);
-    constexpr int LINES = HEAD_DIM * 2 / 128;  // 128-byte lines of one bf16 query row
-    const int h = threadIdx.x / LINES, l = threadIdx.x % LINES;
-    if (h < p.gqa) {  // gqa <= 8: at most 32 threads
-      const __nv_bfloat16* row = p.q + b_guess * p.q_stride_b + (long long)(hkv * p.gqa + h) * p.q_stride_h;
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(row + 64 * l));
-    }
-  }
-#endif
   const Work work = find_work<PAGED>(p, slot);
   if (work.count == 0) return;
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
