@@ -15,6 +15,8 @@ means "no tokens" and nothing else.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -69,50 +71,152 @@ def merge_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor
 
 
 @triton.jit
+def _merge_round(m, den, num, lse, o):
+    """One online-softmax step over a block of chunks: ``lse [BLOCK]`` (base 2, ``-inf`` for none),
+    ``o [BLOCK, HEAD_DIM]`` (0 for none) into the running ``(m, den, num)``."""
+    m_new = tl.maximum(m, tl.max(lse, axis=0))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m - m_safe)
+    w = tl.exp2(lse - m_safe)
+    num = num * alpha + tl.sum(o * w[:, None], axis=0)
+    den = den * alpha + tl.sum(w, axis=0)
+    return m_new, den, num
+
+
+@triton.jit
+def _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
+                HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
+    """The ``count`` chunks of slots ``first..`` merged into ``(m, den, num)``, ``BLOCK_S`` per round
+    (each round's loads depend on the table load that gave ``first`` and ``count``)."""
+    offs_d = tl.arange(0, HEAD_DIM)
+    for s0 in range(0, count, BLOCK_S):  # online over blocks of chunks
+        offs_s = s0 + tl.arange(0, BLOCK_S)
+        mask = offs_s < count
+        slot = first + offs_s
+        lse = tl.load(Lse_part + slot * num_qo_heads + h, mask=mask, other=float("-inf"))
+        o = tl.load(O_part + (slot[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
+                    mask=mask[:, None], other=0.0)
+        m, den, num = _merge_round(m, den, num, lse, o)
+    return m, den, num
+
+
+@triton.jit
+def _merge_result(m, den, num):
+    """The merged row and its natural-log LSE from ``(m, den, num)``: den 0 (no token) a zero row and
+    ``-inf``; NaN (a NaN LSE) a NaN row and NaN."""
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    good = den > 0
+    out = tl.where(good, num / tl.where(good, den, 1.0), tl.where(den == 0, 0.0, float("nan")))
+    lse_out = tl.where(good, (m_safe + tl.log2(tl.where(good, den, 1.0))) * 0.6931471805599453,
+                       tl.where(den == 0, float("-inf"), float("nan")))
+    return out, lse_out
+
+
+@triton.jit
 def _merge_slots_kernel(
     O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
     Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
     Seq_chunks,  # [batch, 2] int32: first slot, chunk count
     Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
-    num_qo_heads,
-    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+    num_qo_heads, num_slots, predicted,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
     b = row // num_qo_heads
     h = row % num_qo_heads
-    first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
-    count = tl.load(Seq_chunks + 2 * b + 1)
-    if count > 1:  # one chunk: the decode kernel wrote the output itself
-        offs_d = tl.arange(0, HEAD_DIM)
-        m = tl.full((), float("-inf"), tl.float32)
-        den = tl.zeros((), tl.float32)
-        num = tl.zeros((HEAD_DIM,), tl.float32)
-        for s0 in range(0, count, BLOCK_S):  # online over blocks of chunks
-            offs_s = s0 + tl.arange(0, BLOCK_S)
-            mask = offs_s < count
-            slot = first + offs_s
-            lse = tl.load(Lse_part + slot * num_qo_heads + h, mask=mask, other=float("-inf"))
-            m_new = tl.maximum(m, tl.max(lse, axis=0))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m - m_safe)
-            w = tl.exp2(lse - m_safe)
-            o = tl.load(O_part + (slot[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
-                        mask=mask[:, None], other=0.0)
-            num = num * alpha + tl.sum(o * w[:, None], axis=0)
-            den = den * alpha + tl.sum(w, axis=0)
-            m = m_new
-        m_safe = tl.where(m == float("-inf"), 0.0, m)
-        good = den > 0
-        out = tl.where(good, num / tl.where(good, den, 1.0), tl.where(den == 0, 0.0, float("nan")))
-        lse_out = tl.where(good, (m_safe + tl.log2(tl.where(good, den, 1.0))) * 0.6931471805599453,
-                           tl.where(den == 0, float("-inf"), float("nan")))
-        tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
-        tl.store(Lse_out + row, lse_out)
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full((), float("-inf"), tl.float32)
+    den = tl.zeros((), tl.float32)
+    num = tl.zeros((HEAD_DIM,), tl.float32)
+    if SPECULATE:
+        # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
+        # loaded with the table, not after it: one L2 round instead of two (bench/NOTES.md §31). No branch
+        # before their use: ptxas sinks a load that only a branch uses past the branch (measured in the
+        # SASS: the first slot's load went behind the `count > 1` exit), which would make it dependent again.
+        w0 = b * predicted
+        offs_w = tl.arange(0, BLOCK_W)
+        slot_w = w0 + offs_w
+        in_buf = slot_w < num_slots
+        lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=in_buf, other=float("-inf"))
+        o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
+                      mask=in_buf[:, None], other=0.0)
+        first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
+        count = tl.load(Seq_chunks + 2 * b + 1)
+        rel = first - w0
+        hit = (rel >= 0) & (rel + count <= BLOCK_W) & (first + count <= num_slots)
+        # the sequence's chunks where they lie in the window; the rest (stale, NaN or not) never counts.
+        # A miss merges nothing here ((m, den, num) stay at their start) and the loop below takes it all.
+        mine = hit & (offs_w >= rel) & (offs_w < rel + count)
+        m, den, num = _merge_round(m, den, num, tl.where(mine, lse_w, float("-inf")),
+                                   tl.where(mine[:, None], o_w, 0.0))
+        todo = tl.where(hit | (count <= 1), 0, count)  # a miss (a ragged batch): the table, then the partials
+        m, den, num = _merge_loop(O_part, Lse_part, first, todo, h, num_qo_heads, m, den, num, HEAD_DIM, BLOCK_S)
+        out, lse_out = _merge_result(m, den, num)
+        several = count > 1  # one chunk: the decode kernel wrote the output itself
+        tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty), mask=several & (offs_d < HEAD_DIM))
+        tl.store(Lse_out + row, lse_out, mask=several)
+    else:  # the two-round merge (FOSCAR_MERGE_SPECULATE=0): the table first, then the partials
+        first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
+        count = tl.load(Seq_chunks + 2 * b + 1)
+        if count > 1:  # one chunk: the decode kernel wrote the output itself
+            m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
+                                      HEAD_DIM, BLOCK_S)
+            out, lse_out = _merge_result(m, den, num)
+            tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
+            tl.store(Lse_out + row, lse_out)
+
+
+SPECULATE_CHOICES = ("1", "0")
+
+
+def speculate_choice() -> bool:
+    """Whether a plan made now lets :func:`merge_slots` speculate (``FOSCAR_MERGE_SPECULATE``).
+
+    Read at every call (plans call it when they are made, as ``FOSCAR_MERGE``), so that one process
+    can time both merges: ``"1"`` (the default) loads the predicted window of partials in the same
+    round as the chunk table, ``"0"`` is the two-round merge of sessions 6-10 (bench/NOTES.md §31).
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_SPECULATE", "1")
+    if value not in SPECULATE_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_SPECULATE: expected '1' or '0', got {value!r}")
+    return value == "1"
+
+
+def predicted_chunks(batch: int, fixed_splits: int, target_chunks: int) -> int:
+    """Chunks per sequence of a uniform batch under the CUDA kernel's schedule
+    (:func:`foscar.kernels.splits.schedule`): ``fixed_splits`` where it is fixed, else
+    ``target_chunks // batch`` (sequence ``b`` then starts at slot ``b * predicted``).
+
+    Args:
+        batch: sequences (>= 1); ``fixed_splits``, ``target_chunks``: from
+            :func:`foscar.kernels.splits.plan_work`.
+
+    Raises:
+        ValueError: ``batch < 1``, a negative ``fixed_splits`` or ``target_chunks < 1``.
+    """
+    if batch < 1 or fixed_splits < 0 or target_chunks < 1:
+        raise ValueError(f"predicted_chunks: expected batch >= 1, fixed_splits >= 0, target_chunks >= 1, "
+                         f"got {batch}, {fixed_splits}, {target_chunks}")
+    return fixed_splits if fixed_splits > 0 else target_chunks // batch
+
+
+def speculation_window(predicted: int, head_dim: int) -> int:
+    """Slots :func:`merge_slots` loads ahead per program for ``predicted`` chunks per sequence: the
+    next power of two ``>= predicted``, or 0 (no speculation) where ``predicted < 2`` (one chunk is
+    written by the decode kernel: nothing to merge) or the window holds more than
+    :data:`MAX_BLOCK_ELEMS` values."""
+    if predicted < 2:
+        return 0
+    window = triton.next_power_of_2(predicted)
+    return window if window * head_dim <= MAX_BLOCK_ELEMS else 0
 
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
-                lse_out: torch.Tensor) -> None:
+                lse_out: torch.Tensor, predicted: int = 0) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -120,14 +224,28 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     first slot and chunk count, written by the kernel) into ``out [batch, num_qo_heads,
     head_dim]`` (bf16, contiguous) and ``lse_out [batch, num_qo_heads]`` fp32 (natural log);
     rows of one-chunk sequences are left as the kernel wrote them. A NaN LSE gives a NaN row.
+
+    ``predicted`` (:func:`predicted_chunks`; 0: none): each program loads the partials of slots
+    ``[b * predicted, b * predicted + window)`` (:func:`speculation_window`) together with the
+    table, and uses them where the sequence's chunks lie inside (a uniform batch: one L2 round
+    instead of two); elsewhere, and where ``window`` is 0, the table first and then the partials.
+    Slots outside the sequence's range never contribute (NaN and inf included), so any value is
+    correct; a wrong prediction only costs the loads.
+
+    Raises:
+        ValueError: a negative ``predicted``.
     """
+    if predicted < 0:
+        raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
     batch, heads, head_dim = out.shape
     if batch * heads == 0:
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
     # loop's rounds are dependent loads (bench/NOTES.md §18)
-    block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(o_part.shape[0])))
+    num_slots = o_part.shape[0]
+    block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(num_slots)))
+    window = speculation_window(predicted, head_dim)
     _merge_slots_kernel[(batch * heads,)](
-        o_part, lse_part, seq_chunks, out, lse_out, heads,
-        HEAD_DIM=head_dim, BLOCK_S=block_s, num_warps=4,
+        o_part, lse_part, seq_chunks, out, lse_out, heads, num_slots, predicted,
+        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0, num_warps=4,
     )
