@@ -82,7 +82,7 @@ def decode(
             index tensor that is not contiguous, a length the cache cannot hold
             (``seq_lens[b]`` outside ``[0, max_seq_len]``, a page table that breaks
             FlashInfer's rules; the message names the tensor and the sequence); a bad
-            ``FOSCAR_MERGE`` for the CUDA kernel (:func:`plan_decode`).
+            ``FOSCAR_MERGE`` or ``FOSCAR_MERGE_SPECULATE`` for the CUDA kernel (:func:`plan_decode`).
 
     Example (CPU through the Triton interpreter, ``TRITON_INTERPRET=1``; on an H100/H200 the
     same call with CUDA tensors runs the CUDA kernel)::
@@ -158,10 +158,15 @@ class DecodePlan:
         merge: the CUDA kernel's split merge, ``"kernel"`` (a merge kernel after the decode kernel,
             the default) or ``"fused"`` (in the decode kernel; ``FOSCAR_MERGE=fused`` when the plan
             was made, :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
+        merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
+            loads with its chunk table (one L2 round instead of two, bench/NOTES.md §31;
+            :func:`foscar.kernels.merge_triton.predicted_chunks`); 0 where it does not speculate
+            (``FOSCAR_MERGE_SPECULATE=0`` when the plan was made, the fused merge, the Triton kernel).
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
-                 o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None):
+                 o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
+                 merge_predicted=0):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
@@ -170,6 +175,7 @@ class DecodePlan:
         self._seq_chunks = seq_chunks
         self.num_splits = num_splits
         self.merge = None if kernel != "cuda" else "kernel" if seq_chunks is not None else "fused"
+        self.merge_predicted = merge_predicted
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -213,7 +219,8 @@ class DecodePlan:
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks)
             if self._seq_chunks is not None:
-                merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse)
+                merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
+                                         self.merge_predicted)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -241,7 +248,8 @@ def plan_decode(
         ValueError: everything :func:`decode` raises for the cache and the options; for the CUDA
             kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``"fused"`` in a
             process whose build lacks the fused merge (:func:`foscar.kernels.decode_cuda.merge_choice`,
-            read when the plan is made).
+            read when the plan is made); a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``
+            (:func:`foscar.kernels.merge_triton.speculate_choice`, read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -261,7 +269,7 @@ def plan_decode(
 def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_splits: int | None,
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
-    from foscar.kernels import decode_cuda, decode_triton
+    from foscar.kernels import decode_cuda, decode_triton, merge_triton
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -310,8 +318,12 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
         # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
+        # the merge kernel loads a uniform batch's partials with its chunk table (FOSCAR_MERGE_SPECULATE, read now)
+        predicted = (merge_triton.predicted_chunks(batch, fixed, target)
+                     if seq_chunks is not None and merge_triton.speculate_choice() else 0)
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
+            merge_predicted=predicted,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -189,18 +189,24 @@ def speculate_choice() -> bool:
 def predicted_chunks(batch: int, fixed_splits: int, target_chunks: int) -> int:
     """Chunks per sequence of a uniform batch under the CUDA kernel's schedule
     (:func:`foscar.kernels.splits.schedule`): ``fixed_splits`` where it is fixed, else
-    ``target_chunks // batch`` (sequence ``b`` then starts at slot ``b * predicted``).
+    ``target_chunks // batch`` (sequence ``b`` then starts at slot ``b * predicted``); 0 at batch 0.
+
+    Exact where every sequence has that many chunks (uniform lengths at the capacity the plan was
+    sized for: the bench's uniform points); shorter uniform lengths (fewer, larger-than-target
+    chunks) and ragged batches miss from some sequence on, and :func:`merge_slots` falls back.
 
     Args:
-        batch: sequences (>= 1); ``fixed_splits``, ``target_chunks``: from
+        batch: sequences (>= 0); ``fixed_splits``, ``target_chunks``: from
             :func:`foscar.kernels.splits.plan_work`.
 
     Raises:
-        ValueError: ``batch < 1``, a negative ``fixed_splits`` or ``target_chunks < 1``.
+        ValueError: a negative ``batch`` or ``fixed_splits``, or ``target_chunks < 1``.
     """
-    if batch < 1 or fixed_splits < 0 or target_chunks < 1:
-        raise ValueError(f"predicted_chunks: expected batch >= 1, fixed_splits >= 0, target_chunks >= 1, "
+    if batch < 0 or fixed_splits < 0 or target_chunks < 1:
+        raise ValueError(f"predicted_chunks: expected batch >= 0, fixed_splits >= 0, target_chunks >= 1, "
                          f"got {batch}, {fixed_splits}, {target_chunks}")
+    if batch == 0:
+        return 0
     return fixed_splits if fixed_splits > 0 else target_chunks // batch
 
 

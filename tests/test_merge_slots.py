@@ -1,0 +1,257 @@
+"""The CUDA kernel's split merge (``merge_triton.merge_slots``), its speculative one-round path
+(the predicted window of partials loaded with the chunk table, bench/NOTES.md §31) against the
+two-round path and an fp64 reference, on synthetic partials: through the Triton interpreter on the
+CPU, on the GPU where there is one (the last test: a CUDA plan either way)."""
+
+import math
+
+import pytest
+import torch
+
+from foscar.kernels import merge_triton
+
+HEADS, HEAD_DIM = 3, 64
+
+
+def _partials(num_slots, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    o = torch.randn(num_slots, HEADS, HEAD_DIM, generator=g)
+    lse = torch.randn(num_slots, HEADS, generator=g) * 4  # base 2
+    return o, lse
+
+
+def _reference(o, lse, chunks):
+    """fp64 merge of each sequence's slots ``[first, first + count)``: ``(out, lse)`` rows, ``None`` for
+    a sequence of one chunk or none (the decode kernel writes those)."""
+    rows = []
+    for first, count in chunks:
+        if count <= 1:
+            rows.append(None)
+            continue
+        lo, lh = o[first:first + count].double(), lse[first:first + count].double()  # [count, H, D], [count, H]
+        m = lh.max(dim=0).values
+        w = torch.exp2(lh - m)
+        rows.append(((w[:, :, None] * lo).sum(0) / w.sum(0)[:, None], (m + torch.log2(w.sum(0))) * math.log(2)))
+    return rows
+
+
+def _merge(o, lse, chunks, predicted, device):
+    """``merge_slots`` on ``device``; rows it must not touch hold a sentinel (7.0, LSE 5.0)."""
+    batch = len(chunks)
+    out = torch.full((batch, HEADS, HEAD_DIM), 7.0, dtype=torch.bfloat16, device=device)
+    lse_out = torch.full((batch, HEADS), 5.0, device=device)
+    table = torch.tensor(chunks, dtype=torch.int32, device=device)
+    merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, predicted)
+    return out.cpu(), lse_out.cpu()
+
+
+def _check(o, lse, chunks, predicted, device):
+    """The speculative merge (``predicted``) against the two-round merge and the fp64 reference."""
+    spec, spec_lse = _merge(o, lse, chunks, predicted, device)
+    base, base_lse = _merge(o, lse, chunks, 0, device)
+    torch.testing.assert_close(spec.float(), base.float(), rtol=8e-3, atol=1e-3)  # a bf16 ulp at most
+    torch.testing.assert_close(spec_lse, base_lse, rtol=1e-6, atol=1e-5)
+    for b, ref in enumerate(_reference(o, lse, chunks)):
+        if ref is None:  # left as the decode kernel wrote it
+            assert bool((spec[b] == 7.0).all()) and bool((spec_lse[b] == 5.0).all()), f"sequence {b} was written"
+            continue
+        err = float((spec[b].double() - ref[0]).norm() / ref[0].norm())
+        assert err < 1e-2, f"sequence {b}: relative L2 error {err:.3g}"
+        torch.testing.assert_close(spec_lse[b].double(), ref[1], rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("batch, per", [(1, 16), (4, 4), (3, 3), (2, 32)])
+def test_uniform_layout_hits_the_window(device, batch, per):
+    """Every sequence at ``b * per`` with ``per`` chunks (a uniform batch); ``per = 3``: a window of 4 whose
+    last one reaches past the buffer (clipped)."""
+    o, lse = _partials(batch * per)
+    _check(o, lse, [(b * per, per) for b in range(batch)], per, device)
+
+
+def test_ragged_layout_misses_and_falls_back(device):
+    """Chunk counts 1, 7, 2, 3, 0-length (1 chunk) and 5 against a prediction of 3: most windows miss."""
+    counts = [1, 7, 2, 3, 1, 5]
+    firsts = [sum(counts[:b]) for b in range(len(counts))]
+    o, lse = _partials(sum(counts) + 2, seed=1)
+    _check(o, lse, list(zip(firsts, counts)), 3, device)
+
+
+def test_stale_slots_never_leak(device):
+    """Slots inside the window but outside the sequence's range hold NaN, inf, -inf and huge values (the
+    partials of an earlier step); none may reach the output, on a hit or a miss."""
+    per = 8
+    chunks = [(0, 5), (8, 8), (16, 2), (26, 6)]  # gaps inside the windows; the last one misses (26 != 24)
+    o, lse = _partials(4 * per, seed=2)
+    used = torch.zeros(4 * per, dtype=torch.bool)
+    for first, count in chunks:
+        used[first:first + count] = True
+    stale = (~used).nonzero().flatten()
+    garbage_lse = torch.tensor([float("nan"), float("inf"), 1e30, float("-inf")])
+    garbage_o = torch.tensor([float("nan"), float("inf"), -1e38, float("-inf")])
+    for i, s in enumerate(stale.tolist()):
+        lse[s] = garbage_lse[i % 4]
+        o[s] = garbage_o[(i + 1) % 4]
+    _check(o, lse, chunks, per, device)
+    out, out_lse = _merge(o, lse, chunks, per, device)
+    assert bool(out.float().isfinite().all()) and bool(out_lse.isfinite().all())
+
+
+def test_nan_lse_inside_the_range_gives_a_nan_row(device):
+    per = 4
+    o, lse = _partials(3 * per, seed=3)
+    lse[per + 2, 1] = float("nan")  # sequence 1, head 1
+    chunks = [(b * per, per) for b in range(3)]
+    for predicted in (per, 0):
+        out, out_lse = _merge(o, lse, chunks, predicted, device)
+        assert bool(out[1, 1].float().isnan().all()) and bool(out_lse[1, 1].isnan())
+        rest = torch.ones(3, HEADS, dtype=torch.bool)
+        rest[1, 1] = False
+        assert bool(out.float().isfinite().all(dim=-1)[rest].all()) and bool(out_lse[rest].isfinite().all())
+
+
+def test_empty_sequences_and_all_empty_chunks(device):
+    """Length-0 sequences (one chunk, written by the decode kernel: untouched) and a sequence whose chunks
+    are all empty (LSE -inf: a zero row and LSE -inf, no NaN)."""
+    per = 4
+    o, lse = _partials(4 * per, seed=4)
+    lse[per:2 * per] = float("-inf")
+    chunks = [(0, 1), (per, per), (2 * per, 1), (3 * per, per)]
+    for predicted in (per, 0):
+        out, out_lse = _merge(o, lse, chunks, predicted, device)
+        assert bool((out[0] == 7.0).all()) and bool((out[2] == 7.0).all()) and bool((out_lse[[0, 2]] == 5.0).all())
+        assert not out[1].any() and bool(torch.isneginf(out_lse[1]).all())
+
+
+def test_one_chunk_per_sequence_does_not_speculate(device):
+    """Batches of one chunk per sequence (batch 32/64 on the H200) get no window: the two-round merge."""
+    assert merge_triton.speculation_window(1, 128) == 0
+    assert merge_triton.speculation_window(0, 128) == 0
+    o, lse = _partials(6, seed=5)
+    _check(o, lse, [(b, 1) for b in range(6)], 1, device)
+
+
+def test_window_sizes():
+    assert merge_triton.speculation_window(2, 128) == 2
+    assert merge_triton.speculation_window(3, 128) == 4
+    assert merge_triton.speculation_window(16, 128) == 16
+    assert merge_triton.speculation_window(33, 128) == 64  # 8192 values: MAX_BLOCK_ELEMS
+    assert merge_triton.speculation_window(65, 128) == 0
+    assert merge_triton.speculation_window(65, 64) == 128
+
+
+def test_predicted_chunks_follow_the_schedule():
+    """The prediction is the kernel's schedule (splits.schedule, the mirror of find_work) on uniform
+    batches at the planned capacity, fixed splits included."""
+    from foscar.kernels import splits
+
+    for batch, length, sms in [(1, 8192, 132), (8, 4096, 132), (1, 131072, 132), (8, 32768, 132), (32, 8192, 132)]:
+        slots, fixed, target = splits.plan_work(batch, 8, length, sms)
+        per = merge_triton.predicted_chunks(batch, fixed, target)
+        work = splits.schedule([length] * batch, slots, fixed, target)
+        firsts = {b: next(i for i, w in enumerate(work) if w[0] == b) for b in range(batch)}
+        assert all(firsts[b] == b * per for b in range(batch)), (batch, length)
+        assert all(sum(w[0] == b for w in work) == per for b in range(batch)), (batch, length)
+    assert merge_triton.predicted_chunks(3, 5, 1) == 5  # fixed splits: slot b * 5
+    assert merge_triton.predicted_chunks(0, 0, 1) == 0
+    with pytest.raises(ValueError, match="target_chunks >= 1"):
+        merge_triton.predicted_chunks(2, 0, 0)
+
+
+def test_speculate_choice_is_read_per_call(monkeypatch):
+    monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
+    assert merge_triton.speculate_choice() is True
+    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")
+    assert merge_triton.speculate_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "yes")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_SPECULATE: expected '1' or '0', got 'yes'"):
+        merge_triton.speculate_choice()
+
+
+def test_negative_prediction_is_refused():
+    o, lse = _partials(2)
+    with pytest.raises(ValueError, match="predicted: expected a chunk count >= 0"):
+        merge_triton.merge_slots(o, lse, torch.zeros(1, 2, dtype=torch.int32),
+                                 torch.empty(1, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(1, HEADS), -1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lengths", [[8192], [4096] * 8, [4096, 100, 0, 4096, 3000, 4096, 1, 4096]])
+def test_plans_with_and_without_speculation_agree(monkeypatch, lengths):
+    """A CUDA plan made with FOSCAR_MERGE_SPECULATE=1 predicts the uniform batch's chunks; one made with 0
+    does not; both give the same output (uniform: hit; ragged: misses)."""
+    import foscar
+    from tests.test_decode_triton import _case
+
+    q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=lengths, bits=2, group_size=128)
+    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")
+    spec = foscar.plan_decode(cache, 32, backend="cuda")
+    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")
+    base = foscar.plan_decode(cache, 32, backend="cuda")
+    if spec.merge == "kernel":
+        assert spec.merge_predicted >= 2
+    assert base.merge_predicted == 0
+    a, la = (t.clone() for t in spec.run(q, cache, return_lse=True))
+    b, lb = base.run(q, cache, return_lse=True)
+    torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)
+    torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
+
+
+_SASS_SCRIPT = """
+import subprocess, sys, tempfile
+from pathlib import Path
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from foscar.kernels import merge_triton
+sig = {"O_part": "*fp32", "Lse_part": "*fp32", "Seq_chunks": "*i32", "Out": "*bf16", "Lse_out": "*fp32",
+       "num_qo_heads": "i32", "num_slots": "i32", "predicted": "i32", "HEAD_DIM": "constexpr",
+       "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr"}
+tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+for speculate in (True, False):
+    src = ASTSource(fn=merge_triton._merge_slots_kernel, signature=sig,
+                    constexprs={"HEAD_DIM": 128, "BLOCK_S": 32, "BLOCK_W": 16, "SPECULATE": speculate})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "merge.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    loads = 0
+    for line in sass.splitlines():
+        if " BRA " in line or " EXIT" in line:
+            break
+        loads += " LDG" in line
+    print(loads)
+"""
+
+
+def _sass_loads_before_first_branch() -> tuple[int, int]:
+    """Global loads the sm_90 build of the merge kernel issues before its first branch or exit,
+    ``(speculative, two-round)``: compiled with Triton's bundled ptxas (no GPU needed; a process without
+    ``TRITON_INTERPRET``, which would hand it interpreted functions) and read with its cuobjdump."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import triton
+
+    if not (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump").exists():
+        pytest.skip("no cuobjdump in Triton's NVIDIA backend to read the SASS")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", _SASS_SCRIPT], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parents[1])
+    if run.returncode != 0:
+        pytest.skip(f"cannot build the sm_90 kernel here: {run.stderr.strip().splitlines()[-1:]}")
+    speculative, two_round = (int(x) for x in run.stdout.split())
+    return speculative, two_round
+
+
+def test_the_speculative_loads_do_not_wait_for_the_table():
+    """The point of the speculative path, checked in the sm_90 SASS: the window's loads (1 x 8K's 16 chunks,
+    head_dim 128) are all issued before the first branch, i.e. in the same round as the table's. The
+    two-round kernel issues one load (the chunk count) and branches on it: ptxas sinks even the first
+    slot's load behind that exit, so its rounds are count, first slot, partials (bench/NOTES.md §31)."""
+    speculative, two_round = _sass_loads_before_first_branch()
+    assert two_round == 1
+    assert speculative >= 2 + 16, f"only {speculative} loads before the first branch"
