@@ -15,7 +15,9 @@ Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-
 A build with the fused merge compiled in (``FOSCAR_MERGE=fused``, or
 ``FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1``) times the two decode parts with each merge ("kernel",
 "fused"; plans read FOSCAR_MERGE when made), side by side in one process; the default build times the
-merge kernel only. The null launches do not depend on the merge (their rows: merge "-").
+merge kernel only, in both its forms: "kernel" (the partials of a uniform batch loaded with the chunk
+table, one round) and "kernel-2round" (``FOSCAR_MERGE_SPECULATE=0``: the table, then the partials;
+NOTES §31). The null launches do not depend on the merge (their rows: merge "-").
 """
 
 from __future__ import annotations
@@ -61,17 +63,25 @@ def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
             "two null launches": Prepared(fn=two, output=lambda: None, bytes=8 * programs)}
 
 
+# the split merges a plan can have: label -> the environment it is made under (plans read both when made)
+MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},  # one round (NOTES §31)
+             "kernel-2round": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # sessions 6-10
+             "fused": {"FOSCAR_MERGE": "fused", "FOSCAR_MERGE_SPECULATE": "1"}}
+
+
 def _plan(cache, num_qo_heads: int, sm_scale: float, merge: str):
-    """A CUDA plan whose split merge is ``merge`` (plans read FOSCAR_MERGE when made: decode_cuda.merge_choice)."""
-    before = os.environ.get("FOSCAR_MERGE")
-    os.environ["FOSCAR_MERGE"] = merge
+    """A CUDA plan whose split merge is ``merge`` (a :data:`MERGE_ENV` label; plans read FOSCAR_MERGE and
+    FOSCAR_MERGE_SPECULATE when made: decode_cuda.merge_choice, merge_triton.speculate_choice)."""
+    before = {k: os.environ.get(k) for k in MERGE_ENV[merge]}
+    os.environ.update(MERGE_ENV[merge])
     try:
         return foscar.plan_decode(cache, num_qo_heads, sm_scale=sm_scale, backend="cuda")
     finally:
-        if before is None:
-            del os.environ["FOSCAR_MERGE"]
-        else:
-            os.environ["FOSCAR_MERGE"] = before
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
 
 
 def _parts(w, merge: str) -> dict[str, Prepared]:
@@ -103,7 +113,7 @@ def main(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    merges = decode_cuda.MERGES if decode_cuda.FUSED_MERGE_BUILT else ("kernel",)
+    merges = ("kernel", "kernel-2round") + (("fused",) if decode_cuda.FUSED_MERGE_BUILT else ())
     for bits in (2, 4):
         for batch, context in POINTS:
             pt = Point(batch, context, bits, 128, *SHAPE, 16)
