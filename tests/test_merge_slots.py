@@ -144,8 +144,9 @@ def test_predicted_chunks_follow_the_schedule():
     batches at the planned capacity, fixed splits included."""
     from foscar.kernels import splits
 
-    for batch, length, sms in [(1, 8192, 132), (8, 4096, 132), (1, 131072, 132), (8, 32768, 132), (32, 8192, 132)]:
-        slots, fixed, target = splits.plan_work(batch, 8, length, sms)
+    for batch, length, bits in [(1, 8192, 2), (8, 4096, 2), (1, 131072, 4), (8, 32768, 2), (32, 8192, 2),
+                                (64, 8192, 4), (64, 131072, 2)]:  # 8 KV heads on the H200's 132 SMs
+        slots, fixed, target = splits.plan_work(batch, 8, length, 132, bits=bits)
         per = merge_triton.predicted_chunks(batch, fixed, target)
         work = splits.schedule([length] * batch, slots, fixed, target)
         firsts = {b: next(i for i, w in enumerate(work) if w[0] == b) for b in range(batch)}
