@@ -131,7 +131,7 @@ def _merge_slots_kernel(
     num = tl.zeros((HEAD_DIM,), tl.float32)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
-        # loaded with the table, not after it: one L2 round instead of two (bench/NOTES.md §31). No branch
+        # loaded with the table, not after it: one dependent L2 round, not three (bench/NOTES.md §31). No branch
         # before their use: ptxas sinks a load that only a branch uses past the branch (measured in the
         # SASS: the first slot's load went behind the `count > 1` exit), which would make it dependent again.
         w0 = b * predicted
@@ -233,8 +233,8 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
 
     ``predicted`` (:func:`predicted_chunks`; 0: none): each program loads the partials of slots
     ``[b * predicted, b * predicted + window)`` (:func:`speculation_window`) together with the
-    table, and uses them where the sequence's chunks lie inside (a uniform batch: one L2 round
-    instead of two); elsewhere, and where ``window`` is 0, the table first and then the partials.
+    table, and uses them where the sequence's chunks lie inside (a uniform batch: one dependent L2
+    round instead of three: count, first slot, partials); elsewhere, and where ``window`` is 0, the table first and then the partials.
     Slots outside the sequence's range never contribute (NaN and inf included), so any value is
     correct; a wrong prediction only costs the loads.
 
