@@ -159,7 +159,7 @@ class DecodePlan:
             the default) or ``"fused"`` (in the decode kernel; ``FOSCAR_MERGE=fused`` when the plan
             was made, :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
-            loads with its chunk table (one dependent L2 round instead of three, bench/NOTES.md §31;
+            loads with its chunk table (one dependent L2 round instead of three, bench/NOTES.md §32;
             :func:`foscar.kernels.merge_triton.predicted_chunks`); 0 where it does not speculate
             (``FOSCAR_MERGE_SPECULATE=0`` when the plan was made, the fused merge, the Triton kernel);
             below 2 (one chunk per sequence: nothing to merge) it loads no window either.

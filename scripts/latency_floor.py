@@ -17,7 +17,7 @@ A build with the fused merge compiled in (``FOSCAR_MERGE=fused``, or
 "fused"; plans read FOSCAR_MERGE when made), side by side in one process; the default build times the
 merge kernel only, in both its forms: "kernel" (the partials of a uniform batch loaded with the chunk
 table, one round) and "kernel-2round" (``FOSCAR_MERGE_SPECULATE=0``: the table, then the partials;
-NOTES §31). The null launches do not depend on the merge (their rows: merge "-").
+NOTES §32). The null launches do not depend on the merge (their rows: merge "-").
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
 
 
 # the split merges a plan can have: label -> the environment it is made under (plans read both when made)
-MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},  # one round (NOTES §31)
+MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},  # one round (NOTES §32)
              "kernel-2round": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # sessions 6-10
              "fused": {"FOSCAR_MERGE": "fused", "FOSCAR_MERGE_SPECULATE": "1"}}
 

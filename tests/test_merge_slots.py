@@ -1,5 +1,5 @@
 """The CUDA kernel's split merge (``merge_triton.merge_slots``), its speculative one-round path
-(the predicted window of partials loaded with the chunk table, bench/NOTES.md §31) against the
+(the predicted window of partials loaded with the chunk table, bench/NOTES.md §32) against the
 two-round path and an fp64 reference, on synthetic partials: through the Triton interpreter on the
 CPU, on the GPU where there is one (the last test: a CUDA plan either way)."""
 
@@ -252,7 +252,7 @@ def test_the_speculative_loads_do_not_wait_for_the_table():
     """The point of the speculative path, checked in the sm_90 SASS: the window's loads (1 x 8K's 16 chunks,
     head_dim 128) are all issued before the first branch, i.e. in the same round as the table's. The
     two-round kernel issues one load (the chunk count) and branches on it: ptxas sinks even the first
-    slot's load behind that exit, so its rounds are count, first slot, partials (bench/NOTES.md §31)."""
+    slot's load behind that exit, so its rounds are count, first slot, partials (bench/NOTES.md §32)."""
     speculative, two_round = _sass_loads_before_first_branch()
     assert two_round == 1
     assert speculative >= 2 + 16, f"only {speculative} loads before the first branch"

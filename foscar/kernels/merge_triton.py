@@ -131,7 +131,7 @@ def _merge_slots_kernel(
     num = tl.zeros((HEAD_DIM,), tl.float32)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
-        # loaded with the table, not after it: one dependent L2 round, not three (bench/NOTES.md §31). No branch
+        # loaded with the table, not after it: one dependent L2 round, not three (bench/NOTES.md §32). No branch
         # before their use: ptxas sinks a load that only a branch uses past the branch (measured in the
         # SASS: the first slot's load went behind the `count > 1` exit), which would make it dependent again.
         w0 = b * predicted
@@ -175,7 +175,8 @@ def speculate_choice() -> bool:
 
     Read at every call (plans call it when they are made, as ``FOSCAR_MERGE``), so that one process
     can time both merges: ``"1"`` (the default) loads the predicted window of partials in the same
-    round as the chunk table, ``"0"`` is the two-round merge of sessions 6-10 (bench/NOTES.md §31).
+    round as the chunk table, ``"0"`` is the merge of sessions 6-10 (the table, then the partials;
+    bench/NOTES.md §32).
 
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
