@@ -97,14 +97,6 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_QK_INT4
 #define FOSCAR_IMMA_QK_INT4 1
 #endif
-// 1: contiguous token-wise caches: before the lengths' load, an L2 prefetch of the first CTA iteration's
-// K/V codes and scales (256 tokens) of the chunk this CTA would get if every sequence filled the cache
-// (exact for uniform batches at capacity; in a larger cache the guess reads lines that are never used).
-// The first sub-tile's copy, issued after find_work, then finds its lines in L2 instead of DRAM (bench/
-// NOTES.md §31: the CTA waits on that sub-tile, not on the query). Experiment; 0 (default) compiles nothing.
-#ifndef FOSCAR_KV_PREFETCH
-#define FOSCAR_KV_PREFETCH 0
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -826,38 +818,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-#if FOSCAR_KV_PREFETCH
-  if constexpr (!PAGED && !CH) {  // find_work's chunk for lengths all = max_seq_len (FOSCAR_KV_PREFETCH above)
-    const int cap = min(p.max_seq_len, kMaxLength);
-    int chunk, n;
-    if (p.fixed_splits > 0) {
-      chunk = (cap + p.fixed_splits - 1) / p.fixed_splits;
-      chunk = max(kChunkAlign, (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
-    } else {
-      const long long total = (long long)p.batch * cap;
-      chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
-      chunk = (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-    }
-    n = chunks_of(cap, chunk);
-    const int bg = slot / n, t0 = (slot % n) * chunk;
-    const int tokens = min(kWarps * kTileTokens, cap - t0);
-    if (bg < p.batch && tokens > 0) {
-      const long long r0 = ((long long)bg * p.num_kv_heads + hkv) * p.max_seq_len + t0;
-      const char* k = reinterpret_cast<const char*>(p.k_codes + r0 * RB);
-      const char* v = reinterpret_cast<const char*>(p.v_codes + r0 * RB);
-      for (int off = threadIdx.x * 128; off < tokens * RB; off += kWarps * 32 * 128) {
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(k + off));
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(v + off));
-      }
-      const float* sc[4] = {p.k_scale, p.k_offset, p.v_scale, p.v_offset};
-      const int sbytes = tokens * NG * 4;
-      for (int i = threadIdx.x; i < 4 * ((sbytes + 127) / 128); i += kWarps * 32) {
-        const int a = i % 4, off = (i / 4) * 128;
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(reinterpret_cast<const char*>(sc[a] + r0 * NG) + off));
-      }
-    }
-  }
-#endif
   const Work work = find_work<PAGED>(p, slot);
   if (work.count == 0) return;
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
