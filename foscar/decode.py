@@ -161,7 +161,8 @@ class DecodePlan:
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (one dependent L2 round instead of three, bench/NOTES.md §32;
             :func:`foscar.kernels.merge_triton.predicted_chunks`); 0 where it does not speculate
-            (``FOSCAR_MERGE_SPECULATE=0`` when the plan was made, the fused merge, the Triton kernel);
+            (unless ``FOSCAR_MERGE_SPECULATE=1`` when the plan was made; never with the fused merge or the
+            Triton kernel);
             below 2 (one chunk per sequence: nothing to merge) it loads no window either.
     """
 
@@ -319,7 +320,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
         # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
-        # the merge kernel loads a uniform batch's partials with its chunk table (FOSCAR_MERGE_SPECULATE, read now)
+        # FOSCAR_MERGE_SPECULATE=1 (read now; off by default, NOTES §32): the merge kernel loads a uniform
+        # batch's predicted partials with its chunk table
         predicted = (merge_triton.predicted_chunks(batch, fixed, target)
                      if seq_chunks is not None and merge_triton.speculate_choice() else 0)
         return DecodePlan(

@@ -15,9 +15,9 @@ Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-
 A build with the fused merge compiled in (``FOSCAR_MERGE=fused``, or
 ``FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1``) times the two decode parts with each merge ("kernel",
 "fused"; plans read FOSCAR_MERGE when made), side by side in one process; the default build times the
-merge kernel only, in both its forms: "kernel" (the partials of a uniform batch loaded with the chunk
-table, one round) and "kernel-2round" (``FOSCAR_MERGE_SPECULATE=0``: the table, then the partials;
-NOTES §32). The null launches do not depend on the merge (their rows: merge "-").
+merge kernel only, in both its forms: "kernel" (the default: the chunk table in one load, then the
+partials) and "kernel-speculate" (``FOSCAR_MERGE_SPECULATE=1``: a uniform batch's predicted partials loaded
+with the table; NOTES §32). The null launches do not depend on the merge (their rows: merge "-").
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
 
 
 # the split merges a plan can have: label -> the environment it is made under (plans read both when made)
-MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},  # one round (NOTES §32)
-             "kernel-2round": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # sessions 6-10
-             "fused": {"FOSCAR_MERGE": "fused", "FOSCAR_MERGE_SPECULATE": "1"}}
+MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # the default (NOTES §32)
+             "kernel-speculate": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},
+             "fused": {"FOSCAR_MERGE": "fused", "FOSCAR_MERGE_SPECULATE": "0"}}
 
 
 def _plan(cache, num_qo_heads: int, sm_scale: float, merge: str):
@@ -113,7 +113,7 @@ def main(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    merges = ("kernel", "kernel-2round") + (("fused",) if decode_cuda.FUSED_MERGE_BUILT else ())
+    merges = ("kernel", "kernel-speculate") + (("fused",) if decode_cuda.FUSED_MERGE_BUILT else ())
     for bits in (2, 4):
         for batch, context in POINTS:
             pt = Point(batch, context, bits, 128, *SHAPE, 16)

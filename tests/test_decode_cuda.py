@@ -517,10 +517,10 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_NVCC_FLAGS", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert s["default_build"] is True and s["merge_speculate"] is True
-        monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")  # the two-round merge (read per call, as per plan)
+        assert s["default_build"] is True and s["merge_speculate"] is False
+        monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
         s = decode_cuda.build_settings()
-        assert s["default_build"] is False and s["merge_speculate"] is False
+        assert s["default_build"] is False and s["merge_speculate"] is True
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

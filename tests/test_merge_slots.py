@@ -160,7 +160,7 @@ def test_predicted_chunks_follow_the_schedule():
 
 def test_speculate_choice_is_read_per_call(monkeypatch):
     monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
-    assert merge_triton.speculate_choice() is True
+    assert merge_triton.speculate_choice() is False
     monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")
     assert merge_triton.speculate_choice() is False
     monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "yes")
@@ -205,7 +205,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from foscar.kernels import merge_triton
-sig = {"O_part": "*fp32", "Lse_part": "*fp32", "Seq_chunks": "*i32", "Out": "*bf16", "Lse_out": "*fp32",
+sig = {"O_part": "*fp32", "Lse_part": "*fp32", "Seq_chunks": "*i64", "Out": "*bf16", "Lse_out": "*fp32",
        "num_qo_heads": "i32", "num_slots": "i32", "predicted": "i32", "HEAD_DIM": "constexpr",
        "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr"}
 tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -217,18 +217,19 @@ for speculate in (True, False):
         cubin = Path(tmp) / "merge.cubin"
         cubin.write_bytes(kernel.asm["cubin"])
         sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    loads = 0
+    loads = wide = 0
     for line in sass.splitlines():
         if " BRA " in line or " EXIT" in line:
             break
         loads += " LDG" in line
-    print(loads)
+        wide += " LDG.E.64" in line
+    print(loads, wide)
 """
 
 
-def _sass_loads_before_first_branch() -> tuple[int, int]:
-    """Global loads the sm_90 build of the merge kernel issues before its first branch or exit,
-    ``(speculative, two-round)``: compiled with Triton's bundled ptxas (no GPU needed; a process without
+def _sass_loads_before_first_branch() -> tuple[tuple[int, int], tuple[int, int]]:
+    """Global loads the sm_90 build of the merge kernel issues before its first branch or exit, and how
+    many of them are 64-bit, ``((loads, wide) speculative, (loads, wide) default)``: compiled with Triton's bundled ptxas (no GPU needed; a process without
     ``TRITON_INTERPRET``, which would hand it interpreted functions) and read with its cuobjdump."""
     import os
     import subprocess
@@ -244,15 +245,15 @@ def _sass_loads_before_first_branch() -> tuple[int, int]:
                          cwd=Path(__file__).resolve().parents[1])
     if run.returncode != 0:
         pytest.skip(f"cannot build the sm_90 kernel here: {run.stderr.strip().splitlines()[-1:]}")
-    speculative, two_round = (int(x) for x in run.stdout.split())
-    return speculative, two_round
+    speculative, default = (tuple(int(x) for x in line.split()) for line in run.stdout.splitlines())
+    return speculative, default
 
 
-def test_the_speculative_loads_do_not_wait_for_the_table():
-    """The point of the speculative path, checked in the sm_90 SASS: the window's loads (1 x 8K's 16 chunks,
-    head_dim 128) are all issued before the first branch, i.e. in the same round as the table's. The
-    two-round kernel issues one load (the chunk count) and branches on it: ptxas sinks even the first
-    slot's load behind that exit, so its rounds are count, first slot, partials (bench/NOTES.md §32)."""
-    speculative, two_round = _sass_loads_before_first_branch()
-    assert two_round == 1
-    assert speculative >= 2 + 16, f"only {speculative} loads before the first branch"
+def test_the_merge_loads_its_table_in_one_round():
+    """Checked in the sm_90 SASS (bench/NOTES.md §32). The default merge issues one load before its
+    one-chunk exit, the 64-bit table entry (first slot and chunk count together: as two 32-bit loads,
+    ptxas sank the first slot's behind the exit, three dependent rounds). The speculative one issues the
+    window's loads (1 x 8K's 16 chunks, head_dim 128) before its first branch too, in the table's round."""
+    (spec_loads, spec_wide), (loads, wide) = _sass_loads_before_first_branch()
+    assert (loads, wide) == (1, 1)
+    assert spec_wide >= 1 and spec_loads >= 1 + 16, f"only {spec_loads} loads before the first branch"

@@ -120,7 +120,7 @@ def build_settings() -> dict[str, object]:
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "source_hash": str, "default_build": bool}``; ``default_build`` is False when any experiment knob
         (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``,
-        ``FOSCAR_MERGE_SPECULATE=0``) is set, i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_MERGE_SPECULATE=1``) is set, i.e. the numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``.
@@ -131,7 +131,7 @@ def build_settings() -> dict[str, object]:
     speculate = speculate_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "source_hash": source_hash(),
-            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and speculate}
+            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:

@@ -116,7 +116,7 @@ def _merge_result(m, den, num):
 def _merge_slots_kernel(
     O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
     Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
-    Seq_chunks,  # [batch, 2] int32: first slot, chunk count
+    Seq_chunks,  # [batch] int64: the kernel's int32 pairs (first slot, chunk count), one load each
     Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
@@ -141,8 +141,9 @@ def _merge_slots_kernel(
         lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=in_buf, other=float("-inf"))
         o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
                       mask=in_buf[:, None], other=0.0)
-        first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
-        count = tl.load(Seq_chunks + 2 * b + 1)
+        pair = tl.load(Seq_chunks + b)  # first slot | chunk count << 32 (little-endian int32 pair)
+        first = pair & 0xFFFFFFFF
+        count = (pair >> 32).to(tl.int32)
         rel = first - w0
         hit = (rel >= 0) & (rel + count <= BLOCK_W) & (first + count <= num_slots)
         # the sequence's chunks where they lie in the window; the rest (stale, NaN or not) never counts.
@@ -156,9 +157,11 @@ def _merge_slots_kernel(
         several = count > 1  # one chunk: the decode kernel wrote the output itself
         tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty), mask=several & (offs_d < HEAD_DIM))
         tl.store(Lse_out + row, lse_out, mask=several)
-    else:  # the two-round merge (FOSCAR_MERGE_SPECULATE=0): the table first, then the partials
-        first = tl.load(Seq_chunks + 2 * b).to(tl.int64)
-        count = tl.load(Seq_chunks + 2 * b + 1)
+    else:  # the default: the table, then the partials. Both table entries in one 64-bit load: as two
+        # loads, ptxas sank the first slot's behind the `count > 1` exit, three dependent rounds (NOTES §32)
+        pair = tl.load(Seq_chunks + b)
+        first = pair & 0xFFFFFFFF
+        count = (pair >> 32).to(tl.int32)
         if count > 1:  # one chunk: the decode kernel wrote the output itself
             m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
                                       HEAD_DIM, BLOCK_S)
@@ -174,14 +177,17 @@ def speculate_choice() -> bool:
     """Whether a plan made now lets :func:`merge_slots` speculate (``FOSCAR_MERGE_SPECULATE``).
 
     Read at every call (plans call it when they are made, as ``FOSCAR_MERGE``), so that one process
-    can time both merges: ``"1"`` (the default) loads the predicted window of partials in the same
-    round as the chunk table, ``"0"`` is the merge of sessions 6-10 (the table, then the partials;
-    bench/NOTES.md §32).
+    can time both merges: ``"0"`` (the default) loads the chunk table (one 64-bit load), then the
+    partials: two dependent rounds; ``"1"`` also loads the predicted window of partials in the table's
+    round. Measured on the H200 (bench/NOTES.md §32): "1" is 0.3-0.5 us faster on uniform batches at
+    the capacity they were planned for, but 1.1-1.3 us slower where the window holds slots this launch
+    did not write (empty sequences, lengths below the planned capacity, ragged batches that miss): those
+    loads go to DRAM. So it is not the default.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_SPECULATE", "1")
+    value = os.environ.get("FOSCAR_MERGE_SPECULATE", "0")
     if value not in SPECULATE_CHOICES:
         raise ValueError(f"FOSCAR_MERGE_SPECULATE: expected '1' or '0', got {value!r}")
     return value == "1"
@@ -253,6 +259,6 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(num_slots)))
     window = speculation_window(predicted, head_dim)
     _merge_slots_kernel[(batch * heads,)](
-        o_part, lse_part, seq_chunks, out, lse_out, heads, num_slots, predicted,
+        o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
         HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0, num_warps=4,
     )
