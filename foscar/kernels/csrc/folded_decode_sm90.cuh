@@ -990,8 +990,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
   // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
   const bool small_pages = PAGED && !CH && p.page_shift < 6;  // (channel-wise K: fast_copies needs >= 64)
-  const bool fast_copies =
-      p.scales_aligned && (!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32));
+  // an int: as a bool (i8 in cicc's IR) its phi became a predicate or a u16 depending on the rest of the
+  // kernel, so that moving the epilogue into a function moved every instance's SASS; with `&` / `|`
+  // instead of the branch, paged loops moved by up to 3% (bench/NOTES.md §20, session 11)
+  const int fast_copies =
+      p.scales_aligned ? (int)(!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32)) : 0;
   auto issue_full = [&](int it, const int (&pg)[2]) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
