@@ -797,6 +797,131 @@ constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
 }
 
+// ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
+// its log2-domain scores s (IMMA: in units of d, times qkh = qk_h per column head): the warp's running
+// max m_run and denominator l_part, alpha = 2^(m_old - m_new) (the rescale of the output accumulator),
+// and the probabilities pr = 2^(s - m) in the QK accumulator layout. A max of -inf (no token yet) is
+// taken as 0, so that exp2 gives 0, not NaN.
+template <bool IMMA>
+__device__ __forceinline__ void softmax_update(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
+                                               float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4]) {
+  float m_use[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
+    mx = warp_max_over_rows(mx);
+    if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
+    const float m_new = fmaxf(m_run[j], mx);
+    m_use[j] = m_new == -INFINITY ? 0.f : m_new;
+    alpha[j] = fast_exp2(m_run[j] - m_use[j]);
+    m_run[j] = m_new;
+  }
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      pr[mt][i] = fast_exp2(IMMA ? fmaf(s[mt][i], qkh[i & 1], -m_use[i & 1]) : s[mt][i] - m_use[i & 1]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float sum = 0.f;
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
+    l_part[j] = l_part[j] * alpha[j] + sum;
+  }
+}
+
+// ---- Phase: epilogue. The 4 warps merged through shared memory (the stages reused: all copies waited
+// for first), per (query head, channel) of this CTA: the output and LSE of a sequence of one chunk, else
+// this chunk's normalized partial and base-2 LSE in row `slot`; the sequence's chunk range for the merge
+// kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
+// accumulators (folded BF16: 2^E O for planes in place), m_run / l_part: its running max and denominator
+// (per lane, before the sum over rows); s_work: the work's (b, first slot, count), parked in shared
+// memory across the loop.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+__device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
+                                         const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
+                                         const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp, int g,
+                                         int tig) {
+  using F = Fmt<BITS, HEAD_DIM, GROUP>;
+  constexpr int RB = F::RB, P = F::P, KSTEPS = F::KSTEPS;
+  cp_async_commit();
+  asm volatile("cp.async.wait_all;\n" ::);
+  __syncthreads();
+  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][HEAD_DIM]
+  float* sm_m = sm_o + kWarps * 8 * HEAD_DIM;             // [kWarps][8]
+  float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const float l = warp_sum_over_rows(l_part[j]);
+    if (g == 0) {
+      sm_m[warp * 8 + 2 * tig + j] = m_run[j];
+      sm_l[warp * 8 + 2 * tig + j] = l;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < KSTEPS; ++k) {
+    const int c = k / P, pl = k % P;
+    const int ch = pl * RB + 16 * c + 2 * g;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int head = 2 * tig + (i & 1);
+      const float unscale = MODE == kFoldedBf16 ? 1.f / (1 << F::pexp(pl)) : 1.f;  // o_acc holds 2^E O
+      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
+    }
+  }
+  __syncthreads();
+  const int num_qo_heads = p.num_kv_heads * p.gqa;
+  const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
+  for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
+    const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
+    const float m_safe = mx == -INFINITY ? 0.f : mx;
+    float num = 0.f, den = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
+      num += e * sm_o[(w * 8 + head) * HEAD_DIM + ch];
+      den += e * sm_l[w * 8 + head];
+    }
+    float o, lse2;
+    finalize(num, den, mx, o, lse2);
+    const int hq = hkv * p.gqa + head;
+    if (count == 1) {  // the whole sequence: final output
+      const long long row = (long long)eb * num_qo_heads + hq;
+      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
+      if (ch == 0) p.lse[row] = lse2 * kLn2;
+    } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
+      const long long row = (long long)(blockIdx.x / p.num_kv_heads) * num_qo_heads + hq;
+      p.o_part[row * HEAD_DIM + ch] = o;
+      if (ch == 0) p.lse_part[row] = lse2;
+    }
+  }
+  if (count > 1) {
+#if FOSCAR_FUSED_MERGE
+    if (p.fuse_merge) {
+      constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;  // as launch() below
+      constexpr int tiles = F::template SMEM_BYTES<CH>;
+      const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
+      const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
+      merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
+                                       p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
+                                       num_qo_heads, p.gqa, count, tiles > merge_bytes ? tiles : merge_bytes});
+    } else
+#endif
+    if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
+      p.seq_chunks[2 * eb] = first_slot;
+      p.seq_chunks[2 * eb + 1] = count;
+    }
+  } else if (!p.fuse_merge && hkv == 0 && threadIdx.x == 0) {
+    p.seq_chunks[2 * eb] = first_slot;
+    p.seq_chunks[2 * eb + 1] = 1;  // written here: the merge kernel skips the sequence
+  }
+}
+
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
 __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
@@ -1582,32 +1707,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
 
     // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
-    float alpha[2], m_use[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
-      mx = warp_max_over_rows(mx);
-      if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
-      const float m_new = fmaxf(m_run[j], mx);
-      m_use[j] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[j] = fast_exp2(m_run[j] - m_use[j]);
-      m_run[j] = m_new;
-    }
-    float pr[4][4];
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        pr[mt][i] = fast_exp2(IMMA ? fmaf(s[mt][i], qkh[i & 1], -m_use[i & 1]) : s[mt][i] - m_use[i & 1]);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      float sum = 0.f;
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
-      l_part[j] = l_part[j] * alpha[j] + sum;
-    }
+    float alpha[2], pr[4][4];
+    softmax_update<IMMA>(s, qkh, m_run, l_part, alpha, pr);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -1790,7 +1891,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // steps (at most kStages, or all of them) take the general path in a second loop.
   const bool last_full = iters > 0 && end - (first + (iters - 1) * stride) >= kTileTokens;
   const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
-  const int full_steps = fast_copies ? max(0, full_tiles - (kStages - 1)) : 0;
+  const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
@@ -1798,80 +1899,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
-  cp_async_commit();
-  asm volatile("cp.async.wait_all;\n" ::);
-  __syncthreads();
-  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][HEAD_DIM]
-  float* sm_m = sm_o + kWarps * 8 * HEAD_DIM;             // [kWarps][8]
-  float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const float l = warp_sum_over_rows(l_part[j]);
-    if (g == 0) {
-      sm_m[warp * 8 + 2 * tig + j] = m_run[j];
-      sm_l[warp * 8 + 2 * tig + j] = l;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < KSTEPS; ++k) {
-    const int c = k / P, pl = k % P;
-    const int ch = pl * RB + 16 * c + 2 * g;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int head = 2 * tig + (i & 1);
-      const float unscale = MODE == kFoldedBf16 ? 1.f / (1 << F::pexp(pl)) : 1.f;  // o_acc holds 2^E O
-      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
-    }
-  }
-  __syncthreads();
-  const int num_qo_heads = p.num_kv_heads * p.gqa;
-  const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
-  for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
-    const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
-    const float m_safe = mx == -INFINITY ? 0.f : mx;
-    float num = 0.f, den = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
-      num += e * sm_o[(w * 8 + head) * HEAD_DIM + ch];
-      den += e * sm_l[w * 8 + head];
-    }
-    float o, lse2;
-    finalize(num, den, mx, o, lse2);
-    const int hq = hkv * p.gqa + head;
-    if (count == 1) {  // the whole sequence: final output
-      const long long row = (long long)eb * num_qo_heads + hq;
-      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
-      if (ch == 0) p.lse[row] = lse2 * kLn2;
-    } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
-      const long long row = (long long)(blockIdx.x / p.num_kv_heads) * num_qo_heads + hq;
-      p.o_part[row * HEAD_DIM + ch] = o;
-      if (ch == 0) p.lse_part[row] = lse2;
-    }
-  }
-  if (count > 1) {
-#if FOSCAR_FUSED_MERGE
-    if (p.fuse_merge) {
-      constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;  // as launch() below
-      constexpr int tiles = F::template SMEM_BYTES<CH>;
-      const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
-      const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
-      merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
-                                       p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
-                                       num_qo_heads, p.gqa, count, tiles > merge_bytes ? tiles : merge_bytes});
-    } else
-#endif
-    if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
-      p.seq_chunks[2 * eb] = first_slot;
-      p.seq_chunks[2 * eb + 1] = count;
-    }
-  } else if (!p.fuse_merge && hkv == 0 && threadIdx.x == 0) {
-    p.seq_chunks[2 * eb] = first_slot;
-    p.seq_chunks[2 * eb + 1] = 1;  // written here: the merge kernel skips the sequence
-  }
+  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
