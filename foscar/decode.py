@@ -159,11 +159,10 @@ class DecodePlan:
             the default) or ``"fused"`` (in the decode kernel; ``FOSCAR_MERGE=fused`` when the plan
             was made, :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
-            loads with its chunk table (one dependent L2 round instead of three, bench/NOTES.md §32;
-            :func:`foscar.kernels.merge_triton.predicted_chunks`); 0 where it does not speculate
-            (unless ``FOSCAR_MERGE_SPECULATE=1`` when the plan was made; never with the fused merge or the
-            Triton kernel);
-            below 2 (one chunk per sequence: nothing to merge) it loads no window either.
+            loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
+            dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
+            when the plan was made (always 0 with the fused merge or the Triton kernel); below 2 (one
+            chunk per sequence) the merge loads no window either.
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,

@@ -80,7 +80,7 @@ def test_stale_slots_never_leak(device):
     """Slots inside the window but outside the sequence's range hold NaN, inf, -inf and huge values (the
     partials of an earlier step); none may reach the output, on a hit or a miss."""
     per = 8
-    chunks = [(0, 5), (8, 8), (16, 2), (26, 6)]  # gaps inside the windows; the last one misses (26 != 24)
+    chunks = [(0, 5), (8, 8), (16, 2), (22, 6)]  # gaps inside the windows; the last one misses (22 < 24)
     o, lse = _partials(4 * per, seed=2)
     used = torch.zeros(4 * per, dtype=torch.bool)
     for first, count in chunks:
@@ -120,6 +120,36 @@ def test_empty_sequences_and_all_empty_chunks(device):
         out, out_lse = _merge(o, lse, chunks, predicted, device)
         assert bool((out[0] == 7.0).all()) and bool((out[2] == 7.0).all()) and bool((out_lse[[0, 2]] == 5.0).all())
         assert not out[1].any() and bool(torch.isneginf(out_lse[1]).all())
+
+
+def test_a_hit_takes_no_second_round(device, monkeypatch):
+    """The outputs cannot tell the paths apart (both read the same slots): spy on the fallback loop in the
+    interpreter. On a hit it runs over 0 chunks, on a miss over the sequence's count."""
+    if device.type != "cpu":
+        pytest.skip("spies on the Triton interpreter's calls")
+    seen = []
+    loop = merge_triton._merge_loop
+
+    def spy(*args, **kwargs):
+        seen.append(int(args[3]))  # the chunk count it merges
+        return loop(*args, **kwargs)
+
+    monkeypatch.setattr(merge_triton, "_merge_loop", spy)
+    o, lse = _partials(12)
+    _merge(o, lse, [(b * 4, 4) for b in range(3)], 4, device)
+    assert seen == [0] * (3 * HEADS)
+    seen.clear()
+    _merge(o, lse, [(0, 4), (5, 4), (9, 3)], 4, device)  # sequence 1 misses (slots 5-8, window 4-7)
+    assert seen == [0] * HEADS + [4] * HEADS + [0] * HEADS
+
+
+def test_a_bad_chunk_table_is_refused():
+    o, lse = _partials(4)
+    out, lse_out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, HEADS)
+    for table in (torch.zeros(2, 2, dtype=torch.int64), torch.zeros(1, 2, dtype=torch.int32),
+                  torch.zeros(2, 4, dtype=torch.int32)[:, :2]):
+        with pytest.raises(ValueError, match=r"seq_chunks: expected a contiguous int32 \[2, 2\] tensor"):
+            merge_triton.merge_slots(o, lse, table, out, lse_out)
 
 
 def test_one_chunk_per_sequence_does_not_speculate(device):
@@ -252,8 +282,22 @@ def _sass_loads_before_first_branch() -> tuple[tuple[int, int], tuple[int, int]]
 def test_the_merge_loads_its_table_in_one_round():
     """Checked in the sm_90 SASS (bench/NOTES.md §32). The default merge issues one load before its
     one-chunk exit, the 64-bit table entry (first slot and chunk count together: as two 32-bit loads,
-    ptxas sank the first slot's behind the exit, three dependent rounds). The speculative one issues the
+    ptxas sank the first slot's behind the exit). The speculative one issues the
     window's loads (1 x 8K's 16 chunks, head_dim 128) before its first branch too, in the table's round."""
     (spec_loads, spec_wide), (loads, wide) = _sass_loads_before_first_branch()
     assert (loads, wide) == (1, 1)
     assert spec_wide >= 1 and spec_loads >= 1 + 16, f"only {spec_loads} loads before the first branch"
+
+
+@pytest.mark.gpu
+def test_the_synthetic_cases_on_cuda():
+    """The cases above, compiled, on the GPU (``pytest -m gpu`` deselects them: they take the ``device``
+    fixture, which is CUDA only when a run includes unmarked tests)."""
+    dev = torch.device("cuda")
+    for batch, per in [(1, 16), (4, 4), (3, 3), (2, 32)]:
+        test_uniform_layout_hits_the_window(dev, batch, per)
+    test_ragged_layout_misses_and_falls_back(dev)
+    test_stale_slots_never_leak(dev)
+    test_nan_lse_inside_the_range_gives_a_nan_row(dev)
+    test_empty_sequences_and_all_empty_chunks(dev)
+    test_one_chunk_per_sequence_does_not_speculate(dev)

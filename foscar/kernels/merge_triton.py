@@ -131,7 +131,7 @@ def _merge_slots_kernel(
     num = tl.zeros((HEAD_DIM,), tl.float32)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
-        # loaded with the table, not after it: one dependent L2 round, not three (bench/NOTES.md §32). No branch
+        # loaded with the table, not after it: one dependent L2 round, not two (bench/NOTES.md §32). No branch
         # before their use: ptxas sinks a load that only a branch uses past the branch (measured in the
         # SASS: the first slot's load went behind the `count > 1` exit), which would make it dependent again.
         w0 = b * predicted
@@ -157,8 +157,8 @@ def _merge_slots_kernel(
         several = count > 1  # one chunk: the decode kernel wrote the output itself
         tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty), mask=several & (offs_d < HEAD_DIM))
         tl.store(Lse_out + row, lse_out, mask=several)
-    else:  # the default: the table, then the partials. Both table entries in one 64-bit load: as two
-        # loads, ptxas sank the first slot's behind the `count > 1` exit, three dependent rounds (NOTES §32)
+    else:  # the default: the table, then the partials. Both table entries in one 64-bit load (as two
+        # loads, ptxas sank the first slot's behind the `count > 1` exit; an L1 hit there, NOTES §32)
         pair = tl.load(Seq_chunks + b)
         first = pair & 0xFFFFFFFF
         count = (pair >> 32).to(tl.int32)
@@ -179,10 +179,11 @@ def speculate_choice() -> bool:
     Read at every call (plans call it when they are made, as ``FOSCAR_MERGE``), so that one process
     can time both merges: ``"0"`` (the default) loads the chunk table (one 64-bit load), then the
     partials: two dependent rounds; ``"1"`` also loads the predicted window of partials in the table's
-    round. Measured on the H200 (bench/NOTES.md §32): "1" is 0.3-0.5 us faster on uniform batches at
-    the capacity they were planned for, but 1.1-1.3 us slower where the window holds slots this launch
-    did not write (empty sequences, lengths below the planned capacity, ragged batches that miss): those
-    loads go to DRAM. So it is not the default.
+    round. Measured on the H200 (bench/NOTES.md §32): "1" is 0.1-1.3 us faster on uniform batches at the
+    capacity they were planned for (1 x 8K: ~0.1 us), but where a sequence has one chunk (empty sequences,
+    batch 64) every program still loads its window and merges it before it can tell: the empty decode
+    +0.8-1.3 us at batch <= 32 and +5.6 us at 64 x 128K (2048 programs). Ragged batches that miss were
+    not measured. So it is not the default.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
@@ -241,16 +242,23 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     ``predicted`` (:func:`predicted_chunks`; 0: none): each program loads the partials of slots
     ``[b * predicted, b * predicted + window)`` (:func:`speculation_window`) together with the
     table, and uses them where the sequence's chunks lie inside (a uniform batch: one dependent L2
-    round instead of three: count, first slot, partials); elsewhere, and where ``window`` is 0, the table first and then the partials.
-    Slots outside the sequence's range never contribute (NaN and inf included), so any value is
-    correct; a wrong prediction only costs the loads.
+    round instead of two: the table, then the partials); elsewhere, and where ``window`` is 0, the
+    table first and then the partials. Slots outside the sequence's range never contribute (NaN and
+    inf included), so any value is correct; a wrong prediction only costs the loads. The table is read
+    as one int64 per sequence (first slot in the low half: little-endian, as on every CUDA device).
 
     Raises:
-        ValueError: a negative ``predicted``.
+        ValueError: a negative ``predicted``; ``seq_chunks`` not a contiguous int32 ``[batch, 2]``
+            tensor on ``out``'s device.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
     batch, heads, head_dim = out.shape
+    if (seq_chunks.dtype != torch.int32 or tuple(seq_chunks.shape) != (batch, 2) or not seq_chunks.is_contiguous()
+            or seq_chunks.device != out.device):
+        raise ValueError(f"seq_chunks: expected a contiguous int32 [{batch}, 2] tensor on {out.device}, got "
+                         f"{seq_chunks.dtype} {list(seq_chunks.shape)} (contiguous: {seq_chunks.is_contiguous()}) "
+                         f"on {seq_chunks.device}")
     if batch * heads == 0:
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
