@@ -100,7 +100,8 @@ namespace foscar {
 // Experiment (issue 12, bench/NOTES.md §35): right shifts of the folded BF16 mode's operand building issued
 // on the FMA pipe as mul.hi.u32 (IMAD.HI) by 2^(32 - k) from constant memory, which ptxas cannot fold back
 // into SHF (the ALU pipe, the busiest at the large INT2 points, NOTES §31). A bit mask: 1: the PV operands'
-// shifts; 2: the QK operands' shifts (integer and BF16 QK, token-wise K). 0 (default): plain shifts.
+// shifts; 2: the QK operands' shifts (integer and BF16 QK of token-wise K, the `>> 8` of channel-wise K's
+// f16 QK). 0 (default): plain shifts. Exact: mul.hi.u32(x, 2^(32 - k)) = floor(x 2^-k) = x >> k.
 #ifndef FOSCAR_SHIFT_ON_FMA
 #define FOSCAR_SHIFT_ON_FMA 0
 #endif
@@ -375,7 +376,7 @@ static __constant__ uint32_t kShrMul[32] = {
 template <bool ON>
 __device__ __forceinline__ uint32_t shr_op(uint32_t x, int k) {
 #if FOSCAR_SHIFT_ON_FMA
-  if (ON && k > 0) {
+  if (ON && k > 0 && k < 32) {
     uint32_t r;
     asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(kShrMul[k]));
     return r;
@@ -1666,8 +1667,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
             constexpr uint32_t M = F::MASK;
             a[0] = subnormal_pair_at<M>(w[0], sh);      // row g,   k 2tig..: bytes 0, 2
             a[1] = subnormal_pair_at<M>(w[1], sh);      // row g+8
-            a[2] = subnormal_pair_at<M>(w[0] >> 8, sh);  // row g,   k 2tig+8..: bytes 1, 3
-            a[3] = subnormal_pair_at<M>(w[1] >> 8, sh);
+            a[2] = subnormal_pair_at<M>(shr_op<kQkShiftOnFma>(w[0], 8), sh);  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = subnormal_pair_at<M>(shr_op<kQkShiftOnFma>(w[1], 8), sh);
           } else if constexpr (PER_VALUE) {
             const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
             const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
