@@ -305,6 +305,62 @@ def test_gpu_fp8_same_at_ptxas_O0(tmp_path):
         assert lse_gap <= 1e-4 and out_gap <= 1e-3, f"{case}: -O3 vs -O0 LSE {lse_gap:.3g}, output {out_gap:.3g}"
 
 
+# Folded BF16 outputs of one build, saved for test_gpu_shift_on_fma_is_exact (a subprocess: the build
+# defines are read at import): INT2 and INT4 at head_dim 128, groups 128 / 64 / 32, token- and
+# channel-wise K, contiguous and paged; the plain build against FOSCAR_SHIFT_ON_FMA=3
+_BF16_BUILD_SCRIPT = """
+import sys, torch, foscar
+from foscar.paged import paginate
+from tests.test_decode_triton import _case
+dev = torch.device("cuda")
+res = {}
+for bits in (2, 4):
+    for group in (128, 64, 32):
+        for layout in ("token", "channel"):
+            if layout == "channel" and group != 32:
+                continue
+            q, c = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[5001, 129, 63],
+                         bits=bits, group_size=group, seed=bits + group)
+            if layout == "channel":
+                g = torch.Generator(device="cpu").manual_seed(bits)
+                k = torch.randn(3, 8, 5001, 128, generator=g).to(dev) * 1.5 + 0.3
+                v = torch.randn(3, 8, 5001, 128, generator=g).to(dev)
+                c = foscar.quantize_kv(k, v, bits, group, seq_lens=c.seq_lens, k_layout="channel", k_block=32)
+            for paged in (False, True):
+                cache = paginate(c, 64) if paged else c
+                out, lse = foscar.decode(q, cache, operand="bf16", return_lse=True, backend="cuda")
+                res[f"int{bits}-g{group}-{layout}-{'paged' if paged else 'contiguous'}"] = (out.float().cpu(), lse.cpu())
+torch.save(res, sys.argv[1])
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_shift_on_fma_is_exact(tmp_path):
+    """``FOSCAR_SHIFT_ON_FMA=3`` (operand shifts as ``mul.hi.u32`` by 2^(32 - k), bench/NOTES.md §35) gives
+    bit-identical outputs and LSE to the plain build: the mma operands are the same bits and no float
+    instruction changes. Builds a second extension (head_dim 128 only, about a minute)."""
+    import os
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    outs = {}
+    for name, defines in (("plain", ""), ("fma", "FOSCAR_SHIFT_ON_FMA=3 FOSCAR_ONLY_HEAD_DIM=128")):
+        env = {**os.environ, "FOSCAR_NVCC_DEFINES": defines,
+               "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        path = tmp_path / f"{name}.pt"
+        proc = subprocess.run([sys.executable, "-c", _BF16_BUILD_SCRIPT, str(path)], env=env, cwd=root,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        outs[name] = torch.load(path)
+    assert outs["plain"].keys() == outs["fma"].keys() and len(outs["plain"]) == 16
+    for case, (out_p, lse_p) in outs["plain"].items():
+        out_f, lse_f = outs["fma"][case]
+        assert torch.isfinite(out_p).all() and torch.isfinite(lse_p).all(), case
+        assert torch.equal(out_p, out_f) and torch.equal(lse_p, lse_f), (
+            f"{case}: max |output gap| {float((out_p - out_f).abs().max()):.3g}, "
+            f"max |LSE gap| {float((lse_p - lse_f).abs().max()):.3g}")
+
+
 @pytest.mark.gpu
 def test_gpu_cuda_fp8_constant_v_and_scaled_query():
     """Groups with scale 0 (constant V) must not give NaN; a large query must not saturate e4m3."""
