@@ -253,30 +253,54 @@ def test_gpu_cuda_fp8_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
     _check_fp8(q, cache, num_splits=7)
 
 
-# FP8 outputs of one build, saved for test_gpu_fp8_same_at_ptxas_O0 (run in a subprocess: the build
-# flags are read at import): token- and channel-wise K (k_block 32, whose query rebuild ptxas 13.0 once
-# miscompiled at -O3), contiguous and paged, INT2 and INT4
-_FP8_BUILD_SCRIPT = """
+# Outputs of one build of the CUDA kernel, saved for the build-agreement tests below (a subprocess: the build
+# flags and defines are read at import). argv: the output path, the operand, the groups (comma-separated)
+# and whether the data's seed includes the group (0 / 1). INT2 and INT4 at head_dim 128, token- and
+# channel-wise K (k_block 32, whose FP8 query rebuild ptxas 13.0 once miscompiled at -O3; group 32 only),
+# contiguous and paged.
+_BUILD_OUTPUTS_SCRIPT = """
 import sys, torch, foscar
 from foscar.paged import paginate
 from tests.test_decode_triton import _case
+path, operand, groups, seed_by_group = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split(",")], sys.argv[4] == "1"
 dev = torch.device("cuda")
 res = {}
 for bits in (2, 4):
-    for layout in ("token", "channel"):
-        q, c = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[5001, 129, 63],
-                     bits=bits, group_size=32, seed=bits)
-        if layout == "channel":
-            g = torch.Generator(device="cpu").manual_seed(bits)
-            k = torch.randn(3, 8, 5001, 128, generator=g).to(dev) * 1.5 + 0.3
-            v = torch.randn(3, 8, 5001, 128, generator=g).to(dev)
-            c = foscar.quantize_kv(k, v, bits, 32, seq_lens=c.seq_lens, k_layout="channel", k_block=32)
-        for paged in (False, True):
-            cache = paginate(c, 64) if paged else c
-            out, lse = foscar.decode(q, cache, operand="fp8", return_lse=True, backend="cuda")
-            res[f"int{bits}-{layout}-{'paged' if paged else 'contiguous'}"] = (out.float().cpu(), lse.cpu())
-torch.save(res, sys.argv[1])
+    for group in groups:
+        for layout in ("token", "channel"):
+            if layout == "channel" and group != 32:
+                continue
+            q, c = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[5001, 129, 63],
+                         bits=bits, group_size=group, seed=bits + group if seed_by_group else bits)
+            if layout == "channel":
+                g = torch.Generator(device="cpu").manual_seed(bits)
+                k = torch.randn(3, 8, 5001, 128, generator=g).to(dev) * 1.5 + 0.3
+                v = torch.randn(3, 8, 5001, 128, generator=g).to(dev)
+                c = foscar.quantize_kv(k, v, bits, group, seq_lens=c.seq_lens, k_layout="channel", k_block=32)
+            for paged in (False, True):
+                cache = paginate(c, 64) if paged else c
+                out, lse = foscar.decode(q, cache, operand=operand, return_lse=True, backend="cuda")
+                res[f"int{bits}-g{group}-{layout}-{'paged' if paged else 'contiguous'}"] = (out.float().cpu(), lse.cpu())
+torch.save(res, path)
 """
+
+
+def _build_outputs(tmp_path, builds: dict[str, dict[str, str]], *args: str) -> dict[str, dict]:
+    """``_BUILD_OUTPUTS_SCRIPT`` (``args`` after the path) run once per build, each in a subprocess with
+    the build's environment variables (``{name: {variable: value}}``): ``{name: {case: (out, lse)}}``."""
+    import os
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    outs = {}
+    for name, variables in builds.items():
+        env = {**os.environ, **variables, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        path = tmp_path / f"{name}.pt"
+        proc = subprocess.run([sys.executable, "-c", _BUILD_OUTPUTS_SCRIPT, str(path), *args], env=env, cwd=root,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        outs[name] = torch.load(path)
+    return outs
 
 
 @pytest.mark.gpu
@@ -284,18 +308,8 @@ def test_gpu_fp8_same_at_ptxas_O0(tmp_path):
     """The FP8 instances give the same outputs and LSE when ptxas does not optimise (``-Xptxas -O0``):
     a miscompile at -O3 (as ptxas 13.0 made of an e4m3 read-back, bench/NOTES.md §15) shows as a
     difference. Builds a second extension (about a minute)."""
-    import os
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    outs = {}
-    for name, flags in (("O3", ""), ("O0", "-Xptxas -O0")):
-        env = {**os.environ, "FOSCAR_NVCC_FLAGS": flags, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        path = tmp_path / f"{name}.pt"
-        proc = subprocess.run([sys.executable, "-c", _FP8_BUILD_SCRIPT, str(path)], env=env, cwd=root,
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        outs[name] = torch.load(path)
+    outs = _build_outputs(tmp_path, {"O3": {"FOSCAR_NVCC_FLAGS": ""}, "O0": {"FOSCAR_NVCC_FLAGS": "-Xptxas -O0"}},
+                          "fp8", "32", "0")
     assert outs["O3"].keys() == outs["O0"].keys() and len(outs["O3"]) == 8
     for case, (out3, lse3) in outs["O3"].items():
         out0, lse0 = outs["O0"][case]
@@ -305,53 +319,14 @@ def test_gpu_fp8_same_at_ptxas_O0(tmp_path):
         assert lse_gap <= 1e-4 and out_gap <= 1e-3, f"{case}: -O3 vs -O0 LSE {lse_gap:.3g}, output {out_gap:.3g}"
 
 
-# Folded BF16 outputs of one build, saved for test_gpu_shift_on_fma_is_exact (a subprocess: the build
-# defines are read at import): INT2 and INT4 at head_dim 128, groups 128 / 64 / 32, token- and
-# channel-wise K, contiguous and paged; the plain build against FOSCAR_SHIFT_ON_FMA=3
-_BF16_BUILD_SCRIPT = """
-import sys, torch, foscar
-from foscar.paged import paginate
-from tests.test_decode_triton import _case
-dev = torch.device("cuda")
-res = {}
-for bits in (2, 4):
-    for group in (128, 64, 32):
-        for layout in ("token", "channel"):
-            if layout == "channel" and group != 32:
-                continue
-            q, c = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[5001, 129, 63],
-                         bits=bits, group_size=group, seed=bits + group)
-            if layout == "channel":
-                g = torch.Generator(device="cpu").manual_seed(bits)
-                k = torch.randn(3, 8, 5001, 128, generator=g).to(dev) * 1.5 + 0.3
-                v = torch.randn(3, 8, 5001, 128, generator=g).to(dev)
-                c = foscar.quantize_kv(k, v, bits, group, seq_lens=c.seq_lens, k_layout="channel", k_block=32)
-            for paged in (False, True):
-                cache = paginate(c, 64) if paged else c
-                out, lse = foscar.decode(q, cache, operand="bf16", return_lse=True, backend="cuda")
-                res[f"int{bits}-g{group}-{layout}-{'paged' if paged else 'contiguous'}"] = (out.float().cpu(), lse.cpu())
-torch.save(res, sys.argv[1])
-"""
-
-
 @pytest.mark.gpu
 def test_gpu_shift_on_fma_is_exact(tmp_path):
     """``FOSCAR_SHIFT_ON_FMA=3`` (operand shifts as ``mul.hi.u32`` by 2^(32 - k), bench/NOTES.md §35) gives
     bit-identical outputs and LSE to the plain build: the mma operands are the same bits and no float
     instruction changes. Builds a second extension (head_dim 128 only, about a minute)."""
-    import os
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    outs = {}
-    for name, defines in (("plain", ""), ("fma", "FOSCAR_SHIFT_ON_FMA=3 FOSCAR_ONLY_HEAD_DIM=128")):
-        env = {**os.environ, "FOSCAR_NVCC_DEFINES": defines,
-               "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        path = tmp_path / f"{name}.pt"
-        proc = subprocess.run([sys.executable, "-c", _BF16_BUILD_SCRIPT, str(path)], env=env, cwd=root,
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        outs[name] = torch.load(path)
+    builds = {"plain": {"FOSCAR_NVCC_DEFINES": ""},
+              "fma": {"FOSCAR_NVCC_DEFINES": "FOSCAR_SHIFT_ON_FMA=3 FOSCAR_ONLY_HEAD_DIM=128"}}
+    outs = _build_outputs(tmp_path, builds, "bf16", "128,64,32", "1")
     assert outs["plain"].keys() == outs["fma"].keys() and len(outs["plain"]) == 16
     for case, (out_p, lse_p) in outs["plain"].items():
         out_f, lse_f = outs["fma"][case]
