@@ -129,6 +129,11 @@ def _merge_slots_kernel(
     m = tl.full((), float("-inf"), tl.float32)
     den = tl.zeros((), tl.float32)
     num = tl.zeros((HEAD_DIM,), tl.float32)
+    # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
+    # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
+    pair = tl.load(Seq_chunks + b)
+    first = pair & 0xFFFFFFFF
+    count = (pair >> 32).to(tl.int32)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
         # loaded with the table, not after it: one dependent L2 round, not two (bench/NOTES.md §32). No branch
@@ -141,9 +146,6 @@ def _merge_slots_kernel(
         lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=in_buf, other=float("-inf"))
         o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
                       mask=in_buf[:, None], other=0.0)
-        pair = tl.load(Seq_chunks + b)  # first slot | chunk count << 32 (little-endian int32 pair)
-        first = pair & 0xFFFFFFFF
-        count = (pair >> 32).to(tl.int32)
         rel = first - w0
         hit = (rel >= 0) & (rel + count <= BLOCK_W) & (first + count <= num_slots)
         # the sequence's chunks where they lie in the window; the rest (stale, NaN or not) never counts.
@@ -157,11 +159,7 @@ def _merge_slots_kernel(
         several = count > 1  # one chunk: the decode kernel wrote the output itself
         tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty), mask=several & (offs_d < HEAD_DIM))
         tl.store(Lse_out + row, lse_out, mask=several)
-    else:  # the default: the table, then the partials. Both table entries in one 64-bit load (as two
-        # loads, ptxas sank the first slot's behind the `count > 1` exit; an L1 hit there, NOTES §32)
-        pair = tl.load(Seq_chunks + b)
-        first = pair & 0xFFFFFFFF
-        count = (pair >> 32).to(tl.int32)
+    else:  # the default: the table, then the partials
         if count > 1:  # one chunk: the decode kernel wrote the output itself
             m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
                                       HEAD_DIM, BLOCK_S)
