@@ -97,14 +97,6 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_QK_INT4
 #define FOSCAR_IMMA_QK_INT4 1
 #endif
-// Experiment (issue 12, bench/NOTES.md §35): right shifts of the folded BF16 mode's operand building issued
-// on the FMA pipe as mul.hi.u32 (IMAD.HI) by 2^(32 - k) from constant memory, which ptxas cannot fold back
-// into SHF (the ALU pipe, the busiest at the large INT2 points, NOTES §31). A bit mask: 1: the PV operands'
-// shifts; 2: the QK operands' shifts (integer and BF16 QK of token-wise K, the `>> 8` of channel-wise K's
-// f16 QK). 0 (default): plain shifts. Exact: mul.hi.u32(x, 2^(32 - k)) = floor(x 2^-k) = x >> k.
-#ifndef FOSCAR_SHIFT_ON_FMA
-#define FOSCAR_SHIFT_ON_FMA 0
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -362,30 +354,6 @@ __device__ __forceinline__ uint32_t operand_pair_at(uint32_t x, int e) {  // e: 
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "r"(MASK << e), "n"(0x3F803F80));
   return r;
 }
-
-#if FOSCAR_SHIFT_ON_FMA
-// kShrMul[k] = 2^(32 - k): x >> k == mul.hi.u32(x, kShrMul[k]) for k = 1..31 (constant memory, so that
-// ptxas cannot see the power of two and strength-reduce the IMAD.HI back into an SHF)
-static __constant__ uint32_t kShrMul[32] = {
-    0u,        1u << 31, 1u << 30, 1u << 29, 1u << 28, 1u << 27, 1u << 26, 1u << 25, 1u << 24, 1u << 23, 1u << 22,
-    1u << 21,  1u << 20, 1u << 19, 1u << 18, 1u << 17, 1u << 16, 1u << 15, 1u << 14, 1u << 13, 1u << 12,
-    1u << 11,  1u << 10, 1u << 9,  1u << 8,  1u << 7,  1u << 6,  1u << 5,  1u << 4,  1u << 3,  1u << 2,
-    1u << 1};
-#endif
-// x >> k (k: a constant after unrolling, 0..31); ON (one bit of FOSCAR_SHIFT_ON_FMA): on the FMA pipe.
-template <bool ON>
-__device__ __forceinline__ uint32_t shr_op(uint32_t x, int k) {
-#if FOSCAR_SHIFT_ON_FMA
-  if (ON && k > 0 && k < 32) {
-    uint32_t r;
-    asm("mul.hi.u32 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(kShrMul[k]));
-    return r;
-  }
-#endif
-  return x >> k;
-}
-constexpr bool kPvShiftOnFma = (FOSCAR_SHIFT_ON_FMA & 1) != 0;
-constexpr bool kQkShiftOnFma = (FOSCAR_SHIFT_ON_FMA & 2) != 0;
 
 // FP16 pair from two bytes of a word in one and: with the codes at bits e.. of each half (e + BITS
 // <= 8), the FP16 subnormals code * 2^(e - 24), exact and unbiased (channel-wise K's QK operand).
@@ -1603,7 +1571,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
               const int k = cp * P + pl, sh = BITS * pl;
               uint32_t a[4];
 #pragma unroll
-              for (int i = 0; i < 4; ++i) a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : shr_op<kQkShiftOnFma>(w[i], sh) & M4;
+              for (int i = 0; i < 4; ++i) a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> sh) & M4;
               imma_step(k, a);
             }
           }
@@ -1617,10 +1585,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           for (int k = 0; k < KS32; ++k) {
             const int e = F::iexp(k), sh = 2 * BITS * k;
             uint32_t a[4];
-            a[0] = F::IMMA_IN_PLACE ? w[0] & (M4 << e) : shr_op<kQkShiftOnFma>(w[0], sh) & M4;
-            a[1] = F::IMMA_IN_PLACE ? w[1] & (M4 << e) : shr_op<kQkShiftOnFma>(w[1], sh) & M4;
-            a[2] = F::IMMA_IN_PLACE ? shr_op<kQkShiftOnFma>(w[0], BITS) & (M4 << e) : shr_op<kQkShiftOnFma>(w[0], sh + BITS) & M4;
-            a[3] = F::IMMA_IN_PLACE ? shr_op<kQkShiftOnFma>(w[1], BITS) & (M4 << e) : shr_op<kQkShiftOnFma>(w[1], sh + BITS) & M4;
+            a[0] = F::IMMA_IN_PLACE ? w[0] & (M4 << e) : (w[0] >> sh) & M4;
+            a[1] = F::IMMA_IN_PLACE ? w[1] & (M4 << e) : (w[1] >> sh) & M4;
+            a[2] = F::IMMA_IN_PLACE ? (w[0] >> BITS) & (M4 << e) : (w[0] >> (sh + BITS)) & M4;
+            a[3] = F::IMMA_IN_PLACE ? (w[1] >> BITS) & (M4 << e) : (w[1] >> (sh + BITS)) & M4;
             imma_step(k, a);
           }
         }
@@ -1667,8 +1635,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
             constexpr uint32_t M = F::MASK;
             a[0] = subnormal_pair_at<M>(w[0], sh);      // row g,   k 2tig..: bytes 0, 2
             a[1] = subnormal_pair_at<M>(w[1], sh);      // row g+8
-            a[2] = subnormal_pair_at<M>(shr_op<kQkShiftOnFma>(w[0], 8), sh);  // row g,   k 2tig+8..: bytes 1, 3
-            a[3] = subnormal_pair_at<M>(shr_op<kQkShiftOnFma>(w[1], 8), sh);
+            a[2] = subnormal_pair_at<M>(w[0] >> 8, sh);  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = subnormal_pair_at<M>(w[1] >> 8, sh);
           } else if constexpr (PER_VALUE) {
             const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
             const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
@@ -1680,10 +1648,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           } else {  // plane pl in place at bits E.. (shift sh - E = 0 for E > 0)
             constexpr uint32_t M = F::MASK;
             const int e = F::pexp(pl);
-            a[0] = operand_pair_at<M>(shr_op<kQkShiftOnFma>(w[0], sh - e), e);      // row g,   k 2tig..: bytes 0, 2
-            a[1] = operand_pair_at<M>(shr_op<kQkShiftOnFma>(w[1], sh - e), e);      // row g+8
-            a[2] = operand_pair_at<M>(shr_op<kQkShiftOnFma>(w[0], sh - e + 8), e);  // row g,   k 2tig+8..: bytes 1, 3
-            a[3] = operand_pair_at<M>(shr_op<kQkShiftOnFma>(w[1], sh - e + 8), e);
+            a[0] = operand_pair_at<M>(w[0] >> (sh - e), e);      // row g,   k 2tig..: bytes 0, 2
+            a[1] = operand_pair_at<M>(w[1] >> (sh - e), e);      // row g+8
+            a[2] = operand_pair_at<M>(w[0] >> (sh - e + 8), e);  // row g,   k 2tig+8..: bytes 1, 3
+            a[3] = operand_pair_at<M>(w[1] >> (sh - e + 8), e);
           }
           if constexpr (CH && !PER_VALUE)
             mma_f16(acc[0], a, qc[k][0], qc[k][1]);
@@ -1895,10 +1863,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           } else {
             constexpr uint32_t M = F::MASK;
             const int e = F::pexp(pl);
-            a[0] = operand_pair_at<M>(shr_op<kPvShiftOnFma>(vw[mt][0], sh - e), e);      // row g:   channel byte 16c+2g,   tokens 2tig, +1
-            a[1] = operand_pair_at<M>(shr_op<kPvShiftOnFma>(vw[mt][0], sh - e + 8), e);  // row g+8: channel byte 16c+2g+1
-            a[2] = operand_pair_at<M>(shr_op<kPvShiftOnFma>(vw[mt][1], sh - e), e);      // row g,   tokens 2tig+8, +9
-            a[3] = operand_pair_at<M>(shr_op<kPvShiftOnFma>(vw[mt][1], sh - e + 8), e);
+            a[0] = operand_pair_at<M>(vw[mt][0] >> (sh - e), e);      // row g:   channel byte 16c+2g,   tokens 2tig, +1
+            a[1] = operand_pair_at<M>(vw[mt][0] >> (sh - e + 8), e);  // row g+8: channel byte 16c+2g+1
+            a[2] = operand_pair_at<M>(vw[mt][1] >> (sh - e), e);      // row g,   tokens 2tig+8, +9
+            a[3] = operand_pair_at<M>(vw[mt][1] >> (sh - e + 8), e);
           }
           if (!PER_VALUE && mt == 0) {
             const float ez = (float)(1 << F::pexp(pl));
