@@ -254,8 +254,8 @@ def test_gpu_cuda_fp8_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
 
 
 # Outputs of one build of the CUDA kernel, saved for build-agreement tests such as the one below (run in a
-# subprocess per build: the build flags and defines are read at import). argv: the output path, the operand, the groups (comma-separated)
-# and whether the data's seed includes the group (0 / 1). INT2 and INT4 at head_dim 128, token- and
+# subprocess per build: the build flags and defines are read at import). argv: the output path, the
+# operand, the groups (comma-separated) and whether the data's seed includes the group (0 / 1). INT2 and INT4 at head_dim 128, token- and
 # channel-wise K (k_block 32, whose FP8 query rebuild ptxas 13.0 once miscompiled at -O3; group 32 only),
 # contiguous and paged.
 _BUILD_OUTPUTS_SCRIPT = """
