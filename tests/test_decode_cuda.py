@@ -255,14 +255,14 @@ def test_gpu_cuda_fp8_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
 
 # Outputs of one build of the CUDA kernel, saved for build-agreement tests such as the one below (run in a
 # subprocess per build: the build flags and defines are read at import). argv: the output path, the
-# operand, the groups (comma-separated) and whether the data's seed includes the group (0 / 1). INT2 and INT4 at head_dim 128, token- and
-# channel-wise K (k_block 32, whose FP8 query rebuild ptxas 13.0 once miscompiled at -O3; group 32 only),
-# contiguous and paged.
+# operand and the groups (comma-separated). INT2 and INT4 at head_dim 128, token- and channel-wise K
+# (k_block 32, whose FP8 query rebuild ptxas 13.0 once miscompiled at -O3; group 32 only), contiguous
+# and paged.
 _BUILD_OUTPUTS_SCRIPT = """
 import sys, torch, foscar
 from foscar.paged import paginate
 from tests.test_decode_triton import _case
-path, operand, groups, seed_by_group = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split(",")], sys.argv[4] == "1"
+path, operand, groups = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split(",")]
 dev = torch.device("cuda")
 res = {}
 for bits in (2, 4):
@@ -271,7 +271,7 @@ for bits in (2, 4):
             if layout == "channel" and group != 32:
                 continue
             q, c = _case(dev, batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[5001, 129, 63],
-                         bits=bits, group_size=group, seed=bits + group if seed_by_group else bits)
+                         bits=bits, group_size=group, seed=bits)
             if layout == "channel":
                 g = torch.Generator(device="cpu").manual_seed(bits)
                 k = torch.randn(3, 8, 5001, 128, generator=g).to(dev) * 1.5 + 0.3
@@ -309,7 +309,7 @@ def test_gpu_fp8_same_at_ptxas_O0(tmp_path):
     a miscompile at -O3 (as ptxas 13.0 made of an e4m3 read-back, bench/NOTES.md §15) shows as a
     difference. Builds a second extension (about a minute)."""
     outs = _build_outputs(tmp_path, {"O3": {"FOSCAR_NVCC_FLAGS": ""}, "O0": {"FOSCAR_NVCC_FLAGS": "-Xptxas -O0"}},
-                          "fp8", "32", "0")
+                          "fp8", "32")
     assert outs["O3"].keys() == outs["O0"].keys() and len(outs["O3"]) == 8
     for case, (out3, lse3) in outs["O3"].items():
         out0, lse0 = outs["O0"][case]
