@@ -180,8 +180,9 @@ def speculate_choice() -> bool:
     round. Measured on the H200 (bench/NOTES.md §32): "1" is 0.1-1.3 us faster on uniform batches at the
     capacity they were planned for (1 x 8K: ~0.1 us), but where a sequence has one chunk (empty sequences,
     batch 64) every program still loads its window and merges it before it can tell: the empty decode
-    +0.8-1.3 us at batch <= 32 and +5.6 us at 64 x 128K (2048 programs). Ragged batches that miss were
-    not measured. So it is not the default.
+    +0.8-1.3 us at batch <= 32 and +5.6 us at 64 x 128K (2048 programs); on the ragged grid (§36) 1.5-3%
+    faster on uniform 8 x 4K, 0.7-1.2% slower with one long sequence, 2.7-3.4% slower on 8 lognormal
+    lengths. So it is not the default.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
