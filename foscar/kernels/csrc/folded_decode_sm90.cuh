@@ -961,13 +961,15 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
-  // whose ids are loaded one tile ahead of their use (pages_of below) and read back by shuffles
+  // whose rows are computed one tile ahead of their use (pages_of below) and read back by shuffles.
+  // A paged row, (id * num_kv_heads + hkv) * page + (gt & (page - 1)), is a 32-bit unsigned integer:
+  // the binding checks num_pages * num_kv_heads * page_size <= 2^32 (folded_decode_sm90.h); byte and
+  // float offsets from it are 64-bit (IMAD.WIDE.U32)
   const long long row0 = PAGED ? 0 : (long long)bh * p.max_seq_len;  // contiguous: first token of (sequence, KV head)
   const int* pages = PAGED ? p.kv_indices + work.page0 : nullptr;
   const int page_mask = (1 << p.page_shift) - 1;
-  auto paged_row = [&](long long pg, int gt) -> long long {
-    return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
-  };
+  const uint32_t page_rows = (uint32_t)p.num_kv_heads << p.page_shift;  // rows per page id
+  const uint32_t head_row = (uint32_t)hkv << p.page_shift;  // row of this KV head's first token in a page
   const uint8_t* kc = p.k_codes + row0 * RB;
   const uint8_t* vc = p.v_codes + row0 * RB;
   const float* ks_g = p.k_scale + row0 * NG;
@@ -980,38 +982,40 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
-  // paged: page ids of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end)
-  auto pages_of = [&](int it, int (&pg)[2]) {
+  // paged: rows of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end), from their
+  // page ids: the page-table load and the row arithmetic once per token and tile, off the copy issue
+  auto pages_of = [&](int it, uint32_t (&pg)[2]) {
     if constexpr (PAGED) {
       const int t0 = first + it * stride;
 #pragma unroll
       for (int a = 0; a < 2; ++a) {
         const int gt = t0 + 32 * a + lane;
-        pg[a] = it < iters && gt < end ? __ldg(pages + (gt >> p.page_shift)) : 0;
+        pg[a] = it < iters && gt < end
+                    ? (uint32_t)__ldg(pages + (gt >> p.page_shift)) * page_rows + (head_row | (uint32_t)(gt & page_mask))
+                    : 0u;
       }
     }
   };
   // row of tile token tok (0..63) at gt: contiguous gt; paged from pg (pages_of); every lane must call
   // it (shuffles), with `hi` = (tok >= 32) the same on every lane
-  auto row_at = [&](const int (&pg)[2], bool hi, int tok, int gt) -> long long {
+  auto row_at = [&](const uint32_t (&pg)[2], bool hi, int tok, int gt) -> long long {
     if constexpr (!PAGED) {
       return gt;
     } else {
-      const int id = __shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31);
-      return paged_row(id, gt);
+      return __shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31);
     }
   };
-  auto row_any = [&](const int (&pg)[2], int tok, int gt) -> long long {  // tok >= 32 may differ per lane
+  auto row_any = [&](const uint32_t (&pg)[2], int tok, int gt) -> long long {  // tok >= 32 may differ per lane
     if constexpr (!PAGED) {
       return gt;
     } else {
-      const int lo_id = __shfl_sync(0xffffffffu, pg[0], tok & 31), hi_id = __shfl_sync(0xffffffffu, pg[1], tok & 31);
-      return paged_row(tok < 32 ? lo_id : hi_id, gt);
+      const uint32_t lo = __shfl_sync(0xffffffffu, pg[0], tok & 31), hi = __shfl_sync(0xffffffffu, pg[1], tok & 31);
+      return tok < 32 ? lo : hi;
     }
   };
 
   // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its page ids
-  auto issue = [&](int it, const int (&pg)[2]) {
+  auto issue = [&](int it, const uint32_t (&pg)[2]) {
     uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
@@ -1066,17 +1070,18 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (CH) {  // the K blocks of tokens t0 and (k_block 32) t0 + 32: rows of HEAD_DIM floats
       constexpr int ROW_CHUNKS = HEAD_DIM / 4;
       const int rows = kb32 ? 2 : 1;
-      int ids[2] = {0, 0};
-      if constexpr (PAGED) {
-        ids[0] = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0
-        ids[1] = __shfl_sync(0xffffffffu, pg[1], 0);  // of token t0 + 32
+      uint32_t rws[2] = {0, 0};
+      if constexpr (PAGED) {  // K block row (id * num_kv_heads + hkv) * k_blocks + ((gt & page_mask) >> kbs)
+        // of token gt is its row >> kbs, as k_blocks = page >> kbs (the entry point)
+        rws[0] = __shfl_sync(0xffffffffu, pg[0], 0);  // row of token t0
+        rws[1] = __shfl_sync(0xffffffffu, pg[1], 0);  // of token t0 + 32
       }
       for (int i = lane; i < rows * ROW_CHUNKS; i += 32) {
         const int r = i / ROW_CHUNKS, cc = i % ROW_CHUNKS;
         const int gt = t0 + 32 * r;
         const bool live = gt < end;
         const long long krow =
-            PAGED ? ((long long)(r ? ids[1] : ids[0]) * p.num_kv_heads + hkv) * p.k_blocks + ((gt & page_mask) >> p.k_block_shift)
+            PAGED ? (long long)((r ? rws[1] : rws[0]) >> p.k_block_shift)
                   : (long long)bh * p.k_blocks + (gt >> p.k_block_shift);
         const long long src = live ? krow * HEAD_DIM + 4 * cc : 0;
         uint8_t* dst = st + 2 * F::CODE_BYTES + (r * HEAD_DIM + 4 * cc) * 4;
@@ -1120,15 +1125,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // instead of the branch, paged loops moved by up to 3% (bench/NOTES.md §20, session 11)
   const int fast_copies =
       p.scales_aligned ? (int)(!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32)) : 0;
-  auto issue_full = [&](int it, const int (&pg)[2]) {
+  auto issue_full = [&](int it, const uint32_t (&pg)[2]) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
-    int id = 0;
-    if constexpr (PAGED) {
-      id = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0, and of the whole sub-tile
-      trow = paged_row(id, t0);
-    }
+    if constexpr (PAGED) trow = __shfl_sync(0xffffffffu, pg[0], 0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if (!small_pages) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
@@ -1160,8 +1161,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
-        const int idj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
-        const long long src = paged_row(idj, t0 + tj) * RB + 16 * lane;  // = issue's row * RB + 16 c
+        const uint32_t rowj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
+        const long long src = (long long)rowj * RB + 16 * lane;  // = issue's row * RB + 16 c
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, kc + src);
         cp_async16_full(dst + F::CODE_BYTES, vc + src);
@@ -1204,7 +1205,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
   // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
   // FULL: the sub-tile is full and fast_copies holds (issue_full)
-  int pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
+  uint32_t pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
   pages_of(0, pg_next);
   pages_of(1, pg_after);
   auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
