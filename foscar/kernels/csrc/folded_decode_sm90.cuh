@@ -1014,7 +1014,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   };
 
-  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its page ids
+  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its rows (pages_of)
   auto issue = [&](int it, const uint32_t (&pg)[2]) {
     uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
@@ -1091,9 +1091,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   };
   // The same copies for a full sub-tile (all 64 tokens before `end`) whose rows are adjacent in the
-  // cache (contiguous; paged with pages of >= 64 tokens: a sub-tile starts at a multiple of 64, so it
-  // lies in one page) and whose scales take 16-byte copies (p.scales_aligned): byte-identical shared
-  // memory with no per-chunk index, liveness, select or multiply. Why each copy is the same as `issue`'s:
+  // cache (contiguous; paged channel-wise K, whose pages hold >= 64 tokens: a sub-tile starts at a
+  // multiple of 64, so it lies in one page) and whose scales take 16-byte copies (p.scales_aligned):
+  // byte-identical shared memory with no per-chunk index, liveness, select or multiply. Why each copy is
+  // the same as `issue`'s:
   //  - codes: issue's chunk i = lane + 32 jj comes from byte (t0 + i / NCH) * RB + 16 (i % NCH) =
   //    t0 * RB + 16 i of the rows (RB = 16 NCH) and goes to code_dst(lane, jj); code_swizzle_period
   //    checks both identities at compile time (the static_assert below), so per lane: one loop-invariant
@@ -1105,8 +1106,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   //  - channel-wise K rows: chunk i = r * HEAD_DIM / 4 + cc of K block row r (token t0 + 32 r) comes
   //    from float krow_r * HEAD_DIM + 4 cc with krow_r = krow_0 + r (t0 is a multiple of 64; k_block 32
   //    is the only case with r = 1, and the page holds t0 + 32 too), i.e. krow_0 * HEAD_DIM + 4 i, and
-  //    goes to byte 16 i (paged: krow_0 = paged_row(id, t0) >> k_block_shift, with k_blocks = page >> it);
-  //  - paged rows: paged_row(id, t0 + tok) = paged_row(id, t0) + tok within one page, id that of t0.
+  //    goes to byte 16 i (paged: krow_0 = row(t0) >> k_block_shift, with k_blocks = page >> it);
+  //  - paged rows: row(t0 + tok) = row(t0) + tok within one page.
   constexpr int SWZ_PERIOD = code_swizzle_period<F>();
   static_assert(SWZ_PERIOD == 1 || SWZ_PERIOD == 2, "code chunks: swizzle not periodic over 32-chunk rounds");
   constexpr int SCALE_CHUNKS = F::SCALE_BYTES / 16;  // 16 NG
@@ -1114,12 +1115,15 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   int code_dst_lane[SWZ_PERIOD];
 #pragma unroll
   for (int q = 0; q < SWZ_PERIOD; ++q) code_dst_lane[q] = code_dst<F>(lane, q);
-  // paged with pages of fewer than 64 tokens (FlashInfer's usual 16): a sub-tile spans pages, but a
-  // 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH) lies in one page when
-  // page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4, implied): issue_full then
-  // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
-  // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
-  const bool small_pages = PAGED && !CH && p.page_shift < 6;  // (channel-wise K: fast_copies needs >= 64)
+  // paged, token-wise K, any page size the fast path takes (FlashInfer's usual 16 among them): a
+  // sub-tile may span pages, but a 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH)
+  // lies in one page when page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4,
+  // implied): issue_full then takes the row of each round's first token from pages_of (one shuffle, no
+  // liveness or select; its other tokens' rows follow it, row(tj + k) = row(tj) + k) and the scales'
+  // rows per lane as `issue` does. One path for every page size: with a second one for pages >= 64
+  // (adjacent rows, one shuffle a sub-tile) behind a runtime branch, the INT2 D=128 G=128 loop was 946
+  // instructions, 866 without it (bench/NOTES.md §37). Channel-wise K: pages >= 64 only, adjacent rows.
+  constexpr bool round_rows = PAGED && !CH;
   // an int: as a bool (i8 in cicc's IR) its phi became a predicate or a u16 depending on the rest of the
   // kernel, so that moving the epilogue into a function moved every instance's SASS; with `&` / `|`
   // instead of the branch, paged loops moved by up to 3% (bench/NOTES.md §20, session 11)
@@ -1129,9 +1133,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
-    if constexpr (PAGED) trow = __shfl_sync(0xffffffffu, pg[0], 0);  // (its page holds the whole sub-tile)
+    if constexpr (PAGED && CH) trow = __shfl_sync(0xffffffffu, pg[0], 0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
-    if (!small_pages) {  // the sub-tile's rows are adjacent
+    if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
       const uint8_t* vsrc = vc + trow * RB + 16 * lane;
 #pragma unroll
@@ -1157,7 +1161,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + srow + 4 * i);
         }
       }
-    } else if constexpr (PAGED && !CH) {  // pages of 32 / NCH .. 32 tokens: one page per round
+    } else {  // paged, token-wise K, pages of >= 32 / NCH tokens: one page per round
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
@@ -1188,7 +1192,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       constexpr int ROW_CHUNKS = HEAD_DIM / 4;
       const int chunks = (kb32 ? 2 : 1) * ROW_CHUNKS;
       // K block row of token t0; paged: (id * num_kv_heads + hkv) * k_blocks + ((t0 & page_mask) >> kbs)
-      // is trow >> kbs, as k_blocks = page >> kbs there (the binding)
+      // is trow >> kbs, as k_blocks = page >> kbs there (the entry point)
       const long long krow = PAGED ? trow >> p.k_block_shift : (long long)bh * p.k_blocks + (t0 >> p.k_block_shift);
       const float* ksc = p.k_scale + krow * HEAD_DIM;
       const float* kof = p.k_offset + krow * HEAD_DIM;
@@ -1202,7 +1206,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
     }
   };
-  // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
+  // issue sub-tiles in order; paged: pg_next holds the token rows of the next one, pg_after of the one
   // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
   // FULL: the sub-tile is full and fast_copies holds (issue_full)
   uint32_t pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
