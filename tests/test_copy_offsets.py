@@ -1,7 +1,7 @@
 """The CUDA kernel's full-tile copy path (``issue_full`` in foscar/kernels/csrc/folded_decode_sm90.cuh)
 against its general path (``issue``), mirrored in Python: for every format the kernel is built for,
 contiguous and paged caches (the page sizes ``issue_full`` takes: >= 64 tokens, or >= 32 / NCH
-without channel-wise K) and channel-wise K blocks, both must leave the same bytes in a warp's shared-memory stage. The mirror follows the
+without channel-wise K; paged rows as ``pages_of`` computes them, 32-bit) and channel-wise K blocks, both must leave the same bytes in a warp's shared-memory stage. The mirror follows the
 C++ index arithmetic line by line (it does not run the kernel, which needs a GPU); the compile-time
 half of the same proof is the ``static_assert`` on ``code_swizzle_period``."""
 
@@ -10,6 +10,7 @@ import random
 import pytest
 
 TILE = 64  # kTileTokens
+MASK32 = 2**32 - 1  # uint32_t arithmetic
 STRIDE = 4 * TILE  # kWarps * kTileTokens
 FORMATS = [(b, d, g) for d, gs in ((64, (64, 32)), (128, (128, 64, 32)), (256, (128, 64, 32)))
            for b in (2, 4) for g in gs]
@@ -90,11 +91,16 @@ class Seq:
             self.pages = rng.sample(range(n + 3), n)  # shuffled page table
             self.shift = page.bit_length() - 1
 
-    def paged_row(self, pg, gt):
-        return ((pg * self.nkv + self.hkv) << self.shift) + (gt & (self.page - 1))
+    def layout_row(self, gt):
+        """Row of token gt in the [num_pages, num_kv_heads, page, ...] pool (the layout's definition)."""
+        return ((self.pages[gt >> self.shift] * self.nkv + self.hkv) << self.shift) + (gt & (self.page - 1))
 
-    def row(self, gt):  # issue: row0 + gt (contiguous), paged_row(page of gt, gt)
-        return self.row0 + gt if not self.page else self.paged_row(self.pages[gt >> self.shift], gt)
+    def row(self, gt):
+        """issue's row of token gt: row0 + gt (contiguous); paged, pages_of's 32-bit unsigned row."""
+        if not self.page:
+            return self.row0 + gt
+        page_rows, head_row = (self.nkv << self.shift) & MASK32, (self.hkv << self.shift) & MASK32
+        return (self.pages[gt >> self.shift] * page_rows + (head_row | (gt & (self.page - 1)))) & MASK32
 
 
 def issue_general(f, d, seq, cache, stage, t0, end, k_block, k_blocks, bh):
@@ -126,9 +132,8 @@ def issue_general(f, d, seq, cache, stage, t0, end, k_block, k_blocks, bh):
             r, cc = i // rc, i % rc
             gt = t0 + 32 * r
             live = gt < end
-            if seq.page:
-                pg = seq.pages[gt >> seq.shift]
-                krow = (pg * seq.nkv + seq.hkv) * k_blocks + ((gt & (seq.page - 1)) >> shift)
+            if seq.page:  # the row of token t0 + 32 r (lane 0 of pg[r]) >> kbs, as k_blocks = page >> kbs
+                krow = seq.row(gt) >> shift
             else:
                 krow = bh * k_blocks + (gt >> shift)
             src = krow * d + 4 * cc if live else 0
@@ -142,26 +147,22 @@ def issue_full(f, d, seq, cache, stage, t0, k_block, k_blocks, bh):
     per = swizzle_period(f)
     assert per in (1, 2)  # the kernel's static_assert
     code_dst_lane = [[code_dst(f, lane, q) for q in range(per)] for lane in range(32)]
-    if seq.page:
-        pg = seq.pages[t0 >> seq.shift]  # page of token t0 (lane 0's pg[0])
-        trow = seq.paged_row(pg, t0)
-    else:
-        trow = seq.row0 + t0
+    trow = seq.row(t0)  # paged: lane 0's pg[0]
     chunks = TILE * ng // 4
-    small_pages = seq.page and seq.page < 64
+    round_rows = seq.page and not k_block  # paged token-wise K, every page size
     for lane in range(32):
         for jj in range(TILE * nch // 32):
             dst = code_dst_lane[lane][jj % per] + (jj - jj % per) * 512
-            if small_pages:  # the row of the round's first token tj, its page that of the round
+            if round_rows:  # the row of the round's first token tj, its page that of the round
                 tj = 32 * jj // nch
-                src = seq.paged_row(seq.pages[(t0 + tj) >> seq.shift], t0 + tj) * rb + 16 * lane
+                src = seq.row(t0 + tj) * rb + 16 * lane
             else:
                 src = trow * rb + 16 * lane + 512 * jj
             for a in ("k", "v"):
                 stage.copy(stage.codes[a], dst, cache.codes[a], src, 16)
 
         def scale_src(i):  # float of scale chunk i
-            if small_pages:  # row_any: the row of the chunk's token, from its page
+            if round_rows:  # row_any: the row of the chunk's token, from its page
                 tok = 4 * i // ng
                 return seq.row(t0 + tok) * ng + 4 * i % ng
             return trow * ng + 4 * i
@@ -212,6 +213,8 @@ def test_full_tile_copies_match_general_path(bits, head_dim, group, page, k_bloc
         rows = batch * num_kv_heads * max_seq_len
         k_blocks = -(-max_seq_len // k_block) if k_block else 0
         k_rows = batch * num_kv_heads * k_blocks
+    if page:  # pages_of's 32-bit rows are the layout's rows (the pool is far under 2^32 rows here)
+        assert all(seq.row(gt) == seq.layout_row(gt) for gt in range(length))
     cache = Cache(f, head_dim, rows, k_rows)
     start, end = 256, length
     compared = 0
