@@ -1,7 +1,7 @@
 """The CUDA kernel's full-tile copy path (``issue_full`` in foscar/kernels/csrc/folded_decode_sm90.cuh)
 against its general path (``issue``), mirrored in Python: for every format the kernel is built for,
 contiguous and paged caches (the page sizes ``issue_full`` takes: >= 64 tokens, or >= 32 / NCH
-without channel-wise K; paged rows as ``pages_of`` computes them, 32-bit) and channel-wise K blocks, both must leave the same bytes in a warp's shared-memory stage. The mirror follows the
+without channel-wise K; paged rows as ``rows_of`` computes them, 32-bit) and channel-wise K blocks, both must leave the same bytes in a warp's shared-memory stage. The mirror follows the
 C++ index arithmetic line by line (it does not run the kernel, which needs a GPU); the compile-time
 half of the same proof is the ``static_assert`` on ``code_swizzle_period``."""
 
@@ -96,7 +96,7 @@ class Seq:
         return ((self.pages[gt >> self.shift] * self.nkv + self.hkv) << self.shift) + (gt & (self.page - 1))
 
     def row(self, gt):
-        """issue's row of token gt: row0 + gt (contiguous); paged, pages_of's 32-bit unsigned row."""
+        """issue's row of token gt: row0 + gt (contiguous); paged, rows_of's 32-bit unsigned row."""
         if not self.page:
             return self.row0 + gt
         page_rows, head_row = (self.nkv << self.shift) & MASK32, (self.hkv << self.shift) & MASK32
@@ -213,7 +213,7 @@ def test_full_tile_copies_match_general_path(bits, head_dim, group, page, k_bloc
         rows = batch * num_kv_heads * max_seq_len
         k_blocks = -(-max_seq_len // k_block) if k_block else 0
         k_rows = batch * num_kv_heads * k_blocks
-    if page:  # pages_of's 32-bit rows are the layout's rows (the pool is far under 2^32 rows here)
+    if page:  # rows_of's 32-bit rows are the layout's rows (the pool is far under 2^32 rows here)
         assert all(seq.row(gt) == seq.layout_row(gt) for gt in range(length))
     cache = Cache(f, head_dim, rows, k_rows)
     start, end = 256, length

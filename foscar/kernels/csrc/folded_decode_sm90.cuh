@@ -961,7 +961,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
-  // whose rows are computed one tile ahead of their use (pages_of below) and read back by shuffles.
+  // whose ids are loaded two sub-tiles ahead and turned into rows one ahead of their use (pages_of,
+  // rows_of below), read back by shuffles.
   // A paged row, (id * num_kv_heads + hkv) * page + (gt & (page - 1)), is a 32-bit unsigned integer:
   // the binding checks num_pages * num_kv_heads * page_size <= 2^32 (folded_decode_sm90.h); byte and
   // float offsets from it are 64-bit (IMAD.WIDE.U32)
@@ -982,18 +983,25 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
-  // paged: rows of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end), from their
-  // page ids: the page-table load and the row arithmetic once per token and tile, off the copy issue
+  // paged: page ids of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end), loaded two
+  // sub-tiles ahead of their copies; rows_of turns them into token rows one sub-tile ahead, when the
+  // loads have had an iteration to land (computing the rows right at the load made every iteration wait
+  // on it: paged loops 4-11% slower, bench/NOTES.md §37)
   auto pages_of = [&](int it, uint32_t (&pg)[2]) {
     if constexpr (PAGED) {
       const int t0 = first + it * stride;
 #pragma unroll
       for (int a = 0; a < 2; ++a) {
         const int gt = t0 + 32 * a + lane;
-        pg[a] = it < iters && gt < end
-                    ? (uint32_t)__ldg(pages + (gt >> p.page_shift)) * page_rows + (head_row | (uint32_t)(gt & page_mask))
-                    : 0u;
+        pg[a] = it < iters && gt < end ? (uint32_t)__ldg(pages + (gt >> p.page_shift)) : 0u;
       }
+    }
+  };
+  auto rows_of = [&](int it, uint32_t (&pg)[2]) {  // page ids -> rows, in place (id 0 past the end: in the pool)
+    if constexpr (PAGED) {
+      const int t0 = first + it * stride;
+#pragma unroll
+      for (int a = 0; a < 2; ++a) pg[a] = pg[a] * page_rows + (head_row | (uint32_t)((t0 + 32 * a + lane) & page_mask));
     }
   };
   // row of tile token tok (0..63) at gt: contiguous gt; paged from pg (pages_of); every lane must call
@@ -1206,12 +1214,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
     }
   };
-  // issue sub-tiles in order; paged: pg_next holds the token rows of the next one, pg_after of the one
-  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
+  // issue sub-tiles in order; paged: pg_next holds the token rows of the next one, pg_after the page ids
+  // of the one after (in flight), so a page-id load has an iteration to land before rows_of needs it.
   // FULL: the sub-tile is full and fast_copies holds (issue_full)
   uint32_t pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
   pages_of(0, pg_next);
   pages_of(1, pg_after);
+  rows_of(0, pg_next);
   auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
     if constexpr (decltype(full)::value)
       issue_full(it, pg_next);
@@ -1220,6 +1229,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (PAGED) {
       pg_next[0] = pg_after[0];
       pg_next[1] = pg_after[1];
+      rows_of(it + 1, pg_next);
       pages_of(it + 2, pg_after);
     }
   };
