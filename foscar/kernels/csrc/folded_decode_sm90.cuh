@@ -961,8 +961,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
-  // whose ids are loaded two sub-tiles ahead and turned into rows one ahead of their use (pages_of,
-  // rows_of below), read back by shuffles.
+  // whose ids are loaded two sub-tiles ahead (pages_of below), read back by shuffles and turned into
+  // rows (id_row) in the copies.
   // A paged row, (id * num_kv_heads + hkv) * page + (gt & (page - 1)), is a 32-bit unsigned integer:
   // the binding checks num_pages * num_kv_heads * page_size <= 2^32 (folded_decode_sm90.h); byte and
   // float offsets from it are 64-bit (IMAD.WIDE.U32)
@@ -984,9 +984,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
   // paged: page ids of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end), loaded two
-  // sub-tiles ahead of their copies; rows_of turns them into token rows one sub-tile ahead, when the
-  // loads have had an iteration to land (computing the rows right at the load made every iteration wait
-  // on it: paged loops 4-11% slower, bench/NOTES.md §37)
+  // sub-tiles ahead of their copies and handed from pg_after to pg_next untouched; the copies shuffle
+  // ids and turn each into a row with id_row (two instructions). Rows computed ahead instead (at the
+  // load, or at the hand-over) made ptxas load the ids into temporaries and move them into place a
+  // dozen instructions later, so that every iteration waited on the page table: paged 4-11% slower,
+  // bench/NOTES.md §37.
   auto pages_of = [&](int it, uint32_t (&pg)[2]) {
     if constexpr (PAGED) {
       const int t0 = first + it * stride;
@@ -997,12 +999,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
     }
   };
-  auto rows_of = [&](int it, uint32_t (&pg)[2]) {  // page ids -> rows, in place (id 0 past the end: in the pool)
-    if constexpr (PAGED) {
-      const int t0 = first + it * stride;
-#pragma unroll
-      for (int a = 0; a < 2; ++a) pg[a] = pg[a] * page_rows + (head_row | (uint32_t)((t0 + 32 * a + lane) & page_mask));
-    }
+  auto id_row = [&](uint32_t id, int gt) -> uint32_t {  // row of token gt in page id (32-bit, see above)
+    return id * page_rows + (head_row | (uint32_t)(gt & page_mask));
   };
   // row of tile token tok (0..63) at gt: contiguous gt; paged from pg (pages_of); every lane must call
   // it (shuffles), with `hi` = (tok >= 32) the same on every lane
@@ -1010,7 +1008,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (!PAGED) {
       return gt;
     } else {
-      return __shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31);
+      return id_row(__shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31), gt);
     }
   };
   auto row_any = [&](const uint32_t (&pg)[2], int tok, int gt) -> long long {  // tok >= 32 may differ per lane
@@ -1018,7 +1016,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       return gt;
     } else {
       const uint32_t lo = __shfl_sync(0xffffffffu, pg[0], tok & 31), hi = __shfl_sync(0xffffffffu, pg[1], tok & 31);
-      return tok < 32 ? lo : hi;
+      return id_row(tok < 32 ? lo : hi, gt);
     }
   };
 
@@ -1081,8 +1079,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       uint32_t rws[2] = {0, 0};
       if constexpr (PAGED) {  // K block row (id * num_kv_heads + hkv) * k_blocks + ((gt & page_mask) >> kbs)
         // of token gt is its row >> kbs, as k_blocks = page >> kbs (the entry point)
-        rws[0] = __shfl_sync(0xffffffffu, pg[0], 0);  // row of token t0
-        rws[1] = __shfl_sync(0xffffffffu, pg[1], 0);  // of token t0 + 32
+        rws[0] = id_row(__shfl_sync(0xffffffffu, pg[0], 0), t0);  // row of token t0
+        rws[1] = id_row(__shfl_sync(0xffffffffu, pg[1], 0), t0 + 32);  // of token t0 + 32
       }
       for (int i = lane; i < rows * ROW_CHUNKS; i += 32) {
         const int r = i / ROW_CHUNKS, cc = i % ROW_CHUNKS;
@@ -1141,7 +1139,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
-    if constexpr (PAGED && CH) trow = __shfl_sync(0xffffffffu, pg[0], 0);  // (its page holds the whole sub-tile)
+    if constexpr (PAGED && CH) trow = id_row(__shfl_sync(0xffffffffu, pg[0], 0), t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
@@ -1173,7 +1171,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
-        const uint32_t rowj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
+        const uint32_t rowj = id_row(__shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32), t0 + tj);
         const long long src = (long long)rowj * RB + 16 * lane;  // = issue's row * RB + 16 c
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, kc + src);
@@ -1214,13 +1212,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
     }
   };
-  // issue sub-tiles in order; paged: pg_next holds the token rows of the next one, pg_after the page ids
-  // of the one after (in flight), so a page-id load has an iteration to land before rows_of needs it.
+  // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
+  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
   // FULL: the sub-tile is full and fast_copies holds (issue_full)
   uint32_t pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
   pages_of(0, pg_next);
   pages_of(1, pg_after);
-  rows_of(0, pg_next);
   auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
     if constexpr (decltype(full)::value)
       issue_full(it, pg_next);
@@ -1229,7 +1226,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (PAGED) {
       pg_next[0] = pg_after[0];
       pg_next[1] = pg_after[1];
-      rows_of(it + 1, pg_next);
       pages_of(it + 2, pg_after);
     }
   };
