@@ -795,10 +795,15 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
-// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. 0: no bound.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. Paged INT2 G=32
+// folded FP8 and INT4 G=64 folded BF16 (D=128): 2, where ptxas, unbounded, took 168 / 128 registers and
+// spilled 52 / 4 bytes once the page ids went through shared memory (204 / 192 with the bound, no
+// spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
+// 0: no bound.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
 constexpr int min_blocks() {
-  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
+  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
+         : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
@@ -927,7 +932,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH>())) folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
