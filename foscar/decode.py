@@ -301,6 +301,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         why_not_cuda = "not asked for"
     elif paged and cache.page_size & (cache.page_size - 1):
         why_not_cuda = f"the CUDA kernel takes page sizes that are powers of two, got {cache.page_size}"
+    elif paged and (rows := cache.k_codes.shape[0] * cache.num_kv_heads * cache.page_size) > decode_cuda.MAX_PAGED_ROWS:
+        why_not_cuda = (f"the CUDA kernel takes paged pools of at most 2^32 token rows (num_pages * num_kv_heads * "
+                        f"page_size), got {rows}")
     else:
         why_not_cuda = decode_cuda.unavailable(device, gqa)
     if backend == "cuda" and why_not_cuda:

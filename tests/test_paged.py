@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import foscar
+from foscar.kernels import decode_cuda
 from tests.test_decode_triton import TOL, _case
 
 
@@ -69,12 +70,17 @@ def test_paged_to_contiguous_round_trip(device):
         assert torch.equal(a[0, :, :21], b[0, :, :21]) and torch.equal(a[1, :, :9], b[1, :, :9])
 
 
-def test_paged_cache_bad_input(device):
+def test_paged_cache_bad_input(device, monkeypatch):
     q, cache = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
                      seq_lens=[10], bits=2, group_size=64)
     paged = foscar.paginate(cache, page_size=4)
     with pytest.raises(ValueError, match="page sizes that are powers of two, got 3"):
         foscar.decode(q, foscar.paginate(cache, page_size=3), backend="cuda")
+    rows = paged.k_codes.shape[0] * paged.num_kv_heads * paged.page_size
+    monkeypatch.setattr(decode_cuda, "MAX_PAGED_ROWS", rows - 1)  # stands in for a pool past 2^32 rows
+    with pytest.raises(ValueError, match=f"at most 2\\^32 token rows .* got {rows}"):
+        foscar.decode(q, foscar.paginate(cache, page_size=4), backend="cuda")
+    monkeypatch.undo()
     with pytest.raises(ValueError, match="page_size: expected >= 1"):
         foscar.paginate(cache, page_size=0)
     bad = foscar.PagedQuantizedKVCache(**{**paged.__dict__, "kv_indices": paged.kv_indices.long()})

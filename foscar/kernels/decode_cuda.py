@@ -36,6 +36,9 @@ KERNEL_NAME = "foscar-cuda"
 # header ("FOSCAR_MIN_BLOCKS=4 FOSCAR_PLANE_SCALE=0"), FOSCAR_NVCC_FLAGS adds raw nvcc flags ("-Xptxas -O0":
 # tests/test_decode_cuda.py checks that ptxas's optimiser does not change the FP8 results). All enter the
 # extension's name.
+# Paged pools: at most this many token rows, num_pages * num_kv_heads * page_size (the kernel computes rows
+# in 32-bit unsigned integers; bench/NOTES.md §37)
+MAX_PAGED_ROWS = 2**32
 DEFAULT_CSRC = Path(__file__).parent / "csrc"
 CSRC = Path(os.environ.get("FOSCAR_CSRC") or DEFAULT_CSRC)
 SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one object each, built in parallel

@@ -57,6 +57,10 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                   "channel-wise K: k_scale / k_offset must be [", k_codes.size(0), ", ", k_codes.size(1), ", ", blocks,
                   ", ", q.size(2), "] and 16-byte aligned, got ", t.sizes());
   }
+  // paged: the kernel computes token rows (page * num_kv_heads + head) * page_size + offset in 32-bit unsigned
+  TORCH_CHECK(!kv_indptr.has_value() || k_codes.size(0) * k_codes.size(1) * k_codes.size(2) <= (int64_t(1) << 32),
+              "paged cache: at most 2^32 token rows (num_pages * num_kv_heads * page_size), got ",
+              k_codes.size(0) * k_codes.size(1) * k_codes.size(2));
   TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);

@@ -136,6 +136,10 @@ struct Fmt {
   template <bool CH> static constexpr int KM_BYTES = CH ? 2 * HEAD_DIM * 4 : SCALE_BYTES;
   template <bool CH> static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 2 * KM_BYTES<CH> + 2 * SCALE_BYTES;
   template <bool CH> static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES<CH>;
+  // paged: after the stages, each warp's ring of kStages page-id slots (a sub-tile's 64 ids, 4 bytes each)
+  static constexpr int ID_SLOT_BYTES = kTileTokens * 4;
+  template <bool PAGED, bool CH>
+  static constexpr int KERNEL_SMEM_BYTES = SMEM_BYTES<CH> + (PAGED ? kStages * kWarps * ID_SLOT_BYTES : 0);
   // Folded BF16: plane pl is used in place (no shift) where its bits already sit in the BF16
   // mantissa (bits 0..6 of each half): operand 1 + code * 2^E / 128, E = PEXP(pl) = BITS * pl;
   // INT2 planes 0, 1, 2 (INT4 plane 1 would reach the exponent bit: shifted, E = 0). The
@@ -791,10 +795,15 @@ enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 // 128 instances, which fit 3 CTAs per SM in shared memory and registers. With the full-tile loop and
 // the general loop both in the kernel, ptxas left some of them at 128 registers with spills in the
 // loop (INT4 folded BF16, FP8 paged) and one at 178 (INT2 paged channel-wise K); the bound keeps them
-// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. 0: no bound.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+// at <= 168 (bench/NOTES.md §23; at group 64 it spilled 76 bytes); and imma_min_blocks. Paged INT2 G=32
+// folded FP8 and INT4 G=64 folded BF16 (D=128): 2, where ptxas, unbounded, took 168 / 128 registers and
+// spilled 52 / 4 bytes once the page ids went through shared memory (204 / 192 with the bound, no
+// spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
+// 0: no bound.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
 constexpr int min_blocks() {
-  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3 : 0;
+  return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
+         : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
@@ -923,7 +932,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH>())) folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -961,13 +970,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // token rows: row index of token gt of this (sequence, KV head) in the [rows, RB] code and [rows, NG]
   // scale views from the bases below, 64-bit (caches past 2^31 bytes); paged: from the page table,
-  // whose ids are loaded one tile ahead of their use (pages_of below) and read back by shuffles
+  // whose ids are copied into shared memory kStages sub-tiles ahead (copy_ids below), read back with
+  // LDS and turned into rows (id_row) in the copies.
+  // A paged row, (id * num_kv_heads + hkv) * page + (gt & (page - 1)), is a 32-bit unsigned integer:
+  // the binding checks num_pages * num_kv_heads * page_size <= 2^32 (folded_decode_sm90.h); byte and
+  // float offsets from it are 64-bit (IMAD.WIDE.U32)
   const long long row0 = PAGED ? 0 : (long long)bh * p.max_seq_len;  // contiguous: first token of (sequence, KV head)
   const int* pages = PAGED ? p.kv_indices + work.page0 : nullptr;
   const int page_mask = (1 << p.page_shift) - 1;
-  auto paged_row = [&](long long pg, int gt) -> long long {
-    return ((pg * p.num_kv_heads + hkv) << p.page_shift) + (gt & page_mask);
-  };
+  const uint32_t page_rows = (uint32_t)p.num_kv_heads << p.page_shift;  // rows per page id
+  const uint32_t head_row = (uint32_t)hkv << p.page_shift;  // row of this KV head's first token in a page
   const uint8_t* kc = p.k_codes + row0 * RB;
   const uint8_t* vc = p.v_codes + row0 * RB;
   const float* ks_g = p.k_scale + row0 * NG;
@@ -980,48 +992,59 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
-  // paged: page ids of tokens t0 + lane and t0 + 32 + lane of a sub-tile (0 past the end)
-  auto pages_of = [&](int it, int (&pg)[2]) {
+  // paged: the page ids of a sub-tile's 64 tokens (0 past the end) in this warp's ring of kStages slots
+  // after the stages (slot it % kStages), copied by 4-byte cp.async in the commit group of sub-tile
+  // it - kStages, so that the wait before computing that sub-tile also completes them (and the
+  // __syncwarp after it makes them visible to every lane) one step before sub-tile it is issued. The
+  // copies then read any token's id with LDS. Page ids in registers instead (loaded with __ldg two
+  // sub-tiles ahead, handed over from one register pair to the next) let ptxas load them into
+  // temporaries and move them into place a dozen instructions later, so that every iteration waited on
+  // the page table: paged 4-11% slower (bench/NOTES.md §37, §38).
+  uint32_t* const ids_ring =
+      reinterpret_cast<uint32_t*>(smem + F::template SMEM_BYTES<CH> + warp * kStages * F::ID_SLOT_BYTES);
+  auto ids_of = [&](int it) -> const uint32_t* { return ids_ring + (it % kStages) * kTileTokens; };
+  auto copy_ids = [&](int it) {  // cp.async the ids of sub-tile it into its slot (no commit)
     if constexpr (PAGED) {
       const int t0 = first + it * stride;
+      uint32_t* slot = ids_ring + (it % kStages) * kTileTokens;
 #pragma unroll
       for (int a = 0; a < 2; ++a) {
         const int gt = t0 + 32 * a + lane;
-        pg[a] = it < iters && gt < end ? __ldg(pages + (gt >> p.page_shift)) : 0;
+        const bool live = gt < end;  // (false past iters: t0 >= end there)
+        cp_async4(slot + 32 * a + lane, pages + (live ? (uint32_t)gt >> p.page_shift : 0u), live ? 4 : 0);
       }
     }
   };
-  // row of tile token tok (0..63) at gt: contiguous gt; paged from pg (pages_of); every lane must call
-  // it (shuffles), with `hi` = (tok >= 32) the same on every lane
-  auto row_at = [&](const int (&pg)[2], bool hi, int tok, int gt) -> long long {
-    if constexpr (!PAGED) {
-      return gt;
-    } else {
-      const int id = __shfl_sync(0xffffffffu, hi ? pg[1] : pg[0], tok & 31);
-      return paged_row(id, gt);
-    }
+  auto id_row = [&](uint32_t id, int gt) -> uint32_t {  // row of token gt in page id (32-bit, see above)
+    return id * page_rows + (head_row | (uint32_t)(gt & page_mask));
   };
-  auto row_any = [&](const int (&pg)[2], int tok, int gt) -> long long {  // tok >= 32 may differ per lane
+  // row of tile token tok (0..63, may differ per lane) at gt: contiguous gt; paged from ids (ids_of)
+  auto row_at = [&](const uint32_t* ids, int tok, int gt) -> long long {
     if constexpr (!PAGED) {
       return gt;
     } else {
-      const int lo_id = __shfl_sync(0xffffffffu, pg[0], tok & 31), hi_id = __shfl_sync(0xffffffffu, pg[1], tok & 31);
-      return paged_row(tok < 32 ? lo_id : hi_id, gt);
+      return id_row(ids[tok], gt);
     }
   };
 
-  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); pg: its page ids
-  auto issue = [&](int it, const int (&pg)[2]) {
+  // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); ids: its page ids (ids_of)
+  auto issue = [&](int it, const uint32_t* ids) {
     uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
+    // paged: the ids of this lane's chunks first (see issue_full's)
+    uint32_t idc[CODE_CHUNKS / 32] = {};
+    if constexpr (PAGED) {
+#pragma unroll
+      for (int jj = 0; jj < CODE_CHUNKS / 32; ++jj) idc[jj] = ids[(lane + 32 * jj) / NCH];
+    }
 #pragma unroll
     for (int jj = 0; jj < CODE_CHUNKS / 32; ++jj) {
       const int i = lane + 32 * jj;
       const int tok = i / NCH, c = i % NCH;
       const int gt = t0 + tok;
       const bool live = gt < end;
-      const long long row = row_at(pg, jj >= NCH, tok, gt);  // tok >= 32 exactly when jj >= NCH
+      const long long row = PAGED ? (long long)id_row(idc[jj], gt) : (long long)gt;
       const long long src = live ? row * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
       cp_async16(st + dst, kc + src, live ? 16 : 0);
@@ -1034,7 +1057,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         const int i = i0 + lane;
         const int f0 = i * 4;
         const int tok = min(f0 / NG, kTileTokens - 1);
-        const long long row = row_any(pg, tok, t0 + tok);
+        const long long row = row_at(ids, tok, t0 + tok);
         if (i < SCALE_CHUNKS) {
           const int left = valid - f0;
           const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
@@ -1051,7 +1074,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     } else {  // rows (pages) of scales not 16-byte aligned: 4-byte copies
       for (int f0 = lane; f0 < kTileTokens * NG; f0 += 32) {
         const int tok = f0 / NG;
-        const long long row = row_any(pg, tok, t0 + tok);
+        const long long row = row_at(ids, tok, t0 + tok);
         const int bytes = f0 < valid ? 4 : 0;
         const long long src = bytes ? row * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
@@ -1066,17 +1089,18 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (CH) {  // the K blocks of tokens t0 and (k_block 32) t0 + 32: rows of HEAD_DIM floats
       constexpr int ROW_CHUNKS = HEAD_DIM / 4;
       const int rows = kb32 ? 2 : 1;
-      int ids[2] = {0, 0};
-      if constexpr (PAGED) {
-        ids[0] = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0
-        ids[1] = __shfl_sync(0xffffffffu, pg[1], 0);  // of token t0 + 32
+      uint32_t rws[2] = {0, 0};
+      if constexpr (PAGED) {  // K block row (id * num_kv_heads + hkv) * k_blocks + ((gt & page_mask) >> kbs)
+        // of token gt is its row >> kbs, as k_blocks = page >> kbs (the entry point)
+        rws[0] = id_row(ids[0], t0);  // row of token t0
+        rws[1] = id_row(ids[32], t0 + 32);  // of token t0 + 32
       }
       for (int i = lane; i < rows * ROW_CHUNKS; i += 32) {
         const int r = i / ROW_CHUNKS, cc = i % ROW_CHUNKS;
         const int gt = t0 + 32 * r;
         const bool live = gt < end;
         const long long krow =
-            PAGED ? ((long long)(r ? ids[1] : ids[0]) * p.num_kv_heads + hkv) * p.k_blocks + ((gt & page_mask) >> p.k_block_shift)
+            PAGED ? (long long)((r ? rws[1] : rws[0]) >> p.k_block_shift)
                   : (long long)bh * p.k_blocks + (gt >> p.k_block_shift);
         const long long src = live ? krow * HEAD_DIM + 4 * cc : 0;
         uint8_t* dst = st + 2 * F::CODE_BYTES + (r * HEAD_DIM + 4 * cc) * 4;
@@ -1086,9 +1110,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   };
   // The same copies for a full sub-tile (all 64 tokens before `end`) whose rows are adjacent in the
-  // cache (contiguous; paged with pages of >= 64 tokens: a sub-tile starts at a multiple of 64, so it
-  // lies in one page) and whose scales take 16-byte copies (p.scales_aligned): byte-identical shared
-  // memory with no per-chunk index, liveness, select or multiply. Why each copy is the same as `issue`'s:
+  // cache (contiguous; paged channel-wise K, whose pages hold >= 64 tokens: a sub-tile starts at a
+  // multiple of 64, so it lies in one page) and whose scales take 16-byte copies (p.scales_aligned):
+  // byte-identical shared memory with no per-chunk index, liveness, select or multiply. Why each copy is
+  // the same as `issue`'s:
   //  - codes: issue's chunk i = lane + 32 jj comes from byte (t0 + i / NCH) * RB + 16 (i % NCH) =
   //    t0 * RB + 16 i of the rows (RB = 16 NCH) and goes to code_dst(lane, jj); code_swizzle_period
   //    checks both identities at compile time (the static_assert below), so per lane: one loop-invariant
@@ -1100,8 +1125,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   //  - channel-wise K rows: chunk i = r * HEAD_DIM / 4 + cc of K block row r (token t0 + 32 r) comes
   //    from float krow_r * HEAD_DIM + 4 cc with krow_r = krow_0 + r (t0 is a multiple of 64; k_block 32
   //    is the only case with r = 1, and the page holds t0 + 32 too), i.e. krow_0 * HEAD_DIM + 4 i, and
-  //    goes to byte 16 i (paged: krow_0 = paged_row(id, t0) >> k_block_shift, with k_blocks = page >> it);
-  //  - paged rows: paged_row(id, t0 + tok) = paged_row(id, t0) + tok within one page, id that of t0.
+  //    goes to byte 16 i (paged: krow_0 = row(t0) >> k_block_shift, with k_blocks = page >> it);
+  //  - paged rows: row(t0 + tok) = row(t0) + tok within one page.
   constexpr int SWZ_PERIOD = code_swizzle_period<F>();
   static_assert(SWZ_PERIOD == 1 || SWZ_PERIOD == 2, "code chunks: swizzle not periodic over 32-chunk rounds");
   constexpr int SCALE_CHUNKS = F::SCALE_BYTES / 16;  // 16 NG
@@ -1109,28 +1134,27 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   int code_dst_lane[SWZ_PERIOD];
 #pragma unroll
   for (int q = 0; q < SWZ_PERIOD; ++q) code_dst_lane[q] = code_dst<F>(lane, q);
-  // paged with pages of fewer than 64 tokens (FlashInfer's usual 16): a sub-tile spans pages, but a
-  // 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH) lies in one page when
-  // page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4, implied): issue_full then
-  // takes the row of each round's first token from the page table (one shuffle, no liveness or select)
-  // and the scales' rows per lane as `issue` does (channel-wise K there: pages >= 64 only)
-  const bool small_pages = PAGED && !CH && p.page_shift < 6;  // (channel-wise K: fast_copies needs >= 64)
+  // paged, token-wise K, any page size the fast path takes (FlashInfer's usual 16 among them): a
+  // sub-tile may span pages, but a 32-chunk round of codes (32 / NCH tokens from a multiple of 32 / NCH)
+  // lies in one page when page >= 32 / NCH (as a 4-float scale chunk in one when page * NG >= 4,
+  // implied): issue_full then takes the row of each round's first token from its id (one LDS of the
+  // slot, the same address on every lane; no liveness or select; its other tokens' rows follow it,
+  // row(tj + k) = row(tj) + k) and the scales' rows per lane as `issue` does. One path for every page
+  // size: with a second one for pages >= 64 (adjacent rows) behind a runtime branch, the INT2 D=128 G=128 loop was 946
+  // instructions, 866 without it (bench/NOTES.md §37). Channel-wise K: pages >= 64 only, adjacent rows.
+  constexpr bool round_rows = PAGED && !CH;
   // an int: as a bool (i8 in cicc's IR) its phi became a predicate or a u16 depending on the rest of the
   // kernel, so that moving the epilogue into a function moved every instance's SASS; with `&` / `|`
   // instead of the branch, paged loops moved by up to 3% (bench/NOTES.md §20, session 11)
   const int fast_copies =
       p.scales_aligned ? (int)(!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32)) : 0;
-  auto issue_full = [&](int it, const int (&pg)[2]) {
+  auto issue_full = [&](int it, const uint32_t* ids) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
     long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
-    int id = 0;
-    if constexpr (PAGED) {
-      id = __shfl_sync(0xffffffffu, pg[0], 0);  // page of token t0, and of the whole sub-tile
-      trow = paged_row(id, t0);
-    }
+    if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
-    if (!small_pages) {  // the sub-tile's rows are adjacent
+    if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
       const uint8_t* vsrc = vc + trow * RB + 16 * lane;
 #pragma unroll
@@ -1156,26 +1180,35 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, vz_g + srow + 4 * i);
         }
       }
-    } else if constexpr (PAGED && !CH) {  // pages of 32 / NCH .. 32 tokens: one page per round
+    } else {  // paged, token-wise K, pages of >= 32 / NCH tokens: one page per round
+      // every id first: ptxas keeps an LDS of the slot after a cp.async issued before it (both shared
+      // memory), so ids read between the copies cost an LDS round trip each
+      constexpr int ROUNDS = kTileTokens * NCH / 32;
+      constexpr int SQ = SCALE_CHUNKS == 16 ? 1 : SCALE_CHUNKS / 32;
+      uint32_t idj[ROUNDS], ids_q[SQ];
 #pragma unroll
-      for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
+      for (int jj = 0; jj < ROUNDS; ++jj) idj[jj] = ids[32 * jj / NCH];  // first token of round jj
+#pragma unroll
+      for (int q = 0; q < SQ; ++q) ids_q[q] = ids[4 * (SCALE_CHUNKS == 16 ? lane % 16 : lane + 32 * q) / NG];
+#pragma unroll
+      for (int jj = 0; jj < ROUNDS; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
-        const int idj = __shfl_sync(0xffffffffu, tj < 32 ? pg[0] : pg[1], tj % 32);
-        const long long src = paged_row(idj, t0 + tj) * RB + 16 * lane;  // = issue's row * RB + 16 c
+        const uint32_t rowj = id_row(idj[jj], t0 + tj);
+        const long long src = (long long)rowj * RB + 16 * lane;  // = issue's row * RB + 16 c
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, kc + src);
         cp_async16_full(dst + F::CODE_BYTES, vc + src);
       }
-      if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_any)
+      if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_at)
         const int h = lane / 16, i = lane % 16, tok = 4 * i / NG;
-        const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+        const long long src = (long long)id_row(ids_q[0], t0 + tok) * NG + 4 * i % NG;
         cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + src);
         cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + src);
       } else {
 #pragma unroll
         for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
           const int i = lane + 32 * q, tok = 4 * i / NG;
-          const long long src = row_any(pg, tok, t0 + tok) * NG + 4 * i % NG;
+          const long long src = (long long)id_row(ids_q[q], t0 + tok) * NG + 4 * i % NG;
           cp_async16_full(sst + 16 * i, ks_g + src);
           cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + src);
           cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + src);
@@ -1187,7 +1220,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       constexpr int ROW_CHUNKS = HEAD_DIM / 4;
       const int chunks = (kb32 ? 2 : 1) * ROW_CHUNKS;
       // K block row of token t0; paged: (id * num_kv_heads + hkv) * k_blocks + ((t0 & page_mask) >> kbs)
-      // is trow >> kbs, as k_blocks = page >> kbs there (the binding)
+      // is trow >> kbs, as k_blocks = page >> kbs there (the entry point)
       const long long krow = PAGED ? trow >> p.k_block_shift : (long long)bh * p.k_blocks + (t0 >> p.k_block_shift);
       const float* ksc = p.k_scale + krow * HEAD_DIM;
       const float* kof = p.k_offset + krow * HEAD_DIM;
@@ -1201,26 +1234,31 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
     }
   };
-  // issue sub-tiles in order; paged: pg_next holds the page ids of the next one, pg_after of the one
-  // after (in flight), so a page-id load has an iteration to land before its cp.async needs it.
-  // FULL: the sub-tile is full and fast_copies holds (issue_full)
-  int pg_next[2] = {0, 0}, pg_after[2] = {0, 0};
-  pages_of(0, pg_next);
-  pages_of(1, pg_after);
+  // issue sub-tiles in order; paged: the copies of sub-tile it read its ids from slot it % kStages,
+  // which then takes the ids of sub-tile it + kStages (in it's commit group, completed by the wait of
+  // step it, before step it + 1 issues sub-tile it + kStages). The __syncwarp: every lane has read the
+  // slot before any lane refills it. FULL: the sub-tile is full and fast_copies holds (issue_full)
   auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
     if constexpr (decltype(full)::value)
-      issue_full(it, pg_next);
+      issue_full(it, ids_of(it));
     else
-      issue(it, pg_next);
+      issue(it, ids_of(it));
     if constexpr (PAGED) {
-      pg_next[0] = pg_after[0];
-      pg_next[1] = pg_after[1];
-      pages_of(it + 2, pg_after);
+      __syncwarp();
+      copy_ids(it + kStages);
     }
   };
 
-  // prologue: the first kStages - 1 sub-tiles in flight before the query is loaded and folded, so
-  // that the query's load (dependent on the schedule, as the tiles are) overlaps theirs
+  // prologue: the ids of sub-tiles 0 .. kStages - 1 (a group of their own, waited for here), then the
+  // first kStages - 1 sub-tiles in flight before the query is loaded and folded, so that the query's
+  // load (dependent on the schedule, as the tiles are) overlaps theirs
+  if constexpr (PAGED) {
+#pragma unroll
+    for (int s0 = 0; s0 < kStages; ++s0) copy_ids(s0);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncwarp();
+  }
 #pragma unroll
   for (int s0 = 0; s0 < kStages - 1; ++s0) {
     if (s0 < iters) issue_next(s0, std::false_type{});
@@ -1906,7 +1944,7 @@ template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
-  constexpr int tiles = F::template SMEM_BYTES<CH>;
+  constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
   constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

@@ -22,7 +22,9 @@
 // k_block: 0 for token-wise K (k_scale / k_offset like
 // V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
 // ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
-// head_dim], k_block dividing page_size). Returns cudaErrorInvalidValue for an unsupported
+// head_dim], k_block dividing page_size). Paged pools hold at most 2^32 token rows, num_pages *
+// num_kv_heads * page_size (the kernel's page-table rows are 32-bit unsigned; the caller checks: the
+// torch binding does). Returns cudaErrorInvalidValue for an unsupported
 // (bits, head_dim, group_size, gqa, mode, page_size, k_block).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
