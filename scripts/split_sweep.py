@@ -8,6 +8,11 @@ against the fp64 reference rows of the bench and timed the way `foscar bench` ti
 prints, per point, the best s against auto.
 
     python scripts/split_sweep.py OUT_DIR [--bits 2 --bits 4] [--batch 64 ...] [--context 8192 ...]
+        [--splits 16 --splits 32 ...] [--min-tokens 256]
+
+`--splits` replaces the candidate list; `--min-tokens` (default 512, the length-aware schedule's smallest
+chunk) sets the shortest split the sweep tries: 256 tries one-iteration splits (the fixed-split path of the
+kernel takes them; the length-aware one never makes them), bench/NOTES.md §40.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ def main() -> None:
     ap.add_argument("--bits", type=int, action="append", help="bit widths (default 2 and 4)")
     ap.add_argument("--batch", type=int, action="append", help="batch sizes (default the grid's 1, 8, 32, 64)")
     ap.add_argument("--context", type=int, action="append", help="contexts (default 8192, 32768, 131072)")
+    ap.add_argument("--splits", type=int, action="append", help=f"split counts to try (default {CANDIDATES})")
+    ap.add_argument("--min-tokens", type=int, default=512, choices=(256, 512),
+                    help="shortest split tried, in tokens (256: one CTA iteration; default 512)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
@@ -43,8 +51,8 @@ def main() -> None:
         for batch in args.batch or (1, 8, 32, 64):
             for context in args.context or (8192, 32768, 131072):
                 w = build_workload(Point(batch, context, bits, G, QO, KV, HD, 16), dev, 0, 1 << 20)
-                most = max(1, math.ceil(context / 512))
-                cands = [s for s in CANDIDATES if s <= most and batch * KV * s <= 8 * slots] + [None]
+                most = max(1, math.ceil(context / args.min_tokens))
+                cands = [s for s in (args.splits or CANDIDATES) if s <= most and batch * KV * s <= 8 * slots] + [None]
                 for s in cands:
                     row = dict(bits=bits, batch=batch, context=context, num_splits=s if s else "auto")
                     try:
