@@ -116,3 +116,34 @@ def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, 
     assert fixed == 0 and target == batch * per_sequence
     work = splits.schedule([context] * batch, slots, fixed, target)
     assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}
+
+
+@pytest.mark.parametrize("capacity, room", [(1, False), (16, False), (512, False), (513, True), (32768, True)])
+def test_no_room_where_no_sequence_can_take_two_chunks(capacity, room):
+    """Batch 64 over 8 KV heads fills the H200 (512 CTAs >= 3 x 132), so a ragged batch gets 64 spare
+    slots, except where the capacity is at most the smallest chunk (512 tokens): every sequence is then
+    one chunk and the spare slots would be CTAs with nothing to do (bench/NOTES.md §36, §39)."""
+    slots, fixed, target = splits.plan_work(64, 8, capacity, H200_SMS)
+    assert fixed == 0 and target == 64
+    assert slots == (128 if room else 64)
+    if not room:  # ... and every sequence's one chunk still fits, whatever its length up to the capacity
+        rng = random.Random(capacity)
+        work = splits.schedule([rng.randrange(capacity + 1) for _ in range(64)], slots, fixed, target)
+        assert [b for b, _, _ in work] == list(range(64))
+
+
+def _cuda_constant(name):
+    """A ``constexpr int`` of the CUDA kernel's source, as written there (a literal)."""
+    import re
+    from pathlib import Path
+
+    src = (Path(splits.__file__).parent / "csrc" / "folded_decode_sm90.cuh").read_text()
+    found = re.search(rf"constexpr int {name} = (\d+);", src)
+    assert found, f"{name} is not a literal constexpr int in folded_decode_sm90.cuh"
+    return int(found.group(1))
+
+
+def test_the_chunk_constants_match_the_kernel():
+    assert _cuda_constant("kMinChunk") == splits.MIN_CHUNK_TOKENS
+    assert _cuda_constant("kMaxChunk") == splits.MAX_SPLIT_TOKENS
+    assert _cuda_constant("kWarps") * _cuda_constant("kTileTokens") == splits.CHUNK_ALIGN_TOKENS

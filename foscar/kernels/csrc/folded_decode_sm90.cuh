@@ -440,8 +440,11 @@ struct Params {
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
 constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
-constexpr int kMinChunk = 2 * kChunkAlign;         // at least two iterations per chunk
+// (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
+// MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
+constexpr int kMinChunk = 512;                     // at least two iterations per chunk
 constexpr int kMaxChunk = 32768;                   // first choice of chunk at most this (bench/NOTES.md §14)
+static_assert(kChunkAlign == 256 && kMinChunk == 2 * kChunkAlign, "splits.py mirrors these values");
 constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
 
 struct Work {
