@@ -35,7 +35,8 @@ MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this (the CUDA kernel's
 CHUNK_ALIGN_TOKENS = 256  # kChunkAlign
 MIN_CHUNK_TOKENS = 512  # kMinChunk
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
-# plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence can take two chunks)
+# plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
+# can take two chunks)
 RESIDENT_CTAS_PER_SM = 3
 
 
