@@ -171,23 +171,38 @@ def _ragged_lengths(batch, seed, longest):
     _ragged_lengths(32, 5, 6000),                       # lane 31 holds a sequence
     _ragged_lengths(32, 0, 12000),                      # 32 whose first chunk does not fit: 136 chunks of 1536
                                                         # tokens for 128 slots, so the general path grows it
-    _ragged_lengths(33, 7, 6000),                       # past one lane per sequence: the general path
+    _ragged_lengths(33, 7, 6000),                       # four sequences per lane, several chunks each: one pass
     [0] * 32,
-], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty"])
-def test_the_kernel_schedule_is_the_host_mirror(lengths):
+    [600] * 33,                                         # one pass, 4 per lane, up to 128 (on an H200 with
+                                                        # 2 KV heads; tests/test_splits.py checks which)
+    [3000] * 64,
+    _ragged_lengths(64, 8, 500),                        # short: one chunk each, fits at once
+    _ragged_lengths(64, 9, 1800),                       # grows: the general path
+    _ragged_lengths(100, 10, 700),                      # grows: the general path
+    [0] * 128,
+    _ragged_lengths(128, 11, 512),
+    [5000] * 127 + [1],
+    [6000] + _ragged_lengths(127, 12, 300),             # one long: does not fit at the first chunk, general
+    _ragged_lengths(129, 13, 900),                      # past 128: the general path
+], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty", "33-uniform", "64-uniform", "64-short",
+        "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129"])
+@pytest.mark.parametrize("paged", [False, True])
+def test_the_kernel_schedule_is_the_host_mirror(lengths, paged):
     """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
     chunk count in the plan's seq_chunks), equal splits.schedule's, on both sides of the one-pass path
-    (batches of up to 32 whose first chunk fits, NOTES §30) and the general one; outputs as the reference."""
+    (batches of up to 128 whose first chunk fits, NOTES §30, §39) and the general one; outputs as the
+    reference, contiguous and paged (the paged one pass reads kv_indptr pairs)."""
     from foscar.kernels import decode_cuda
 
     q, cache = _case(_cuda(), batch=len(lengths), num_qo_heads=8, num_kv_heads=2, head_dim=64,
                      seq_lens=lengths, bits=2, group_size=32)
-    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    run_cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
+    plan = foscar.plan_decode(run_cache, 8, backend="cuda")
     if plan.merge != "kernel":
         pytest.skip("the merge kernel's table is what this reads (FOSCAR_MERGE=fused plans have none)")
-    out = plan.run(q, cache)
+    out = plan.run(q, run_cache)
     torch.cuda.synchronize()
-    slots, fixed, target = decode_cuda.plan_splits(cache, q.device)
+    slots, fixed, target = decode_cuda.plan_splits(run_cache, q.device)
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):

@@ -116,3 +116,133 @@ def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, 
     assert fixed == 0 and target == batch * per_sequence
     work = splits.schedule([context] * batch, slots, fixed, target)
     assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}
+
+
+@pytest.mark.parametrize("capacity, room", [(1, False), (16, False), (512, False), (513, True), (32768, True)])
+def test_no_room_where_no_sequence_can_take_two_chunks(capacity, room):
+    """Batch 64 over 8 KV heads fills the H200 (512 CTAs >= 3 x 132), so a ragged batch gets 64 spare
+    slots, except where the capacity is at most the smallest chunk (512 tokens): every sequence is then
+    one chunk and the spare slots would be CTAs with nothing to do (bench/NOTES.md §36, §39)."""
+    slots, fixed, target = splits.plan_work(64, 8, capacity, H200_SMS)
+    assert fixed == 0 and target == 64
+    assert slots == (128 if room else 64)
+    if not room:  # ... and every sequence's one chunk still fits, whatever its length up to the capacity
+        rng = random.Random(capacity)
+        work = splits.schedule([rng.randrange(capacity + 1) for _ in range(64)], slots, fixed, target)
+        assert [b for b, _, _ in work] == list(range(64))
+
+
+def _cuda_constant(name):
+    """A ``constexpr int`` of the CUDA kernel's source, as written there (a literal)."""
+    import re
+    from pathlib import Path
+
+    src = (Path(splits.__file__).parent / "csrc" / "folded_decode_sm90.cuh").read_text()
+    found = re.search(rf"constexpr int {name} = (\d+);", src)
+    assert found, f"{name} is not a literal constexpr int in folded_decode_sm90.cuh"
+    return int(found.group(1))
+
+
+def test_the_chunk_constants_match_the_kernel():
+    assert _cuda_constant("kMinChunk") == splits.MIN_CHUNK_TOKENS
+    assert _cuda_constant("kMaxChunk") == splits.MAX_SPLIT_TOKENS
+    assert _cuda_constant("kWarps") * _cuda_constant("kTileTokens") == splits.CHUNK_ALIGN_TOKENS
+
+
+def _one_pass(lengths, num_slots, target_chunks, slot):
+    """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
+    lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
+    ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
+    fit at the first chunk size (the kernel then takes the general path)."""
+    batch = len(lengths)
+    k = 1 if batch <= 32 else 4
+    lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
+    total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
+    chunk = min(-(-total // target_chunks), splits.MAX_SPLIT_TOKENS)
+    chunk = -(-max(chunk, splits.MIN_CHUNK_TOKENS) // splits.CHUNK_ALIGN_TOKENS) * splits.CHUNK_ALIGN_TOKENS
+    recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
+    counts = []
+    for held in lanes:
+        per = []
+        for length in held:
+            x = length + chunk - 1
+            assert 0 <= x < 2**31
+            if k > 1:
+                q = (x * recip) >> 32  # __umulhi
+                q += x - q * chunk >= chunk
+            else:
+                q = x // chunk
+            assert q == x // chunk
+            per.append(q if length > 0 else 1)
+        counts.append(per)
+    lane_n = [sum(per) for per in counts]
+    incl = [sum(lane_n[: lane + 1]) for lane in range(32)]  # the warp scan
+    if incl[31] > num_slots:
+        return None
+    hits = [lane for lane in range(32) if lane_n[lane] > 0 and incl[lane] - lane_n[lane] <= slot < incl[lane]]
+    if not hits:
+        return ()
+    lane = hits[0]
+    first, nb, lb, bb = incl[lane] - lane_n[lane], counts[lane][0], lanes[lane][0], lane * k
+    for j in range(1, k):  # the walk over the lane's sequences (unrolled in the kernel)
+        nj, lj = (counts[lane][j], lanes[lane][j]) if j < len(counts[lane]) else (0, 0)
+        if slot >= first + nb:
+            first, nb, lb, bb = first + nb, nj, lj, lane * k + j
+    start = (slot - first) * chunk
+    return bb, start, min(start + chunk, lb)
+
+
+def _random_batch(rng, batch, capacity):
+    kind = rng.choice(["ragged", "ragged", "uniform", "empty", "one-long", "short"])
+    if kind == "uniform":
+        return [rng.randrange(capacity + 1)] * batch
+    if kind == "empty":
+        return [0] * batch
+    if kind == "one-long":
+        lengths = [rng.randrange(min(capacity, 600) + 1) for _ in range(batch)]
+        lengths[rng.randrange(batch)] = capacity
+        return lengths
+    if kind == "short":
+        return [rng.randrange(min(capacity, 512) + 1) for _ in range(batch)]
+    return [rng.choice([0, 1, rng.randrange(capacity + 1), capacity]) for _ in range(batch)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_one_pass_path_gives_the_general_schedule(seed):
+    """find_work's one pass (up to 128 sequences, bench/NOTES.md §30, §39) on random ragged batches of 1..128
+    sequences: every slot gets the chunk splits.schedule (the general path's mirror) gives it, wherever
+    the first chunk size fits the slots."""
+    rng = random.Random(seed)
+    fitted = 0
+    for _ in range(60):
+        batch = rng.choice([1, 2, 31, 32, 33, rng.randrange(1, 129), 64, 127, 128])
+        capacity = rng.choice([16, 512, 600, 4096, 32768, 131072, 1 << 20])
+        heads = rng.choice([1, 2, 8, 32])
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, rng.choice([4, 132]),
+                                                bits=rng.choice([None, 2, 4]))
+        lengths = _random_batch(rng, batch, capacity)
+        work = splits.schedule(lengths, slots, fixed, target)
+        if _one_pass(lengths, slots, target, 0) is None:
+            continue
+        fitted += 1
+        # every slot with work, the first few past the last chunk, and the grid's last slot
+        for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
+            want = work[slot] if slot < len(work) else ()
+            assert _one_pass(lengths, slots, target, slot) == want, (lengths, slots, target, slot)
+    assert fitted >= 20  # the one pass was exercised, not only the fall-through
+
+
+def test_one_reciprocal_gives_exact_chunk_counts():
+    """The K > 1 lanes' ceil(len / chunk) from one reciprocal floor((2^32 - 1) / chunk) and one correction
+    step, at the extremes of what find_work feeds it (len 0..2^30, chunk 512..32768 in steps of 256)."""
+    rng = random.Random(0)
+    chunks = [512, 768, 32512, 32768] + [rng.randrange(2, 129) * 256 for _ in range(200)]
+    for chunk in chunks:
+        recip = (2**32 - 1) // chunk
+        for length in [0, 1, chunk - 1, chunk, chunk + 1, (1 << 30) - 1, 1 << 30] + [
+                rng.randrange((1 << 30) + 1) for _ in range(200)]:
+            x = length + chunk - 1
+            q = (x * recip) >> 32
+            assert 0 <= x - q * chunk < 2 * chunk
+            q += x - q * chunk >= chunk
+            assert q == -(-length // chunk) if length > 0 else q == 0

@@ -29,9 +29,14 @@ def split_tokens(max_seq_len: int, num_splits: int, block_n: int) -> tuple[int, 
 
 
 TARGET_PROGRAMS_PER_SM = 2  # split-KV heuristic: (sequence, KV head, split) programs per SM, rounded down to a power of two
-MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this
+MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this (the CUDA kernel's kMaxChunk)
+# the CUDA kernel's length-aware chunks (find_work, csrc/folded_decode_sm90.cuh; tests/test_splits.py
+# checks these against the C++ constants): multiples of one CTA iteration, at least two of them
+CHUNK_ALIGN_TOKENS = 256  # kChunkAlign
+MIN_CHUNK_TOKENS = 512  # kMinChunk
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
-# plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that
+# plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
+# can take two chunks)
 RESIDENT_CTAS_PER_SM = 3
 
 
@@ -86,7 +91,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     in a 32K cache: 294 -> 142 us on the H200; with one slot per sequence the longest ran on one
     CTA per KV head). Below that, no extra slot: slots past the last chunk are CTAs that exit at
     once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K: 75 ->
-    103 us), bench/NOTES.md §17-§18.
+    103 us), bench/NOTES.md §17-§18. Nor where no sequence can take two chunks: at ``max_seq_len <=``
+    :data:`MIN_CHUNK_TOKENS` (512, the smallest chunk the kernel makes) every sequence is one chunk,
+    and the room would only be empty CTAs (batch 64 at a capacity of 16: 1024 CTAs instead of 512,
+    bench/NOTES.md §36, §39).
 
     Args:
         batch, num_kv_heads, max_seq_len: the cache's (``max_seq_len`` the capacity per sequence;
@@ -107,7 +115,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
-    return target + (batch if fills_gpu else 0), 0, target
+    room = fills_gpu and max_seq_len > MIN_CHUNK_TOKENS  # else no sequence could use a second chunk
+    return target + (batch if room else 0), 0, target
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
@@ -122,7 +131,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
         length-0 sequence has one empty chunk).
     """
-    align, lo, hi = 256, 512, MAX_SPLIT_TOKENS
+    align, lo, hi = CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS, MAX_SPLIT_TOKENS
     out = []
     if fixed_splits > 0:
         for b, n in enumerate(lengths):

@@ -440,8 +440,11 @@ struct Params {
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
 constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
-constexpr int kMinChunk = 2 * kChunkAlign;         // at least two iterations per chunk
+// (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
+// MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
+constexpr int kMinChunk = 512;                     // at least two iterations per chunk
 constexpr int kMaxChunk = 32768;                   // first choice of chunk at most this (bench/NOTES.md §14)
+static_assert(kChunkAlign == 256 && kMinChunk == 2 * kChunkAlign, "splits.py mirrors these values");
 constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
 
 struct Work {
@@ -455,18 +458,32 @@ struct Work {
 
 // Length of sequence b, clamped to what the cache holds: contiguous, 0..max_seq_len; paged, the
 // pages in kv_indptr[b]..kv_indptr[b + 1] clipped to kv_indices, and kv_last_page_len to 0..page.
+// clamp_length / paged_length do the clamping on values already loaded (find_work's one pass issues
+// all of a lane's loads first).
+__device__ __forceinline__ int clamp_length(const Params& p, int len) {
+  return min(max(len, 0), min(p.max_seq_len, kMaxLength));
+}
+
+// lo_raw, hi_raw: kv_indptr[b], kv_indptr[b + 1]; last_raw: kv_last_page_len[b]
+__device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_raw, int last_raw, int& page0) {
+  const int lo = min(max(lo_raw, 0), p.num_indices);
+  const int hi = min(max(hi_raw, lo), p.num_indices);
+  page0 = lo;
+  const int last = min(max(last_raw, 0), 1 << p.page_shift);
+  // FlashInfer's rule, in 64 bits and at most 2^30 tokens (a garbage kv_indptr cannot overflow it)
+  const int pages = min(hi - lo, (kMaxLength >> p.page_shift) + 1);  // at most ~2^30 tokens: no int overflow
+  return pages > 0 ? ((pages - 1) << p.page_shift) + last : 0;
+}
+
 template <bool PAGED>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
   if constexpr (PAGED) {
-    const int lo = min(max(p.kv_indptr[b], 0), p.num_indices);
-    const int hi = min(max(p.kv_indptr[b + 1], lo), p.num_indices);
+    int lo;
+    const int len = paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
     if (page0) *page0 = lo;
-    const int last = min(max(p.lens[b], 0), 1 << p.page_shift);
-    // FlashInfer's rule, in 64 bits and at most 2^30 tokens (a garbage kv_indptr cannot overflow it)
-    const int pages = min(hi - lo, (kMaxLength >> p.page_shift) + 1);  // at most ~2^30 tokens: no int overflow
-    return pages > 0 ? ((pages - 1) << p.page_shift) + last : 0;
+    return len;
   } else {
-    return min(max(p.lens[b], 0), min(p.max_seq_len, kMaxLength));
+    return clamp_length(p, p.lens[b]);
   }
 }
 
@@ -522,28 +539,83 @@ __device__ Work find_work(const Params& p, int slot) {
     w.index = slot - w.first;
     w.start = w.index * chunk;
     w.end = min(w.start + chunk, blen);
+    // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
     if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
   };
-  // up to 32 sequences, and the first chunk fits (every uniform batch; the host sizes num_slots for
-  // it): one length per lane kept in a register, one division and one scan, the same Work as the
-  // general path below (bench/NOTES.md §30: the general path's three passes cost ~0.7 us at 1 x 8K)
-  if (p.batch <= 32) {
-    const bool has = lane < p.batch;
-    const int len = has ? seq_length<PAGED>(p, lane) : 0;
-    const int chunk = first_chunk(len);
-    const int n = has ? chunks_of(len, chunk) : 0;
-    int incl = n;
+  // One pass, for up to 32 x K sequences whose first chunk fits the slots (every uniform batch; the host
+  // sizes num_slots for it): lane l holds the K sequences K*l .. K*l + K - 1 (slot order = sequence order
+  // = lane order), their lengths loaded in one round and kept in registers; one reduction and one
+  // division for the chunk, one warp scan over the lanes' chunk counts, and the lane whose slots hold
+  // `slot` walks its K sequences. The same Work as the general path below (bench/NOTES.md §30: its
+  // three passes cost ~0.7 us at 1 x 8K; §39: up to 128 sequences). false: the chunks do not fit at
+  // the first chunk size, the general path grows it.
+  auto one_pass = [&](auto per_lane) -> bool {
+    constexpr int K = decltype(per_lane)::value;
+    const int b0 = lane * K;
+    int len[K];
+    if constexpr (PAGED) {  // every load first: K + 1 kv_indptr entries and K last-page lengths
+      int ptr[K + 1], last[K];
+#pragma unroll
+      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? p.kv_indptr[b0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        int page0;  // (take reloads it for the slot's sequence)
+        len[j] = paged_length(p, ptr[j], ptr[j + 1], last[j], page0);
+        if (b0 + j >= p.batch) len[j] = 0;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < K; ++j) len[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < K; ++j) len[j] = clamp_length(p, len[j]);
+    }
+    long long sum = 0;  // K lengths of up to 2^30 each: 64 bits
+#pragma unroll
+    for (int j = 0; j < K; ++j) sum += len[j];
+    const int chunk = first_chunk(sum);
+    // K chunk counts ceil(len / chunk): one reciprocal m = floor((2^32 - 1) / chunk) for all of them;
+    // for x = len + chunk - 1 < 2^31, umulhi(x, m) is floor(x / chunk) or one less (the error of m is
+    // below x / 2^32 < 1/2 plus x / (chunk 2^32)), so one correction step makes it exact
+    const unsigned m = K > 1 ? 0xffffffffu / (unsigned)chunk : 0u;
+    int n[K], lane_n = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const unsigned x = (unsigned)(len[j] + chunk - 1);
+      unsigned q;
+      if constexpr (K > 1) {
+        q = __umulhi(x, m);
+        if (x - q * (unsigned)chunk >= (unsigned)chunk) ++q;
+      } else {
+        q = x / (unsigned)chunk;
+      }
+      n[j] = b0 + j >= p.batch ? 0 : len[j] > 0 ? (int)q : 1;
+      lane_n += n[j];
+    }
+    int incl = lane_n;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int v = __shfl_up_sync(0xffffffffu, incl, d);
       if (lane >= d) incl += v;
     }
-    if (__shfl_sync(0xffffffffu, incl, 31) <= p.num_slots) {
-      const int first = incl - n;
-      const unsigned hit = __ballot_sync(0xffffffffu, n > 0 && slot >= first && slot < first + n);
-      if (hit) take(hit, lane, first, n, len, chunk);
-      return w;  // no hit: past the last chunk, no work
+    if (__shfl_sync(0xffffffffu, incl, 31) > p.num_slots) return false;
+    // this lane's sequence that holds `slot`, if its slots do: past a sequence's last slot, the next
+    int first = incl - lane_n, nb = n[0], lb = len[0], bb = b0;
+    const unsigned hit = __ballot_sync(0xffffffffu, lane_n > 0 && slot >= first && slot < first + lane_n);
+#pragma unroll
+    for (int j = 1; j < K; ++j) {
+      if (slot >= first + nb) {
+        first += nb; nb = n[j]; lb = len[j]; bb = b0 + j;
+      }
     }
+    if (hit) take(hit, bb, first, nb, lb, chunk);
+    return true;  // no hit: past the last chunk, no work
+  };
+  if (p.batch <= 32) {
+    if (one_pass(std::integral_constant<int, 1>{})) return w;
+  } else if (p.batch <= 128) {
+    if (one_pass(std::integral_constant<int, 4>{})) return w;
   }
   long long total = 0;
   for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED>(p, b);
