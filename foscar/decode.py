@@ -163,11 +163,14 @@ class DecodePlan:
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
             when the plan was made (always 0 with the fused merge or the Triton kernel); below 2 (one
             chunk per sequence) the merge loads no window either.
+        merge_d_slices: programs per (sequence, query head) of the merge kernel, each merging
+            ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
+            ``FOSCAR_MERGE_D_SLICES`` when the plan was made; bench/NOTES.md §42).
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0):
+                 merge_predicted=0, merge_d_slices=1):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
@@ -177,6 +180,7 @@ class DecodePlan:
         self.num_splits = num_splits
         self.merge = None if kernel != "cuda" else "kernel" if seq_chunks is not None else "fused"
         self.merge_predicted = merge_predicted
+        self.merge_d_slices = merge_d_slices
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -221,7 +225,7 @@ class DecodePlan:
                                self._counters, *self._schedule, self._mode, self._seq_chunks)
             if self._seq_chunks is not None:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
-                                         self.merge_predicted)
+                                         self.merge_predicted, self.merge_d_slices)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -329,6 +333,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             merge_predicted=predicted,
+            # FOSCAR_MERGE_D_SLICES (read now; NOTES §42): programs per output row of the merge kernel
+            merge_d_slices=min(merge_triton.d_slices_choice(), head_dim // 16),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -35,20 +35,21 @@ def _reference(o, lse, chunks):
     return rows
 
 
-def _merge(o, lse, chunks, predicted, device):
+def _merge(o, lse, chunks, predicted, device, d_slices=1):
     """``merge_slots`` on ``device``; rows it must not touch hold a sentinel (7.0, LSE 5.0)."""
     batch = len(chunks)
     out = torch.full((batch, HEADS, HEAD_DIM), 7.0, dtype=torch.bfloat16, device=device)
     lse_out = torch.full((batch, HEADS), 5.0, device=device)
     table = torch.tensor(chunks, dtype=torch.int32, device=device)
-    merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, predicted)
+    merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, predicted, d_slices)
     return out.cpu(), lse_out.cpu()
 
 
-def _check(o, lse, chunks, predicted, device):
-    """The speculative merge (``predicted``) against the two-round merge and the fp64 reference."""
-    spec, spec_lse = _merge(o, lse, chunks, predicted, device)
-    base, base_lse = _merge(o, lse, chunks, 0, device)
+def _check(o, lse, chunks, predicted, device, d_slices=1):
+    """The speculative merge (``predicted``) against the two-round merge and the fp64 reference, each with
+    ``d_slices`` programs a row."""
+    spec, spec_lse = _merge(o, lse, chunks, predicted, device, d_slices)
+    base, base_lse = _merge(o, lse, chunks, 0, device, d_slices)
     torch.testing.assert_close(spec.float(), base.float(), rtol=8e-3, atol=1e-3)  # a bf16 ulp at most
     torch.testing.assert_close(spec_lse, base_lse, rtol=1e-6, atol=1e-5)
     for b, ref in enumerate(_reference(o, lse, chunks)):
@@ -60,20 +61,40 @@ def _check(o, lse, chunks, predicted, device):
         torch.testing.assert_close(spec_lse[b].double(), ref[1], rtol=0, atol=1e-4)
 
 
+@pytest.mark.parametrize("d_slices", [1, 4])
 @pytest.mark.parametrize("batch, per", [(1, 16), (4, 4), (3, 3), (2, 32)])
-def test_uniform_layout_hits_the_window(device, batch, per):
+def test_uniform_layout_hits_the_window(device, batch, per, d_slices):
     """Every sequence at ``b * per`` with ``per`` chunks (a uniform batch); ``per = 3``: a window of 4 whose
     last one reaches past the buffer (clipped)."""
     o, lse = _partials(batch * per)
-    _check(o, lse, [(b * per, per) for b in range(batch)], per, device)
+    _check(o, lse, [(b * per, per) for b in range(batch)], per, device, d_slices)
 
 
-def test_ragged_layout_misses_and_falls_back(device):
+@pytest.mark.parametrize("d_slices", [1, 2, 4])
+def test_ragged_layout_misses_and_falls_back(device, d_slices):
     """Chunk counts 1, 7, 2, 3, 0-length (1 chunk) and 5 against a prediction of 3: most windows miss."""
     counts = [1, 7, 2, 3, 1, 5]
     firsts = [sum(counts[:b]) for b in range(len(counts))]
     o, lse = _partials(sum(counts) + 2, seed=1)
-    _check(o, lse, list(zip(firsts, counts)), 3, device)
+    _check(o, lse, list(zip(firsts, counts)), 3, device, d_slices)
+
+
+def test_d_slices_choice_and_bad_values(monkeypatch):
+    """``FOSCAR_MERGE_D_SLICES`` (default 1) is read per call; ``merge_slots`` refuses a slice count that
+    is not 1, 2, 4 or 8 or leaves fewer than 16 columns a program (head_dim 64: at most 4)."""
+    monkeypatch.delenv("FOSCAR_MERGE_D_SLICES", raising=False)
+    assert merge_triton.d_slices_choice() == 1
+    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "4")
+    assert merge_triton.d_slices_choice() == 4
+    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "3")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_D_SLICES: expected one of 1, 2, 4, 8, got '3'"):
+        merge_triton.d_slices_choice()
+    o, lse = _partials(2)
+    for bad in (3, 8, 0):
+        with pytest.raises(ValueError, match="d_slices: expected 1, 2, 4 or 8"):
+            merge_triton.merge_slots(o, lse, torch.zeros(1, 2, dtype=torch.int32),
+                                     torch.empty(1, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(1, HEADS),
+                                     0, bad)
 
 
 def test_stale_slots_never_leak(device):
@@ -228,6 +249,27 @@ def test_plans_with_and_without_speculation_agree(monkeypatch, lengths):
     torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("lengths", [[8192], [4096, 100, 0, 4096, 3000, 4096, 1, 4096]])
+def test_plans_with_one_and_four_merge_programs_a_row_agree(monkeypatch, lengths):
+    """CUDA plans made with FOSCAR_MERGE_D_SLICES=4 and =1 give the same output and LSE, to a bf16 ulp (each
+    program of a row merges the same LSEs over its quarter of the columns)."""
+    import foscar
+    from tests.test_decode_triton import _case
+
+    q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=lengths, bits=2, group_size=128)
+    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "4")
+    four = foscar.plan_decode(cache, 32, backend="cuda")
+    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "1")
+    one = foscar.plan_decode(cache, 32, backend="cuda")
+    assert (four.merge_d_slices, one.merge_d_slices) == (4, 1)
+    a, la = (t.clone() for t in four.run(q, cache, return_lse=True))
+    b, lb = one.run(q, cache, return_lse=True)
+    torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)  # sums in another order: a bf16 ulp
+    torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
+
+
 _SASS_SCRIPT = """
 import subprocess, sys, tempfile
 from pathlib import Path
@@ -237,11 +279,12 @@ from triton.compiler import ASTSource
 from foscar.kernels import merge_triton
 sig = {"O_part": "*fp32", "Lse_part": "*fp32", "Seq_chunks": "*i64", "Out": "*bf16", "Lse_out": "*fp32",
        "num_qo_heads": "i32", "num_slots": "i32", "predicted": "i32", "HEAD_DIM": "constexpr",
-       "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr"}
+       "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr", "BLOCK_D": "constexpr"}
 tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 for speculate in (True, False):
     src = ASTSource(fn=merge_triton._merge_slots_kernel, signature=sig,
-                    constexprs={"HEAD_DIM": 128, "BLOCK_S": 32, "BLOCK_W": 16, "SPECULATE": speculate})
+                    constexprs={"HEAD_DIM": 128, "BLOCK_S": 32, "BLOCK_W": 16, "SPECULATE": speculate,
+                                "BLOCK_D": 128})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "merge.cubin"
@@ -294,9 +337,10 @@ def test_the_synthetic_cases_on_cuda():
     """The cases above, compiled, on the GPU (``pytest -m gpu`` deselects them: they take the ``device``
     fixture, which is CUDA only when a run includes unmarked tests)."""
     dev = torch.device("cuda")
-    for batch, per in [(1, 16), (4, 4), (3, 3), (2, 32)]:
-        test_uniform_layout_hits_the_window(dev, batch, per)
-    test_ragged_layout_misses_and_falls_back(dev)
+    for d_slices in (1, 4):
+        for batch, per in [(1, 16), (4, 4), (3, 3), (2, 32)]:
+            test_uniform_layout_hits_the_window(dev, batch, per, d_slices)
+        test_ragged_layout_misses_and_falls_back(dev, d_slices)
     test_stale_slots_never_leak(dev)
     test_nan_lse_inside_the_range_gives_a_nan_row(dev)
     test_empty_sequences_and_all_empty_chunks(dev)

@@ -84,11 +84,11 @@ def _merge_round(m, den, num, lse, o):
 
 
 @triton.jit
-def _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
+def _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                 HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
-    """The ``count`` chunks of slots ``first..`` merged into ``(m, den, num)``, ``BLOCK_S`` per round
-    (each round's loads depend on the table load that gave ``first`` and ``count``)."""
-    offs_d = tl.arange(0, HEAD_DIM)
+    """The ``count`` chunks of slots ``first..`` merged into ``(m, den, num)`` over the columns ``offs_d``
+    of each partial row, ``BLOCK_S`` per round (each round's loads depend on the table load that gave
+    ``first`` and ``count``)."""
     for s0 in range(0, count, BLOCK_S):  # online over blocks of chunks
         offs_s = s0 + tl.arange(0, BLOCK_S)
         mask = offs_s < count
@@ -121,14 +121,16 @@ def _merge_slots_kernel(
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
+    BLOCK_D: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
+    dj = tl.program_id(1)  # which BLOCK_D columns of the row (every program of a row merges the same LSEs)
     b = row // num_qo_heads
     h = row % num_qo_heads
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = dj * BLOCK_D + tl.arange(0, BLOCK_D)
     m = tl.full((), float("-inf"), tl.float32)
     den = tl.zeros((), tl.float32)
-    num = tl.zeros((HEAD_DIM,), tl.float32)
+    num = tl.zeros((BLOCK_D,), tl.float32)
     # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
     # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
     pair = tl.load(Seq_chunks + b)
@@ -154,21 +156,39 @@ def _merge_slots_kernel(
         m, den, num = _merge_round(m, den, num, tl.where(mine, lse_w, float("-inf")),
                                    tl.where(mine[:, None], o_w, 0.0))
         todo = tl.where(hit | (count <= 1), 0, count)  # a miss (a ragged batch): the table, then the partials
-        m, den, num = _merge_loop(O_part, Lse_part, first, todo, h, num_qo_heads, m, den, num, HEAD_DIM, BLOCK_S)
+        m, den, num = _merge_loop(O_part, Lse_part, first, todo, h, num_qo_heads, m, den, num, offs_d,
+                                  HEAD_DIM, BLOCK_S)
         out, lse_out = _merge_result(m, den, num)
         several = count > 1  # one chunk: the decode kernel wrote the output itself
         tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty), mask=several & (offs_d < HEAD_DIM))
-        tl.store(Lse_out + row, lse_out, mask=several)
+        tl.store(Lse_out + row, lse_out, mask=several & (dj == 0))
     else:  # the default: the table, then the partials
         if count > 1:  # one chunk: the decode kernel wrote the output itself
-            m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num,
+            m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                       HEAD_DIM, BLOCK_S)
             out, lse_out = _merge_result(m, den, num)
             tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
-            tl.store(Lse_out + row, lse_out)
+            if dj == 0:
+                tl.store(Lse_out + row, lse_out)
 
 
 SPECULATE_CHOICES = ("1", "0")
+D_SLICES_CHOICES = ("1", "2", "4", "8")
+
+
+def d_slices_choice() -> int:
+    """Programs per (sequence, query head) of :func:`merge_slots` (``FOSCAR_MERGE_D_SLICES``, read when a
+    plan is made): each merges ``head_dim / d_slices`` columns of the row (and loads every LSE of the
+    row's chunks). ``"1"`` (the default): one program a row.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_D_SLICES`` is set to anything but ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "1")
+    if value not in D_SLICES_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
+    return int(value)
+
 
 
 def speculate_choice() -> bool:
@@ -229,7 +249,7 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
-                lse_out: torch.Tensor, predicted: int = 0) -> None:
+                lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -246,13 +266,20 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     inf included), so any value is correct; a wrong prediction only costs the loads. The table is read
     as one int64 per sequence (first slot in the low half: little-endian, as on every CUDA device).
 
+    ``d_slices`` (:func:`d_slices_choice`): programs per row, each merging ``head_dim / d_slices``
+    columns; the grid is ``[batch * num_qo_heads, d_slices]``.
+
     Raises:
-        ValueError: a negative ``predicted``; ``seq_chunks`` not a contiguous int32 ``[batch, 2]``
-            tensor on ``out``'s device.
+        ValueError: a negative ``predicted``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
+            columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
+            device.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
     batch, heads, head_dim = out.shape
+    if d_slices not in (1, 2, 4, 8) or head_dim % d_slices or head_dim // d_slices < 16:
+        raise ValueError(f"d_slices: expected 1, 2, 4 or 8 with at least 16 of head_dim {head_dim} columns a "
+                         f"program, got {d_slices!r}")
     if (seq_chunks.dtype != torch.int32 or tuple(seq_chunks.shape) != (batch, 2) or not seq_chunks.is_contiguous()
             or seq_chunks.device != out.device):
         raise ValueError(f"seq_chunks: expected a contiguous int32 [{batch}, 2] tensor on {out.device}, got "
@@ -265,7 +292,8 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     num_slots = o_part.shape[0]
     block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(num_slots)))
     window = speculation_window(predicted, head_dim)
-    _merge_slots_kernel[(batch * heads,)](
+    _merge_slots_kernel[(batch * heads, d_slices)](
         o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
-        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0, num_warps=4,
+        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0,
+        BLOCK_D=head_dim // d_slices, num_warps=4,
     )
