@@ -165,7 +165,8 @@ class DecodePlan:
             chunk per sequence) the merge loads no window either.
         merge_d_slices: programs per (sequence, query head) of the merge kernel, each merging
             ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
-            ``FOSCAR_MERGE_D_SLICES`` when the plan was made; bench/NOTES.md §42).
+            ``FOSCAR_MERGE_D_SLICES`` when the plan was made, by default 4 where the rows are at most a
+            quarter of the SMs, else 1; bench/NOTES.md §42).
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
@@ -275,6 +276,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
+    from foscar.kernels.splits import device_sm_count
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -333,8 +335,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             merge_predicted=predicted,
-            # FOSCAR_MERGE_D_SLICES (read now; NOTES §42): programs per output row of the merge kernel
-            merge_d_slices=min(merge_triton.d_slices_choice(), head_dim // 16),
+            # programs per output row of the merge kernel (FOSCAR_MERGE_D_SLICES, read now; NOTES §42)
+            merge_d_slices=min(merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device)),
+                               head_dim // 16),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -173,22 +173,31 @@ def _merge_slots_kernel(
 
 
 SPECULATE_CHOICES = ("1", "0")
-D_SLICES_CHOICES = ("1", "2", "4", "8")
+D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 
 
-def d_slices_choice() -> int:
-    """Programs per (sequence, query head) of :func:`merge_slots` (``FOSCAR_MERGE_D_SLICES``, read when a
-    plan is made): each merges ``head_dim / d_slices`` columns of the row (and loads every LSE of the
-    row's chunks). ``"1"`` (the default): one program a row.
+def d_slices_choice(rows: int, num_sms: int) -> int:
+    """Programs per (sequence, query head) of :func:`merge_slots`, each merging ``head_dim / d_slices``
+    columns of the row (every one loads the row's LSEs): ``FOSCAR_MERGE_D_SLICES`` (read when a plan is
+    made), ``"auto"`` by default: 4 where ``4 * rows`` programs still fit one per SM, else 1.
+
+    Measured on the H200 (bench/NOTES.md §42, ``foscar bench``, 32 query heads): 4 programs a row are
+    0.22-0.48 us (2-4%) faster at batch 1 (8K and 32K tokens: 32 rows, 128 programs), and 0.2-0.3 us
+    slower at batch 8 (1%) and 1.7-3.5 us at batch 64 x 8K (1-2%), where the rows alone fill the GPU.
+
+    Args:
+        rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device.
 
     Raises:
-        ValueError: ``FOSCAR_MERGE_D_SLICES`` is set to anything but ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
+        ValueError: ``FOSCAR_MERGE_D_SLICES`` is set to anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"``
+            or ``"8"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "1")
+    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "auto")
     if value not in D_SLICES_CHOICES:
         raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
+    if value == "auto":
+        return 4 if 4 * rows <= num_sms else 1
     return int(value)
-
 
 
 def speculate_choice() -> bool:
