@@ -182,8 +182,8 @@ def d_slices_choice(rows: int, num_sms: int) -> int:
     made), ``"auto"`` by default: 4 where ``4 * rows`` programs still fit one per SM, else 1.
 
     Measured on the H200 (bench/NOTES.md §42, ``foscar bench``, 32 query heads): 4 programs a row are
-    0.22-0.48 us (2-4%) faster at batch 1 (8K and 32K tokens: 32 rows, 128 programs), and 0.2-0.3 us
-    slower at batch 8 (1%) and 1.7-3.5 us at batch 64 x 8K (1-2%), where the rows alone fill the GPU.
+    0.22-0.44 us (1-4%) faster at batch 1 (8K and 32K tokens: 32 rows, 128 programs), and 0.1-0.5 us
+    slower at batch 8 (<= 1%) and 1.6-3.5 us at batch 64 x 8K (1-2%), where the rows alone fill the GPU.
 
     Args:
         rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device.
