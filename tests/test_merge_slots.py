@@ -231,48 +231,44 @@ def test_negative_prediction_is_refused():
                                  torch.empty(1, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(1, HEADS), -1)
 
 
+def _two_plans_agree(monkeypatch, lengths, knob, first, second):
+    """Two CUDA plans of one INT2 batch (32 query heads, 8 KV heads, head_dim 128) made with the environment
+    variable ``knob`` at ``first`` and at ``second``: both run, and their outputs agree to a bf16 ulp (sums in
+    another order) and their LSEs to 1e-5. Returns the two plans."""
+    import foscar
+    from tests.test_decode_triton import _case
+
+    q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=lengths, bits=2, group_size=128)
+    monkeypatch.setenv(knob, first)
+    one = foscar.plan_decode(cache, 32, backend="cuda")
+    monkeypatch.setenv(knob, second)
+    two = foscar.plan_decode(cache, 32, backend="cuda")
+    a, la = (t.clone() for t in one.run(q, cache, return_lse=True))
+    b, lb = two.run(q, cache, return_lse=True)
+    torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)
+    torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
+    return one, two
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("lengths", [[8192], [4096] * 8, [4096, 100, 0, 4096, 3000, 4096, 1, 4096]])
 def test_plans_with_and_without_speculation_agree(monkeypatch, lengths):
     """A CUDA plan made with FOSCAR_MERGE_SPECULATE=1 predicts the uniform batch's chunks; one made with 0
     does not; both give the same output (uniform: hit; ragged: misses)."""
-    import foscar
-    from tests.test_decode_triton import _case
-
-    q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
-                     seq_lens=lengths, bits=2, group_size=128)
-    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")
-    spec = foscar.plan_decode(cache, 32, backend="cuda")
-    monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")
-    base = foscar.plan_decode(cache, 32, backend="cuda")
+    spec, base = _two_plans_agree(monkeypatch, lengths, "FOSCAR_MERGE_SPECULATE", "1", "0")
     if spec.merge == "kernel":
         assert spec.merge_predicted >= 2
     assert base.merge_predicted == 0
-    a, la = (t.clone() for t in spec.run(q, cache, return_lse=True))
-    b, lb = base.run(q, cache, return_lse=True)
-    torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)
-    torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("lengths", [[8192], [4096, 100, 0, 4096, 3000, 4096, 1, 4096]])
 def test_plans_with_one_and_four_merge_programs_a_row_agree(monkeypatch, lengths):
-    """CUDA plans made with FOSCAR_MERGE_D_SLICES=4 and =1 give the same output and LSE, to a bf16 ulp (each
-    program of a row merges the same LSEs over its quarter of the columns)."""
-    import foscar
-    from tests.test_decode_triton import _case
-
-    q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
-                     seq_lens=lengths, bits=2, group_size=128)
-    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "4")
-    four = foscar.plan_decode(cache, 32, backend="cuda")
-    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "1")
-    one = foscar.plan_decode(cache, 32, backend="cuda")
+    """CUDA plans made with FOSCAR_MERGE_D_SLICES=4 and =1 agree (each program of a row merges the same
+    LSEs over its quarter of the columns)."""
+    four, one = _two_plans_agree(monkeypatch, lengths, "FOSCAR_MERGE_D_SLICES", "4", "1")
     assert (four.merge_d_slices, one.merge_d_slices) == (4, 1)
-    a, la = (t.clone() for t in four.run(q, cache, return_lse=True))
-    b, lb = one.run(q, cache, return_lse=True)
-    torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)  # sums in another order: a bf16 ulp
-    torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
 
 
 _SASS_SCRIPT = """
