@@ -158,8 +158,7 @@ def _one_pass(lengths, num_slots, target_chunks, slot):
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
     total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
-    chunk = min(-(-total // target_chunks), splits.MAX_SPLIT_TOKENS)
-    chunk = -(-max(chunk, splits.MIN_CHUNK_TOKENS) // splits.CHUNK_ALIGN_TOKENS) * splits.CHUNK_ALIGN_TOKENS
+    chunk = splits.first_chunk(total, target_chunks)
     recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
     counts = []
     for held in lanes:

@@ -119,6 +119,15 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     return target + (batch if room else 0), 0, target
 
 
+def first_chunk(total_tokens: int, target_chunks: int) -> int:
+    """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
+    (``first_chunk`` in ``find_work``): ``ceil(total_tokens / target_chunks)``, at most
+    :data:`MAX_SPLIT_TOKENS`, at least :data:`MIN_CHUNK_TOKENS`, rounded up to a multiple of
+    :data:`CHUNK_ALIGN_TOKENS`; in tokens. ``target_chunks`` >= 1 (from :func:`plan_work`)."""
+    chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
+    return -(-max(chunk, MIN_CHUNK_TOKENS) // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS
+
+
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
@@ -131,7 +140,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
         length-0 sequence has one empty chunk).
     """
-    align, lo, hi = CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS, MAX_SPLIT_TOKENS
+    align = CHUNK_ALIGN_TOKENS
     out = []
     if fixed_splits > 0:
         for b, n in enumerate(lengths):
@@ -140,9 +149,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out
-    total = sum(lengths)
-    chunk = min(-(-total // target_chunks), hi)
-    chunk = -(-max(chunk, lo) // align) * align
+    chunk = first_chunk(sum(lengths), target_chunks)
 
     def chunks_total(c):
         return sum(-(-n // c) if n > 0 else 1 for n in lengths)
