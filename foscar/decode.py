@@ -338,8 +338,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             merge_predicted=predicted,
             # programs per output row of the merge kernel (FOSCAR_MERGE_D_SLICES, read now; NOTES §42)
-            merge_d_slices=min(merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device)),
-                               head_dim // 16),
+            merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -84,16 +84,18 @@ def test_d_slices_choice_and_bad_values(monkeypatch):
     fit one per SM (batch 1 x 32 query heads on 132 SMs), else 1; ``merge_slots`` refuses a slice count that
     is not 1, 2, 4 or 8 or leaves fewer than 16 columns a program (head_dim 64: at most 4)."""
     monkeypatch.delenv("FOSCAR_MERGE_D_SLICES", raising=False)
-    assert merge_triton.d_slices_choice(32, 132) == 4
-    assert merge_triton.d_slices_choice(33, 132) == 4 and merge_triton.d_slices_choice(34, 132) == 1
-    assert merge_triton.d_slices_choice(256, 132) == 1
+    assert merge_triton.d_slices_choice(32, 132, 128) == 4
+    assert merge_triton.d_slices_choice(33, 132, 128) == 4 and merge_triton.d_slices_choice(34, 132, 128) == 1
+    assert merge_triton.d_slices_choice(256, 132, 128) == 1
     monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "2")
-    assert merge_triton.d_slices_choice(256, 132) == 2
+    assert merge_triton.d_slices_choice(256, 132, 128) == 2
+    monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "8")  # at least 16 columns a program: head_dim 64 takes 4
+    assert (merge_triton.d_slices_choice(32, 132, 128), merge_triton.d_slices_choice(32, 132, 64)) == (8, 4)
     monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "1")
-    assert merge_triton.d_slices_choice(32, 132) == 1
+    assert merge_triton.d_slices_choice(32, 132, 128) == 1
     monkeypatch.setenv("FOSCAR_MERGE_D_SLICES", "3")
     with pytest.raises(ValueError, match="FOSCAR_MERGE_D_SLICES: expected one of auto, 1, 2, 4, 8, got '3'"):
-        merge_triton.d_slices_choice(32, 132)
+        merge_triton.d_slices_choice(32, 132, 128)
     o, lse = _partials(2)
     for bad in (3, 8, 0):
         with pytest.raises(ValueError, match="d_slices: expected 1, 2, 4 or 8"):

@@ -174,19 +174,22 @@ def _merge_slots_kernel(
 
 SPECULATE_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
+MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
 
-def d_slices_choice(rows: int, num_sms: int) -> int:
+def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
     """Programs per (sequence, query head) of :func:`merge_slots`, each merging ``head_dim / d_slices``
     columns of the row (every one loads the row's LSEs): ``FOSCAR_MERGE_D_SLICES`` (read when a plan is
-    made), ``"auto"`` by default: 4 where ``4 * rows`` programs still fit one per SM, else 1.
+    made), ``"auto"`` by default: 4 where ``4 * rows`` programs still fit one per SM, else 1; at most
+    ``head_dim /`` :data:`MIN_D_COLUMNS` either way.
 
     Measured on the H200 (bench/NOTES.md §42, ``foscar bench``, 32 query heads): 4 programs a row are
     0.22-0.44 us (1-4%) faster at batch 1 (8K and 32K tokens: 32 rows, 128 programs), and 0.1-0.5 us
     slower at batch 8 (<= 1%) and 1.6-3.5 us at batch 64 x 8K (1-2%), where the rows alone fill the GPU.
 
     Args:
-        rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device.
+        rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device; head_dim: the row's
+            columns (a power of two, >= 16).
 
     Raises:
         ValueError: ``FOSCAR_MERGE_D_SLICES`` is set to anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"``
@@ -195,9 +198,8 @@ def d_slices_choice(rows: int, num_sms: int) -> int:
     value = os.environ.get("FOSCAR_MERGE_D_SLICES", "auto")
     if value not in D_SLICES_CHOICES:
         raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
-    if value == "auto":
-        return 4 if 4 * rows <= num_sms else 1
-    return int(value)
+    wanted = (4 if 4 * rows <= num_sms else 1) if value == "auto" else int(value)
+    return min(wanted, head_dim // MIN_D_COLUMNS)
 
 
 def speculate_choice() -> bool:
@@ -286,7 +288,7 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
     batch, heads, head_dim = out.shape
-    if d_slices not in (1, 2, 4, 8) or head_dim % d_slices or head_dim // d_slices < 16:
+    if d_slices not in (1, 2, 4, 8) or head_dim % d_slices or head_dim // d_slices < MIN_D_COLUMNS:
         raise ValueError(f"d_slices: expected 1, 2, 4 or 8 with at least 16 of head_dim {head_dim} columns a "
                          f"program, got {d_slices!r}")
     if (seq_chunks.dtype != torch.int32 or tuple(seq_chunks.shape) != (batch, 2) or not seq_chunks.is_contiguous()
