@@ -167,11 +167,14 @@ class DecodePlan:
             ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
             ``FOSCAR_MERGE_D_SLICES`` when the plan was made, by default 4 where the rows are at most a
             quarter of the SMs, else 1; bench/NOTES.md §42).
+        merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
+            overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
+            ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
@@ -182,6 +185,7 @@ class DecodePlan:
         self.merge = None if kernel != "cuda" else "kernel" if seq_chunks is not None else "fused"
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
+        self.merge_pdl = merge_pdl
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -226,7 +230,7 @@ class DecodePlan:
                                self._counters, *self._schedule, self._mode, self._seq_chunks)
             if self._seq_chunks is not None:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
-                                         self.merge_predicted, self.merge_d_slices)
+                                         self.merge_predicted, self.merge_d_slices, self.merge_pdl)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -339,6 +343,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_predicted=predicted,
             # programs per output row of the merge kernel (FOSCAR_MERGE_D_SLICES, read now; NOTES §42)
             merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
+            # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
+            merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

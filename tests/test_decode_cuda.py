@@ -530,11 +530,16 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_CSRC", raising=False)
         monkeypatch.delenv("FOSCAR_NVCC_FLAGS", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
+        monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert s["default_build"] is True and s["merge_speculate"] is False
+        assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_speculate"] is True
+        monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "0")
+        monkeypatch.setenv("FOSCAR_MERGE_PDL", "0")  # the merge kernel launched without PDL
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["merge_pdl"] is False
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

@@ -226,6 +226,19 @@ def test_speculate_choice_is_read_per_call(monkeypatch):
         merge_triton.speculate_choice()
 
 
+def test_pdl_choice_is_read_per_call(monkeypatch):
+    """FOSCAR_MERGE_PDL (default "1") asks for PDL, which only a CUDA device of compute capability >= 9.0 has."""
+    monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
+    assert merge_triton.pdl_choice(torch.device("cpu")) is False  # no griddepcontrol off the GPU
+    if torch.cuda.is_available():
+        assert merge_triton.pdl_choice(torch.device("cuda")) is (torch.cuda.get_device_capability() >= (9, 0))
+    monkeypatch.setenv("FOSCAR_MERGE_PDL", "0")
+    assert merge_triton.pdl_choice(torch.device("cpu")) is False
+    monkeypatch.setenv("FOSCAR_MERGE_PDL", "on")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_PDL: expected '1' or '0', got 'on'"):
+        merge_triton.pdl_choice(torch.device("cpu"))
+
+
 def test_negative_prediction_is_refused():
     o, lse = _partials(2)
     with pytest.raises(ValueError, match="predicted: expected a chunk count >= 0"):
@@ -273,6 +286,15 @@ def test_plans_with_one_and_four_merge_programs_a_row_agree(monkeypatch, lengths
     assert (four.merge_d_slices, one.merge_d_slices) == (4, 1)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("lengths", [[8192], [4096, 100, 0, 4096, 3000, 4096, 1, 4096]])
+def test_plans_with_and_without_pdl_agree(monkeypatch, lengths):
+    """CUDA plans made with FOSCAR_MERGE_PDL=1 and =0 agree: the merge launched before the decode kernel has
+    finished waits for its partials (bench/NOTES.md §43)."""
+    pdl, plain = _two_plans_agree(monkeypatch, lengths, "FOSCAR_MERGE_PDL", "1", "0")
+    assert (pdl.merge_pdl, plain.merge_pdl) == (True, False)
+
+
 _SASS_SCRIPT = """
 import subprocess, sys, tempfile
 from pathlib import Path
@@ -282,30 +304,38 @@ from triton.compiler import ASTSource
 from foscar.kernels import merge_triton
 sig = {"O_part": "*fp32", "Lse_part": "*fp32", "Seq_chunks": "*i64", "Out": "*bf16", "Lse_out": "*fp32",
        "num_qo_heads": "i32", "num_slots": "i32", "predicted": "i32", "HEAD_DIM": "constexpr",
-       "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr", "BLOCK_D": "constexpr"}
+       "BLOCK_S": "constexpr", "BLOCK_W": "constexpr", "SPECULATE": "constexpr", "BLOCK_D": "constexpr",
+       "PDL": "constexpr"}
 tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-for speculate in (True, False):
+for speculate, pdl in ((True, False), (False, False), (False, True)):
     src = ASTSource(fn=merge_triton._merge_slots_kernel, signature=sig,
                     constexprs={"HEAD_DIM": 128, "BLOCK_S": 32, "BLOCK_W": 16, "SPECULATE": speculate,
-                                "BLOCK_D": 128})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+                                "BLOCK_D": 128, "PDL": pdl})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "launch_pdl": pdl})
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "merge.cubin"
         cubin.write_bytes(kernel.asm["cubin"])
         sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
     loads = wide = 0
+    waits_first = None  # griddepcontrol.wait (ACQBULK) before the first global load
     for line in sass.splitlines():
+        if " ACQBULK" in line and waits_first is None:
+            waits_first = True
+        if " LDG" in line and waits_first is None:
+            waits_first = False
         if " BRA " in line or " EXIT" in line:
             break
         loads += " LDG" in line
         wide += " LDG.E.64" in line
-    print(loads, wide)
+    print(loads, wide, int(bool(waits_first)))
 """
 
 
-def _sass_loads_before_first_branch() -> tuple[tuple[int, int], tuple[int, int]]:
-    """Global loads the sm_90 build of the merge kernel issues before its first branch or exit, and how
-    many of them are 64-bit, ``((loads, wide) speculative, (loads, wide) default)``: compiled with Triton's bundled ptxas (no GPU needed; a process without
+def _sass_loads_before_first_branch() -> list[tuple[int, int, int]]:
+    """Global loads the sm_90 build of the merge kernel issues before its first branch or exit, how many
+    of them are 64-bit, and whether ``griddepcontrol.wait`` (SASS ``ACQBULK``) comes before the first
+    global load, ``[(loads, wide, waits_first)]`` for the speculative build, the default one, and the
+    default one with PDL: compiled with Triton's bundled ptxas (no GPU needed; a process without
     ``TRITON_INTERPRET``, which would hand it interpreted functions) and read with its cuobjdump."""
     import os
     import subprocess
@@ -321,8 +351,7 @@ def _sass_loads_before_first_branch() -> tuple[tuple[int, int], tuple[int, int]]
                          cwd=Path(__file__).resolve().parents[1])
     if run.returncode != 0:
         pytest.skip(f"cannot build the sm_90 kernel here: {run.stderr.strip().splitlines()[-1:]}")
-    speculative, default = (tuple(int(x) for x in line.split()) for line in run.stdout.splitlines())
-    return speculative, default
+    return [tuple(int(x) for x in line.split()) for line in run.stdout.splitlines()]
 
 
 def test_the_merge_loads_its_table_in_one_round():
@@ -330,9 +359,12 @@ def test_the_merge_loads_its_table_in_one_round():
     one-chunk exit, the 64-bit table entry (first slot and chunk count together: as two 32-bit loads,
     ptxas sank the first slot's behind the exit). The speculative one issues the
     window's loads (1 x 8K's 16 chunks, head_dim 128) before its first branch too, in the table's round."""
-    (spec_loads, spec_wide), (loads, wide) = _sass_loads_before_first_branch()
+    (spec_loads, spec_wide, _), (loads, wide, _), (pdl_loads, pdl_wide, pdl_waits) = _sass_loads_before_first_branch()
     assert (loads, wide) == (1, 1)
     assert spec_wide >= 1 and spec_loads >= 1 + 16, f"only {spec_loads} loads before the first branch"
+    # launched with PDL (NOTES §43): the same one load, and only after griddepcontrol.wait (the decode
+    # kernel finished and its partials visible)
+    assert (pdl_loads, pdl_wide, pdl_waits) == (1, 1, 1)
 
 
 @pytest.mark.gpu

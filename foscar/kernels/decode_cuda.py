@@ -121,20 +121,23 @@ def build_settings() -> dict[str, object]:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
         "fused" (``FOSCAR_MERGE`` at import), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
+        "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "source_hash": str, "default_build": bool}``; ``default_build`` is False when any experiment knob
         (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``,
-        ``FOSCAR_MERGE_SPECULATE=1``) is set, i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``) is set, i.e. the numbers are not those of the
+        shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``.
+        ValueError: a ``FOSCAR_MERGE_SPECULATE`` or ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"``.
     """
-    from foscar.kernels.merge_triton import speculate_choice
+    from foscar.kernels.merge_triton import pdl_wanted, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
-    speculate = speculate_choice()
+    speculate, pdl = speculate_choice(), pdl_wanted()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
-            "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "source_hash": source_hash(),
-            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate}
+            "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
+            "source_hash": source_hash(),
+            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:

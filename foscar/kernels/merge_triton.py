@@ -121,7 +121,7 @@ def _merge_slots_kernel(
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
-    BLOCK_D: tl.constexpr,
+    BLOCK_D: tl.constexpr, PDL: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
     dj = tl.program_id(1)  # which BLOCK_D columns of the row (every program of a row merges the same LSEs)
@@ -131,6 +131,9 @@ def _merge_slots_kernel(
     m = tl.full((), float("-inf"), tl.float32)
     den = tl.zeros((), tl.float32)
     num = tl.zeros((BLOCK_D,), tl.float32)
+    if PDL:  # launched before the decode kernel has finished: wait for it (its writes visible) before any load
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()  # a next grid launched with PDL may be scheduled now
     # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
     # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
     pair = tl.load(Seq_chunks + b)
@@ -173,6 +176,7 @@ def _merge_slots_kernel(
 
 
 SPECULATE_CHOICES = ("1", "0")
+PDL_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
@@ -200,6 +204,33 @@ def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
         raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
     wanted = (4 if 4 * rows <= num_sms else 1) if value == "auto" else int(value)
     return min(wanted, head_dim // MIN_D_COLUMNS)
+
+
+def pdl_choice(device: torch.device) -> bool:
+    """Whether a plan made now launches :func:`merge_slots` with programmatic dependent launch
+    (``FOSCAR_MERGE_PDL``, read at every call as ``FOSCAR_MERGE_SPECULATE``): ``"1"`` (the default) on
+    a CUDA device of compute capability 9.0 or later (``griddepcontrol``, PTX ISA 7.8), ``"0"`` never.
+
+    With it the merge kernel's launch overlaps the decode kernel's tail: its programs may be scheduled
+    once every CTA of the decode kernel has passed ``griddepcontrol.launch_dependents`` and wait in
+    ``griddepcontrol.wait`` (the decode kernel complete, its writes visible) before their first load.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    return pdl_wanted() and device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+
+
+def pdl_wanted() -> bool:
+    """``FOSCAR_MERGE_PDL`` as a bool (``"1"``, the default, or ``"0"``), whatever the device.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_PDL", "1")
+    if value not in PDL_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_PDL: expected '1' or '0', got {value!r}")
+    return value == "1"
 
 
 def speculate_choice() -> bool:
@@ -260,7 +291,7 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
-                lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1) -> None:
+                lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -279,6 +310,10 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
 
     ``d_slices`` (:func:`d_slices_choice`): programs per row, each merging ``head_dim / d_slices``
     columns; the grid is ``[batch * num_qo_heads, d_slices]``.
+
+    ``pdl`` (:func:`pdl_choice`; a CUDA device of compute capability >= 9.0): launch with programmatic
+    dependent launch, so that the programs may start before the kernel that wrote the partials has
+    finished (they wait for it, ``griddepcontrol.wait``, before their first load).
 
     Raises:
         ValueError: a negative ``predicted``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
@@ -306,5 +341,5 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     _merge_slots_kernel[(batch * heads, d_slices)](
         o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
         HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0,
-        BLOCK_D=head_dim // d_slices, num_warps=4,
+        BLOCK_D=head_dim // d_slices, PDL=pdl, num_warps=4, **({"launch_pdl": True} if pdl else {}),
     )

@@ -78,6 +78,11 @@ namespace foscar {
 #ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
 #define FOSCAR_PDL 0
 #endif
+// 1: the kernel lets the next grid (the merge kernel, launched with programmatic dependent launch:
+// FOSCAR_MERGE_PDL) be scheduled as soon as every CTA has started, not after its main loop
+#ifndef FOSCAR_PDL_EARLY_TRIGGER
+#define FOSCAR_PDL_EARLY_TRIGGER 0
+#endif
 #ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
 #define FOSCAR_FUSED_MERGE 0
 #endif
@@ -1024,6 +1029,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
+#if FOSCAR_PDL_EARLY_TRIGGER
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
+#endif
   const Work work = find_work<PAGED>(p, slot);
   if (work.count == 0) return;
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
@@ -2006,7 +2014,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
 
+#if !FOSCAR_PDL_EARLY_TRIGGER
   asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
+#endif
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
