@@ -8,9 +8,11 @@
 // A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
 // partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (default), or, built
 // with FOSCAR_FUSED_MERGE=1, by the last CTA of the sequence (an atomic counter per (sequence, KV
-// head), reset by that CTA). FOSCAR_PDL=1 adds programmatic dependent launch (griddepcontrol.wait
-// before anything is read; the next grid may launch once the main loop is done). Both measured
-// slower on the H200 (bench/NOTES.md §17), so both are off by default.
+// head), reset by that CTA); both measured slower on the H200 (bench/NOTES.md §17, §29), the fused
+// merge is off by default. The merge kernel is launched with programmatic dependent launch
+// (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
+// executes griddepcontrol.launch_dependents once its main loop is done. FOSCAR_PDL=1 launches this
+// kernel with PDL as well (griddepcontrol.wait before anything is read; §17: slower, off).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -77,11 +79,6 @@ namespace foscar {
 
 #ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
 #define FOSCAR_PDL 0
-#endif
-// 1: the kernel lets the next grid (the merge kernel, launched with programmatic dependent launch:
-// FOSCAR_MERGE_PDL) be scheduled as soon as every CTA has started, not after its main loop
-#ifndef FOSCAR_PDL_EARLY_TRIGGER
-#define FOSCAR_PDL_EARLY_TRIGGER 0
 #endif
 #ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
 #define FOSCAR_FUSED_MERGE 0
@@ -1029,9 +1026,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-#if FOSCAR_PDL_EARLY_TRIGGER
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
-#endif
   const Work work = find_work<PAGED>(p, slot);
   if (work.count == 0) return;
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
@@ -2014,9 +2008,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
 
-#if !FOSCAR_PDL_EARLY_TRIGGER
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);  // PDL: the next grid may start its launch
-#endif
+  // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
+  // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
+  // batch 8 2% slower (bench/NOTES.md §43)
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
