@@ -175,8 +175,7 @@ def _merge_slots_kernel(
                 tl.store(Lse_out + row, lse_out)
 
 
-SPECULATE_CHOICES = ("1", "0")
-PDL_CHOICES = ("1", "0")
+FLAG_CHOICES = ("1", "0")  # values of the on/off knobs FOSCAR_MERGE_SPECULATE and FOSCAR_MERGE_PDL
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
@@ -227,10 +226,7 @@ def pdl_wanted() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_PDL", "1")
-    if value not in PDL_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_PDL: expected '1' or '0', got {value!r}")
-    return value == "1"
+    return _env_flag("FOSCAR_MERGE_PDL", "1")
 
 
 def speculate_choice() -> bool:
@@ -249,9 +245,18 @@ def speculate_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_SPECULATE", "0")
-    if value not in SPECULATE_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_SPECULATE: expected '1' or '0', got {value!r}")
+    return _env_flag("FOSCAR_MERGE_SPECULATE", "0")
+
+
+def _env_flag(name: str, default: str) -> bool:
+    """The environment variable ``name`` as a bool: ``"1"`` or ``"0"`` (``default`` where unset).
+
+    Raises:
+        ValueError: any other value.
+    """
+    value = os.environ.get(name, default)
+    if value not in FLAG_CHOICES:
+        raise ValueError(f"{name}: expected '1' or '0', got {value!r}")
     return value == "1"
 
 
