@@ -12,7 +12,7 @@
 // merge is off by default. The merge kernel is launched with programmatic dependent launch
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. FOSCAR_PDL=1 launches this
-// kernel with PDL as well (griddepcontrol.wait before anything is read; §17: slower, off).
+// kernel with PDL as well (griddepcontrol.wait before anything is read; §17, §45: slower, off).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -77,7 +77,7 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
-#ifndef FOSCAR_PDL  // 1: programmatic dependent launch (bench/NOTES.md §17: slower on the H200, off)
+#ifndef FOSCAR_PDL  // 1: this kernel launched with programmatic dependent launch (NOTES §17, §45: slower on the H200, off)
 #define FOSCAR_PDL 0
 #endif
 #ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
