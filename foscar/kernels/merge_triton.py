@@ -133,7 +133,9 @@ def _merge_slots_kernel(
     num = tl.zeros((BLOCK_D,), tl.float32)
     if PDL:  # launched before the decode kernel has finished: wait for it (its writes visible) before any load
         tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()  # a next grid launched with PDL may be scheduled now
+    # No griddepcontrol.launch_dependents: a next kernel launched with PDL starts when this one has finished.
+    # Triggered here, our own decode kernel launched with PDL behind it was placed so badly that batch 1 and 8
+    # ran 8-38% slower (bench/NOTES.md §45); a user's kernel after the merge could meet the same.
     # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
     # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
     pair = tl.load(Seq_chunks + b)
