@@ -261,7 +261,9 @@ def plan_decode(
             read when the plan is made); a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``
             (:func:`foscar.kernels.merge_triton.speculate_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_D_SLICES`` other than ``"auto"`` / ``"1"`` / ``"2"`` / ``"4"`` / ``"8"``
-            (:func:`foscar.kernels.merge_triton.d_slices_choice`, read when the plan is made).
+            (:func:`foscar.kernels.merge_triton.d_slices_choice`, read when the plan is made); a
+            ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.merge_triton.pdl_choice`,
+            read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
