@@ -99,6 +99,16 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_QK_INT4
 #define FOSCAR_IMMA_QK_INT4 1
 #endif
+// 1: folded BF16: PV on integer tensor cores too (DESIGN §5.2, NOTES §46): the V codes in place as u8
+// lanes (one lop3 per 4 codes, no shift), P' = P s_v as a 16-bit fixed point per (tile, group, head),
+// two exact s32 mmas per 32 tokens (hi byte s8, lo byte u8). 0: BF16 HMMA with 1 + code / 128 operands.
+#ifndef FOSCAR_IMMA_PV
+#define FOSCAR_IMMA_PV 0
+#endif
+// With FOSCAR_IMMA_PV: 0 keeps INT4 on the BF16 PV (INT2 alone on integers).
+#ifndef FOSCAR_IMMA_PV_INT4
+#define FOSCAR_IMMA_PV_INT4 1
+#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -318,6 +328,23 @@ __device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], ui
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// d = a . b (+ d unless FIRST), A u8 (codes), B u8 (the low byte of the fixed-point P'), exact s32
+template <bool FIRST>
+__device__ __forceinline__ void mma_u8u8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (FIRST)
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%10,%10,%10};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
 __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -335,6 +362,23 @@ __device__ __forceinline__ uint32_t prmt(uint32_t lo, uint32_t hi) {  // bytes o
   uint32_t r;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(lo), "r"(hi), "n"(SEL));
   return r;
+}
+
+// A fragments of the k32 PV steps (FP8 and integer PV) of 16-byte chunk c of one stage's V codes, per
+// 32-token block kb: channel byte 2g (rows g) / 2g+1 (rows g+8) of tokens 2tig, 2tig+1, 8+2tig, 9+2tig
+// (xw[kb][0], xw[kb][1]) and of the same +16 (xw[kb][2], xw[kb][3]); each byte 4 / 2 codes (planes).
+template <class F>
+__device__ __forceinline__ void ldmatrix_pv_k32(uint32_t (&xw)[2][4], const uint8_t* vsm, int c, int lane) {
+#pragma unroll
+  for (int kb = 0; kb < 2; ++kb) {
+    uint32_t r[4];
+    const int tok = kb * 32 + lane;
+    ldmatrix_x4_trans(r, smem_u32(vsm + tok * F::RB + 16 * swz(tok, c, F::NCH, F::ROWS_PER_SWZ)));
+    xw[kb][0] = prmt<0x6420>(r[0], r[1]);
+    xw[kb][1] = prmt<0x7531>(r[0], r[1]);
+    xw[kb][2] = prmt<0x6420>(r[2], r[3]);
+    xw[kb][3] = prmt<0x7531>(r[2], r[3]);
+  }
 }
 // f32 pair -> e4m3x2 (16 bits, round to nearest, saturating) -> back to the exact f16x2
 // of those e4m3 values: the operand the mma will consume, still in f16 (for movmatrix).
@@ -398,6 +442,17 @@ __device__ __forceinline__ float warp_max_over_rows(float v) {  // over the 8 la
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+  return v;
+}
+__device__ __forceinline__ float fmax_nan(float a, float b) {  // max, NaN if either is (fmaxf drops a NaN)
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float warp_max_nan_over_rows(float v) {
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 4));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 8));
+  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 16));
   return v;
 }
 __device__ __forceinline__ float warp_sum_over_rows(float v) {
@@ -850,6 +905,16 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
+// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, INT2 (and INT4 unless FOSCAR_IMMA_PV_INT4=0)
+template <int MODE, int BITS>
+__host__ __device__ constexpr bool imma_pv() {
+  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && (BITS == 2 || FOSCAR_IMMA_PV_INT4);
+}
+// its fixed point: |x| = |rint(P s_v f)| <= kIpvMax < 2^15 (a margin for ex2.approx's rounding), x read
+// from the low 16 bits of fma(P, s_v f, kIpvMagic) = 1.5 2^23 + x (exact integer in the mantissa)
+constexpr float kIpvMax = 32512.f;
+constexpr float kIpvMagic = 12582912.f;
+
 // Channel-wise K (CH; KIVI style, foscar/quant.py): K's scale s_c and offset z_c per channel c and
 // block of 2^k_block_shift tokens (32, 64 or 128; V stays token-wise). A 64-token sub-tile starts
 // at a multiple of 64, so it lies in one block, or in two (m16 tiles 0-1 and 2-3) at k_block 32;
@@ -883,11 +948,13 @@ constexpr int min_blocks() {
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
 // its log2-domain scores s (IMMA: in units of d, times qkh = qk_h per column head): the warp's running
 // max m_run and denominator l_part, alpha = 2^(m_old - m_new) (the rescale of the output accumulator),
-// and the probabilities pr = 2^(s - m) in the QK accumulator layout. A max of -inf (no token yet) is
-// taken as 0, so that exp2 gives 0, not NaN.
-template <bool IMMA>
+// and the probabilities pr = 2^(s - m) in the QK accumulator layout; PTILE: ptile = the tile's largest P
+// per head (the integer PV's fixed-point range). A max of -inf (no token yet) is taken as 0, so that exp2
+// gives 0, not NaN.
+template <bool IMMA, bool PTILE = false>
 __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
-                                               float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4]) {
+                                               float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4],
+                                               float (&ptile)[2]) {
   float m_use[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -899,6 +966,8 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
     const float m_new = fmaxf(m_run[j], mx);
     m_use[j] = m_new == -INFINITY ? 0.f : m_new;
     alpha[j] = fast_exp2(m_run[j] - m_use[j]);
+    // PTILE: the tile's largest P, the same rounding as its token's pr below (mx exact); 0 if all masked
+    if constexpr (PTILE) ptile[j] = fast_exp2(mx - m_use[j]);
     m_run[j] = m_new;
   }
 #pragma unroll
@@ -950,7 +1019,8 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int head = 2 * tig + (i & 1);
-      const float unscale = MODE == kFoldedBf16 ? 1.f / (1 << F::pexp(pl)) : 1.f;  // o_acc holds 2^E O
+      // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
+      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS>() ? 1.f / (1 << F::pexp(pl)) : 1.f;
       sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
     }
   }
@@ -1016,6 +1086,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
+  constexpr bool IPV = imma_pv<MODE, BITS>();  // PV on integer tensor cores
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
@@ -1819,8 +1890,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
 
     // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
-    float alpha[2], pr[4][4];
-    softmax_update<IMMA>(s, qkh, m_run, l_part, alpha, pr);
+    float alpha[2], pr[4][4], ptile[2];
+    softmax_update<IMMA, IPV>(s, qkh, m_run, l_part, alpha, pr, ptile);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -1871,19 +1942,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       // ---- PV (m16n8k32) per m16 channel block (chunk c, plane pl) in a fresh accumulator
 #pragma unroll
       for (int c = 0; c < NCH; ++c) {
-        // per 32-token block: channel byte 2g (rows g) / 2g+1 (rows g+8) of tokens 2tig, 2tig+1, 8+2tig,
-        // 9+2tig (xw[0], xw[1]) and of the same +16 (xw[2], xw[3])
         uint32_t xw[2][4];
-#pragma unroll
-        for (int kb = 0; kb < 2; ++kb) {
-          uint32_t r[4];
-          const int tok = kb * 32 + lane;
-          ldmatrix_x4_trans(r, smem_u32(vsm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
-          xw[kb][0] = prmt<0x6420>(r[0], r[1]);
-          xw[kb][1] = prmt<0x7531>(r[0], r[1]);
-          xw[kb][2] = prmt<0x6420>(r[2], r[3]);
-          xw[kb][3] = prmt<0x7531>(r[2], r[3]);
-        }
+        ldmatrix_pv_k32<F>(xw, vsm, c, lane);
 #pragma unroll
         for (int pl = 0; pl < P; ++pl) {
           const int gr = (pl * RB + 16 * c) / GROUP;
@@ -1898,6 +1958,89 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           const int k = c * P + pl;
 #pragma unroll
           for (int i = 0; i < 4; ++i) o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(tmp[i], fsc[gr], corr[gr][i & 1]));
+        }
+      }
+    } else if constexpr (IPV) {
+      // ---- P' = P s_v f as a 16-bit fixed point x = rint(P s_v f), f = kIpvMax / (max P max |s_v|) per
+      // (group, head) over this tile, so |x| <= kIpvMax; its hi (s8) and lo (u8) bytes as PV B fragments
+      // (k32: 32-token block kb, tokens 2tig, 2tig+1, 8+2tig, 9+2tig | +16, as the FP8 mode's); pz = sum P z
+      uint32_t pbh[NG][2][2], pbl[NG][2][2];
+      float pz[NG][2], wsc[NG][2];
+#pragma unroll
+      for (int gr = 0; gr < NG; ++gr) {
+        float sv[4][2], smax = 0.f;
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
+            smax = fmax_nan(smax, fabsf(sv[mt][half]));  // a NaN scale reaches the output (through wsc)
+          }
+        smax = warp_max_nan_over_rows(smax);  // zero-filled tokens past the end have s_v = 0
+        float f[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {  // a tile of no token (ptile 0) or of s_v 0: f = 2^100, x = 0
+          const float mx = fmax_nan(ptile[j] * smax, kIpvMax * 0x1p-100f);
+          f[j] = __fdividef(kIpvMax, mx);
+          wsc[gr][j] = mx * (1.f / kIpvMax);  // 1 / f
+          pz[gr][j] = 0.f;
+        }
+        uint32_t t[4][2];
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const float zv = vz[(mt * 16 + g + 8 * half) * NG + gr];
+            const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
+            const float y0 = fmaf(p0, sv[mt][half] * f[0], kIpvMagic), y1 = fmaf(p1, sv[mt][half] * f[1], kIpvMagic);
+            pz[gr][0] = fmaf(p0, zv, pz[gr][0]);
+            pz[gr][1] = fmaf(p1, zv, pz[gr][1]);
+            // x0 | x1 << 16 (the low 16 bits of each), then head g, tokens 8 half + 2tig, +1 of tile mt
+            t[mt][half] = movmatrix_trans(prmt<0x5410>(__float_as_uint(y0), __float_as_uint(y1)));
+          }
+        }
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int mt = 2 * kb + r;
+            pbl[gr][kb][r] = prmt<0x6420>(t[mt][0], t[mt][1]);  // low bytes: x mod 256
+            pbh[gr][kb][r] = prmt<0x7531>(t[mt][0], t[mt][1]);  // high bytes: x >> 8 (signed)
+          }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
+      }
+      // ---- PV (m16n8k32, exact s32) per m16 channel block (chunk c, plane pl): the codes in place,
+      // code 2^(BITS pl) in u8 lanes (one lop3 per 4 codes), dot = 256 hi + lo = sum x code 2^(BITS pl);
+      // O += dot 2^-(BITS pl) / f + sum P z. |dot| <= 64 tokens * 240 * 32767 < 2^29.
+#pragma unroll
+      for (int c = 0; c < NCH; ++c) {
+        uint32_t xw[2][4];
+        ldmatrix_pv_k32<F>(xw, vsm, c, lane);
+#pragma unroll
+        for (int pl = 0; pl < P; ++pl) {
+          const int gr = (pl * RB + 16 * c) / GROUP;
+          const int sh = BITS * pl;
+          int dh[4], dl[4];
+#pragma unroll
+          for (int kb = 0; kb < 2; ++kb) {
+            const uint32_t a[4] = {xw[kb][0] & (F::MASK4 << sh), xw[kb][1] & (F::MASK4 << sh),
+                                   xw[kb][2] & (F::MASK4 << sh), xw[kb][3] & (F::MASK4 << sh)};
+            if (kb == 0) {
+              mma_u8s8<true>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
+              mma_u8u8<true>(dl, a, pbl[gr][kb][0], pbl[gr][kb][1]);
+            } else {
+              mma_u8s8<false>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
+              mma_u8u8<false>(dl, a, pbl[gr][kb][0], pbl[gr][kb][1]);
+            }
+          }
+          const int k = c * P + pl;
+          const float e = 1.f / (1 << sh);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float dot = (float)(dh[i] * 256 + dl[i]);
+            o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(dot, wsc[gr][i & 1] * e, pz[gr][i & 1]));
+          }
         }
       }
     } else {
