@@ -71,6 +71,12 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
         if c.head_dim == 128:
             most = 6 if c.mode == "per-value" else 4
             assert c.opcodes.get("LDL", 0) + c.opcodes.get("STL", 0) <= most, (c.label(), c.opcodes)
+    # the integer QK and PV (DESIGN §5.1, §5.2) are native IMMA, not emulated: INT2's folded BF16 loops
+    # hold 32 per tile for PV and, with token-wise K, 32 for QK and no HMMA (channel-wise K: its FP16 QK)
+    for c in counts:
+        if c.head_dim == 128 and c.bits == 2 and c.mode == "folded-bf16":
+            assert c.opcodes.get("IMMA", 0) == (32 if c.channel else 64), (c.label(), c.opcodes)
+            assert c.opcodes.get("HMMA", 0) == (32 if c.channel else 0), (c.label(), c.opcodes)
     for bits in (2, 4):
         for channel in (False, True):
             folded = loop[(bits, 128, 128, "folded-bf16", False, channel)]

@@ -49,7 +49,13 @@
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
 // exact s32 mmas per step (hi, lo); S' = s dot + z sum(Q_g) / d_h, and the head's d_h joins
 // sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
-// a power of two, so that FFMA is exact where it matters). PV stays BF16.
+// a power of two, so that FFMA is exact where it matters).
+//
+// Integer PV (FOSCAR_IMMA_PV, on by default for INT2 at head_dim <= 128; NOTES §46; DESIGN §5.2): PV on
+// mma.sync.m16n8k32 with the V codes in place as u8 lanes (code 2^(BITS p): one lop3 per 4 codes, no
+// shift) and P' = P s_v as a 16-bit fixed point per (tile, group, head), x = rint(P s_v f) from the low
+// bits of an FFMA with 1.5 2^23, split into an s8 high and a u8 low byte: two exact s32 mmas per 32
+// tokens, O += (256 hi_dot + lo_dot) 2^-(BITS p) / f + sum P z.
 //
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
 // One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
@@ -102,12 +108,15 @@ namespace foscar {
 // 1: folded BF16: PV on integer tensor cores too (DESIGN §5.2, NOTES §46): the V codes in place as u8
 // lanes (one lop3 per 4 codes, no shift), P' = P s_v as a 16-bit fixed point per (tile, group, head),
 // two exact s32 mmas per 32 tokens (hi byte s8, lo byte u8). 0: BF16 HMMA with 1 + code / 128 operands.
+// INT2 at the large points 5-8% faster, max_rel_err 4-5e-3 -> 1.7e-3 (NOTES §46). head_dim <= 128 (at 256
+// ptxas spills).
 #ifndef FOSCAR_IMMA_PV
-#define FOSCAR_IMMA_PV 0
+#define FOSCAR_IMMA_PV 1
 #endif
-// With FOSCAR_IMMA_PV: 0 keeps INT4 on the BF16 PV (INT2 alone on integers).
+// With FOSCAR_IMMA_PV: 1 puts INT4 on the integer PV too (measured: no faster, 7% slower at 64 x 8K, where
+// ptxas spills; NOTES §46); 0 (default) keeps INT4 on the BF16 PV.
 #ifndef FOSCAR_IMMA_PV_INT4
-#define FOSCAR_IMMA_PV_INT4 1
+#define FOSCAR_IMMA_PV_INT4 0
 #endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
@@ -905,10 +914,11 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
-// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, INT2 (and INT4 unless FOSCAR_IMMA_PV_INT4=0)
-template <int MODE, int BITS>
+// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2 (INT4 with
+// FOSCAR_IMMA_PV_INT4=1)
+template <int MODE, int BITS, int HEAD_DIM>
 __host__ __device__ constexpr bool imma_pv() {
-  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && (BITS == 2 || FOSCAR_IMMA_PV_INT4);
+  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && (BITS == 2 || FOSCAR_IMMA_PV_INT4);
 }
 // its fixed point: |x| = |rint(P s_v f)| <= kIpvMax < 2^15 (a margin for ex2.approx's rounding), x read
 // from the low 16 bits of fma(P, s_v f, kIpvMagic) = 1.5 2^23 + x (exact integer in the mantissa)
@@ -1020,7 +1030,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     for (int i = 0; i < 4; ++i) {
       const int head = 2 * tig + (i & 1);
       // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
-      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS>() ? 1.f / (1 << F::pexp(pl)) : 1.f;
+      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() ? 1.f / (1 << F::pexp(pl)) : 1.f;
       sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
     }
   }
@@ -1086,7 +1096,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
-  constexpr bool IPV = imma_pv<MODE, BITS>();  // PV on integer tensor cores
+  constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>();  // PV on integer tensor cores
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;

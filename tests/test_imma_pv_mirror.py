@@ -1,0 +1,163 @@
+"""The CUDA kernel's integer PV (csrc ``FOSCAR_IMMA_PV``, DESIGN §5.2, bench/NOTES.md §46), mirrored in numpy.
+
+This file MIRRORS the kernel, it does not run it (no GPU here; the GPU tests run the kernel against the
+fp64 reference). For one query head and one 64-token tile of one V group, in the kernel's order of
+operations: the tile's largest ``|s_v|`` and ``P``, the fixed-point factor ``f = kIpvMax / (max P max
+|s_v|)``, ``x = rint(P s_v f)`` read from the low 16 bits of ``fma(P, s_v f, 1.5 2^23)``, its hi (s8) and
+lo (u8) bytes, the exact integer dots ``256 sum(A hi) + sum(A lo)`` of the codes in place (``A = code
+2^(BITS pl)``), and the fold ``O = fma(dot, 2^-(BITS pl) / f, sum P z)``. ``__fdividef`` (an approximate
+reciprocal on the GPU) is mirrored by an fp32 division; the result does not depend on that last bit,
+because ``1 / f`` is taken from the same ``mx`` that ``f`` is.
+"""
+
+import numpy as np
+import pytest
+
+from tests.test_imma_fold_range import fmaf
+
+F32 = np.float32
+IPV_MAX = F32(32512.0)  # kIpvMax in folded_decode_sm90.cuh
+MAGIC = F32(12582912.0)  # kIpvMagic = 1.5 2^23
+TOKENS = 64
+
+
+def fixed_point(p: np.ndarray, sv_f: np.ndarray) -> np.ndarray:
+    """``x`` as the kernel gets it: the low 16 bits of ``fma(p, sv_f, 1.5 2^23)`` as int16."""
+    y = fmaf(p, sv_f, np.full(p.shape, MAGIC, F32))
+    return (y.view(np.uint32) & 0xFFFF).astype(np.uint16).view(np.int16).astype(np.int64)
+
+
+def hi_lo(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The PV B fragments' bytes of ``x``: prmt 0x7531 (the high byte, an s8 lane) and 0x6420 (the low, u8)."""
+    u = (x & 0xFFFF).astype(np.uint16)
+    return (u >> 8).astype(np.uint8).view(np.int8).astype(np.int64), (u & 0xFF).astype(np.int64)
+
+
+def fmax_nan(a, b):
+    """PTX ``max.NaN.f32``."""
+    return F32(np.nan) if np.isnan(a) or np.isnan(b) else F32(max(a, b))
+
+
+def integer_pv(p, sv, zv, codes, bits: int, plane: int) -> dict:
+    """One channel block's output column for one head: ``p``, ``sv``, ``zv`` [T] float32 (P, the V scales
+    and offsets of the tile), ``codes`` [T, C] (0 .. 2^bits - 1). Returns the output [C] float32 and the
+    integers' extremes."""
+    smax = F32(0)
+    for s in sv:
+        smax = fmax_nan(smax, F32(abs(s)))
+    ptile = F32(np.max(p))  # the softmax's ex2 of the tile max: the same value as the largest p
+    mx = fmax_nan(F32(ptile * smax), F32(IPV_MAX * F32(2.0 ** -100)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = F32(IPV_MAX / mx)
+    wsc = F32(mx * F32(1.0 / IPV_MAX))
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = fixed_point(p, (sv * f).astype(F32))
+    hi, lo = hi_lo(x)
+    a = codes.astype(np.int64) << (bits * plane)  # the codes in place: u8 lanes
+    dh, dl = hi @ a, lo @ a  # each one s32 mma chain over the tile's 64 tokens
+    dot = dh * 256 + dl
+    pz = F32(0)
+    for pi, zi in zip(p, zv):
+        pz = fmaf(pi, zi, pz)
+    e = F32(1.0 / (1 << (bits * plane)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        o = fmaf(dot.astype(F32), np.full(dot.shape, F32(wsc * e), F32), np.full(dot.shape, pz, F32))
+    return dict(o=o, x=x, hi=hi, lo=lo, dh=dh, dl=dl, dot=dot)
+
+
+def reference(p, sv, zv, codes) -> np.ndarray:
+    """fp64 ``sum_t P_t (s_t code_t + z_t)``."""
+    p, sv, zv = (np.asarray(t, np.float64) for t in (p, sv, zv))
+    return (p[:, None] * (sv[:, None] * codes + zv[:, None])).sum(axis=0)
+
+
+def _tile(rng, bits: int, peaked: bool):
+    scores = rng.standard_normal(TOKENS) * (8.0 if peaked else 1.0)
+    p = np.exp2(scores - scores.max()).astype(F32)
+    codes = rng.integers(0, 1 << bits, (TOKENS, 16))
+    sv = (rng.random(TOKENS) * 0.3 + 0.01).astype(F32)
+    zv = (rng.standard_normal(TOKENS) * 0.5).astype(F32)
+    return p, sv, zv, codes
+
+
+def test_fixed_point_read_from_the_mantissa():
+    """``fma(p, s f, 1.5 2^23)`` holds ``rint(p s f)`` in its low 16 bits over the whole range, negative
+    values as two's complement, and its hi / lo bytes give it back: ``x = 256 hi + lo``, hi in s8, lo in u8."""
+    rng = np.random.default_rng(0)
+    v = np.concatenate([rng.uniform(-IPV_MAX, IPV_MAX, 20000), [0, 0.5, 1.5, -0.5, -1.5, IPV_MAX, -IPV_MAX]])
+    v = v.astype(F32)
+    x = fixed_point(v, np.ones_like(v))
+    assert np.array_equal(x, np.rint(v.astype(np.float64)).astype(np.int64))  # ties to even, as the FFMA
+    hi, lo = hi_lo(x)
+    assert hi.min() >= -128 and hi.max() <= 127 and lo.min() >= 0 and lo.max() <= 255
+    assert np.array_equal(256 * hi + lo, x)
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_integer_dots_stay_in_int32(bits):
+    """The worst tile: every code at its largest in the top plane (``A = 3 << 6`` or ``15 << 4``), every
+    ``|x|`` at kIpvMax: each mma chain and ``256 dh + dl`` stay inside int32 (the kernel's comment: < 2^29)."""
+    plane = 8 // bits - 1
+    codes = np.full((TOKENS, 1), (1 << bits) - 1)
+    for sign in (1, -1):
+        p = np.ones(TOKENS, F32)
+        sv = np.full(TOKENS, sign, F32)
+        r = integer_pv(p, sv, np.zeros(TOKENS, F32), codes, bits, plane)
+        assert np.abs(r["x"]).max() <= IPV_MAX
+        assert np.abs(r["dh"] * 256).max() < 2 ** 29 and np.abs(r["dot"]).max() < 2 ** 29
+
+
+def rounding_bound(p, sv, zv, bits: int) -> float:
+    """What the fixed point may be off by, at most: half a unit (``max P max |s| / kIpvMax``) per token
+    times the largest code, plus fp32's rounding of the fold and of ``sum P z`` (a few ulps of the terms)."""
+    unit = float(np.max(p)) * float(np.max(np.abs(sv))) / float(IPV_MAX)
+    terms = float((p.astype(np.float64) * (np.abs(sv) * ((1 << bits) - 1) + np.abs(zv))).sum())
+    return TOKENS * 0.5 * unit * ((1 << bits) - 1) * 1.01 + 8 * terms * 2.0 ** -24
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("peaked", [False, True])
+def test_tile_output_matches_fp64(bits, peaked):
+    """Against fp64, the tile's output stays inside the fixed point's rounding bound (half a unit in
+    32512 of the tile's largest ``P |s|`` per token), on flat and on peaked probabilities, every plane;
+    relative to the tile's scale ``sum P (|s| code_max + |z|)`` that is 1e-4 .. 3e-4 here, where rounding
+    ``P' = P s`` to BF16 (as the BF16 PV does) allows 2^-9 = 2e-3 of each term."""
+    rng = np.random.default_rng(1 + bits + 2 * peaked)
+    for _ in range(20):
+        p, sv, zv, codes = _tile(rng, bits, peaked)
+        ref = reference(p, sv, zv, codes)
+        bound = rounding_bound(p, sv, zv, bits)
+        for plane in range(8 // bits):
+            o = integer_pv(p, sv, zv, codes, bits, plane)["o"]
+            assert float(np.abs(o - ref).max()) <= bound, (plane, float(np.abs(o - ref).max()), bound)
+
+
+def test_negative_scales_are_exact_too():
+    """Scales below zero (not what quantize_kv writes, but a cache is only tensors): |s_v| sets f, x is
+    negative, the s8 high byte carries the sign."""
+    rng = np.random.default_rng(7)
+    p, sv, zv, codes = _tile(rng, 2, False)
+    sv = -sv
+    ref = reference(p, sv, zv, codes)
+    o = integer_pv(p, sv, zv, codes, 2, 3)["o"]
+    assert (integer_pv(p, sv, zv, codes, 2, 3)["x"] < 0).any()
+    assert float(np.abs(o - ref).max()) <= rounding_bound(p, sv, zv, 2)
+
+
+def test_edges_stay_finite_or_give_nan():
+    """A tile of no token (P = 0, the softmax's ptile 0) or of zero scales: f = 2^100, x = 0, the output
+    is sum P z; scales at the documented largest magnitude (1e30) stay finite; a NaN scale gives NaN (the
+    NaN-propagating max), not a finite wrong number."""
+    rng = np.random.default_rng(3)
+    p, sv, zv, codes = _tile(rng, 2, True)
+    r = integer_pv(np.zeros(TOKENS, F32), sv, zv, codes, 2, 1)
+    assert np.array_equal(r["x"], np.zeros(TOKENS, np.int64)) and np.array_equal(r["o"], np.zeros(16, F32))
+    r = integer_pv(p, np.zeros(TOKENS, F32), zv, codes, 2, 1)
+    assert np.isfinite(r["o"]).all() and np.allclose(r["o"], reference(p, np.zeros(TOKENS), zv, codes), atol=1e-5)
+    big = (sv * F32(1e30)).astype(F32)
+    o = integer_pv(p, big, zv, codes, 2, 3)["o"]
+    ref = reference(p, big, zv, codes)
+    assert np.isfinite(o).all() and float(np.abs(o - ref).max()) <= rounding_bound(p, big, zv, 2)
+    bad = sv.copy()
+    bad[5] = np.nan
+    assert np.isnan(integer_pv(p, bad, zv, codes, 2, 0)["o"]).all()
