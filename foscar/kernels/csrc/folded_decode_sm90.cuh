@@ -320,39 +320,25 @@ __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
   return r;
 }
 
-// d = a . b (+ d unless FIRST), A u8 (codes), B s8 (a part of the fixed-point query), exact s32
-template <bool FIRST>
-__device__ __forceinline__ void mma_u8s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (FIRST)
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%10,%10,%10,%10};\n"
-        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// d = a . b (+ d unless FIRST), A u8 (codes), B u8 (the low byte of the fixed-point P'), exact s32
-template <bool FIRST>
-__device__ __forceinline__ void mma_u8u8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (FIRST)
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%10,%10,%10,%10};\n"
-        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// d = a . b (+ d unless FIRST) on m16n8k32, A u8 (codes), exact s32: mma_u8s8 with B s8 (a part of the
+// fixed-point query, or the high byte of the fixed-point P'), mma_u8u8 with B u8 (the low byte of P')
+#define FOSCAR_MMA_K32_U8(NAME, BTYPE)                                                                    \
+  template <bool FIRST>                                                                                   \
+  __device__ __forceinline__ void NAME(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {   \
+    if constexpr (FIRST)                                                                                  \
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8." BTYPE ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                   "{%8,%9}, {%10,%10,%10,%10};\n"                                                       \
+                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                        \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));                \
+    else                                                                                                  \
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8." BTYPE ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                   "{%8,%9}, {%0,%1,%2,%3};\n"                                                           \
+                   : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                                        \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                        \
+  }
+FOSCAR_MMA_K32_U8(mma_u8s8, "s8")
+FOSCAR_MMA_K32_U8(mma_u8u8, "u8")
+#undef FOSCAR_MMA_K32_U8
 
 // FP8 (e4m3) operands, sm_89+: m16n8k32, four e4m3 values per 32-bit register.
 __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
