@@ -457,6 +457,22 @@ __device__ __forceinline__ float warp_sum_over_rows(float v) {
   return v;
 }
 
+// The V scales of group gr of this lane's 8 tokens of a 64-token tile (rows g, g + 8 of m16 tile mt: sv[mt][half])
+// and the largest over the tile (zero-filled tokens past the end have s_v = 0). ABS_NAN: the largest |s_v|, NaN
+// if any is (the integer PV); else the largest s_v (FP8 PV: quantize_kv's scales are >= 0).
+template <int NG, bool ABS_NAN>
+__device__ __forceinline__ float tile_v_scales(float (&sv)[4][2], const float* vs, int gr, int g) {
+  float smax = 0.f;
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
+      smax = ABS_NAN ? fmax_nan(smax, fabsf(sv[mt][half])) : fmaxf(smax, sv[mt][half]);
+    }
+  return ABS_NAN ? warp_max_nan_over_rows(smax) : warp_max_over_rows(smax);
+}
+
 struct Params {
   const __nv_bfloat16* q;  // [batch, num_qo_heads, HEAD_DIM]
   const uint8_t* k_codes;  // [batch, num_kv_heads, max_seq_len, RB]; paged: [num_pages, num_kv_heads, page, RB]
@@ -1896,15 +1912,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       float corr[NG][2], fsc[NG];
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr) {
-        float sv[4][2], smax = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
-            smax = fmaxf(smax, sv[mt][half]);
-          }
-        smax = warp_max_over_rows(smax);  // zero-filled tokens past the end have s_v = 0
+        float sv[4][2];
+        const float smax = tile_v_scales<NG, false>(sv, vs, gr, g);
         const float f = smax > 0.f ? 448.f / smax : 0.f;
         fsc[gr] = smax * (512.f / 448.f);  // 2^9 / f
         float cz[2] = {0.f, 0.f}, dr[2] = {0.f, 0.f};
@@ -1964,15 +1973,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       float pz[NG][2], wsc[NG][2];
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr) {
-        float sv[4][2], smax = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
-            smax = fmax_nan(smax, fabsf(sv[mt][half]));  // a NaN scale reaches the output (through wsc)
-          }
-        smax = warp_max_nan_over_rows(smax);  // zero-filled tokens past the end have s_v = 0
+        float sv[4][2];
+        const float smax = tile_v_scales<NG, true>(sv, vs, gr, g);  // a NaN scale reaches the output (wsc)
         float f[2];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {  // a tile of no token (ptile 0) or of s_v 0: f = 2^100, x = 0
