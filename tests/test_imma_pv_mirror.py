@@ -1,13 +1,14 @@
 """The CUDA kernel's integer PV (csrc ``FOSCAR_IMMA_PV``, DESIGN §5.2, bench/NOTES.md §46), mirrored in numpy.
 
 This file MIRRORS the kernel, it does not run it (no GPU here; the GPU tests run the kernel against the
-fp64 reference). For one query head and one 64-token tile of one V group, in the kernel's order of
-operations: the tile's largest ``|s_v|`` and ``P``, the fixed-point factor ``f = kIpvMax / (max P max
-|s_v|)``, ``x = rint(P s_v f)`` read from the low 16 bits of ``fma(P, s_v f, 1.5 2^23)``, its hi (s8) and
-lo (u8) bytes, the exact integer dots ``256 sum(A hi) + sum(A lo)`` of the codes in place (``A = code
-2^(BITS pl)``), and the fold ``O = fma(dot, 2^-(BITS pl) / f, sum P z)``. ``__fdividef`` (an approximate
-reciprocal on the GPU) is mirrored by an fp32 division; the result does not depend on that last bit,
-because ``1 / f`` is taken from the same ``mx`` that ``f`` is.
+fp64 reference). For one query head and one 64-token tile of one V group, with the kernel's fp32
+operations: the tile's largest ``|s_v|`` and ``P``, the fixed-point factor ``f = kIpvMax / max(max P max
+|s_v|, 2^-112)``, ``x = rint(P s_v f)`` read from the low 16 bits of ``fma(P, s_v f, 1.5 2^23)``, its hi
+(s8) and lo (u8) bytes, the exact integer dots ``256 sum(A hi) + sum(A lo)`` of the codes in place (``A =
+code 2^(BITS pl)``), and the fold ``O = fma(dot, 2^-(BITS pl) / f, sum P z)``. Not bit for bit:
+``__fdividef`` (an approximate reciprocal on the GPU) is mirrored by an fp32 division (``f`` and ``1 / f``
+then agree to ~1e-7, as on the GPU), and ``sum P z`` is summed token by token here where the kernel sums 8
+tokens per lane and then over the lanes (fp32 rounding of the order only).
 """
 
 import numpy as np
@@ -46,7 +47,8 @@ def integer_pv(p, sv, zv, codes, bits: int, plane: int) -> dict:
     for s in sv:
         smax = fmax_nan(smax, F32(abs(s)))
     ptile = F32(np.max(p))  # the softmax's ex2 of the tile max: the same value as the largest p
-    mx = fmax_nan(F32(ptile * smax), F32(IPV_MAX * F32(2.0 ** -100)))
+    sm = smax if smax <= F32(2.0 ** 126) else F32(np.nan)
+    mx = fmax_nan(F32(ptile * sm), F32(2.0 ** -112))
     with np.errstate(invalid="ignore", divide="ignore"):
         f = F32(IPV_MAX / mx)
     wsc = F32(mx * F32(1.0 / IPV_MAX))
@@ -110,7 +112,7 @@ def test_integer_dots_stay_in_int32(bits):
 def rounding_bound(p, sv, zv, bits: int) -> float:
     """What the fixed point may be off by, at most: half a unit (``max P max |s| / kIpvMax``) per token
     times the largest code, plus fp32's rounding of the fold and of ``sum P z`` (a few ulps of the terms)."""
-    unit = float(np.max(p)) * float(np.max(np.abs(sv))) / float(IPV_MAX)
+    unit = max(float(np.max(p)) * float(np.max(np.abs(sv))), 2.0 ** -112) / float(IPV_MAX)
     terms = float((p.astype(np.float64) * (np.abs(sv) * ((1 << bits) - 1) + np.abs(zv))).sum())
     return TOKENS * 0.5 * unit * ((1 << bits) - 1) * 1.01 + 8 * terms * 2.0 ** -24
 
@@ -132,6 +134,35 @@ def test_tile_output_matches_fp64(bits, peaked):
             assert float(np.abs(o - ref).max()) <= bound, (plane, float(np.abs(o - ref).max()), bound)
 
 
+def test_rounding_is_to_nearest():
+    """Over many flat tiles the signed error averages out (round to nearest: unbiased), where truncating x
+    would pull every token down by half a unit on average."""
+    rng = np.random.default_rng(11)
+    total, units = 0.0, 0.0
+    for _ in range(300):
+        p, sv, zv, codes = _tile(rng, 2, False)
+        unit = float(np.max(p)) * float(np.max(np.abs(sv))) / float(IPV_MAX)
+        o = integer_pv(p, sv, np.zeros(TOKENS, F32), codes, 2, 0)["o"]
+        total += float((o - reference(p, sv, np.zeros(TOKENS), codes)).sum())
+        units += unit * float(codes.sum())  # what truncation's bias would be, half of it per code unit
+    assert abs(total) < 0.05 * 0.5 * units, (total, units)
+
+
+@pytest.mark.parametrize("magnitude", [1e-20, 1e-30, 1e-33])
+def test_small_scales_keep_their_precision(magnitude):
+    """V scales far below 1 (values ~1e-30): f is the same ratio, so the error stays at the fixed point's
+    bound relative to the tile (down to max P max |s_v| = 2^-112 = 1.9e-34, where f reaches 2^127)."""
+    rng = np.random.default_rng(5)
+    p, sv, zv, codes = _tile(rng, 2, True)
+    sv = (sv * F32(magnitude)).astype(F32)
+    zv = (zv * F32(magnitude)).astype(F32)
+    o = integer_pv(p, sv, zv, codes, 2, 2)["o"]
+    ref = reference(p, sv, zv, codes)
+    assert np.isfinite(o).all() and float(np.abs(o - ref).max()) <= rounding_bound(p, sv, zv, 2)
+    scale = float((p.astype(np.float64) * (np.abs(sv) * 3 + np.abs(zv))).sum())
+    assert float(np.abs(o - ref).max()) < 3e-4 * scale
+
+
 def test_negative_scales_are_exact_too():
     """Scales below zero (not what quantize_kv writes, but a cache is only tensors): |s_v| sets f, x is
     negative, the s8 high byte carries the sign."""
@@ -145,9 +176,9 @@ def test_negative_scales_are_exact_too():
 
 
 def test_edges_stay_finite_or_give_nan():
-    """A tile of no token (P = 0, the softmax's ptile 0) or of zero scales: f = 2^100, x = 0, the output
-    is sum P z; scales at the documented largest magnitude (1e30) stay finite; a NaN scale gives NaN (the
-    NaN-propagating max), not a finite wrong number."""
+    """A tile of no token (P = 0, the softmax's ptile 0) or of zero scales: f = kIpvMax 2^112, x = 0, the
+    output is sum P z; scales at the documented largest magnitude (1e30) stay finite; a NaN scale, or one
+    past 2^126, gives NaN (the NaN-propagating max), not a finite wrong number."""
     rng = np.random.default_rng(3)
     p, sv, zv, codes = _tile(rng, 2, True)
     r = integer_pv(np.zeros(TOKENS, F32), sv, zv, codes, 2, 1)
@@ -160,4 +191,6 @@ def test_edges_stay_finite_or_give_nan():
     assert np.isfinite(o).all() and float(np.abs(o - ref).max()) <= rounding_bound(p, big, zv, 2)
     bad = sv.copy()
     bad[5] = np.nan
+    assert np.isnan(integer_pv(p, bad, zv, codes, 2, 0)["o"]).all()
+    bad[5] = F32(2.0 ** 127)
     assert np.isnan(integer_pv(p, bad, zv, codes, 2, 0)["o"]).all()

@@ -1000,7 +1000,7 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
 // for first), per (query head, channel) of this CTA: the output and LSE of a sequence of one chunk, else
 // this chunk's normalized partial and base-2 LSE in row `slot`; the sequence's chunk range for the merge
 // kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
-// accumulators (folded BF16: 2^E O for planes in place), m_run / l_part: its running max and denominator
+// accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count), parked in shared
 // memory across the loop.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
@@ -1975,10 +1975,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int gr = 0; gr < NG; ++gr) {
         float sv[4][2];
         const float smax = tile_v_scales<NG, true>(sv, vs, gr, g);  // a NaN scale reaches the output (wsc)
+        // max |s_v| past 2^126: NaN (there __fdividef would give f = 0 and drop the codes' term; the kernel's
+        // documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
+        const float sm = smax <= 0x1p126f ? smax : __int_as_float(0x7fffffff);
         float f[2];
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {  // a tile of no token (ptile 0) or of s_v 0: f = 2^100, x = 0
-          const float mx = fmax_nan(ptile[j] * smax, kIpvMax * 0x1p-100f);
+        for (int j = 0; j < 2; ++j) {
+          // max P max |s_v| (<= 2^126, ptile <= 1) at least 2^-112, so f <= kIpvMax 2^112 < 2^127 stays finite:
+          // a tile of no token (ptile 0) or of zero scales gets x = 0; full precision down to max P max |s_v| =
+          // 2^-112 (1.9e-34), coarser below
+          const float mx = fmax_nan(ptile[j] * sm, 0x1p-112f);
           f[j] = __fdividef(kIpvMax, mx);
           wsc[gr][j] = mx * (1.f / kIpvMax);  // 1 / f
           pz[gr][j] = 0.f;
