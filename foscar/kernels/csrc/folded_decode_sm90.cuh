@@ -1966,7 +1966,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         }
       }
     } else if constexpr (IPV) {
-      // ---- P' = P s_v f as a 16-bit fixed point x = rint(P s_v f), f = kIpvMax / (max P max |s_v|) per
+      // ---- P' = P s_v f as a 16-bit fixed point x = rint(P s_v f), f = kIpvMax / (max P max |s_v|, >= 2^-112) per
       // (group, head) over this tile, so |x| <= kIpvMax; its hi (s8) and lo (u8) bytes as PV B fragments
       // (k32: 32-token block kb, tokens 2tig, 2tig+1, 8+2tig, 9+2tig | +16, as the FP8 mode's); pz = sum P z
       uint32_t pbh[NG][2][2], pbl[NG][2][2];
@@ -2016,7 +2016,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       }
       // ---- PV (m16n8k32, exact s32) per m16 channel block (chunk c, plane pl): the codes in place,
       // code 2^(BITS pl) in u8 lanes (one lop3 per 4 codes), dot = 256 hi + lo = sum x code 2^(BITS pl);
-      // O += dot 2^-(BITS pl) / f + sum P z. |dot| <= 64 tokens * 240 * 32767 < 2^29.
+      // O += dot 2^-(BITS pl) / f + sum P z. |dot| <= 64 tokens * 240 * 32512 < 2^29 (INT2: 192 for 240).
 #pragma unroll
       for (int c = 0; c < NCH; ++c) {
         uint32_t xw[2][4];
