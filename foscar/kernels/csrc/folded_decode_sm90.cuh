@@ -433,21 +433,19 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 __device__ __forceinline__ float bf16_lo(uint32_t x) { return __uint_as_float(x << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); }
 
-__device__ __forceinline__ float warp_max_over_rows(float v) {  // over the 8 lanes sharing lane % 4
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
-  return v;
-}
 __device__ __forceinline__ float fmax_nan(float a, float b) {  // max, NaN if either is (fmaxf drops a NaN)
   float r;
   asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
-__device__ __forceinline__ float warp_max_nan_over_rows(float v) {
-  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 4));
-  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 8));
-  v = fmax_nan(v, __shfl_xor_sync(0xffffffffu, v, 16));
+// max over the 8 lanes sharing lane % 4; PROPAGATE_NAN: NaN if any lane's is (fmax_nan), else fmaxf (which drops a NaN)
+template <bool PROPAGATE_NAN = false>
+__device__ __forceinline__ float warp_max_over_rows(float v) {
+#pragma unroll
+  for (int d = 4; d <= 16; d *= 2) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, d);
+    v = PROPAGATE_NAN ? fmax_nan(v, o) : fmaxf(v, o);
+  }
   return v;
 }
 __device__ __forceinline__ float warp_sum_over_rows(float v) {
@@ -470,7 +468,7 @@ __device__ __forceinline__ float tile_v_scales(float (&sv)[4][2], const float* v
       sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
       smax = ABS_NAN ? fmax_nan(smax, fabsf(sv[mt][half])) : fmaxf(smax, sv[mt][half]);
     }
-  return ABS_NAN ? warp_max_nan_over_rows(smax) : warp_max_over_rows(smax);
+  return warp_max_over_rows<ABS_NAN>(smax);
 }
 
 struct Params {
