@@ -170,11 +170,16 @@ class DecodePlan:
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
+        merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
+            where the plan gives every sequence exactly one chunk (one work slot per sequence,
+            :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
+            (one launch instead of two, bench/NOTES.md §48); False for the fused merge and the Triton
+            kernel too.
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_launched=False):
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
@@ -186,6 +191,7 @@ class DecodePlan:
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
         self.merge_pdl = merge_pdl
+        self.merge_launched = merge_launched and seq_chunks is not None
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -228,7 +234,7 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks)
-            if self._seq_chunks is not None:
+            if self.merge_launched:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl)
         else:
@@ -284,7 +290,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
-    from foscar.kernels.splits import device_sm_count
+    from foscar.kernels.splits import device_sm_count, merges
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -347,6 +353,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
+            # one chunk per sequence (one slot each): the decode kernel writes every row, no merge (NOTES §48)
+            merge_launched=seq_chunks is not None and merges(batch, slots),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

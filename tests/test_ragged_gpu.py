@@ -210,3 +210,54 @@ def test_the_kernel_schedule_is_the_host_mirror(lengths, paged):
             assert not out[b].any()
         else:
             assert float((out[b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, (b, length)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("bits", [2, 4])
+def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
+    """Batch 20 over 8 KV heads at a capacity of 8K (the H200's fit: one chunk per sequence, no room) and any
+    batch at a capacity of at most 512: the plan is one fixed split, the decode kernel writes every row and
+    no merge kernel is launched (bench/NOTES.md §48); the outputs are the reference's, also in a captured
+    graph replayed over other lengths."""
+    from foscar.kernels import merge_triton, splits
+
+    for batch, capacity in ((20, 8192), (3, 512)):
+        lens = _ragged_lengths(batch, batch, capacity)
+        lens[0], lens[-1] = capacity, 0
+        q, cache = _case(_cuda(), batch=batch, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                         seq_lens=lens, bits=bits, group_size=128)
+        run_cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
+        plan = foscar.plan_decode(run_cache, 32, backend="cuda")
+        if plan.merge != "kernel":
+            pytest.skip("FOSCAR_MERGE=fused plans have no merge kernel to skip")
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        if splits.merges(batch, splits.plan_work(batch, 8, capacity, sms, bits=bits)[0]):
+            pytest.skip(f"on this GPU ({sms} SMs) batch {batch} x 8 KV heads at {capacity} can split a sequence")
+        assert not plan.merge_launched and plan.num_splits == 1
+
+        def no_merge(*args, **kwargs):
+            raise AssertionError("the merge kernel was launched for a plan of one chunk per sequence")
+
+        monkeypatch.setattr(merge_triton, "merge_slots", no_merge)
+        out, lse = (t.clone() for t in plan.run(q, run_cache, return_lse=True))
+        ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+        for b, length in enumerate(lens):
+            if length == 0:
+                assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
+                continue
+            err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+            assert err < 1e-2, (batch, b, length, err)
+            assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3)
+        if not paged:  # a captured plan over other lengths: still one chunk each, still the reference
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                plan.run(q, cache)
+            cache.seq_lens.copy_(torch.tensor(lens[::-1], dtype=torch.int32))
+            graph.replay()
+            torch.cuda.synchronize()
+            ref2 = foscar.reference_decode(q, cache)
+            for b, length in enumerate(lens[::-1]):
+                if length:
+                    err = float((plan.out[b].double() - ref2[b]).norm() / ref2[b].norm())
+                    assert err < 1e-2, (batch, b, length, err)
+        monkeypatch.undo()

@@ -67,8 +67,11 @@ def test_uniform_batches_keep_the_fitted_split_counts(batch, context):
     work, _ = _chunks([context] * batch, context)
     n, _ = splits.choose_num_splits(batch, 8, context, 256, H200_SMS)
     assert len(work) == batch * n
-    slots, _, target = splits.plan_work(batch, 8, context, H200_SMS)
-    assert target == len(work)
+    slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS)
+    if slots == batch:  # one chunk per sequence: said as one fixed split (the same chunks, NOTES §48)
+        assert (fixed, target, n) == (1, 1, 1)
+    else:
+        assert fixed == 0 and target == len(work)
     if len(work) * 8 < splits.RESIDENT_CTAS_PER_SM * H200_SMS:
         assert slots == len(work)  # no empty slot beside the working CTAs (up to 42% slower, NOTES §18)
     else:  # the working CTAs fill the GPU: batch spare slots for ragged batches, after every working CTA
@@ -113,7 +116,10 @@ def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, 
     132): two chunks per sequence (H200 split sweep, bench/NOTES.md §27); INT2 and smaller batches keep
     the fitted count; a sequence too short for two 256-token chunks keeps one."""
     slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=bits)
-    assert fixed == 0 and target == batch * per_sequence
+    if slots == batch:  # one chunk per sequence, no room: one fixed split (NOTES §48)
+        assert per_sequence == 1 and (fixed, target) == (1, 1)
+    else:
+        assert fixed == 0 and target == batch * per_sequence
     work = splits.schedule([context] * batch, slots, fixed, target)
     assert len(work) == batch * per_sequence and {e - s for _, s, e in work} == {context // per_sequence}
 
@@ -124,8 +130,8 @@ def test_no_room_where_no_sequence_can_take_two_chunks(capacity, room):
     slots, except where the capacity is at most the smallest chunk (512 tokens): every sequence is then
     one chunk and the spare slots would be CTAs with nothing to do (bench/NOTES.md §36, §39)."""
     slots, fixed, target = splits.plan_work(64, 8, capacity, H200_SMS)
-    assert fixed == 0 and target == 64
-    assert slots == (128 if room else 64)
+    assert (slots, fixed, target) == ((128, 0, 64) if room else (64, 1, 1))  # no room: one fixed split (§48)
+    assert splits.merges(64, slots) is room
     if not room:  # ... and every sequence's one chunk still fits, whatever its length up to the capacity
         rng = random.Random(capacity)
         work = splits.schedule([rng.randrange(capacity + 1) for _ in range(64)], slots, fixed, target)
@@ -245,3 +251,25 @@ def test_one_reciprocal_gives_exact_chunk_counts():
             assert 0 <= x - q * chunk < 2 * chunk
             q += x - q * chunk >= chunk
             assert q == -(-length // chunk) if length > 0 else q == 0
+
+
+@pytest.mark.parametrize("batch, capacity, bits", [(32, 8192, 2), (32, 32768, 4), (1, 16, 2), (8, 300, 4),
+                                                   (64, 512, 2), (20, 1024, 2)])
+def test_one_chunk_per_sequence_plans_need_no_merge(batch, capacity, bits):
+    """Where the fitted target is one chunk per sequence and the grid has no room (batch 17-49 at 8 KV heads
+    up to 32K on the H200, or any batch at a capacity of at most 512), the plan is one fixed split: every
+    sequence, of any length up to the capacity and past it, is exactly one chunk in its own slot, so no
+    merge kernel is needed (bench/NOTES.md §48)."""
+    slots, fixed, target = splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits)
+    assert (slots, fixed, target) == (batch, 1, 1) and not splits.merges(batch, slots)
+    rng = random.Random(batch * capacity)
+    for lengths in ([capacity] * batch, [rng.randrange(capacity + 1) for _ in range(batch)], [4 * capacity] * batch):
+        work = splits.schedule(lengths, slots, fixed, target)
+        assert [(b, s, e) for b, s, e in work] == [(b, 0, n) for b, n in enumerate(lengths)]
+
+
+@pytest.mark.parametrize("batch, capacity, bits", [(1, 8192, 2), (8, 4096, 4), (64, 8192, 2), (64, 8192, 4),
+                                                   (32, 131072, 2)])
+def test_plans_that_can_split_a_sequence_merge(batch, capacity, bits):
+    slots, fixed, target = splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits)
+    assert fixed == 0 and slots > batch and splits.merges(batch, slots)

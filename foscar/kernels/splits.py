@@ -104,6 +104,11 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             that many chunks of whole 256-token iterations).
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
 
+    One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
+    == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
+    (the same chunks; the kernel's fixed path reads its one length instead of scanning the batch's), and a
+    plan with ``num_slots == batch`` launches no merge kernel (:func:`merges`; bench/NOTES.md §48).
+
     Returns:
         ``num_slots`` (the grid is ``num_slots * num_kv_heads`` CTAs, the partial buffers hold
         ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``.
@@ -116,7 +121,17 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     room = fills_gpu and max_seq_len > MIN_CHUNK_TOKENS  # else no sequence could use a second chunk
+    if target == batch and not room:  # one chunk per sequence, whatever the lengths
+        return batch, 1, 1
     return target + (batch if room else 0), 0, target
+
+
+def merges(batch: int, num_slots: int) -> bool:
+    """Whether a plan of ``num_slots`` work slots (:func:`plan_work`) over ``batch`` sequences can give a
+    sequence two chunks, so that its partials need the split merge. ``num_slots == batch``: every sequence
+    (an empty one too) takes exactly one slot, its CTA writes the output row and LSE, and the merge kernel
+    would find nothing to do (its launch alone costs ~1 us, bench/NOTES.md §30, §48)."""
+    return num_slots > batch
 
 
 def first_chunk(total_tokens: int, target_chunks: int) -> int:
