@@ -273,3 +273,14 @@ def test_one_chunk_per_sequence_plans_need_no_merge(batch, capacity, bits):
 def test_plans_that_can_split_a_sequence_merge(batch, capacity, bits):
     slots, fixed, target = splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits)
     assert fixed == 0 and slots > batch and splits.merges(batch, slots)
+
+
+@pytest.mark.parametrize("context, bits, chunks", [(8192, 2, 16), (8192, 4, 16), (32768, 2, 16), (32768, 4, 16),
+                                                   (131072, 2, 32), (131072, 4, 16), (4096, 4, 8), (300, 2, 1)])
+def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bits, chunks):
+    """A single sequence over 8 KV heads on the H200: INT4 one program per SM (16 chunks), INT2 too while its
+    chunks stay at most 2048 tokens (1 x 32K: 16), else the fit's two per SM (1 x 128K: 32); bench/NOTES.md §48."""
+    slots, fixed, target = splits.plan_work(1, 8, context, H200_SMS, bits=bits)
+    work = splits.schedule([context], slots, fixed, target)
+    assert len(work) == chunks and slots == chunks
+    assert splits.plan_work(1, 8, context, H200_SMS)[0] >= chunks  # without bits: the fit, as before

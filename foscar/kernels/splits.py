@@ -38,6 +38,8 @@ MIN_CHUNK_TOKENS = 512  # kMinChunk
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
 # can take two chunks)
 RESIDENT_CTAS_PER_SM = 3
+# batch 1 (plan_work): INT2 takes one program per SM while that keeps its chunks at most this long (tokens)
+BATCH1_INT2_CHUNK_TOKENS = 2048
 
 
 def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
@@ -104,6 +106,14 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             that many chunks of whole 256-token iterations).
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
 
+    Batch 1: a single sequence has no length mix to leave room for, so the target may be smaller than the
+    fit's two programs per SM: INT4 (``bits >= 4``) takes one program per SM (a power of two, at least the
+    32K-token cap's count), and INT2 does so too while that keeps its chunks at most
+    :data:`BATCH1_INT2_CHUNK_TOKENS` tokens. Measured on the H200 (bench/NOTES.md §48; 8 KV heads, 132 SMs:
+    16 chunks instead of 32): INT4 1 x 32K 18.86 -> 17.37 us, 1 x 128K 44.77 -> 43.04; INT2 1 x 32K 15.69 ->
+    15.11; but INT2 1 x 128K 32.55 -> 35.12 (chunks of 8K), so there INT2 keeps the fit's 32. At 1 x 8K both
+    counts are 16.
+
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
     (the same chunks; the kernel's fixed path reads its one length instead of scanning the batch's), and a
@@ -116,6 +126,11 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    if batch == 1 and bits is not None:  # one sequence: one program per SM where that measured faster
+        per_sm = max(1, num_sms // max(1, num_kv_heads))
+        one_per_sm = max(1 << (per_sm.bit_length() - 1), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
+        if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
+            n = min(n, one_per_sm)
     if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
