@@ -43,6 +43,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
     indptr = kv_indptr->data_ptr<int>();
     indices = kv_indices->data_ptr<int>();
   }
+  for (const auto& t : {out, o_part})  // the epilogue's 8 / 16-byte stores of 4 channels (plan buffers are)
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "out and o_part must be 16-byte aligned");
   for (const auto& t : {k_codes, v_codes})  // 16-byte copies of code rows
     TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "code tensors must be 16-byte aligned");
   if (k_block != 0) {  // channel-wise K: rows of head_dim scales / offsets per K block, copied 16 bytes at a time

@@ -1037,29 +1037,42 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   __syncthreads();
   const int num_qo_heads = p.num_kv_heads * p.gqa;
   const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
-  for (int idx = threadIdx.x; idx < p.gqa * HEAD_DIM; idx += kWarps * 32) {
-    const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
+  // per thread and step: V = 4 adjacent channels of one head (16-byte shared loads; the head's warp weights
+  // once for its V channels; 8 / 16-byte global stores: the plan's out and o_part rows, 16-byte aligned, checked
+  // in the binding). The sums run over the warps in the same order as per channel, so the results are
+  // bit-identical to one channel per step (bench/NOTES.md §48: that loop was ~380 of a 16-token CTA's ~1490
+  // instructions per warp).
+  constexpr int V = 4, HV = HEAD_DIM / V;
+  for (int idx = threadIdx.x; idx < p.gqa * HV; idx += kWarps * 32) {
+    const int head = idx / HV, ch = (idx % HV) * V;
     float mx = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
     const float m_safe = mx == -INFINITY ? 0.f : mx;
-    float num = 0.f, den = 0.f;
+    float num[V] = {}, den = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
-      num += e * sm_o[(w * 8 + head) * HEAD_DIM + ch];
+      const float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * HEAD_DIM + ch);
+      num[0] += e * o4.x;
+      num[1] += e * o4.y;
+      num[2] += e * o4.z;
+      num[3] += e * o4.w;
       den += e * sm_l[w * 8 + head];
     }
-    float o, lse2;
-    finalize(num, den, mx, o, lse2);
+    float o[V], lse2;
+#pragma unroll
+    for (int v = 0; v < V; ++v) finalize(num[v], den, mx, o[v], lse2);
     const int hq = hkv * p.gqa + head;
     if (count == 1) {  // the whole sequence: final output
       const long long row = (long long)eb * num_qo_heads + hq;
-      p.out[row * HEAD_DIM + ch] = __float2bfloat16(o);
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
+      *reinterpret_cast<uint2*>(p.out + row * HEAD_DIM + ch) =
+          make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
       if (ch == 0) p.lse[row] = lse2 * kLn2;
     } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
       const long long row = (long long)(blockIdx.x / p.num_kv_heads) * num_qo_heads + hq;
-      p.o_part[row * HEAD_DIM + ch] = o;
+      *reinterpret_cast<float4*>(p.o_part + row * HEAD_DIM + ch) = make_float4(o[0], o[1], o[2], o[3]);
       if (ch == 0) p.lse_part[row] = lse2;
     }
   }
