@@ -14,7 +14,13 @@ A row without a recorded spread is judged on the threshold alone. A row timed at
 a held-down clock in either run (its ``clock_note`` is set: throttled, or an SM clock
 more than 5% below its run's median; :mod:`bench.clocks`) is ``ambiguous`` whatever
 its ratio: never a regression, never an improvement, and left out of the
-geometric means. Per series
+geometric means. So is every row of a point (:data:`CLOCK_POINT_KEYS`: the match keys
+but the kernel variant) where any row of either run carries a note: a point's rows are
+timed one after another, and the clock is read only before and after each, so a power
+cap that shows on one row's readings may have held its neighbours down between theirs
+(bench/NOTES.md §48: three rows of session 15's bench were called slower, by 2.0-2.3%,
+at points whose FlashInfer rows, timed beside them, were throttled and 2.1-2.4% slower
+too). Per series
 (``kernel/int<bits>/<operand>``, or the baseline kernel's name) the geometric mean of
 the ratios gets the same verdict, its spreads being the geometric means of
 ``p20 / base median`` and ``p80 / base median`` of each side. Any ``slower`` row or
@@ -60,7 +66,10 @@ MATCH_KEYS = ["kernel", "bits", "operand", *[k for k in POINT_KEYS if k != "grid
 NEAR_KEYS = ["kernel", "bits", "operand", "batch", "context", "cache_bits"]
 VERDICT_ORDER = ("slower", "noisy", "ambiguous", "faster", "same")  # most to least alarming
 VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim"}
-AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note): not judged
+AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note), or beside such a row: not judged
+# a point for the clock (every match key but the kernel variant): its rows run one after another, so one row's
+# clock note makes the whole point ambiguous in that comparison (module doc)
+CLOCK_POINT_KEYS = [k for k in MATCH_KEYS if k not in ("kernel", "bits", "operand")]
 
 
 def verdict(base: tuple[float, float, float], new: tuple[float, float, float], threshold: float) -> str:
@@ -80,6 +89,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
     """Compare ``new`` against ``base``; a JSON-ready dict (``rows``, ``geomeans``, ``unmatched``, ``verdict``)."""
     b = _keyed(base.df)
     n = _keyed(new.df)
+    held = {**_held_points(new.df, "new"), **_held_points(base.df, "base")}  # point -> the first note there
     rows: list[dict[str, Any]] = []
     unmatched: list[dict[str, Any]] = []
     for key in sorted(set(b) | set(n), key=_sort_key):
@@ -99,6 +109,8 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
         bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
         nt = (float(rn["median_us"]), _f(rn["p20_us"]), _f(rn["p80_us"]))
         clock_notes = [f"{side}: {row['clock_note']}" for side, row in (("base", rb), ("new", rn)) if has_clock_note(row)]
+        if not clock_notes and match_key(ref, CLOCK_POINT_KEYS) in held:  # a neighbour at this point was held down
+            clock_notes = [f"same point, {held[match_key(ref, CLOCK_POINT_KEYS)]}"]
         rows.append({
             **ident,
             "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],
@@ -187,6 +199,16 @@ def _keyed(df: pd.DataFrame) -> dict[tuple, pd.Series]:
             if _is_timed(out[key]) or not _is_timed(row):
                 continue
         out[key] = row
+    return out
+
+
+def _held_points(df: pd.DataFrame, side: str) -> dict[tuple, str]:
+    """The points (:data:`CLOCK_POINT_KEYS`) of ``df`` where a row carries a clock note, each with the first
+    such note as ``"<side> <kernel>: <note>"``."""
+    out: dict[tuple, str] = {}
+    for _, row in df.iterrows():
+        if has_clock_note(row):
+            out.setdefault(match_key(row, CLOCK_POINT_KEYS), f"{side} {row['kernel']}: {row['clock_note']}")
     return out
 
 
@@ -345,8 +367,9 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         console.print(rt)
     ambiguous = [r for r in result["rows"] if r["verdict"] == AMBIGUOUS]
     if ambiguous:
-        console.print(f"[magenta]ambiguous:[/] {len(ambiguous)} row(s) timed at a held-down GPU clock in base or new "
-                      f"(not judged, not in the geometric means); first: {ambiguous[0]['clock_note']}")  # fmt: skip
+        console.print(f"[magenta]ambiguous:[/] {len(ambiguous)} row(s) timed at a held-down GPU clock in base or new, "
+                      f"or at a point where a row was (not judged, not in the geometric means); first: "
+                      f"{ambiguous[0]['clock_note']}")  # fmt: skip
     elif result["rows"] and not shown:
         console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
 

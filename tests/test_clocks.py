@@ -211,6 +211,38 @@ def test_compare_counts_clock_noted_rows_as_ambiguous(tmp_path):
     assert exit_code(r3) == 0
 
 
+def _point_run(path: Path, foscar_us: float, flashinfer_note: str | None = None) -> Run:
+    """FOSCAR and FlashInfer rows at 8 x 8K and 8 x 32K; the FlashInfer row at 32K may carry a clock note."""
+    rows = []
+    for context in (8192, 32768):
+        p = Point(8, context, 2, 128, 32, 8, 128, 16)
+        for kernel, bits, base, us, note in (("foscar-cuda", 2, None, foscar_us, None),
+                                             ("flashinfer-fa2-tc", None, "bf16", 50.0,
+                                              flashinfer_note if context == 32768 else None)):
+            r = new_row(p, kernel, bits, "bf16" if bits else None, base)
+            r.update(status="ok", median_us=us, p20_us=us * 0.999, p80_us=us * 1.001, reps=15, clock_note=note)
+            rows.append(r)
+    return Run(path=path, label=path.name, df=add_speedups(to_frame(rows)), meta={}, summary={})
+
+
+def test_compare_counts_the_rows_beside_a_held_down_row_as_ambiguous(tmp_path):
+    """A point's rows are timed one after another and the clock is read only around each: where one row of a
+    point was held down (here FlashInfer's, in new), every row of that point is ambiguous, in either run; the
+    rows of other points are judged as usual (bench/NOTES.md §48: session 15's three "slower" rows)."""
+    base = _point_run(tmp_path / "base", 10.0)
+    new = _point_run(tmp_path / "new", 10.3, flashinfer_note="throttled after timing (sw_power_cap)")
+    result = compare_runs(base, new, 0.02)
+    v = {(r["kernel"], r["context"]): r for r in result["rows"]}
+    assert v[("foscar-cuda", 32768)]["verdict"] == "ambiguous"
+    assert v[("foscar-cuda", 32768)]["clock_note"] == "same point, new flashinfer-fa2-tc: throttled after timing (sw_power_cap)"
+    assert v[("flashinfer-fa2-tc", 32768)]["verdict"] == "ambiguous"
+    assert v[("foscar-cuda", 8192)]["verdict"] == "slower" and v[("flashinfer-fa2-tc", 8192)]["verdict"] == "same"
+    swapped = compare_runs(new, base, 0.02)  # the note in base: the same rows ambiguous
+    assert {(r["kernel"], r["context"]): r["verdict"] for r in swapped["rows"]}[("foscar-cuda", 32768)] == "ambiguous"
+    clean = compare_runs(base, _point_run(tmp_path / "n2", 10.3), 0.02)
+    assert all(r["verdict"] == "slower" for r in clean["rows"] if r["kernel"] == "foscar-cuda")
+
+
 @pytest.mark.gpu
 def test_real_nvml_reading_and_a_bench_row_with_clocks(tmp_path):
     """On the GPU (with nvidia-ml-py): a real reading, and a timed row that carries it."""
