@@ -89,7 +89,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
     """Compare ``new`` against ``base``; a JSON-ready dict (``rows``, ``geomeans``, ``unmatched``, ``verdict``)."""
     b = _keyed(base.df)
     n = _keyed(new.df)
-    held = {**_held_points(new.df, "new"), **_held_points(base.df, "base")}  # point -> the first note there
+    held = {**_held_points(n, "new"), **_held_points(b, "base")}  # point -> a note there (base's where both have one)
     rows: list[dict[str, Any]] = []
     unmatched: list[dict[str, Any]] = []
     for key in sorted(set(b) | set(n), key=_sort_key):
@@ -202,11 +202,11 @@ def _keyed(df: pd.DataFrame) -> dict[tuple, pd.Series]:
     return out
 
 
-def _held_points(df: pd.DataFrame, side: str) -> dict[tuple, str]:
-    """The points (:data:`CLOCK_POINT_KEYS`) of ``df`` where a row carries a clock note, each with the first
-    such note as ``"<side> <kernel>: <note>"``."""
+def _held_points(rows: dict[tuple, pd.Series], side: str) -> dict[tuple, str]:
+    """The points (:data:`CLOCK_POINT_KEYS`) of a run's rows (:func:`_keyed`: the rows compare keeps) where a
+    row carries a clock note, each with the first such note as ``"<side> <kernel>: <note>"``."""
     out: dict[tuple, str] = {}
-    for _, row in df.iterrows():
+    for row in rows.values():
         if has_clock_note(row):
             out.setdefault(match_key(row, CLOCK_POINT_KEYS), f"{side} {row['kernel']}: {row['clock_note']}")
     return out

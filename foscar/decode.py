@@ -152,7 +152,8 @@ class DecodePlan:
     Attributes:
         kernel: ``"cuda"`` or ``"triton"`` (what ``backend="auto"`` resolved to).
         num_splits: the fixed split-KV count per sequence, or ``None`` for the CUDA kernel's
-            length-aware chunks (``num_splits=None``).
+            length-aware chunks (``num_splits=None``); 1 also where the CUDA plan gives every sequence
+            one chunk by itself (one work slot per sequence, bench/NOTES.md §48).
         out: ``[batch, num_qo_heads, head_dim]`` bfloat16, the output buffer ``run`` returns.
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
         merge: the CUDA kernel's split merge, ``"kernel"`` (a merge kernel after the decode kernel,
@@ -179,7 +180,9 @@ class DecodePlan:
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_launched=False):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False):
+        from foscar.kernels.splits import merges
+
         self._q_shape, self._device, self._layout = q_shape, device, layout
         self.kernel, self._mode, self._sm_scale = kernel, mode, sm_scale
         self._schedule, self._meta = schedule, meta
@@ -191,7 +194,8 @@ class DecodePlan:
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
         self.merge_pdl = merge_pdl
-        self.merge_launched = merge_launched and seq_chunks is not None
+        # one work slot per sequence: every sequence is one chunk and its CTA writes the row (NOTES §48)
+        self.merge_launched = seq_chunks is not None and merges(q_shape[0], o_part.shape[0])
 
     def run(self, q: torch.Tensor, cache, *, return_lse: bool = False):
         """Decode ``q`` over ``cache`` with the plan.
@@ -290,7 +294,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
-    from foscar.kernels.splits import device_sm_count, merges
+    from foscar.kernels.splits import device_sm_count
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -353,8 +357,6 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
-            # one chunk per sequence (one slot each): the decode kernel writes every row, no merge (NOTES §48)
-            merge_launched=seq_chunks is not None and merges(batch, slots),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

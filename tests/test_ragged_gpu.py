@@ -200,9 +200,12 @@ def test_the_kernel_schedule_is_the_host_mirror(lengths, paged):
     plan = foscar.plan_decode(run_cache, 8, backend="cuda")
     if plan.merge != "kernel":
         pytest.skip("the merge kernel's table is what this reads (FOSCAR_MERGE=fused plans have none)")
+    slots, fixed, target = decode_cuda.plan_splits(run_cache, q.device)
+    if fixed:  # one slot per sequence: planned as one fixed split since NOTES §48; run the length-aware
+        fixed, target = 0, slots  # schedule over the same slots (these plans before §48), which is what this tests
+        plan._schedule, plan.merge_launched = (fixed, target), True
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
-    slots, fixed, target = decode_cuda.plan_splits(run_cache, q.device)
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):
@@ -239,7 +242,13 @@ def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
             raise AssertionError("the merge kernel was launched for a plan of one chunk per sequence")
 
         monkeypatch.setattr(merge_triton, "merge_slots", no_merge)
+        plan.out.fill_(float("nan"))
         out, lse = (t.clone() for t in plan.run(q, run_cache, return_lse=True))
+        # the same chunks as the length-aware schedule over the same slots (the plan before NOTES §48), bit for bit
+        old = foscar.plan_decode(run_cache, 32, backend="cuda")
+        old._schedule = (0, batch)
+        old_out, old_lse = old.run(q, run_cache, return_lse=True)
+        assert torch.equal(out, old_out) and torch.equal(lse, old_lse)
         ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
         for b, length in enumerate(lens):
             if length == 0:
@@ -253,11 +262,14 @@ def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
             with torch.cuda.graph(graph):
                 plan.run(q, cache)
             cache.seq_lens.copy_(torch.tensor(lens[::-1], dtype=torch.int32))
+            plan.out.fill_(float("nan"))
             graph.replay()
             torch.cuda.synchronize()
             ref2 = foscar.reference_decode(q, cache)
             for b, length in enumerate(lens[::-1]):
-                if length:
-                    err = float((plan.out[b].double() - ref2[b]).norm() / ref2[b].norm())
-                    assert err < 1e-2, (batch, b, length, err)
+                if length == 0:  # every row rewritten by the replay, the empty sequence's too
+                    assert not plan.out[b].any()
+                    continue
+                err = float((plan.out[b].double() - ref2[b]).norm() / ref2[b].norm())
+                assert err < 1e-2, (batch, b, length, err)
         monkeypatch.undo()
