@@ -109,8 +109,9 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
         bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
         nt = (float(rn["median_us"]), _f(rn["p20_us"]), _f(rn["p80_us"]))
         clock_notes = [f"{side}: {row['clock_note']}" for side, row in (("base", rb), ("new", rn)) if has_clock_note(row)]
-        if not clock_notes and match_key(ref, CLOCK_POINT_KEYS) in held:  # a neighbour at this point was held down
-            clock_notes = [f"same point, {held[match_key(ref, CLOCK_POINT_KEYS)]}"]
+        neighbour = held.get(match_key(ref, CLOCK_POINT_KEYS))  # a row at this point timed at a held-down clock
+        if not clock_notes and neighbour:
+            clock_notes = [f"same point, {neighbour}"]
         rows.append({
             **ident,
             "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],

@@ -42,6 +42,11 @@ RESIDENT_CTAS_PER_SM = 3
 BATCH1_INT2_CHUNK_TOKENS = 2048
 
 
+def _pow2_floor(n: int) -> int:
+    """The largest power of two <= ``n`` (1 for ``n`` < 2)."""
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
 def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
     """Split-KV heuristic: about two programs per SM, splits at most 32K tokens, each at least 2 tiles.
 
@@ -62,7 +67,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
         return 1, block_n
     programs = max(1, batch * num_kv_heads)
     per_sm = TARGET_PROGRAMS_PER_SM * num_sms // programs
-    want = 1 << (per_sm.bit_length() - 1) if per_sm >= 1 else 1  # power of two <= per_sm
+    want = _pow2_floor(per_sm)  # power of two <= per_sm
     want = max(want, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
     most = max(1, math.ceil(max_seq_len / (2 * block_n)))
     return split_tokens(max_seq_len, min(want, most), block_n)
@@ -127,8 +132,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
     if batch == 1 and bits is not None:  # one sequence: one program per SM where that measured faster
-        per_sm = max(1, num_sms // max(1, num_kv_heads))
-        one_per_sm = max(1 << (per_sm.bit_length() - 1), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
+        one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(n, one_per_sm)
     if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
