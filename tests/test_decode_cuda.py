@@ -403,6 +403,26 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
             assert bool((gap <= bound + 1e-3).all()), f"sm_scale {sm_scale}, sequence {b}: LSE off by {gap.tolist()}"
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits, head_dim", [(2, 128), (4, 128), (2, 64), (4, 256)])
+def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
+    """The integer QK loads each head's query with 8-byte loads where its row is 8-byte aligned, else 2-byte
+    loads (bench/NOTES.md §48): a query viewed at a 2-byte offset gives the same output and LSE, bit for bit,
+    as the same values aligned."""
+    import foscar
+
+    q, cache = _case(torch.device("cuda"), batch=3, num_qo_heads=8, num_kv_heads=2, head_dim=head_dim,
+                     seq_lens=[700, 1, 64], bits=bits, group_size=64, seed=bits + head_dim)
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype, device=q.device)
+    odd = buf[1:].view(q.shape)
+    odd.copy_(q)
+    assert odd.data_ptr() % 8 == 2
+    a, la = (t.clone() for t in foscar.decode(q, cache, return_lse=True, backend="cuda"))
+    b, lb = foscar.decode(odd, cache, return_lse=True, backend="cuda")
+    assert torch.equal(a, b) and torch.equal(la, lb)
+    _check(q, cache, backend="cuda")
+
+
 def _shifted(t):
     """The same values in a contiguous view whose data pointer is 4 bytes past a 16-byte boundary."""
     buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)

@@ -1503,15 +1503,42 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   if constexpr (IMMA) {
     const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
     const bool live = g < p.gqa;
+    // the lane's 8 KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
+    // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3}, one 8-byte load each where the head's row is 8-byte
+    // aligned (every plan's query unless q is a view at an odd offset), else four 2-byte loads; as fp32
+    uint2 qraw[KS32][2];
+    if (live && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
+    } else {
+      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = F::ibase(k) + 4 * tig + 16 * r;
+          qraw[k][r] = live ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
+                                         (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
+                            : make_uint2(0u, 0u);
+        }
+    }
+    float qv[KS32][2][4];
+#pragma unroll
+    for (int k = 0; k < KS32; ++k)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        qv[k][r][0] = __uint_as_float(qraw[k][r].x << 16);
+        qv[k][r][1] = __uint_as_float(qraw[k][r].x & 0xFFFF0000u);
+        qv[k][r][2] = __uint_as_float(qraw[k][r].y << 16);
+        qv[k][r][3] = __uint_as_float(qraw[k][r].y & 0xFFFF0000u);
+      }
     float amax = 0.f;
 #pragma unroll
-    for (int k = 0; k < KS32; ++k) {
-      const int base = F::ibase(k) + 4 * tig;
+    for (int k = 0; k < KS32; ++k)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        amax = fmaxf(amax, fmaxf(fabsf(live ? __bfloat162float(qh[base + j]) : 0.f),
-                                 fabsf(live ? __bfloat162float(qh[base + 16 + j]) : 0.f)));
-    }
+      for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fmaxf(fabsf(qv[k][0][j]), fabsf(qv[k][1][j])));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));  // row g: max |Q| of head g
     const float qk = p.qk_scale_log2;
@@ -1527,21 +1554,22 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     for (int gr = 0; gr < NG; ++gr) qs[gr] = 0.f;
 #pragma unroll
     for (int k = 0; k < KS32; ++k) {
-      const int base = F::ibase(k) + 4 * tig, gr = F::ibase(k) / GROUP;
+      const int gr = F::ibase(k) / GROUP;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        uint32_t hi = 0, lo = 0;
+        // qi = 256 hi + lo, lo = qi's low byte as s8: hi = (qi + 128) >> 8, whose low byte is byte 1 of qi + 128;
+        // bytes gathered with prmt (lo: byte 0 of each qi, hi: byte 1 of each qi + 128)
+        int qi[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const float x = live ? __bfloat162float(qh[base + 16 * r + j]) : 0.f;
-          qs[gr] += x;
-          const int qi = __float2int_rn(x * inv);  // |qi| <= 32639 (NaN: 0)
-          const int l = (int)(int8_t)(qi & 0xFF);
-          lo |= (uint32_t)(qi & 0xFF) << (8 * j);
-          hi |= (uint32_t)(((qi - l) >> 8) & 0xFF) << (8 * j);
+          qs[gr] += qv[k][r][j];
+          qi[j] = __float2int_rn(qv[k][r][j] * inv);  // |qi| <= 32639 (NaN: 0)
         }
-        qih[k][r] = hi;
-        qil[k][r] = lo;
+        const uint32_t l01 = __byte_perm(qi[0], qi[1], 0x0040), l23 = __byte_perm(qi[2], qi[3], 0x0040);
+        const uint32_t h01 = __byte_perm(qi[0] + 128, qi[1] + 128, 0x0051);
+        const uint32_t h23 = __byte_perm(qi[2] + 128, qi[3] + 128, 0x0051);
+        qil[k][r] = __byte_perm(l01, l23, 0x5410);
+        qih[k][r] = __byte_perm(h01, h23, 0x5410);
       }
     }
 #pragma unroll
