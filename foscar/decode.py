@@ -176,14 +176,11 @@ class DecodePlan:
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
             (one launch instead of two, bench/NOTES.md §48); False for the fused merge and the Triton
             kernel too.
-        cta_warps: warps per CTA of the CUDA kernel (:func:`foscar.kernels.splits.cta_warps_choice`,
-            ``FOSCAR_CTA_WARPS`` when the plan was made): 12 where the grid has at most one CTA per SM, else
-            4 (wide CTAs, bench/NOTES.md §50; 4 for instances without them); 4 for the Triton kernel.
     """
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, cta_warps=4):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -197,7 +194,6 @@ class DecodePlan:
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
         self.merge_pdl = merge_pdl
-        self.cta_warps = cta_warps
         # one work slot per sequence: every sequence is one chunk and its CTA writes the row (NOTES §48)
         self.merge_launched = seq_chunks is not None and merges(q_shape[0], o_part.shape[0])
 
@@ -241,7 +237,7 @@ class DecodePlan:
             return (self.out, self.lse) if return_lse else self.out
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
-                               self._counters, *self._schedule, self._mode, self._seq_chunks, self.cta_warps)
+                               self._counters, *self._schedule, self._mode, self._seq_chunks)
             if self.merge_launched:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl)
@@ -298,7 +294,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
-    from foscar.kernels.splits import CTA_WARPS, cta_warps_choice, device_sm_count
+    from foscar.kernels.splits import device_sm_count
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -349,11 +345,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     if why_not_cuda is None:  # partials per work slot
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
         # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
-        merge = decode_cuda.merge_choice()
-        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge)
-        # warps per CTA (FOSCAR_CTA_WARPS, read now; wide CTAs where the grid leaves SMs half empty, NOTES §50)
-        cta_warps = cta_warps_choice(slots * cache.num_kv_heads, device_sm_count(device),
-                                     decode_cuda.max_cta_warps(cache, common["mode"]) if merge == "kernel" else CTA_WARPS)
+        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
         # FOSCAR_MERGE_SPECULATE=1 (read now; off by default, NOTES §32): the merge kernel loads a uniform
         # batch's predicted partials with its chunk table
         predicted = (merge_triton.predicted_chunks(batch, fixed, target)
@@ -364,7 +356,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # programs per output row of the merge kernel (FOSCAR_MERGE_D_SLICES, read now; NOTES §42)
             merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
-            merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device), cta_warps=cta_warps,
+            merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -557,14 +557,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_NVCC_FLAGS", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
-        monkeypatch.delenv("FOSCAR_CTA_WARPS", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
-        assert s["cta_warps"] == "auto"
-        monkeypatch.setenv("FOSCAR_CTA_WARPS", "4")  # wide CTAs turned off (read per call, as per plan)
-        s = decode_cuda.build_settings()
-        assert s["default_build"] is False and s["cta_warps"] == "4"
-        monkeypatch.delenv("FOSCAR_CTA_WARPS")
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_speculate"] is True

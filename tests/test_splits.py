@@ -286,22 +286,3 @@ def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bi
     work = splits.schedule([context], slots, fixed, target)
     assert len(work) == chunks and slots == chunks
     assert splits.plan_work(1, 8, context, H200_SMS)[0] >= chunks  # without bits: the fit, as before
-
-
-@pytest.mark.parametrize("num_ctas, max_warps, warps", [
-    (128, 12, 12), (132, 12, 12), (133, 12, 4), (256, 12, 4), (1, 12, 12), (0, 12, 12), (128, 4, 4), (4096, 12, 4)])
-def test_wide_ctas_where_the_grid_has_at_most_one_cta_per_sm(monkeypatch, num_ctas, max_warps, warps):
-    """bench/NOTES.md §50: 12 warps where each SM gets at most one CTA (two CTAs of 8 would not fit an SM), else
-    4; never more than the instance takes."""
-    monkeypatch.delenv("FOSCAR_CTA_WARPS", raising=False)
-    assert splits.cta_warps_choice(num_ctas, 132, max_warps) == warps
-
-
-def test_the_cta_warps_knob_forces_a_count_and_names_bad_values(monkeypatch):
-    for knob, max_warps, warps in (("4", 12, 4), ("8", 12, 8), ("12", 12, 12), ("12", 4, 4), ("8", 4, 4)):
-        monkeypatch.setenv("FOSCAR_CTA_WARPS", knob)
-        assert splits.cta_warps_choice(10_000, 132, max_warps) == warps
-    for bad in ("6", "16", "wide", ""):
-        monkeypatch.setenv("FOSCAR_CTA_WARPS", bad)
-        with pytest.raises(ValueError, match="FOSCAR_CTA_WARPS: expected one of auto, 4, 8, 12"):
-            splits.cta_warps_choice(128, 132, 12)

@@ -122,11 +122,10 @@ def build_settings() -> dict[str, object]:
         "fused" (``FOSCAR_MERGE`` at import), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
-        "cta_warps": ``FOSCAR_CTA_WARPS`` now (``"auto"`` unless forced, :func:`foscar.kernels.splits.cta_warps_choice`),
         "source_hash": str, "default_build": bool}``; ``default_build`` is False when any experiment knob
         (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``,
-        ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``, ``FOSCAR_CTA_WARPS`` other than ``auto``) is set,
-        i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``) is set, i.e. the numbers are not those of the
+        shipped kernel.
 
     Raises:
         ValueError: a ``FOSCAR_MERGE_SPECULATE`` or ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"``.
@@ -135,12 +134,10 @@ def build_settings() -> dict[str, object]:
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl = speculate_choice(), pdl_wanted()
-    cta_warps = os.environ.get("FOSCAR_CTA_WARPS", "auto")
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
-            "cta_warps": cta_warps, "source_hash": source_hash(),
-            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-            and cta_warps == "auto"}
+            "source_hash": source_hash(),
+            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -208,18 +205,9 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
     return None
 
 
-def max_cta_warps(cache, mode: str = "bf16") -> int:
-    """Warps a CTA of the kernel instance for ``cache``'s format and ``mode`` may have: 12 for the instances
-    compiled for wide CTAs (head_dim 128 with group 128, folded modes; INT2 group 64 folded BF16), else 4
-    (the extension's ``max_cta_warps``; builds the extension on first use)."""
-    paged = hasattr(cache, "kv_indptr")
-    return int(extension().max_cta_warps(cache.bits, cache.head_dim, cache.group_size, cache.k_block or 0,
-                                         MODES[mode], paged))
-
-
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
-           mode: str = "bf16", seq_chunks: torch.Tensor | None = None, cta_warps: int = 4) -> None:
+           mode: str = "bf16", seq_chunks: torch.Tensor | None = None) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
@@ -238,9 +226,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     ``cache``: a contiguous ``QuantizedKVCache`` or a ``PagedQuantizedKVCache`` (page
     size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded,
     FP8 e4m3 operands) or ``"per-value"`` (the same kernel reconstructing every operand
-    as bf16(s * code + z) instead of folding: the ablation baseline). ``cta_warps``: warps per CTA, 4 up to
-    :func:`max_cta_warps` (:func:`foscar.kernels.splits.cta_warps_choice`; the binding raises a
-    ``RuntimeError`` for another count).
+    as bf16(s * code + z) instead of folding: the ablation baseline).
     """
     paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
     lens = cache.kv_last_page_len if paged else cache.seq_lens  # contiguous: validate() / the plan's layout check
@@ -249,5 +235,5 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode], cta_warps,
+        MODES[mode],
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import torch
 
@@ -41,7 +40,6 @@ MIN_CHUNK_TOKENS = 512  # kMinChunk
 RESIDENT_CTAS_PER_SM = 3
 # batch 1 (plan_work): INT2 takes one program per SM while that keeps its chunks at most this long (tokens)
 BATCH1_INT2_CHUNK_TOKENS = 2048
-CTA_WARPS = 4  # the CUDA kernel's warps per CTA (kWarps); wide CTAs have a multiple of it (cta_warps_choice)
 
 
 def _pow2_floor(n: int) -> int:
@@ -145,39 +143,6 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if target == batch and not room:  # one chunk per sequence, whatever the lengths
         return batch, 1, 1
     return target + (batch if room else 0), 0, target
-
-
-CTA_WARPS_CHOICES = ("4", "8", "12")  # FOSCAR_CTA_WARPS besides "auto"
-
-
-def cta_warps_choice(num_ctas: int, num_sms: int, max_warps: int) -> int:
-    """Warps per CTA of a CUDA decode launch of ``num_ctas`` CTAs (``num_slots * num_kv_heads``).
-
-    Wide CTAs (DESIGN §10, bench/NOTES.md §50): an SM holds :data:`RESIDENT_CTAS_PER_SM` CTAs of
-    :data:`CTA_WARPS` warps (12 warps; 168 registers each), but a grid of at most one CTA per SM leaves it
-    with 4, one per scheduler, each running its sub-tiles one after another. A CTA of 12 warps is three
-    groups of 4, each streaming a third of the chunk as a 4-warp CTA streams all of it, merged in shared
-    memory: the warps an SM can hold, without the extra chunks (and split-merge work) that more CTAs need.
-
-    ``FOSCAR_CTA_WARPS`` (read at every call, i.e. when a plan is made): ``"auto"`` (default): 12 where the
-    grid has at most one CTA per SM (``num_ctas <= num_sms``), else 4 (two CTAs of 8 would not fit an SM);
-    ``"4"``, ``"8"`` or ``"12"`` force that count. Either is capped at ``max_warps`` (the instance's,
-    :func:`foscar.kernels.decode_cuda.max_cta_warps`; 4 for instances without wide CTAs).
-
-    Returns:
-        warps per CTA: 4, 8 or 12, at most ``max(CTA_WARPS, max_warps)``.
-
-    Raises:
-        ValueError: ``FOSCAR_CTA_WARPS`` is none of ``"auto"``, ``"4"``, ``"8"``, ``"12"``.
-    """
-    knob = os.environ.get("FOSCAR_CTA_WARPS", "auto")
-    if knob == "auto":
-        want = RESIDENT_CTAS_PER_SM * CTA_WARPS if num_ctas <= num_sms else CTA_WARPS
-    elif knob in CTA_WARPS_CHOICES:
-        want = int(knob)
-    else:
-        raise ValueError(f"FOSCAR_CTA_WARPS: expected one of auto, {', '.join(CTA_WARPS_CHOICES)}, got {knob!r}")
-    return max(CTA_WARPS, min(want, max_warps) // CTA_WARPS * CTA_WARPS)
 
 
 def merges(batch: int, num_slots: int) -> bool:

@@ -14,7 +14,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
-                   int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t cta_warps) {
+                   int64_t target_chunks, double qk_scale_log2, int64_t mode) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
@@ -64,10 +64,6 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
               "paged cache: at most 2^32 token rows (num_pages * num_kv_heads * page_size), got ",
               k_codes.size(0) * k_codes.size(1) * k_codes.size(2));
   TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
-  const int most_warps = foscar_folded_decode_sm90_max_cta_warps((int)bits, (int)q.size(2), (int)group_size,
-                                                                 (int)k_block, (int)mode, kv_indptr.has_value());
-  TORCH_CHECK(cta_warps >= 4 && cta_warps <= most_warps && cta_warps % 4 == 0, "cta_warps: this instance takes ",
-              most_warps == 4 ? "4" : "4, 8 or 12", " warps per CTA, got ", cta_warps);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
   const int num_kv_heads = k_codes.size(1), max_seq_len = k_codes.size(2);
@@ -82,17 +78,10 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
-      (int)cta_warps, c10::cuda::getCurrentCUDAStream());
+      c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
 }
 
-int64_t max_cta_warps(int64_t bits, int64_t head_dim, int64_t group_size, int64_t k_block, int64_t mode, bool paged) {
-  return foscar_folded_decode_sm90_max_cta_warps((int)bits, (int)head_dim, (int)group_size, (int)k_block, (int)mode,
-                                                 paged);
-}
-
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("max_cta_warps", &max_cta_warps,
-        "warps per CTA the instance (bits, head_dim, group_size, k_block, mode, paged) takes at most: 12 or 4; 0 unsupported");
   m.def("folded_decode", &folded_decode, "FOSCAR INT2/INT4 split-KV decode (sm_90, mma.sync); mode 0: folded BF16, 1: per-value reconstruction, 2: folded FP8");
 }

@@ -2,5 +2,5 @@
 #include "folded_decode_sm90.cuh"
 
 namespace foscar {
-template cudaError_t launch_mode<kPerValue, false, true>(const Params&, int, int, int, int, int, cudaStream_t);
+template cudaError_t launch_mode<kPerValue, false, true>(const Params&, int, int, int, int, cudaStream_t);
 }  // namespace foscar

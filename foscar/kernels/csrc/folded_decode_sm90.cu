@@ -12,7 +12,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int cta_warps, cudaStream_t stream) {
+    int k_block, int mode, cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1)
     return cudaErrorInvalidValue;
@@ -72,19 +72,8 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.qk_scale_log2 = qk_scale_log2;
 #define FOSCAR_DISPATCH(M, PG, CH)                 \
   if (mode == M && paged == PG && (k_block != 0) == CH) \
-    return launch_mode<M, PG, CH>(p, bits, head_dim, group_size, batch, cta_warps, stream);
+    return launch_mode<M, PG, CH>(p, bits, head_dim, group_size, batch, stream);
   FOSCAR_MODES(FOSCAR_DISPATCH)
 #undef FOSCAR_DISPATCH
   return cudaErrorInvalidValue;
-}
-
-extern "C" int foscar_folded_decode_sm90_max_cta_warps(int bits, int head_dim, int group_size, int k_block, int mode,
-                                                       int paged) {
-  using namespace foscar;
-  const bool ch = k_block != 0, pg = paged != 0;
-#define FOSCAR_MAX_WARPS(M, PG, CH) \
-  if (mode == M && pg == PG && ch == CH) return max_warps_mode<M, PG, CH>(bits, head_dim, group_size);
-  FOSCAR_MODES(FOSCAR_MAX_WARPS)
-#undef FOSCAR_MAX_WARPS
-  return 0;
 }

@@ -76,15 +76,11 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
-// Launch bounds of one instance: at most MAX_WARPS warps a CTA (max_cta_warps below), and MIN_BLOCKS CTAs of
-// kWarps warps resident per SM (min_blocks below; 0: none; a min-blocks of 1 is not the same: ptxas then used
-// 167 registers instead of 128). An instance that takes wide CTAs (MAX_WARPS = 12) is bounded as one CTA of
-// 384 threads per SM, which caps its registers where three CTAs of 128 did (168).
-#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many 4-warp CTAs fit on an SM (every instance; no wide CTAs)
-#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS, MAX_WARPS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
-#else
-#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS, MAX_WARPS) \
-  __launch_bounds__((MAX_WARPS) * 32, (MAX_WARPS) > kWarps ? (MIN_BLOCKS) * kWarps / (MAX_WARPS) : (MIN_BLOCKS))
+#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
+#else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
+       // 167 registers instead of 128)
+#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
 #ifndef FOSCAR_PDL  // 1: this kernel launched with programmatic dependent launch (NOTES §17, §45: slower on the H200, off)
@@ -129,13 +125,12 @@ namespace foscar {
 #define FOSCAR_ONLY_HEAD_DIM 0
 #endif
 
-constexpr int kWarps = 4;  // warps of a CTA by default (a wide CTA has more: max_cta_warps, DESIGN §10)
-constexpr int kMaxDynamicSmem = 232448;  // bytes of dynamic shared memory a CTA may ask for on sm_90 (227 KB)
+constexpr int kWarps = 4;
 
 // Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
 // min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
 template <int MODE, bool CH, int BITS, int HEAD_DIM, int GROUP>
-__host__ __device__ constexpr int imma_min_blocks() {
+constexpr int imma_min_blocks() {
   return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP == 64 ? 3 : 0;
 }
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
@@ -161,14 +156,11 @@ struct Fmt {
   static constexpr int SCALE_BYTES = kTileTokens * NG * 4;
   template <bool CH> static constexpr int KM_BYTES = CH ? 2 * HEAD_DIM * 4 : SCALE_BYTES;
   template <bool CH> static constexpr int STAGE_BYTES = 2 * CODE_BYTES + 2 * KM_BYTES<CH> + 2 * SCALE_BYTES;
-  // the stages of a CTA of `warps` warps (SMEM_BYTES: of kWarps)
-  template <bool CH> __host__ __device__ static constexpr int stage_bytes(int warps) { return kStages * warps * STAGE_BYTES<CH>; }
-  template <bool CH> static constexpr int SMEM_BYTES = stage_bytes<CH>(kWarps);
+  template <bool CH> static constexpr int SMEM_BYTES = kStages * kWarps * STAGE_BYTES<CH>;
   // paged: after the stages, each warp's ring of kStages page-id slots (a sub-tile's 64 ids, 4 bytes each)
   static constexpr int ID_SLOT_BYTES = kTileTokens * 4;
-  template <bool PAGED, bool CH> __host__ __device__ static constexpr int kernel_smem_bytes(int warps) {
-    return stage_bytes<CH>(warps) + (PAGED ? kStages * warps * ID_SLOT_BYTES : 0);
-  }
+  template <bool PAGED, bool CH>
+  static constexpr int KERNEL_SMEM_BYTES = SMEM_BYTES<CH> + (PAGED ? kStages * kWarps * ID_SLOT_BYTES : 0);
   // Folded BF16: plane pl is used in place (no shift) where its bits already sit in the BF16
   // mantissa (bits 0..6 of each half): operand 1 + code * 2^E / 128, E = PEXP(pl) = BITS * pl;
   // INT2 planes 0, 1, 2 (INT4 plane 1 would reach the exponent bit: shifted, E = 0). The
@@ -513,7 +505,7 @@ struct Params {
 };
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
-constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one iteration of a 4-warp CTA
+constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
 // (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
 // MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
 constexpr int kMinChunk = 512;                     // at least two iterations per chunk
@@ -958,24 +950,9 @@ constexpr float kIpvMagic = 12582912.f;
 // spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
 // 0: no bound.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-__host__ __device__ constexpr int min_blocks() {
+constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
-}
-
-// Warps a CTA of this instance may have. Wide CTAs (DESIGN §10, bench/NOTES.md §50): where a small grid
-// leaves SMs with one 4-warp CTA, one CTA of up to 12 warps splits its chunk's sub-tiles over three times as
-// many warps and merges them in shared memory, instead of more chunks merged by the merge kernel. Only the
-// instances held to 3 CTAs per SM (<= 168 registers): 12 warps of them fit an SM in registers as 3 x 4 did.
-// Not with FOSCAR_MIN_BLOCKS (an experiment's register cap for 4-warp CTAs) or the fused merge (its
-// last-CTA merge is written for 4 warps).
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-__host__ __device__ constexpr int max_cta_warps() {
-#if defined(FOSCAR_MIN_BLOCKS) || FOSCAR_FUSED_MERGE
-  return kWarps;
-#else
-  return min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>() == 3 ? 3 * kWarps : kWarps;
-#endif
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
@@ -1027,16 +1004,16 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
                                          const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
-                                         const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp,
-                                         int nwarps, int g, int tig) {
+                                         const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp, int g,
+                                         int tig) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, P = F::P, KSTEPS = F::KSTEPS;
   cp_async_commit();
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
-  float* sm_o = reinterpret_cast<float*>(smem);           // [nwarps][8][HEAD_DIM]
-  float* sm_m = sm_o + nwarps * 8 * HEAD_DIM;             // [nwarps][8]
-  float* sm_l = sm_m + nwarps * 8;                        // [nwarps][8]
+  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][HEAD_DIM]
+  float* sm_m = sm_o + kWarps * 8 * HEAD_DIM;             // [kWarps][8]
+  float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const float l = warp_sum_over_rows(l_part[j]);
@@ -1065,20 +1042,16 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   // in the binding). The sums run over the warps in the same order as per channel, so the results are
   // bit-identical to one channel per step (bench/NOTES.md §48: that loop was ~380 of a 16-token CTA's ~1490
   // instructions per warp).
-  // A wide CTA (nwarps a multiple of kWarps) sums its warps kWarps at a time, in the same order.
   constexpr int V = 4, HV = HEAD_DIM / V;
-  for (int idx = threadIdx.x; idx < p.gqa * HV; idx += nwarps * 32) {
+  for (int idx = threadIdx.x; idx < p.gqa * HV; idx += kWarps * 32) {
     const int head = idx / HV, ch = (idx % HV) * V;
     float mx = -INFINITY;
-    for (int w0 = 0; w0 < nwarps; w0 += kWarps) {
 #pragma unroll
-      for (int w = w0; w < w0 + kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
-    }
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w * 8 + head]);
     const float m_safe = mx == -INFINITY ? 0.f : mx;
     float num[V] = {}, den = 0.f;
-    for (int w0 = 0; w0 < nwarps; w0 += kWarps) {
 #pragma unroll
-    for (int w = w0; w < w0 + kWarps; ++w) {
+    for (int w = 0; w < kWarps; ++w) {
       const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
       const float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * HEAD_DIM + ch);
       num[0] += e * o4.x;
@@ -1086,7 +1059,6 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       num[2] += e * o4.z;
       num[3] += e * o4.w;
       den += e * sm_l[w * 8 + head];
-    }
     }
     float o[V], lse2;
 #pragma unroll
@@ -1127,9 +1099,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>()),
-                                     (max_cta_warps<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>()))
-    folded_decode_kernel(const Params p) {
+__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
@@ -1161,23 +1131,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     s_work[2] = work.count;
   }
   const int b = work.b, bh = b * p.num_kv_heads + hkv;
+  const int start = work.start, end = work.end;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // kWarps, or a wide CTA's multiple of it (a constant in instances without wide CTAs)
-  constexpr int MAX_WARPS = max_cta_warps<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
-  const int nwarps = MAX_WARPS > kWarps ? (int)blockDim.x / 32 : kWarps;
-  // A wide CTA is nwarps / kWarps groups of kWarps warps; each group takes a contiguous run of whole kWarps x
-  // 64-token iterations of the chunk and streams it as a CTA of kWarps warps does the whole chunk (the same loop,
-  // stride kWarps x 64: a stride from the warp count made every loop longer, 781 -> 798 instructions at INT2).
-  // (Instances without wide CTAs compile none of it: their loops stay as they were.)
-  int start = work.start, end = work.end;
-  if constexpr (MAX_WARPS > kWarps) {
-    if (nwarps > kWarps) {
-      const int groups = nwarps / kWarps, gi = warp / kWarps;
-      const int run = ((end - start + groups - 1) / groups + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-      start = min(start + gi * run, end);
-      end = min(start + run, end);
-    }
-  }
   const int g = lane / 4, tig = lane % 4;
   const bool kb32 = CH && p.k_block_shift == 5;  // channel-wise K blocks of 32 tokens: two per sub-tile
 
@@ -1201,7 +1156,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const float* vz_g = p.v_offset + row0 * NG;
 
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
-  const int first = start + (MAX_WARPS > kWarps ? warp % kWarps : warp) * kTileTokens;
+  const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
 
@@ -1214,7 +1169,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // temporaries and move them into place a dozen instructions later, so that every iteration waited on
   // the page table: paged 4-11% slower (bench/NOTES.md §37, §38).
   uint32_t* const ids_ring =
-      reinterpret_cast<uint32_t*>(smem + F::template stage_bytes<CH>(nwarps) + warp * kStages * F::ID_SLOT_BYTES);
+      reinterpret_cast<uint32_t*>(smem + F::template SMEM_BYTES<CH> + warp * kStages * F::ID_SLOT_BYTES);
   auto ids_of = [&](int it) -> const uint32_t* { return ids_ring + (it % kStages) * kTileTokens; };
   auto copy_ids = [&](int it) {  // cp.async the ids of sub-tile it into its slot (no commit)
     if constexpr (PAGED) {
@@ -2244,28 +2199,23 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // batch 8 2% slower (bench/NOTES.md §43)
   asm volatile("griddepcontrol.launch_dependents;\n" ::);
 
-  // ---- merge the CTA's warps through shared memory, write the output (one chunk) or this chunk's partial
-  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, nwarps, g, tig);
+  // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
+  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
 }
 
-// cta_warps: warps of each CTA, a multiple of kWarps up to max_cta_warps of the instance (else cudaErrorInvalidValue).
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
-cudaError_t launch(const Params& p, int batch, int cta_warps, cudaStream_t stream) {
+cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
-  if (cta_warps < kWarps || cta_warps % kWarps != 0 || cta_warps > max_cta_warps<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>() ||
-      (FOSCAR_FUSED_MERGE && p.fuse_merge && cta_warps != kWarps))
-    return cudaErrorInvalidValue;
-  const int merge_bytes = (cta_warps * 8 * HEAD_DIM + 2 * cta_warps * 8) * 4;  // the epilogue's
-  const int tiles = F::template kernel_smem_bytes<PAGED, CH>(cta_warps);
-  const int smem = tiles > merge_bytes ? tiles : merge_bytes;
-  if (smem > kMaxDynamicSmem) return cudaErrorInvalidValue;
+  constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
+  constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
+  constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(p.num_slots * p.num_kv_heads);
-  cfg.blockDim = dim3(cta_warps * 32);
+  cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -2279,13 +2229,12 @@ cudaError_t launch(const Params& p, int batch, int cta_warps, cudaStream_t strea
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported
 // (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks.
 template <int MODE, bool PAGED, bool CH>
-cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, int cta_warps,
-                        cudaStream_t stream) {
+cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, cudaStream_t stream) {
 #define FOSCAR_CASE(B, D, G)                                                   \
   if (bits == B && head_dim == D && group_size == G) {                         \
     if constexpr ((MODE != kFoldedFp8 || Fmt<B, D, G>::NCH % 2 == 0) &&          \
                   (FOSCAR_ONLY_HEAD_DIM == 0 || FOSCAR_ONLY_HEAD_DIM == D))        \
-      return launch<B, D, G, MODE, PAGED, CH>(p, batch, cta_warps, stream);    \
+      return launch<B, D, G, MODE, PAGED, CH>(p, batch, stream);               \
     return cudaErrorInvalidValue;                                              \
   }
   FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
@@ -2296,27 +2245,13 @@ cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size,
 #undef FOSCAR_CASE
   return cudaErrorInvalidValue;
 }
-// max_cta_warps of the instance for (bits, head_dim, group_size) of one operand mode and cache kind; 0 for an
-// unsupported format (no kernel is instantiated by this: it only reads the constexpr bounds).
-template <int MODE, bool PAGED, bool CH>
-int max_warps_mode(int bits, int head_dim, int group_size) {
-#define FOSCAR_CASE(B, D, G) \
-  if (bits == B && head_dim == D && group_size == G) return max_cta_warps<B, D, G, MODE, CH, PAGED>();
-  FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)
-  FOSCAR_CASE(4, 128, 128) FOSCAR_CASE(4, 128, 64) FOSCAR_CASE(4, 128, 32)
-  FOSCAR_CASE(2, 64, 64) FOSCAR_CASE(2, 64, 32) FOSCAR_CASE(4, 64, 64) FOSCAR_CASE(4, 64, 32)
-  FOSCAR_CASE(2, 256, 128) FOSCAR_CASE(2, 256, 64) FOSCAR_CASE(2, 256, 32)
-  FOSCAR_CASE(4, 256, 128) FOSCAR_CASE(4, 256, 64) FOSCAR_CASE(4, 256, 32)
-#undef FOSCAR_CASE
-  return 0;
-}
 // instantiated once each, in decode_mode_{bf16,per_value,fp8}{,_paged}{,_channel}.cu
 #define FOSCAR_MODES(X)                                                                                         \
   X(kFoldedBf16, false, false) X(kFoldedBf16, true, false) X(kPerValue, false, false) X(kPerValue, true, false) \
   X(kFoldedFp8, false, false) X(kFoldedFp8, true, false) X(kFoldedBf16, false, true) X(kFoldedBf16, true, true) \
   X(kPerValue, false, true) X(kPerValue, true, true) X(kFoldedFp8, false, true) X(kFoldedFp8, true, true)
 #define FOSCAR_EXTERN(M, PG, CH) \
-  extern template cudaError_t launch_mode<M, PG, CH>(const Params&, int, int, int, int, int, cudaStream_t);
+  extern template cudaError_t launch_mode<M, PG, CH>(const Params&, int, int, int, int, cudaStream_t);
 FOSCAR_MODES(FOSCAR_EXTERN)
 #undef FOSCAR_EXTERN
 

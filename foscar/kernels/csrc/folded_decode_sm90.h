@@ -25,8 +25,7 @@
 // head_dim], k_block dividing page_size). Paged pools hold at most 2^32 token rows, num_pages *
 // num_kv_heads * page_size (the kernel's page-table rows are 32-bit unsigned; the caller checks: the
 // torch binding does). Returns cudaErrorInvalidValue for an unsupported
-// (bits, head_dim, group_size, gqa, mode, page_size, k_block), or a cta_warps (warps per CTA) outside
-// 4 .. foscar_folded_decode_sm90_max_cta_warps of the instance (or other than 4 with the fused merge).
+// (bits, head_dim, group_size, gqa, mode, page_size, k_block).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
@@ -34,8 +33,4 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int cta_warps, cudaStream_t stream);
-// Warps a CTA of the instance for (bits, head_dim, group_size, k_block, mode, paged) may have: 12 where wide
-// CTAs are compiled in (the instances held to 3 CTAs of 4 warps per SM), else 4; 0 for an unsupported format.
-extern "C" int foscar_folded_decode_sm90_max_cta_warps(int bits, int head_dim, int group_size, int k_block, int mode,
-                                                       int paged);
+    int k_block, int mode, cudaStream_t stream);
