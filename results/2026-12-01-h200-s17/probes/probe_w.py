@@ -12,6 +12,7 @@ from bench.workload import Point, build_workload, max_rel_err
 
 tag, out_csv, variants = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 small = len(sys.argv) > 4 and sys.argv[4] == "small"
+large = len(sys.argv) > 4 and sys.argv[4] == "large"
 dev = torch.device("cuda")
 os.makedirs("/tmp/w", exist_ok=True)
 rows, t0 = [], time.time()
@@ -26,6 +27,12 @@ for bits in (2, 4):
               (bits, 8, 131072, False, ONE_LONG, ())]
 if not small:
     P += [(2, 1, 8192, True, None, ()), (2, 8, 8192, True, None, ("12s2",)), (2, 64, 32768, False, None, ())]
+if large:  # INT2's large points (compute-bound: where a loop change shows), INT4 64 x 32K as a control
+    P = [(2, 64, 32768, False, None, ()), (2, 32, 32768, False, None, ()), (2, 8, 131072, False, None, ()),
+         (4, 64, 32768, False, None, ()), (2, 64, 32768, False, None, ())]
+    if os.environ.get("PROBE_SET") == "b":  # call 5: the same GPU again, new first; no INT4 (call 4 ran out of memory there)
+        P = [(2, 64, 32768, False, None, ()), (2, 64, 8192, False, None, ()), (2, 32, 32768, False, None, ()),
+             (2, 64, 32768, False, None, ())]
 for bits, batch, ctx, paged, wl, extra in P:
     pt = Point(batch, ctx, bits, 128, 32, 8, 128, 16, workload=wl) if wl else Point(batch, ctx, bits, 128, 32, 8, 128, 16)
     w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 20)
