@@ -407,8 +407,9 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
 @pytest.mark.parametrize("bits, head_dim", [(2, 128), (4, 128), (2, 64), (4, 256)])
 def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
     """The integer QK loads each head's query with 8-byte loads where its row is 8-byte aligned, else 2-byte
-    loads (bench/NOTES.md §48): a query viewed at a 2-byte offset gives the same output and LSE, bit for bit,
-    as the same values aligned."""
+    loads (bench/NOTES.md §48): a query viewed at a 2-byte offset, and one whose rows are alternately aligned
+    and 4 bytes off (rows of head_dim + 2 elements, both paths in one launch), give the same output and LSE,
+    bit for bit, as the same values aligned."""
     import foscar
 
     q, cache = _case(torch.device("cuda"), batch=3, num_qo_heads=8, num_kv_heads=2, head_dim=head_dim,
@@ -418,8 +419,13 @@ def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
     odd.copy_(q)
     assert odd.data_ptr() % 8 == 2
     a, la = (t.clone() for t in foscar.decode(q, cache, return_lse=True, backend="cuda"))
-    b, lb = foscar.decode(odd, cache, return_lse=True, backend="cuda")
+    b, lb = (t.clone() for t in foscar.decode(odd, cache, return_lse=True, backend="cuda"))
     assert torch.equal(a, b) and torch.equal(la, lb)
+    mixed = torch.empty(*q.shape[:2], head_dim + 2, dtype=q.dtype, device=q.device)[..., :head_dim]
+    mixed.copy_(q)
+    assert {(mixed.data_ptr() + 2 * h * mixed.stride(1)) % 8 for h in range(q.shape[1])} == {0, 4}
+    c, lc = foscar.decode(mixed, cache, return_lse=True, backend="cuda")
+    assert torch.equal(a, c) and torch.equal(la, lc)
     _check(q, cache, backend="cuda")
 
 

@@ -1503,9 +1503,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   if constexpr (IMMA) {
     const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
     const bool live = g < p.gqa;
-    // the lane's 8 KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
-    // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3}, one 8-byte load each where the head's row is 8-byte
-    // aligned (every plan's query unless q is a view at an odd offset), else four 2-byte loads; as fp32
+    // the lane's 8 x KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
+    // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a multiple of 4), one 8-byte load each where
+    // the head's row is 8-byte aligned (a contiguous query of head_dim >= 64; not a row whose element offset, data
+    // pointer and strides included, is no multiple of 4), else four 2-byte loads; as fp32
     uint2 qraw[KS32][2];
     if (live && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
 #pragma unroll
