@@ -1505,8 +1505,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const bool live = g < p.gqa;
     // the lane's 8 x KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
     // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a multiple of 4), one 8-byte load each where
-    // the head's row is 8-byte aligned (a contiguous query of head_dim >= 64; not a row whose element offset, data
-    // pointer and strides included, is no multiple of 4), else four 2-byte loads; as fp32
+    // the head's row starts 8-byte aligned (every row of a contiguous query with an 8-byte aligned base), else four
+    // 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements, ...); as fp32
     uint2 qraw[KS32][2];
     if (live && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
 #pragma unroll
