@@ -736,6 +736,25 @@ __device__ __forceinline__ void finalize(float num, float den, float mx, float& 
   }
 }
 
+// finalize for V channels of one (sequence, query head): the same results channel by channel, the LSE's
+// log2f once (it is a ~20-instruction software routine, and the four inlined copies were not merged).
+template <int V>
+__device__ __forceinline__ void finalize_row(const float (&num)[V], float den, float mx, float (&o)[V], float& lse2) {
+  if (den > 0.f) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = num[v] / den;
+    lse2 = mx + log2f(den);
+  } else if (den == 0.f) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = 0.f;
+    lse2 = -INFINITY;
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = __int_as_float(0x7fffffff);
+    lse2 = __int_as_float(0x7fffffff);
+  }
+}
+
 constexpr float kLn2 = 0.6931471805599453f;
 
 #if FOSCAR_FUSED_MERGE
@@ -1061,8 +1080,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       den += e * sm_l[w * 8 + head];
     }
     float o[V], lse2;
-#pragma unroll
-    for (int v = 0; v < V; ++v) finalize(num[v], den, mx, o[v], lse2);
+    finalize_row<V>(num, den, mx, o, lse2);
     const int hq = hkv * p.gqa + head;
     if (count == 1) {  // the whole sequence: final output
       const long long row = (long long)eb * num_qo_heads + hq;
