@@ -721,23 +721,9 @@ __device__ Work find_work(const Params& p, int slot) {
   return w;  // past the last chunk: no work
 }
 
-// Final output of a (sequence, query head) from the merged numerator / denominator / base-2 max:
-// den 0 (no token): zero row, LSE -inf; NaN (a NaN in the query or the cache): NaN, LSE NaN.
-__device__ __forceinline__ void finalize(float num, float den, float mx, float& o, float& lse2) {
-  if (den > 0.f) {
-    o = num / den;
-    lse2 = mx + log2f(den);
-  } else if (den == 0.f) {
-    o = 0.f;
-    lse2 = -INFINITY;
-  } else {
-    o = __int_as_float(0x7fffffff);
-    lse2 = o;
-  }
-}
-
-// finalize for V channels of one (sequence, query head): the same results channel by channel, the LSE's
-// log2f once (it is a ~20-instruction software routine, and the four inlined copies were not merged).
+// Final output of V channels of one (sequence, query head) from the merged numerators / denominator / base-2
+// max: den 0 (no token): zero row, LSE -inf; NaN (a NaN in the query or the cache): NaN, LSE NaN. The LSE's
+// log2f once per row (a ~20-instruction software routine; ptxas did not merge one copy per channel).
 template <int V>
 __device__ __forceinline__ void finalize_row(const float (&num)[V], float den, float mx, float (&o)[V], float& lse2) {
   if (den > 0.f) {
@@ -906,9 +892,9 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
     if (idx < row) {
       const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
       const float den = sm_run[24 + head] != 0.f ? __int_as_float(0x7fffffff) : sm_run[8 + head];
-      float o, lse2;
-      finalize(acc[j], den, sm_run[head], o, lse2);
-      a.out[idx] = __float2bfloat16(o);
+      float o[1], lse2;
+      finalize_row<1>({acc[j]}, den, sm_run[head], o, lse2);
+      a.out[idx] = __float2bfloat16(o[0]);
       if (ch == 0) a.lse[head] = lse2 * kLn2;
     }
   }
