@@ -583,9 +583,8 @@ __device__ Work find_work(const Params& p, int slot) {
   // every warp derives the schedule on its own (shuffles only, no block barrier): lane l holds the
   // sequences l, l + 32, ...; one round of independent length loads, then L1 hits
   const int lane = threadIdx.x % 32;
-  auto first_chunk = [&](long long total) {  // C from the batch's T tokens (before any growing)
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
+  // C from the batch's T tokens (before any growing); total: T, the same on every lane
+  auto chunk_of_total = [&](long long total) {
     int chunk;
     if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
       const unsigned t = (unsigned)total;
@@ -594,6 +593,11 @@ __device__ Work find_work(const Params& p, int slot) {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
     return (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  };
+  auto first_chunk = [&](long long total) {  // total: this lane's tokens
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
+    return chunk_of_total(total);
   };
   // the sequence whose n chunks start at slot `first` on the lanes of `hit` (its lowest lane), found
   auto take = [&](unsigned hit, int b, int first, int n, int len, int chunk) {
@@ -637,10 +641,17 @@ __device__ Work find_work(const Params& p, int slot) {
 #pragma unroll
       for (int j = 0; j < K; ++j) len[j] = clamp_length(p, len[j]);
     }
-    long long sum = 0;  // K lengths of up to 2^30 each: 64 bits
+    // T over the warp: K <= 4 lengths of up to 2^30 a lane, summed as 16-bit halves with two independent
+    // warp reductions (redux.sync, one instruction each; sums below 2^23 per half), exactly
+    unsigned lo = 0, hi = 0;
 #pragma unroll
-    for (int j = 0; j < K; ++j) sum += len[j];
-    const int chunk = first_chunk(sum);
+    for (int j = 0; j < K; ++j) {
+      lo += (unsigned)len[j] & 0xffffu;
+      hi += (unsigned)len[j] >> 16;
+    }
+    lo = __reduce_add_sync(0xffffffffu, lo);
+    hi = __reduce_add_sync(0xffffffffu, hi);
+    const int chunk = chunk_of_total(((long long)hi << 16) + lo);
     // K chunk counts ceil(len / chunk): one reciprocal m = floor((2^32 - 1) / chunk) for all of them;
     // for x = len + chunk - 1 < 2^31, umulhi(x, m) is floor(x / chunk) or one less (the error of m is
     // below x / 2^32 < 1/2 plus x / (chunk 2^32)), so one correction step makes it exact
@@ -659,13 +670,14 @@ __device__ Work find_work(const Params& p, int slot) {
       n[j] = b0 + j >= p.batch ? 0 : len[j] > 0 ? (int)q : 1;
       lane_n += n[j];
     }
+    // the total (one redux.sync) does not wait for the scan
+    if (__reduce_add_sync(0xffffffffu, lane_n) > p.num_slots) return false;
     int incl = lane_n;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int v = __shfl_up_sync(0xffffffffu, incl, d);
       if (lane >= d) incl += v;
     }
-    if (__shfl_sync(0xffffffffu, incl, 31) > p.num_slots) return false;
     // this lane's sequence that holds `slot`, if its slots do: past a sequence's last slot, the next
     int first = incl - lane_n, nb = n[0], lb = len[0], bb = b0;
     const unsigned hit = __ballot_sync(0xffffffffu, lane_n > 0 && slot >= first && slot < first + lane_n);
