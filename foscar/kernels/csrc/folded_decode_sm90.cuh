@@ -1114,6 +1114,15 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   }
 }
 
+// max of t[i0 .. i0 + N), N a power of two, as a tree of depth log2(N) (every index a constant once inlined)
+template <int N, int M>
+__device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
+  if constexpr (N == 1)
+    return t[i0];
+  else
+    return fmaxf(tree_max<N / 2>(t, i0), tree_max<N / 2>(t, i0 + N / 2));
+}
+
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
 __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
@@ -1551,11 +1560,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         qv[k][r][2] = __uint_as_float(qraw[k][r].y << 16);
         qv[k][r][3] = __uint_as_float(qraw[k][r].y & 0xFFFF0000u);
       }
-    float amax = 0.f;
+    // max |Q| of the lane's values as a tree of depth log2(8 KS32), not a chain of 8 KS32 dependent FMNMX (fmaxf is
+    // exact: the same value in any order; bench/NOTES.md §54)
+    float t[KS32 * 8];
 #pragma unroll
     for (int k = 0; k < KS32; ++k)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fmaxf(fabsf(qv[k][0][j]), fabsf(qv[k][1][j])));
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) t[(2 * k + r) * 4 + j] = fabsf(qv[k][r][j]);
+    float amax = fmaxf(0.f, tree_max<KS32 * 8>(t, 0));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));  // row g: max |Q| of head g
     const float qk = p.qk_scale_log2;
@@ -1576,11 +1590,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int r = 0; r < 2; ++r) {
         // qi = 256 hi + lo, lo = qi's low byte as s8: hi = (qi + 128) >> 8, whose low byte is byte 1 of qi + 128;
         // bytes gathered with prmt (lo: byte 0 of each qi, hi: byte 1 of each qi + 128)
+        // rint on the FMA pipe instead of F2I: Q / d rounded to fp32 first (__fmul_rn: never contracted), then
+        // 1.5 2^23 added, which rounds to the nearest integer, ties to even, as __float2int_rn does (1.5 2^23 is
+        // even, and |Q / d| <= 32640 < 2^22 keeps the sum in [2^23, 2^24), where the fp32 ulp is 1): the sum's
+        // bits are 0x4B400000 + qi, whose two low bytes, the only ones used, are qi's. A NaN in Q gives other
+        // bytes than __float2int_rn's 0, but makes its group's qsum, and so every score of the head, NaN anyway
         int qi[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           qs[gr] += qv[k][r][j];
-          qi[j] = __float2int_rn(qv[k][r][j] * inv);  // |qi| <= 32639 (NaN: 0)
+          qi[j] = (int)__float_as_uint(__fadd_rn(__fmul_rn(qv[k][r][j], inv), 0x1.8p23f));  // low 16 bits: qi, |qi| <= 32639
         }
         const uint32_t l01 = __byte_perm(qi[0], qi[1], 0x0040), l23 = __byte_perm(qi[2], qi[3], 0x0040);
         const uint32_t h01 = __byte_perm(qi[0] + 128, qi[1] + 128, 0x0051);
