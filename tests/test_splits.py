@@ -70,6 +70,8 @@ def test_uniform_batches_keep_the_fitted_split_counts(batch, context):
     slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS)
     if slots == batch:  # one chunk per sequence: said as one fixed split (the same chunks, NOTES §48)
         assert (fixed, target, n) == (1, 1, 1)
+    elif batch == 1:  # one sequence: the kernel's fixed path over its own length (the same chunks, NOTES §54)
+        assert (fixed, target) == (n, 1) and len(work) == n
     else:
         assert fixed == 0 and target == len(work)
     if len(work) * 8 < splits.RESIDENT_CTAS_PER_SM * H200_SMS:
@@ -274,7 +276,7 @@ def test_one_chunk_per_sequence_plans_need_no_merge(batch, capacity, bits):
                                                    (32, 131072, 2)])
 def test_plans_that_can_split_a_sequence_merge(batch, capacity, bits):
     slots, fixed, target = splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits)
-    assert fixed == 0 and slots > batch and splits.merges(batch, slots)
+    assert fixed == (slots if batch == 1 else 0) and slots > batch and splits.merges(batch, slots)
 
 
 @pytest.mark.parametrize("context, bits, chunks", [(8192, 2, 16), (8192, 4, 16), (32768, 2, 16), (32768, 4, 16),
@@ -286,3 +288,20 @@ def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bi
     work = splits.schedule([context], slots, fixed, target)
     assert len(work) == chunks and slots == chunks
     assert splits.plan_work(1, 8, context, H200_SMS)[0] >= chunks  # without bits: the fit, as before
+
+
+@pytest.mark.parametrize("capacity, bits", [(8192, 2), (32768, 2), (131072, 2), (131072, 4), (4096, 4)])
+def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capacity, bits):
+    """A single sequence is cut by the kernel's fixed path (no scan of the lengths, bench/NOTES.md §54): n slots,
+    n = the length-aware target, and for any length of at least 512 n tokens the same chunks as the length-aware
+    schedule over the same slots; shorter ones in chunks of whole 256-token iterations, none empty before the last."""
+    slots, fixed, target = splits.plan_work(1, 8, capacity, H200_SMS, bits=bits)
+    assert fixed == slots > 1 and target == 1 and splits.merges(1, slots)
+    rng = random.Random(capacity + bits)
+    for length in [capacity, 512 * slots, rng.randrange(512 * slots, capacity + 1)]:
+        assert splits.schedule([length], slots, fixed, target) == splits.schedule([length], slots, 0, slots)
+    for length in [1, 255, 256, 257, 512 * slots - 1] + [rng.randrange(1, 512 * slots) for _ in range(20)]:
+        work = splits.schedule([length], slots, fixed, target)
+        per = -(-length // slots)  # ceil(length / n), rounded up to whole 256-token iterations
+        chunk = max(256, -(-per // 256) * 256)
+        assert [(s, e) for _, s, e in work] == [(s, min(s + chunk, length)) for s in range(0, length, chunk)]

@@ -119,6 +119,12 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     15.11; but INT2 1 x 128K 32.55 -> 35.12 (chunks of 8K), so there INT2 keeps the fit's 32. At 1 x 8K both
     counts are 16.
 
+    A batch of one is cut by the kernel's fixed path (``fixed_splits = n``, the count above): its length, read on
+    the device, in ``n`` chunks of whole 256-token iterations, the same chunks as the length-aware schedule's
+    wherever the length is at least ``512 n`` (every bench point), shorter ones (256-511 tokens) for a short
+    sequence in a large cache, and no scan of the batch's lengths (~0.2-0.3 us a decode at 1 x 8K and 1 x 32K
+    on the H200, bench/NOTES.md §40, §48, §54; the 256-token chunks measured faster than 512 at 1 x 4K, §40).
+
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
     (the same chunks; the kernel's fixed path reads its one length instead of scanning the batch's), and a
@@ -142,6 +148,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     room = fills_gpu and max_seq_len > MIN_CHUNK_TOKENS  # else no sequence could use a second chunk
     if target == batch and not room:  # one chunk per sequence, whatever the lengths
         return batch, 1, 1
+    if batch == 1 and not room:  # one sequence in n chunks of its own length: the fixed path, no scan
+        return n, n, 1
     return target + (batch if room else 0), 0, target
 
 
