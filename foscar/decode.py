@@ -153,7 +153,8 @@ class DecodePlan:
         kernel: ``"cuda"`` or ``"triton"`` (what ``backend="auto"`` resolved to).
         num_splits: the fixed split-KV count per sequence, or ``None`` for the CUDA kernel's
             length-aware chunks (``num_splits=None``); 1 also where the CUDA plan gives every sequence
-            one chunk by itself (one work slot per sequence, bench/NOTES.md §48).
+            one chunk by itself (one work slot per sequence, bench/NOTES.md §48), and the plan's count for a
+            batch of one, which the CUDA kernel cuts by its own length (bench/NOTES.md §54).
         out: ``[batch, num_qo_heads, head_dim]`` bfloat16, the output buffer ``run`` returns.
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
         merge: the CUDA kernel's split merge, ``"kernel"`` (a merge kernel after the decode kernel,

@@ -279,26 +279,28 @@ def test_plans_that_can_split_a_sequence_merge(batch, capacity, bits):
     assert fixed == (slots if batch == 1 else 0) and slots > batch and splits.merges(batch, slots)
 
 
-@pytest.mark.parametrize("context, bits, chunks", [(8192, 2, 16), (8192, 4, 16), (32768, 2, 16), (32768, 4, 16),
-                                                   (131072, 2, 32), (131072, 4, 16), (4096, 4, 8), (300, 2, 1)])
+@pytest.mark.parametrize("context, bits, chunks", [(8192, 2, 16), (8192, 4, 16), (32768, 2, 32), (32768, 4, 16),
+                                                   (131072, 2, 32), (131072, 4, 16), (4096, 4, 16), (4096, 2, 16),
+                                                   (16384, 2, 16), (1000, 2, 4), (512, 4, 1), (300, 2, 1)])
 def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bits, chunks):
     """A single sequence over 8 KV heads on the H200: INT4 one program per SM (16 chunks), INT2 too while its
-    chunks stay at most 2048 tokens (1 x 32K: 16), else the fit's two per SM (1 x 128K: 32); bench/NOTES.md §48."""
+    chunks stay at most 1024 tokens (1 x 16K: 16; 1 x 32K: the fit's 32), in chunks of at least 256 tokens (1 x 4K:
+    16; 1 x 1000: 4), and one chunk at a capacity of at most 512; bench/NOTES.md §48, §54."""
     slots, fixed, target = splits.plan_work(1, 8, context, H200_SMS, bits=bits)
     work = splits.schedule([context], slots, fixed, target)
     assert len(work) == chunks and slots == chunks
-    assert splits.plan_work(1, 8, context, H200_SMS)[0] >= chunks  # without bits: the fit, as before
+    assert splits.plan_work(1, 8, context, H200_SMS)[0] == splits.choose_num_splits(1, 8, context, 256, H200_SMS)[0]  # no bits: the fit
 
 
 @pytest.mark.parametrize("capacity, bits", [(8192, 2), (32768, 2), (131072, 2), (131072, 4), (4096, 4)])
 def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capacity, bits):
     """A single sequence is cut by the kernel's fixed path (no scan of the lengths, bench/NOTES.md §54): n slots,
-    n = the length-aware target, and for any length of at least 512 n tokens the same chunks as the length-aware
-    schedule over the same slots; shorter ones in chunks of whole 256-token iterations, none empty before the last."""
+    and for any length of at least 512 n tokens the same chunks as the length-aware schedule over the same slots;
+    shorter ones in chunks of whole 256-token iterations (1 x 4K: 16 of 256), none empty before the last."""
     slots, fixed, target = splits.plan_work(1, 8, capacity, H200_SMS, bits=bits)
     assert fixed == slots > 1 and target == 1 and splits.merges(1, slots)
     rng = random.Random(capacity + bits)
-    for length in [capacity, 512 * slots, rng.randrange(512 * slots, capacity + 1)]:
+    for length in range(512 * slots, capacity + 1, max(1, (capacity - 512 * slots) // 7)):  # none at 1 x 4K
         assert splits.schedule([length], slots, fixed, target) == splits.schedule([length], slots, 0, slots)
     for length in [1, 255, 256, 257, 512 * slots - 1] + [rng.randrange(1, 512 * slots) for _ in range(20)]:
         work = splits.schedule([length], slots, fixed, target)

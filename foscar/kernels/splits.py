@@ -38,8 +38,9 @@ MIN_CHUNK_TOKENS = 512  # kMinChunk
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
 # can take two chunks)
 RESIDENT_CTAS_PER_SM = 3
-# batch 1 (plan_work): INT2 takes one program per SM while that keeps its chunks at most this long (tokens)
-BATCH1_INT2_CHUNK_TOKENS = 2048
+# batch 1 (plan_work): INT2 takes one program per SM while that keeps its chunks at most this long (tokens;
+# 2048 until session 19, when 32 chunks of 1K measured 4% faster than 16 of 2K at 1 x 32K, bench/NOTES.md §54)
+BATCH1_INT2_CHUNK_TOKENS = 1024
 
 
 def _pow2_floor(n: int) -> int:
@@ -111,13 +112,16 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             that many chunks of whole 256-token iterations).
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
 
-    Batch 1: a single sequence has no length mix to leave room for, so the target may be smaller than the
-    fit's two programs per SM: INT4 (``bits >= 4``) takes one program per SM (a power of two, at least the
-    32K-token cap's count), and INT2 does so too while that keeps its chunks at most
-    :data:`BATCH1_INT2_CHUNK_TOKENS` tokens. Measured on the H200 (bench/NOTES.md §48; 8 KV heads, 132 SMs:
-    16 chunks instead of 32): INT4 1 x 32K 18.86 -> 17.37 us, 1 x 128K 44.77 -> 43.04; INT2 1 x 32K 15.69 ->
-    15.11; but INT2 1 x 128K 32.55 -> 35.12 (chunks of 8K), so there INT2 keeps the fit's 32. At 1 x 8K both
-    counts are 16.
+    Batch 1: a single sequence has no length mix to leave room for. Past a capacity of 512 tokens, INT4 (``bits
+    >= 4``) takes one program per SM (a power of two, at least the 32K-token cap's count), and INT2 does so too
+    while that keeps its chunks at most :data:`BATCH1_INT2_CHUNK_TOKENS` tokens (else the fit's count); either way
+    in chunks of at least 256 tokens (one CTA iteration; the fit keeps two). Measured on the H200 (8 KV heads, 132
+    SMs: one program per SM is 16 chunks; fixed-path plans, bench/NOTES.md §54, us): 1 x 4K INT2 7.96 with 16
+    chunks of 256 against 8.81 with the fit's 8, INT4 8.51 against 9.27; 1 x 8K and 1 x 16K 16 chunks (INT2 9.41 /
+    11.15, 32 chunks 9.57 / 11.22); INT2 1 x 32K 14.11 with 32 chunks of 1K against 14.72 with 16 (at §48's
+    kernel 16 had measured faster), INT4 16.80 with 16 against 17.27; 1 x 128K INT2 31.2 with the fit's 32 (16:
+    35.8), INT4 16 (§48: 43.0 against 44.8 with 32). At a capacity of at most 512 a sequence stays one chunk
+    (no merge launch, below).
 
     A batch of one is cut by the kernel's fixed path (``fixed_splits = n``, the count above): its length, read on
     the device, in ``n`` chunks of whole 256-token iterations, the same chunks as the length-aware schedule's
@@ -137,10 +141,12 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
-    if batch == 1 and bits is not None:  # one sequence: one program per SM where that measured faster
+    if batch == 1 and bits is not None and max_seq_len > MIN_CHUNK_TOKENS:
+        # one sequence: one program per SM where that measured faster, in chunks of at least one 256-token
+        # iteration (the fixed path's; the fit's two)
         one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
-            n = min(n, one_per_sm)
+            n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
     if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
