@@ -49,8 +49,8 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             spill = re.search(r"(\d+) bytes spill stores", e)
             assert spill and int(spill.group(1)) <= 32, e[:400]
             # nor keep an array in local memory (a register array indexed at run time: a query max as a
-            # loop the unroller could not count put 128 bytes on the stack and cost 10-48% at the small
-            # points, bench/NOTES.md §54)
+            # loop the unroller could not count put 128 bytes on the stack and cost 10-48% at 16-token
+            # decodes, bench/NOTES.md §54)
             frame = re.search(r"(\d+) bytes stack frame", e)
             assert frame and int(frame.group(1)) <= 32, e[:400]
             checked.add(m.groups())

@@ -292,19 +292,24 @@ def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bi
     assert splits.plan_work(1, 8, context, H200_SMS)[0] == splits.choose_num_splits(1, 8, context, 256, H200_SMS)[0]  # no bits: the fit
 
 
-@pytest.mark.parametrize("capacity, bits", [(8192, 2), (32768, 2), (131072, 2), (131072, 4), (4096, 4)])
+@pytest.mark.parametrize("capacity, bits", [(8192, 2), (32768, 2), (131072, 2), (131072, 4), (4096, 4), (1000, 2)])
 def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capacity, bits):
-    """A single sequence is cut by the kernel's fixed path (no scan of the lengths, bench/NOTES.md §54): n slots,
-    and for any length of at least 512 n tokens the same chunks as the length-aware schedule over the same slots;
-    shorter ones in chunks of whole 256-token iterations (1 x 4K: 16 of 256), none empty before the last."""
+    """A single sequence is cut by the kernel's fixed path (no scan of the lengths, bench/NOTES.md §54), in at
+    most n chunks of whole 256-token iterations: for a length above 256 n or of at most 256 the chunks of the
+    length-aware schedule over the same slots; in between, chunks of exactly 256 where that one takes 512."""
     slots, fixed, target = splits.plan_work(1, 8, capacity, H200_SMS, bits=bits)
     assert fixed == slots > 1 and target == 1 and splits.merges(1, slots)
     rng = random.Random(capacity + bits)
-    for length in range(512 * slots, capacity + 1, max(1, (capacity - 512 * slots) // 7)):  # none at 1 x 4K
-        assert splits.schedule([length], slots, fixed, target) == splits.schedule([length], slots, 0, slots)
-    short = min(512 * slots, capacity + 1)  # lengths below 512 n, up to the capacity
-    for length in [1, 255, 256, 257, short - 1] + [rng.randrange(1, short) for _ in range(20)]:
+    lengths = sorted({0, 1, 255, 256, 257, 512, 256 * slots, 256 * slots + 1, capacity}
+                     | {rng.randrange(capacity + 1) for _ in range(40)})
+    between = 0
+    for length in (x for x in lengths if x <= capacity):
         work = splits.schedule([length], slots, fixed, target)
-        per = -(-length // slots)  # ceil(length / n), rounded up to whole 256-token iterations
-        chunk = max(256, -(-per // 256) * 256)
-        assert [(s, e) for _, s, e in work] == [(s, min(s + chunk, length)) for s in range(0, length, chunk)]
+        assert len(work) <= slots and work[0][1] == 0 and work[-1][2] == length
+        assert all(e - s == work[0][2] - work[0][1] and (e - s) % 256 == 0 for _, s, e in work[:-1])
+        if length <= 256 or length > 256 * slots:
+            assert work == splits.schedule([length], slots, 0, slots), length
+        else:
+            assert [e - s for _, s, e in work[:-1]] == [256] * (len(work) - 1) and len(work) == -(-length // 256)
+            between += 1
+    assert between >= 1  # the in-between case was exercised

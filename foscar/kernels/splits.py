@@ -85,7 +85,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     tokens into chunks of ``C = T / target_chunks`` tokens (at least 512, at most 32768, multiples
     of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in ``num_slots``. A uniform
     batch gets exactly the fitted split count; a long sequence among short ones gets several
-    chunks as long as the slots leave room.
+    chunks as long as the slots leave room. (A batch of one and a plan of one chunk per sequence take
+    the kernel's fixed path instead: below.)
 
     INT4 past one wave: where ``bits >= 4`` and one split per sequence already gives more CTAs than
     fit at once (``batch * num_kv_heads >= RESIDENT_CTAS_PER_SM * num_sms``), the target has at least
@@ -113,21 +114,22 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
 
     Batch 1: a single sequence has no length mix to leave room for. Past a capacity of 512 tokens, INT4 (``bits
-    >= 4``) takes one program per SM (a power of two, at least the 32K-token cap's count), and INT2 does so too
-    while that keeps its chunks at most :data:`BATCH1_INT2_CHUNK_TOKENS` tokens (else the fit's count); either way
-    in chunks of at least 256 tokens (one CTA iteration; the fit keeps two). Measured on the H200 (8 KV heads, 132
+    >= 4``) takes one program per SM (a power of two, at least the 32K-token cap's count; fewer where the
+    capacity holds fewer 256-token iterations, e.g. 3 at 600 tokens), and INT2 does so too while that keeps its
+    chunks at most :data:`BATCH1_INT2_CHUNK_TOKENS` tokens (else the fit's count): chunks of at least 256 tokens
+    (one CTA iteration; the fit keeps two, so at capacities up to 4K this is more chunks than the fit's). Measured on the H200 (8 KV heads, 132
     SMs: one program per SM is 16 chunks; fixed-path plans, bench/NOTES.md §54, us): 1 x 4K INT2 7.96 with 16
     chunks of 256 against 8.81 with the fit's 8, INT4 8.51 against 9.27; 1 x 8K and 1 x 16K 16 chunks (INT2 9.41 /
     11.15, 32 chunks 9.57 / 11.22); INT2 1 x 32K 14.11 with 32 chunks of 1K against 14.72 with 16 (at §48's
-    kernel 16 had measured faster), INT4 16.80 with 16 against 17.27; 1 x 128K INT2 31.2 with the fit's 32 (16:
+    kernel 16 had measured faster), INT4 16.79 with 16 against 17.27; 1 x 128K INT2 31.2 with the fit's 32 (16:
     35.8), INT4 16 (§48: 43.0 against 44.8 with 32). At a capacity of at most 512 a sequence stays one chunk
     (no merge launch, below).
 
     A batch of one is cut by the kernel's fixed path (``fixed_splits = n``, the count above): its length, read on
-    the device, in ``n`` chunks of whole 256-token iterations, the same chunks as the length-aware schedule's
-    wherever the length is at least ``512 n`` (every bench point), shorter ones (256-511 tokens) for a short
-    sequence in a large cache, and no scan of the batch's lengths (~0.2-0.3 us a decode at 1 x 8K and 1 x 32K
-    on the H200, bench/NOTES.md §40, §48, §54; the 256-token chunks measured faster than 512 at 1 x 4K, §40).
+    the device, in at most ``n`` chunks of whole 256-token iterations, and no scan of the batch's lengths
+    (0.15-0.30 us a decode at the bench's batch-1 points on the H200, bench/NOTES.md §54). For a length above
+    ``256 n`` (every bench point) or of at most 256 these are the chunks the length-aware schedule would make over
+    the same slots; in between, chunks of 256 where it would take 512 (faster at 1 x 4K, §40, §54).
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``

@@ -1117,6 +1117,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 // max of t[i0 .. i0 + N), N a power of two, as a tree of depth log2(N) (every index a constant once inlined)
 template <int N, int M>
 __device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
+  static_assert(N >= 1 && (N & (N - 1)) == 0, "tree_max: N must be a power of two");
   if constexpr (N == 1)
     return t[i0];
   else
@@ -1560,7 +1561,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         qv[k][r][2] = __uint_as_float(qraw[k][r].y << 16);
         qv[k][r][3] = __uint_as_float(qraw[k][r].y & 0xFFFF0000u);
       }
-    // max |Q| of the lane's values as a tree of depth log2(8 KS32), not a chain of 8 KS32 dependent FMNMX (fmaxf is
+    // max |Q| of the lane's values as a tree of depth log2(8 KS32), not a chain of 4 KS32 dependent FMNMX (fmaxf is
     // exact: the same value in any order; bench/NOTES.md §54)
     float t[KS32 * 8];
 #pragma unroll
@@ -1593,8 +1594,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         // rint on the FMA pipe instead of F2I: Q / d rounded to fp32 first (__fmul_rn: never contracted), then
         // 1.5 2^23 added, which rounds to the nearest integer, ties to even, as __float2int_rn does (1.5 2^23 is
         // even, and |Q / d| <= 32640 < 2^22 keeps the sum in [2^23, 2^24), where the fp32 ulp is 1): the sum's
-        // bits are 0x4B400000 + qi, whose two low bytes, the only ones used, are qi's. A NaN in Q gives other
-        // bytes than __float2int_rn's 0, but makes its group's qsum, and so every score of the head, NaN anyway
+        // bits are 0x4B400000 + qi, whose two low bytes, the only ones used, are qi's. A NaN in Q (or an infinite
+        // one, whose max makes 1 / d zero and its product NaN) gives other bytes than __float2int_rn's 0, but makes
+        // its group's qsum, and so every score of the head, NaN anyway
         int qi[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
