@@ -164,7 +164,8 @@ class DecodePlan:
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
             when the plan was made (always 0 with the fused merge or the Triton kernel); below 2 (one
-            chunk per sequence) the merge loads no window either.
+            chunk per sequence) the merge loads no window either. With :attr:`merge_fixed_window` the
+            plan's split count, exact (no table read at all).
         merge_d_slices: programs per (sequence, query head) of the merge kernel, each merging
             ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
             ``FOSCAR_MERGE_D_SLICES`` when the plan was made, by default 4 where the rows are at most a
@@ -172,6 +173,10 @@ class DecodePlan:
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
+        merge_fixed_window: whether the plan's chunks are fixed (2 or more a sequence) and the decode kernel
+            writes every slot's partial, so that the merge kernel takes each sequence's chunks without reading
+            the chunk table (one L2 round instead of two; ``FOSCAR_MERGE_FIXED_WINDOW`` when the plan was
+            made, :func:`foscar.kernels.merge_triton.fixed_window_choice`, bench/NOTES.md §58).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -181,7 +186,7 @@ class DecodePlan:
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -195,6 +200,7 @@ class DecodePlan:
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
         self.merge_pdl = merge_pdl
+        self.merge_fixed_window = merge_fixed_window
         # one work slot per sequence: every sequence is one chunk and its CTA writes the row (NOTES §48)
         self.merge_launched = seq_chunks is not None and merges(q_shape[0], o_part.shape[0])
 
@@ -238,10 +244,12 @@ class DecodePlan:
             return (self.out, self.lse) if return_lse else self.out
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
-                               self._counters, *self._schedule, self._mode, self._seq_chunks)
+                               self._counters, *self._schedule, self._mode, self._seq_chunks,
+                               self.merge_fixed_window)
             if self.merge_launched:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
-                                         self.merge_predicted, self.merge_d_slices, self.merge_pdl)
+                                         self.merge_predicted, self.merge_d_slices, self.merge_pdl,
+                                         self.merge_fixed_window)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -351,6 +359,12 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         # batch's predicted partials with its chunk table
         predicted = (merge_triton.predicted_chunks(batch, fixed, target)
                      if seq_chunks is not None and merge_triton.speculate_choice() else 0)
+        # fixed chunks (2 or more a sequence): every slot written, merged without the chunk table
+        # (FOSCAR_MERGE_FIXED_WINDOW, read now; NOTES §58)
+        fixed_window = (seq_chunks is not None and fixed >= 2 and merge_triton.fixed_window_choice()
+                        and merge_triton.speculation_window(fixed, head_dim) > 0)
+        if fixed_window:
+            predicted = fixed
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             merge_predicted=predicted,
@@ -358,6 +372,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_d_slices=merge_triton.d_slices_choice(batch * num_qo_heads, device_sm_count(device), head_dim),
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
+            merge_fixed_window=fixed_window,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

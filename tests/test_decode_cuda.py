@@ -568,6 +568,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_NVCC_FLAGS", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
+        monkeypatch.delenv("FOSCAR_MERGE_FIXED_WINDOW", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
@@ -577,6 +578,10 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_MERGE_PDL", "0")  # the merge kernel launched without PDL
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_pdl"] is False
+        monkeypatch.setenv("FOSCAR_MERGE_PDL", "1")
+        monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "0")  # fixed chunks merged with the chunk table
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["merge_fixed_window"] is False
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

@@ -171,6 +171,81 @@ def test_a_hit_takes_no_second_round(device, monkeypatch):
     assert seen == [0] * HEADS + [4] * HEADS + [0] * HEADS
 
 
+def _fixed_reference(o, lse, batch, per):
+    """fp64 merge of slots ``[b * per, (b + 1) * per)`` per sequence, empty chunks (LSE -inf) weighing 0 whatever
+    their rows hold: ``(out, lse)`` rows, a zero row and -inf where every chunk is empty."""
+    rows = []
+    for b in range(batch):
+        lo, lh = o[b * per:(b + 1) * per].double(), lse[b * per:(b + 1) * per].double()
+        m = lh.max(dim=0).values
+        w = torch.where(torch.isneginf(lh), 0.0, torch.exp2(lh - torch.where(torch.isneginf(m), 0.0, m)))
+        lo = torch.where(torch.isneginf(lh)[:, :, None], 0.0, lo)
+        den = w.sum(0)
+        out = torch.where(den[:, None] > 0, (w[:, :, None] * lo).sum(0) / den.clamp_min(1e-300)[:, None], 0.0)
+        rows.append((out, torch.where(den > 0, (m + torch.log2(den.clamp_min(1e-300))) * math.log(2), -math.inf)))
+    return rows
+
+
+@pytest.mark.parametrize("d_slices", [1, 4])
+def test_fixed_window_merges_every_slot_without_the_table(device, d_slices):
+    """``fixed=True`` (a fixed-path plan, the decode kernel's ``fixed_window``): sequence b's chunks are slots
+    ``b * per ..``, every row is written (a sequence with one live chunk too), empty chunks carry LSE -inf and
+    garbage rows (NaN, inf: never written by the decode kernel) that must not leak, and the chunk table is not
+    read (it holds nonsense here)."""
+    batch, per = 4, 5
+    o, lse = _partials(batch * per, seed=6)
+    lse[per + 1:2 * per] = float("-inf")  # sequence 1: one live chunk
+    lse[2 * per:3 * per] = float("-inf")  # sequence 2: none (length 0)
+    lse[3 * per + 4] = float("-inf")      # sequence 3: its last chunk empty
+    for s in list(range(per + 1, 3 * per)) + [3 * per + 4]:
+        o[s] = float("nan") if s % 2 else float("inf")
+    out = torch.full((batch, HEADS, HEAD_DIM), 7.0, dtype=torch.bfloat16, device=device)
+    lse_out = torch.full((batch, HEADS), 5.0, device=device)
+    table = torch.full((batch, 2), -12345, dtype=torch.int32, device=device)
+    merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, per, d_slices, fixed=True)
+    out, lse_out = out.cpu(), lse_out.cpu()
+    for b, (ref, ref_lse) in enumerate(_fixed_reference(o, lse, batch, per)):
+        if b == 2:
+            assert not out[b].any() and bool(torch.isneginf(lse_out[b]).all())
+            continue
+        err = float((out[b].double() - ref).norm() / ref.norm())
+        assert err < 1e-2, f"sequence {b}: relative L2 error {err:.3g}"
+        torch.testing.assert_close(lse_out[b].double(), ref_lse, rtol=0, atol=1e-4)
+    # one live chunk: its row (weight 1, the rest 0) within a bf16 rounding (the interpreter's cast truncates)
+    torch.testing.assert_close(out[1].float(), o[per], rtol=8e-3, atol=0)
+
+
+def test_fixed_window_keeps_a_nan_lse(device):
+    per = 4
+    o, lse = _partials(2 * per, seed=7)
+    lse[per + 1, 2] = float("nan")
+    out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16, device=device)
+    lse_out = torch.empty(2, HEADS, device=device)
+    merge_triton.merge_slots(o.to(device), lse.to(device), torch.zeros(2, 2, dtype=torch.int32, device=device),
+                             out, lse_out, per, fixed=True)
+    assert bool(out[1, 2].float().isnan().all().cpu()) and bool(lse_out[1, 2].isnan().cpu())
+    assert bool(out[0].float().isfinite().all().cpu()) and bool(out[1, :2].float().isfinite().all().cpu())
+
+
+def test_fixed_window_refuses_what_it_cannot_take():
+    o, lse = _partials(8)
+    out, lse_out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, HEADS)
+    table = torch.zeros(2, 2, dtype=torch.int32)
+    for predicted in (0, 1, 5):  # 5: two sequences need 10 slots, the buffer has 8
+        with pytest.raises(ValueError, match="fixed: expected predicted >= 2"):
+            merge_triton.merge_slots(o, lse, table, out, lse_out, predicted, fixed=True)
+
+
+def test_fixed_window_choice_is_read_per_call(monkeypatch):
+    monkeypatch.delenv("FOSCAR_MERGE_FIXED_WINDOW", raising=False)
+    assert merge_triton.fixed_window_choice() is True
+    monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "0")
+    assert merge_triton.fixed_window_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "on")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_FIXED_WINDOW: expected '1' or '0', got 'on'"):
+        merge_triton.fixed_window_choice()
+
+
 def test_a_bad_chunk_table_is_refused():
     o, lse = _partials(4)
     out, lse_out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, HEADS)
@@ -255,6 +330,8 @@ def _two_plans_agree(monkeypatch, lengths, knob, first, second):
 
     q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
                      seq_lens=lengths, bits=2, group_size=128)
+    if knob != "FOSCAR_MERGE_FIXED_WINDOW":  # the other knobs of the merge: with the chunk table at batch 1 too
+        monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "0")
     monkeypatch.setenv(knob, first)
     one = foscar.plan_decode(cache, 32, backend="cuda")
     monkeypatch.setenv(knob, second)
@@ -293,6 +370,33 @@ def test_plans_with_and_without_pdl_agree(monkeypatch, lengths):
     finished waits for its partials (bench/NOTES.md §43)."""
     pdl, plain = _two_plans_agree(monkeypatch, lengths, "FOSCAR_MERGE_PDL", "1", "0")
     assert (pdl.merge_pdl, plain.merge_pdl) == (True, False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lengths", [[8192], [3000], [600], [1], [0]])
+def test_plans_with_and_without_the_fixed_window_agree(monkeypatch, lengths):
+    """A batch of one (fixed chunks) planned with FOSCAR_MERGE_FIXED_WINDOW=1 (every slot written, merged
+    without the chunk table) and =0 (the table, then the partials) agree, for lengths that leave most chunks
+    empty or one chunk live (bench/NOTES.md §58); an 8K capacity, so that the plan has 16 chunks."""
+    import foscar
+    from tests.test_decode_triton import _case
+
+    q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[8192], bits=2, group_size=128)
+    cache.seq_lens.fill_(lengths[0])
+    monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "1")
+    one = foscar.plan_decode(cache, 32, backend="cuda")
+    monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "0")
+    two = foscar.plan_decode(cache, 32, backend="cuda")
+    assert one.merge_fixed_window and not two.merge_fixed_window and one.num_splits == two.num_splits >= 2
+    a, la = (t.clone() for t in one.run(q, cache, return_lse=True))
+    b, lb = two.run(q, cache, return_lse=True)
+    assert torch.equal(a, b) and torch.equal(la, lb)  # the same sums: one live chunk's row exactly, else one order
+    if lengths[0] == 0:
+        assert not a.any() and bool(torch.isneginf(la).all())
+    else:
+        ref = foscar.reference_decode(q, cache)
+        assert float((a[0].double() - ref[0]).norm() / ref[0].norm()) < 1e-2
 
 
 _SASS_SCRIPT = """

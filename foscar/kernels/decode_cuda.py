@@ -122,22 +122,25 @@ def build_settings() -> dict[str, object]:
         "fused" (``FOSCAR_MERGE`` at import), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
-        "source_hash": str, "default_build": bool}``; ``default_build`` is False when any experiment knob
-        (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``, ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``,
-        ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``) is set, i.e. the numbers are not those of the
-        shipped kernel.
+        "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
+        :func:`foscar.kernels.merge_triton.fixed_window_choice`), "source_hash": str, "default_build": bool}``;
+        ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
+        ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
+        ``FOSCAR_MERGE_FIXED_WINDOW=0``) is set, i.e. the numbers are not those of the shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE_SPECULATE`` or ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"``.
+        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL`` or ``FOSCAR_MERGE_FIXED_WINDOW`` other
+            than ``"1"`` / ``"0"``.
     """
-    from foscar.kernels.merge_triton import pdl_wanted, speculate_choice
+    from foscar.kernels.merge_triton import fixed_window_choice, pdl_wanted, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
-    speculate, pdl = speculate_choice(), pdl_wanted()
+    speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
-            "source_hash": source_hash(),
-            "default_build": not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl}
+            "merge_fixed_window": fixed_window, "source_hash": source_hash(),
+            "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
+                              and fixed_window)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -207,7 +210,7 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
-           mode: str = "bf16", seq_chunks: torch.Tensor | None = None) -> None:
+           mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
@@ -227,6 +230,10 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     size a power of two). ``mode``: ``"bf16"`` (folded, BF16 operands), ``"fp8"`` (folded,
     FP8 e4m3 operands) or ``"per-value"`` (the same kernel reconstructing every operand
     as bf16(s * code + z) instead of folding: the ablation baseline).
+
+    ``fixed_window`` (``fixed_splits >= 2`` and ``seq_chunks``): every slot's partial is written, a sequence of
+    one chunk's too and an empty chunk's LSE as ``-inf``, for :func:`foscar.kernels.merge_triton.merge_slots`
+    with ``fixed=True`` (no output row is written by this launch then).
     """
     paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
     lens = cache.kv_last_page_len if paged else cache.seq_lens  # contiguous: validate() / the plan's layout check
@@ -235,5 +242,5 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode],
+        MODES[mode], int(fixed_window),
     )

@@ -121,7 +121,7 @@ def _merge_slots_kernel(
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
-    BLOCK_D: tl.constexpr, PDL: tl.constexpr,
+    BLOCK_D: tl.constexpr, PDL: tl.constexpr, FIXED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
     dj = tl.program_id(1)  # which BLOCK_D columns of the row (every program of a row merges the same LSEs)
@@ -136,6 +136,22 @@ def _merge_slots_kernel(
     # No griddepcontrol.launch_dependents: a next kernel launched with PDL starts when this one has finished.
     # Triggered here, our own decode kernel launched with PDL behind it was placed so badly that batch 1 and 8
     # ran 8-38% slower (bench/NOTES.md §45); a user's kernel after the merge could meet the same.
+    if FIXED:
+        # A fixed-path plan (the kernel's fixed_window): sequence b's chunks are the slots [b * predicted, +
+        # predicted), and the decode kernel wrote every one of them in this launch (a sequence of one chunk
+        # too; an empty chunk's LSE as -inf, its row not written): no table, one L2 round (bench/NOTES.md §58)
+        offs_w = tl.arange(0, BLOCK_W)
+        slot_w = b * predicted + offs_w
+        inr = offs_w < predicted
+        lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=inr, other=float("-inf"))
+        o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
+                      mask=inr[:, None], other=0.0)
+        m, den, num = _merge_round(m, den, num, lse_w, tl.where((lse_w == float("-inf"))[:, None], 0.0, o_w))
+        out, lse_out = _merge_result(m, den, num)
+        tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
+        if dj == 0:
+            tl.store(Lse_out + row, lse_out)
+        return
     # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
     # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
     pair = tl.load(Seq_chunks + b)
@@ -231,6 +247,20 @@ def pdl_wanted() -> bool:
     return _env_flag("FOSCAR_MERGE_PDL", "1")
 
 
+def fixed_window_choice() -> bool:
+    """Whether a plan made now whose chunks are fixed (a batch of one, an explicit ``num_splits``; 2 or more a
+    sequence) runs the decode kernel with ``fixed_window`` and :func:`merge_slots` with ``fixed=True``: every
+    slot written by the decode kernel, merged in one L2 round without the chunk table
+    (``FOSCAR_MERGE_FIXED_WINDOW``, read at every call as ``FOSCAR_MERGE_SPECULATE``; ``"1"`` by default,
+    ``"0"`` the table first; bench/NOTES.md §58). Unlike the speculation, it never misses: the decode kernel
+    writes the window it reads.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_FIXED_WINDOW`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    return _env_flag("FOSCAR_MERGE_FIXED_WINDOW", "1")
+
+
 def speculate_choice() -> bool:
     """Whether a plan made now lets :func:`merge_slots` speculate (``FOSCAR_MERGE_SPECULATE``).
 
@@ -298,7 +328,8 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
-                lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False) -> None:
+                lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False,
+                fixed: bool = False) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -322,6 +353,12 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     dependent launch, so that the programs may start before the kernel that wrote the partials has
     finished (they wait for it, ``griddepcontrol.wait``, before their first load).
 
+    ``fixed`` (:func:`fixed_window_choice`): the partials of a fixed-path plan whose decode kernel ran with
+    ``fixed_window`` (every slot written: a one-chunk sequence's partial too, an empty chunk's LSE as
+    ``-inf``): sequence ``b``'s chunks are the slots ``[b * predicted, b * predicted + predicted)``, merged in
+    one round without reading ``seq_chunks``, and every row is written. Needs ``predicted >= 2`` and a
+    :func:`speculation_window` for it.
+
     Raises:
         ValueError: a negative ``predicted``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
             columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
@@ -338,6 +375,11 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
         raise ValueError(f"seq_chunks: expected a contiguous int32 [{batch}, 2] tensor on {out.device}, got "
                          f"{seq_chunks.dtype} {list(seq_chunks.shape)} (contiguous: {seq_chunks.is_contiguous()}) "
                          f"on {seq_chunks.device}")
+    if fixed and (predicted < 2 or speculation_window(predicted, head_dim) == 0
+                  or batch * predicted > o_part.shape[0]):
+        raise ValueError(f"fixed: expected predicted >= 2 chunks a sequence with a window of at most "
+                         f"{MAX_BLOCK_ELEMS} values and batch * predicted <= num_slots {o_part.shape[0]}, got "
+                         f"predicted {predicted} at head_dim {head_dim}, batch {batch}")
     if batch * heads == 0:
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
@@ -347,6 +389,6 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     window = speculation_window(predicted, head_dim)
     _merge_slots_kernel[(batch * heads, d_slices)](
         o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
-        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0,
-        BLOCK_D=head_dim // d_slices, PDL=pdl, num_warps=4, **({"launch_pdl": True} if pdl else {}),
+        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0 and not fixed,
+        BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, num_warps=4, **({"launch_pdl": True} if pdl else {}),
     )

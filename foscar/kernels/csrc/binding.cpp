@@ -14,7 +14,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
-                   int64_t target_chunks, double qk_scale_log2, int64_t mode) {
+                   int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t fixed_window) {
   TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
     TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
@@ -71,6 +71,9 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   TORCH_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
   TORCH_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
   TORCH_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
+  TORCH_CHECK(fixed_window == 0 || (fixed_window == 1 && fixed_splits >= 2 && seq_chunks.has_value()),
+              "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window ", fixed_window,
+              ", fixed_splits ", fixed_splits);
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
@@ -78,7 +81,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
-      c10::cuda::getCurrentCUDAStream());
+      (int)fixed_window, c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
 }
 

@@ -12,12 +12,13 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, cudaStream_t stream) {
+    int k_block, int mode, int fixed_window, cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1)
     return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
   if (fixed_splits > 0 ? num_slots != batch * fixed_splits : num_slots < batch) return cudaErrorInvalidValue;
+  if (fixed_window != 0 && (fixed_window != 1 || fixed_splits < 2 || seq_chunks == nullptr)) return cudaErrorInvalidValue;
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
   if (paged) {  // page sizes: powers of two
@@ -54,6 +55,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.fuse_merge = seq_chunks == nullptr;
   if (p.fuse_merge && !FOSCAR_FUSED_MERGE) return cudaErrorInvalidValue;  // built without it: seq_chunks needed
   p.seq_chunks = seq_chunks;
+  p.fixed_window = fixed_window;
   p.batch = batch;
   p.num_kv_heads = num_kv_heads;
   p.gqa = gqa;

@@ -493,6 +493,9 @@ struct Params {
   int* counters;        // [batch, num_kv_heads], zero between launches (the merging CTA resets its own)
   int fuse_merge;       // 1: the last CTA of a sequence merges (counters); 0: seq_chunks for the merge kernel
   int* seq_chunks;      // [batch, 2]: first slot and chunk count of each sequence (fuse_merge 0)
+  int fixed_window;     // 1 (fixed path, fixed_splits >= 2): every slot's partial written, a sequence of one chunk's
+                        // too and an empty chunk's as LSE -inf, so that the merge kernel reads no table (its
+                        // chunks are slots b * fixed_splits ..): merge_triton.merge_slots(fixed=True)
   int batch, num_kv_heads, gqa, max_seq_len;
   int num_slots;        // work slots per KV head (the grid is num_slots x num_kv_heads CTAs)
   int fixed_splits;     // > 0: every sequence in this many equal chunks (slot = b * fixed_splits + i);
@@ -1080,7 +1083,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     float o[V], lse2;
     finalize_row<V>(num, den, mx, o, lse2);
     const int hq = hkv * p.gqa + head;
-    if (count == 1) {  // the whole sequence: final output
+    if (count == 1 && !p.fixed_window) {  // the whole sequence: final output
       const long long row = (long long)eb * num_qo_heads + hq;
       const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
       *reinterpret_cast<uint2*>(p.out + row * HEAD_DIM + ch) =
@@ -1147,7 +1150,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int slot = blockIdx.x / p.num_kv_heads;
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
   const Work work = find_work<PAGED>(p, slot);
-  if (work.count == 0) return;
+  if (work.count == 0) {
+    if (p.fixed_window && (int)threadIdx.x < p.gqa)  // an empty chunk of a fixed-path sequence: LSE -inf
+      p.lse_part[(long long)slot * p.num_kv_heads * p.gqa + hkv * p.gqa + threadIdx.x] = -INFINITY;
+    return;
+  }
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
   // (kept there, they pushed the channel-wise instances into spills)
   __shared__ int s_work[3];
