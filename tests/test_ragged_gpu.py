@@ -204,6 +204,7 @@ def test_the_kernel_schedule_is_the_host_mirror(lengths, paged):
     if fixed:  # one slot per sequence: planned as one fixed split since NOTES §48; run the length-aware
         fixed, target = 0, slots  # schedule over the same slots (these plans before §48), which is what this tests
         plan._schedule, plan.merge_launched = (fixed, target), True
+        plan.merge_fixed_window, plan.merge_predicted = False, 0  # (a fixed plan's table-free merge: NOTES §58)
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target)
