@@ -643,3 +643,32 @@ def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
         monkeypatch.undo()
         importlib.reload(decode_cuda)
     assert decode_cuda.build_settings() == before
+
+
+_BAD_CALL_SCRIPT = """
+import torch, foscar
+from foscar.kernels import decode_cuda
+from tests.test_decode_triton import _case
+q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=2, head_dim=128, seq_lens=[1000],
+                 bits=2, group_size=128)
+plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=4)
+try:  # fixed_window without fixed chunks (fixed_splits 0): the binding's own check refuses it
+    decode_cuda.launch(q, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 0,
+                       plan._o_part.shape[0], "bf16", plan._seq_chunks, True)
+except RuntimeError as e:
+    print("raised:", e)
+"""
+
+
+@pytest.mark.gpu
+def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
+    """A call of the extension that the binding's checks refuse raises a RuntimeError naming the argument; it must
+    not take the process down. In a subprocess: in session 20 such a call (a test that had overridden a plan's
+    schedule) ended the pytest worker with a segmentation fault (bench/NOTES.md §58)."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", _BAD_CALL_SCRIPT], capture_output=True, text=True, cwd=root,
+                          timeout=900)
+    assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
+    assert "raised:" in proc.stdout and "fixed_window" in proc.stdout, proc.stdout[-2000:]

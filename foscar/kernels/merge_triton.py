@@ -193,7 +193,8 @@ def _merge_slots_kernel(
                 tl.store(Lse_out + row, lse_out)
 
 
-FLAG_CHOICES = ("1", "0")  # values of the on/off knobs FOSCAR_MERGE_SPECULATE and FOSCAR_MERGE_PDL
+# values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW
+FLAG_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
