@@ -363,7 +363,8 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     Raises:
         ValueError: a negative ``predicted``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
             columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
-            device.
+            device; ``fixed`` with ``predicted < 2``, a window of more than :data:`MAX_BLOCK_ELEMS` values,
+            or ``batch * predicted`` more than the buffers' slots.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
