@@ -84,6 +84,16 @@ def _merge_round(m, den, num, lse, o):
 
 
 @triton.jit
+def _load_partials(O_part, Lse_part, slot, mask, h, num_qo_heads, offs_d, HEAD_DIM: tl.constexpr):
+    """The base-2 LSEs ``[BLOCK]`` and the partial rows' columns ``offs_d`` ``[BLOCK, len(offs_d)]`` of query head
+    ``h`` in the slots ``slot`` (``-inf`` and 0 where ``mask`` is false)."""
+    lse = tl.load(Lse_part + slot * num_qo_heads + h, mask=mask, other=float("-inf"))
+    o = tl.load(O_part + (slot[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
+                mask=mask[:, None], other=0.0)
+    return lse, o
+
+
+@triton.jit
 def _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                 HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
     """The ``count`` chunks of slots ``first..`` merged into ``(m, den, num)`` over the columns ``offs_d``
@@ -92,10 +102,7 @@ def _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, of
     for s0 in range(0, count, BLOCK_S):  # online over blocks of chunks
         offs_s = s0 + tl.arange(0, BLOCK_S)
         mask = offs_s < count
-        slot = first + offs_s
-        lse = tl.load(Lse_part + slot * num_qo_heads + h, mask=mask, other=float("-inf"))
-        o = tl.load(O_part + (slot[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
-                    mask=mask[:, None], other=0.0)
+        lse, o = _load_partials(O_part, Lse_part, first + offs_s, mask, h, num_qo_heads, offs_d, HEAD_DIM)
         m, den, num = _merge_round(m, den, num, lse, o)
     return m, den, num
 
@@ -110,6 +117,16 @@ def _merge_result(m, den, num):
     lse_out = tl.where(good, (m_safe + tl.log2(tl.where(good, den, 1.0))) * 0.6931471805599453,
                        tl.where(den == 0, float("-inf"), float("nan")))
     return out, lse_out
+
+
+@triton.jit
+def _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM: tl.constexpr):
+    """Row ``row``'s merged columns ``offs_d`` into ``Out`` and, from the row's first program (``dj == 0``), its
+    natural-log LSE into ``Lse_out`` (:func:`_merge_result`)."""
+    out, lse_out = _merge_result(m, den, num)
+    tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
+    if dj == 0:
+        tl.store(Lse_out + row, lse_out)
 
 
 @triton.jit
@@ -141,16 +158,10 @@ def _merge_slots_kernel(
         # predicted), and the decode kernel wrote every one of them in this launch (a sequence of one chunk
         # too; an empty chunk's LSE as -inf, its row not written): no table, one L2 round (bench/NOTES.md §58)
         offs_w = tl.arange(0, BLOCK_W)
-        slot_w = b * predicted + offs_w
-        inr = offs_w < predicted
-        lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=inr, other=float("-inf"))
-        o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
-                      mask=inr[:, None], other=0.0)
+        lse_w, o_w = _load_partials(O_part, Lse_part, b * predicted + offs_w, offs_w < predicted, h, num_qo_heads,
+                                    offs_d, HEAD_DIM)
         m, den, num = _merge_round(m, den, num, lse_w, tl.where((lse_w == float("-inf"))[:, None], 0.0, o_w))
-        out, lse_out = _merge_result(m, den, num)
-        tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
-        if dj == 0:
-            tl.store(Lse_out + row, lse_out)
+        _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
         return
     # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
     # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
@@ -165,10 +176,7 @@ def _merge_slots_kernel(
         w0 = b * predicted
         offs_w = tl.arange(0, BLOCK_W)
         slot_w = w0 + offs_w
-        in_buf = slot_w < num_slots
-        lse_w = tl.load(Lse_part + slot_w * num_qo_heads + h, mask=in_buf, other=float("-inf"))
-        o_w = tl.load(O_part + (slot_w[:, None] * num_qo_heads + h) * HEAD_DIM + offs_d[None, :],
-                      mask=in_buf[:, None], other=0.0)
+        lse_w, o_w = _load_partials(O_part, Lse_part, slot_w, slot_w < num_slots, h, num_qo_heads, offs_d, HEAD_DIM)
         rel = first - w0
         hit = (rel >= 0) & (rel + count <= BLOCK_W) & (first + count <= num_slots)
         # the sequence's chunks where they lie in the window; the rest (stale, NaN or not) never counts.
@@ -187,10 +195,7 @@ def _merge_slots_kernel(
         if count > 1:  # one chunk: the decode kernel wrote the output itself
             m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                       HEAD_DIM, BLOCK_S)
-            out, lse_out = _merge_result(m, den, num)
-            tl.store(Out + row * HEAD_DIM + offs_d, out.to(Out.dtype.element_ty))
-            if dj == 0:
-                tl.store(Lse_out + row, lse_out)
+            _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
 
 
 # values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW
