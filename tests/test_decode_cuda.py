@@ -530,7 +530,9 @@ def test_fp8_score_emulation_channel_k_is_the_reference_for_e4m3_exact_queries()
 
 def test_binding_source_compiles(tmp_path):
     """The torch binding (binding.cpp) is not in the nvcc compile above (it needs torch's headers):
-    a syntax check with the host compiler, torch's include paths and the CUDA headers."""
+    a syntax check with the host compiler, torch's include paths and the CUDA headers, printf formats checked
+    (its messages go through vsnprintf). No TORCH_CHECK: its message formatting crashed the process on the
+    GPU machines (bench/NOTES.md §59)."""
     import sysconfig
 
     from torch.utils.cpp_extension import CUDA_HOME, include_paths
@@ -545,7 +547,9 @@ def test_binding_source_compiles(tmp_path):
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("")
     src = next(s for s in decode_cuda.SOURCES if s.name == "binding.cpp")
-    cmd = [cxx, "-fsyntax-only", "-std=c++17", "-w", "-DTORCH_EXTENSION_NAME=foscar_check", f"-I{tmp_path / 'stub'}",
+    assert "TORCH_CHECK(" not in src.read_text()
+    cmd = [cxx, "-fsyntax-only", "-std=c++17", "-Wformat", "-Werror=format", "-DTORCH_EXTENSION_NAME=foscar_check",
+           f"-I{tmp_path / 'stub'}",
            *(f"-I{p}" for p in include_paths()), f"-I{cuda_include}", f"-I{sysconfig.get_paths()['include']}", str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -652,9 +656,14 @@ from tests.test_decode_triton import _case
 q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=2, head_dim=128, seq_lens=[1000],
                  bits=2, group_size=128)
 plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=4)
-try:  # fixed_window without fixed chunks (fixed_splits 0): the binding's own check refuses it
+try:  # fixed_window without fixed chunks (fixed_splits 0): the binding's own check refuses it (integers in the message)
     decode_cuda.launch(q, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 0,
                        plan._o_part.shape[0], "bf16", plan._seq_chunks, True)
+except RuntimeError as e:
+    print("raised:", e)
+try:  # a query on the CPU: the binding's first check (a message of text only)
+    decode_cuda.launch(q.cpu(), cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 4,
+                       plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
 except RuntimeError as e:
     print("raised:", e)
 """
@@ -663,12 +672,16 @@ except RuntimeError as e:
 @pytest.mark.gpu
 def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
     """A call of the extension that the binding's checks refuse raises a RuntimeError naming the argument; it must
-    not take the process down. In a subprocess: in session 20 such a call (a test that had overridden a plan's
-    schedule) ended the pytest worker with a segmentation fault (bench/NOTES.md §58)."""
+    not take the process down. In a subprocess: in sessions 20 and 21 such a call ended the process with a
+    segmentation fault while TORCH_CHECK formatted an integer into its message (bench/NOTES.md §58, §59); the
+    binding's checks now format with vsnprintf."""
     import sys
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", _BAD_CALL_SCRIPT], capture_output=True, text=True, cwd=root,
                           timeout=900)
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
-    assert "raised:" in proc.stdout and "fixed_window" in proc.stdout, proc.stdout[-2000:]
+    raised = [line for line in proc.stdout.splitlines() if line.startswith("raised:")]
+    assert len(raised) == 2, proc.stdout[-2000:]
+    assert "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window 1, fixed_splits 0" in raised[0]
+    assert "q: CUDA bf16, last dim contiguous" in raised[1]

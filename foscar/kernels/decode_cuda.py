@@ -182,7 +182,9 @@ def extension():
     return load(
         name=f"foscar_sm90_{source_hash()}",
         sources=[str(s) for s in SOURCES],
-        extra_cflags=["-O3", "-std=c++17"],
+        # binding.cpp includes torch's headers: compiled at the C++ standard torch's own build flags give (C++17
+        # up to torch 2.11, C++20 after), not one of ours, which would follow theirs on the command line
+        extra_cflags=["-O3"],
         extra_cuda_cflags=list(NVCC_FLAGS),
         verbose=False,
     )

@@ -1,13 +1,42 @@
 // Torch binding of the sm_90 folded decode kernel (folded_decode_sm90.cu).
 // Argument checking with clear messages happens in Python (foscar.decode); the
-// checks here guard against misuse of this low-level entry point. lens: int32 [batch], the
+// checks here (FOSCAR_CHECK) guard against misuse of this low-level entry point. lens: int32 [batch], the
 // sequences' lengths (contiguous) or kv_last_page_len (paged, with kv_indptr / kv_indices).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <cstdarg>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
 #include "folded_decode_sm90.h"
+
+// A refused argument raises std::runtime_error (RuntimeError in Python) whose message is formatted by vsnprintf.
+// Not TORCH_CHECK: its message goes through std::ostringstream, and on a machine whose extension compiler's
+// libstdc++ headers do not match the libstdc++ loaded at run time (the lent H200s: /opt/gcc/bin/g++ against the
+// system's libstdc++.so.6), writing an integer into that stream inside this module crashed the process with
+// SIGSEGV in basic_ostream::_M_insert<long> (bench/NOTES.md §59). vsnprintf is libc's.
+[[noreturn]] __attribute__((format(printf, 1, 2))) static void fail(const char* fmt, ...) {
+  char msg[512];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(msg, sizeof msg, fmt, args);
+  va_end(args);
+  throw std::runtime_error(msg);
+}
+#define FOSCAR_CHECK(cond, ...)     \
+  do {                              \
+    if (!(cond)) fail(__VA_ARGS__); \
+  } while (0)
+
+static std::string shape(const torch::Tensor& t) {  // "[2, 8, 4, 128]"
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
 
 void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes, torch::Tensor k_scale,
                    torch::Tensor k_offset, torch::Tensor v_scale, torch::Tensor v_offset, torch::Tensor lens,
@@ -15,65 +44,68 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
                    int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t fixed_window) {
-  TORCH_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
+  FOSCAR_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
-    TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
-  TORCH_CHECK(lens.scalar_type() == torch::kInt32 && counters.scalar_type() == torch::kInt32, "lens, counters: int32");
-  TORCH_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
-  TORCH_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
-  TORCH_CHECK(seq_chunks.has_value() || counters.numel() == q.size(0) * k_codes.size(1),
-              "counters: [batch, num_kv_heads] (the in-kernel merge's)");
-  TORCH_CHECK(lens.numel() == q.size(0), "lens: [batch] (seq_lens or kv_last_page_len)");
-  TORCH_CHECK(!kv_indptr.has_value() || kv_indptr->numel() == q.size(0) + 1, "kv_indptr: [batch + 1]");
+    FOSCAR_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
+  FOSCAR_CHECK(lens.scalar_type() == torch::kInt32 && counters.scalar_type() == torch::kInt32, "lens, counters: int32");
+  FOSCAR_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
+  FOSCAR_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
+  FOSCAR_CHECK(seq_chunks.has_value() || counters.numel() == q.size(0) * k_codes.size(1),
+               "counters: [batch, num_kv_heads] (the in-kernel merge's)");
+  FOSCAR_CHECK(lens.numel() == q.size(0), "lens: [batch] (seq_lens or kv_last_page_len)");
+  FOSCAR_CHECK(!kv_indptr.has_value() || kv_indptr->numel() == q.size(0) + 1, "kv_indptr: [batch + 1]");
   int* chunks_ptr = nullptr;
   if (seq_chunks.has_value()) {
-    TORCH_CHECK(seq_chunks->is_cuda() && seq_chunks->is_contiguous() && seq_chunks->scalar_type() == torch::kInt32 &&
-                    seq_chunks->numel() == 2 * q.size(0), "seq_chunks: contiguous CUDA int32 [batch, 2]");
+    FOSCAR_CHECK(seq_chunks->is_cuda() && seq_chunks->is_contiguous() && seq_chunks->scalar_type() == torch::kInt32 &&
+                 seq_chunks->numel() == 2 * q.size(0), "seq_chunks: contiguous CUDA int32 [batch, 2]");
     chunks_ptr = seq_chunks->data_ptr<int>();
   }
-  TORCH_CHECK(o_part.dim() == 3 && o_part.size(1) == q.size(1) && o_part.size(2) == q.size(2) &&
-                  lse_part.dim() == 2 && lse_part.size(0) == o_part.size(0) && lse_part.size(1) == q.size(1),
-              "o_part [num_slots, num_qo_heads, head_dim], lse_part [num_slots, num_qo_heads]");
-  TORCH_CHECK(kv_indptr.has_value() == kv_indices.has_value(), "kv_indptr and kv_indices: both or neither");
+  FOSCAR_CHECK(o_part.dim() == 3 && o_part.size(1) == q.size(1) && o_part.size(2) == q.size(2) &&
+               lse_part.dim() == 2 && lse_part.size(0) == o_part.size(0) && lse_part.size(1) == q.size(1),
+               "o_part [num_slots, num_qo_heads, head_dim], lse_part [num_slots, num_qo_heads]");
+  FOSCAR_CHECK(kv_indptr.has_value() == kv_indices.has_value(), "kv_indptr and kv_indices: both or neither");
   const int* indptr = nullptr;
   const int* indices = nullptr;
   if (kv_indptr.has_value()) {
     for (const auto& t : {*kv_indptr, *kv_indices})
-      TORCH_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt32, "page table: contiguous CUDA int32");
+      FOSCAR_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt32, "page table: contiguous CUDA int32");
     indptr = kv_indptr->data_ptr<int>();
     indices = kv_indices->data_ptr<int>();
   }
   for (const auto& t : {out, o_part})  // the epilogue's 8 / 16-byte stores of 4 channels (plan buffers are)
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "out and o_part must be 16-byte aligned");
+    FOSCAR_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "out and o_part must be 16-byte aligned");
   for (const auto& t : {k_codes, v_codes})  // 16-byte copies of code rows
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "code tensors must be 16-byte aligned");
+    FOSCAR_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "code tensors must be 16-byte aligned");
   if (k_block != 0) {  // channel-wise K: rows of head_dim scales / offsets per K block, copied 16 bytes at a time
-    TORCH_CHECK(k_block == 32 || k_block == 64 || k_block == 128, "k_block: expected 0, 32, 64 or 128, got ", k_block);
+    FOSCAR_CHECK(k_block == 32 || k_block == 64 || k_block == 128, "k_block: expected 0, 32, 64 or 128, got %lld",
+                 (long long)k_block);
     const int64_t rows = k_codes.size(2);  // tokens per sequence (contiguous) or per page (paged)
-    TORCH_CHECK(!kv_indptr.has_value() || rows % k_block == 0, "paged channel-wise K: k_block ", k_block,
-                " must divide page_size ", rows);
+    FOSCAR_CHECK(!kv_indptr.has_value() || rows % k_block == 0,
+                 "paged channel-wise K: k_block %lld must divide page_size %lld", (long long)k_block, (long long)rows);
     const int64_t blocks = (rows + k_block - 1) / k_block;
     for (const auto& t : {k_scale, k_offset})
-      TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(0) == k_codes.size(0) &&
-                      t.size(1) == k_codes.size(1) && t.size(2) == blocks && t.size(3) == q.size(2),
-                  "channel-wise K: k_scale / k_offset must be [", k_codes.size(0), ", ", k_codes.size(1), ", ", blocks,
-                  ", ", q.size(2), "] and 16-byte aligned, got ", t.sizes());
+      FOSCAR_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(0) == k_codes.size(0) &&
+                   t.size(1) == k_codes.size(1) && t.size(2) == blocks && t.size(3) == q.size(2),
+                   "channel-wise K: k_scale / k_offset must be [%lld, %lld, %lld, %lld] and 16-byte aligned, got %s",
+                   (long long)k_codes.size(0), (long long)k_codes.size(1), (long long)blocks, (long long)q.size(2),
+                   shape(t).c_str());
   }
   // paged: the kernel computes token rows (page * num_kv_heads + head) * page_size + offset in 32-bit unsigned
-  TORCH_CHECK(!kv_indptr.has_value() || k_codes.size(0) * k_codes.size(1) * k_codes.size(2) <= (int64_t(1) << 32),
-              "paged cache: at most 2^32 token rows (num_pages * num_kv_heads * page_size), got ",
-              k_codes.size(0) * k_codes.size(1) * k_codes.size(2));
-  TORCH_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got ", mode);
+  FOSCAR_CHECK(!kv_indptr.has_value() || k_codes.size(0) * k_codes.size(1) * k_codes.size(2) <= (int64_t(1) << 32),
+               "paged cache: at most 2^32 token rows (num_pages * num_kv_heads * page_size), got %lld",
+               (long long)(k_codes.size(0) * k_codes.size(1) * k_codes.size(2)));
+  FOSCAR_CHECK(mode >= 0 && mode <= 2, "mode: expected 0 (folded bf16), 1 (per-value) or 2 (folded fp8), got %lld",
+               (long long)mode);
   const c10::cuda::CUDAGuard guard(q.device());
   const int batch = q.size(0), num_qo_heads = q.size(1), head_dim = q.size(2);
   const int num_kv_heads = k_codes.size(1), max_seq_len = k_codes.size(2);
   const int num_slots = o_part.size(0);
-  TORCH_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
-  TORCH_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
-  TORCH_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
-  TORCH_CHECK(fixed_window == 0 || (fixed_window == 1 && fixed_splits >= 2 && seq_chunks.has_value()),
-              "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window ", fixed_window,
-              ", fixed_splits ", fixed_splits);
+  FOSCAR_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
+  FOSCAR_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
+  FOSCAR_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
+  FOSCAR_CHECK(fixed_window == 0 || (fixed_window == 1 && fixed_splits >= 2 && seq_chunks.has_value()),
+               "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window %lld, fixed_splits %lld",
+               (long long)fixed_window, (long long)fixed_splits);
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
@@ -82,7 +114,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
       (int)fixed_window, c10::cuda::getCurrentCUDAStream());
-  TORCH_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: ", cudaGetErrorString(err));
+  FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
