@@ -666,6 +666,11 @@ try:  # a query on the CPU: the binding's first check (a message of text only)
                        plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
 except RuntimeError as e:
     print("raised:", e)
+try:  # a query of 2 dims: refused before torch's own stride(2) check could format its message in the module
+    decode_cuda.launch(q[0], cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 4,
+                       plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
+except RuntimeError as e:
+    print("raised:", e)
 """
 
 
@@ -682,6 +687,7 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
                           timeout=900)
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     raised = [line for line in proc.stdout.splitlines() if line.startswith("raised:")]
-    assert len(raised) == 2, proc.stdout[-2000:]
+    assert len(raised) == 3, proc.stdout[-2000:]
     assert "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window 1, fixed_splits 0" in raised[0]
     assert "q: CUDA bf16, last dim contiguous" in raised[1]
+    assert "q: [batch, num_qo_heads, head_dim], got 2 dims" in raised[2]

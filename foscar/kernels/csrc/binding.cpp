@@ -44,6 +44,17 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
                    int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t fixed_window) {
+  // ranks and dtypes first: a failed check inside torch's accessors below (size(d), stride(d), data_ptr<T>()) would
+  // format its message in this module too
+  FOSCAR_CHECK(q.dim() == 3, "q: [batch, num_qo_heads, head_dim], got %lld dims", (long long)q.dim());
+  for (const auto& t : {k_codes, v_codes})
+    FOSCAR_CHECK(t.dim() == 4 && t.scalar_type() == torch::kUInt8,
+                 "k_codes, v_codes: uint8 [batch or num_pages, num_kv_heads, tokens, bytes per token], got %lld dims",
+                 (long long)t.dim());
+  for (const auto& t : {k_scale, k_offset, v_scale, v_offset})
+    FOSCAR_CHECK(t.dim() == 4 && t.scalar_type() == torch::kFloat32, "k_scale ... v_offset: float32 with 4 dims");
+  FOSCAR_CHECK(o_part.scalar_type() == torch::kFloat32 && lse_part.scalar_type() == torch::kFloat32,
+               "o_part, lse_part: float32");
   FOSCAR_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
   for (const auto& t : {k_codes, v_codes, k_scale, k_offset, v_scale, v_offset, lens, o_part, lse_part, out, lse, counters})
     FOSCAR_CHECK(t.is_cuda() && t.is_contiguous(), "cache tensors and outputs must be contiguous CUDA tensors");
