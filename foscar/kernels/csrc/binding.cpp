@@ -44,8 +44,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
                    int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t fixed_window) {
-  // ranks and dtypes first: a failed check inside torch's accessors below (size(d), stride(d), data_ptr<T>()) would
-  // format its message in this module too
+  // ranks and dtypes first, so that a wrong one is refused here with a message formatted as above, before any torch
+  // accessor below (size(d), stride(d), data_ptr<T>()) checks it with its own
   FOSCAR_CHECK(q.dim() == 3, "q: [batch, num_qo_heads, head_dim], got %lld dims", (long long)q.dim());
   for (const auto& t : {k_codes, v_codes})
     FOSCAR_CHECK(t.dim() == 4 && t.scalar_type() == torch::kUInt8,
