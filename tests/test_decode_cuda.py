@@ -666,7 +666,7 @@ try:  # a query on the CPU: the binding's first check (a message of text only)
                        plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
 except RuntimeError as e:
     print("raised:", e)
-try:  # a query of 2 dims: refused before torch's own stride(2) check could format its message in the module
+try:  # a query of 2 dims: refused by the binding's rank check, before torch's stride(2) would check it
     decode_cuda.launch(q[0], cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 4,
                        plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
 except RuntimeError as e:

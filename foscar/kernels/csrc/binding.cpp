@@ -15,10 +15,10 @@
 #include "folded_decode_sm90.h"
 
 // A refused argument raises std::runtime_error (RuntimeError in Python) whose message is formatted by vsnprintf.
-// Not TORCH_CHECK: its message goes through std::ostringstream, and on a machine whose extension compiler's
-// libstdc++ headers do not match the libstdc++ loaded at run time (the lent H200s: /opt/gcc/bin/g++ against the
-// system's libstdc++.so.6), writing an integer into that stream inside this module crashed the process with
-// SIGSEGV in basic_ostream::_M_insert<long> (bench/NOTES.md §59). vsnprintf is libc's.
+// Not TORCH_CHECK: its message goes through std::ostringstream, and on the lent H200s (extensions built with
+// /opt/gcc/bin/g++, run against the system's libstdc++.so.6) writing an integer into that stream inside this module
+// crashed the process with SIGSEGV in a copy of basic_ostream::_M_insert<long> linked into the module (the cause is
+// not established; bench/NOTES.md §59). vsnprintf is libc's.
 [[noreturn]] __attribute__((format(printf, 1, 2))) static void fail(const char* fmt, ...) {
   char msg[512];
   va_list args;
