@@ -656,21 +656,17 @@ from tests.test_decode_triton import _case
 q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=2, head_dim=128, seq_lens=[1000],
                  bits=2, group_size=128)
 plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=4)
-try:  # fixed_window without fixed chunks (fixed_splits 0): the binding's own check refuses it (integers in the message)
-    decode_cuda.launch(q, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 0,
-                       plan._o_part.shape[0], "bf16", plan._seq_chunks, True)
-except RuntimeError as e:
-    print("raised:", e)
-try:  # a query on the CPU: the binding's first check (a message of text only)
-    decode_cuda.launch(q.cpu(), cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 4,
-                       plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
-except RuntimeError as e:
-    print("raised:", e)
-try:  # a query of 2 dims: refused by the binding's rank check, before torch's stride(2) would check it
-    decode_cuda.launch(q[0], cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters, 4,
-                       plan._o_part.shape[0], "bf16", plan._seq_chunks, False)
-except RuntimeError as e:
-    print("raised:", e)
+bad_calls = [
+    (q, 0, True),  # fixed_window without fixed chunks (fixed_splits 0): integers in the message
+    (q.cpu(), 4, False),  # a query on the CPU: the binding's first check, a message of text only
+    (q[0], 4, False),  # a query of 2 dims: refused by the binding's rank check, before torch's stride(2) would check it
+]
+for query, fixed_splits, fixed_window in bad_calls:
+    try:
+        decode_cuda.launch(query, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters,
+                           fixed_splits, plan._o_part.shape[0], "bf16", plan._seq_chunks, fixed_window)
+    except RuntimeError as e:
+        print("raised:", e)
 """
 
 

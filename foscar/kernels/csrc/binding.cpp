@@ -47,12 +47,15 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   // ranks and dtypes first, so that a wrong one is refused here with a message formatted as above, before any torch
   // accessor below (size(d), stride(d), data_ptr<T>()) checks it with its own
   FOSCAR_CHECK(q.dim() == 3, "q: [batch, num_qo_heads, head_dim], got %lld dims", (long long)q.dim());
-  for (const auto& t : {k_codes, v_codes})
-    FOSCAR_CHECK(t.dim() == 4 && t.scalar_type() == torch::kUInt8,
-                 "k_codes, v_codes: uint8 [batch or num_pages, num_kv_heads, tokens, bytes per token], got %lld dims",
-                 (long long)t.dim());
-  for (const auto& t : {k_scale, k_offset, v_scale, v_offset})
-    FOSCAR_CHECK(t.dim() == 4 && t.scalar_type() == torch::kFloat32, "k_scale ... v_offset: float32 with 4 dims");
+  for (const auto& t : {k_codes, v_codes}) {
+    FOSCAR_CHECK(t.dim() == 4, "k_codes, v_codes: [batch or num_pages, num_kv_heads, tokens, bytes per token], got %lld "
+                 "dims", (long long)t.dim());
+    FOSCAR_CHECK(t.scalar_type() == torch::kUInt8, "k_codes, v_codes: uint8");
+  }
+  for (const auto& t : {k_scale, k_offset, v_scale, v_offset}) {
+    FOSCAR_CHECK(t.dim() == 4, "k_scale ... v_offset: 4 dims, got %lld", (long long)t.dim());
+    FOSCAR_CHECK(t.scalar_type() == torch::kFloat32, "k_scale ... v_offset: float32");
+  }
   FOSCAR_CHECK(o_part.scalar_type() == torch::kFloat32 && lse_part.scalar_type() == torch::kFloat32,
                "o_part, lse_part: float32");
   FOSCAR_CHECK(q.is_cuda() && q.scalar_type() == torch::kBFloat16 && q.stride(2) == 1, "q: CUDA bf16, last dim contiguous");
