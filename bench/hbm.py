@@ -1,19 +1,29 @@
 """The HBM ceiling, measured once per run: the larger of a copy and a read-only stream.
 
-* copy: a device-to-device copy of a buffer far larger than L2 (1 GiB by default),
-  counting the bytes read plus the bytes written;
-* read: a Triton kernel that only reads the same buffer (16-byte loads, one program
-  per 16 KiB or 64 KiB block so that many blocks are in flight, one int32 sum written
-  per program so nothing is optimised away); the faster of the two shapes.
+* read: a Triton kernel that only reads a buffer far larger than L2 (16 GiB by default;
+  16-byte loads, one program per 16 KiB or 64 KiB block so that many blocks are in
+  flight, one int32 sum written per program so nothing is optimised away); the faster
+  of the two shapes;
+* copy: a device-to-device copy of the buffer's first half into its second half,
+  counting the bytes read plus the bytes written.
 
 Decode attention is a read stream, and on the H200 a read stream runs faster than
-a copy (FlashInfer's tensor-core decode read 4.5 TB/s against a 4.25 TB/s copy in
-our first run; this read probe measured 4.44 TB/s), so the ceiling is the larger of
-the two. It is a measured lower bound of what the memory can stream: a kernel that
-beats it is flagged ``suspect``, not dropped (bench/results.py). Achieved TB/s of every
-kernel row is divided by it (``sol_fraction``), and a row above it is flagged: a
-kernel that claims more bandwidth than the memory can stream is mis-measured
-(DESIGN §6). Both figures are timed with :func:`bench.timing.time_gpu` (do_bench).
+a copy (4.36 against 4.24 TB/s over 1 GiB), so the ceiling is the larger of the two.
+
+The buffer is large because every timed call carries a fixed cost besides the stream
+(launch, and the write-back of the lines that ``do_bench``'s L2 flush leaves dirty).
+Measured on an H200 (bench/NOTES.md §60): the read stream took 246 us over 1 GiB, 944 us
+over 4 GiB and 3732 us over 16 GiB, which is ~15 us + bytes / 4.62 TB/s; so 1 GiB read
+4.36 TB/s, 4 GiB 4.55 and 16 GiB 4.61 (0.4% below the fit's 4.62). Until session 22 the
+probe read 1 GiB, and FlashInfer's tensor-core decode read up to 4.52 TB/s against it
+(its rows ``suspect``). With fewer free bytes the buffer halves, and the ceiling is
+lower by the fixed cost's share (16 us of the call; the run records the bytes read).
+
+It is a measured lower bound of what the memory can stream: a kernel that beats it is
+flagged ``suspect``, not dropped (bench/results.py). Achieved TB/s of every kernel row is
+divided by it (``sol_fraction``): a kernel that claims more bandwidth than the memory
+can stream is mis-measured (DESIGN §6). Both figures are timed with
+:func:`bench.timing.time_gpu` (do_bench).
 """
 
 from __future__ import annotations
@@ -22,34 +32,43 @@ import torch
 
 from bench.timing import time_gpu
 
-DEFAULT_COPY_BYTES = 1 << 30
+DEFAULT_BYTES = 16 << 30
+MIN_BYTES = 64 << 20
 
 
-def measure_hbm(device: torch.device, nbytes: int = DEFAULT_COPY_BYTES) -> dict[str, float]:
-    """``{"copy_tbps", "read_tbps", "ceiling_tbps"}`` in TB/s (1e12 bytes/s), medians.
+def measure_hbm(device: torch.device, nbytes: int = DEFAULT_BYTES) -> dict[str, float]:
+    """``{"copy_tbps", "read_tbps", "ceiling_tbps", "bytes"}``: TB/s (1e12 bytes/s), medians, and the
+    buffer's size in bytes.
 
-    Halves ``nbytes`` (down to 64 MiB) while the buffers do not fit in free memory.
+    Halves ``nbytes`` (down to 64 MiB) while the buffer would take more than half the free memory.
+
+    Raises:
+        ValueError: ``nbytes`` below 64 MiB (the stream would sit in L2 and time the launch).
     """
+    if nbytes < MIN_BYTES:
+        raise ValueError(f"nbytes: at least {MIN_BYTES} (64 MiB) so the stream is not served from L2, got {nbytes}")
     free, _ = torch.cuda.mem_get_info(device)
-    while 2 * nbytes > free // 2 and nbytes > (64 << 20):
+    while nbytes > free // 2 and nbytes > MIN_BYTES:
         nbytes //= 2
-    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_()
-    dst = torch.empty_like(src)
+    nbytes -= nbytes % (1 << 20)  # whole MiB: both halves and every read block stay aligned
+    buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    buf.view(torch.int32).random_()
+    half = nbytes // 2
+    src, dst = buf[:half], buf[half:]
     copy = time_gpu(lambda: dst.copy_(src), warmup_ms=25, rep_ms=200)
-    del dst
     # two read shapes (more bytes in flight per thread in the second); the faster counts
     read = min(
-        (time_gpu(_read_stream(src, block, warps), warmup_ms=25, rep_ms=200) for block, warps in ((4096, 4), (16384, 8))),
+        (time_gpu(_read_stream(buf, block, warps), warmup_ms=25, rep_ms=200) for block, warps in ((4096, 4), (16384, 8))),
         key=lambda t: t.median_us,
     )
-    del src
+    del buf, src, dst
     torch.cuda.empty_cache()
-    copy_tbps = 2 * nbytes / (copy.median_us * 1e-6) / 1e12
+    copy_tbps = 2 * half / (copy.median_us * 1e-6) / 1e12
     read_tbps = nbytes / (read.median_us * 1e-6) / 1e12
-    return {"copy_tbps": copy_tbps, "read_tbps": read_tbps, "ceiling_tbps": max(copy_tbps, read_tbps)}
+    return {"copy_tbps": copy_tbps, "read_tbps": read_tbps, "ceiling_tbps": max(copy_tbps, read_tbps), "bytes": nbytes}
 
 
-def measure_hbm_tbps(device: torch.device, nbytes: int = DEFAULT_COPY_BYTES) -> float:
+def measure_hbm_tbps(device: torch.device, nbytes: int = DEFAULT_BYTES) -> float:
     """The ceiling alone (TB/s): max of copy and read-only bandwidth, see :func:`measure_hbm`."""
     return measure_hbm(device, nbytes)["ceiling_tbps"]
 

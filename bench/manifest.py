@@ -290,7 +290,7 @@ def build_manifest(
         "timing_mode": timing_mode,
         "timing": timing_label,
         "hbm_ceiling_tbps": hbm_tbps,
-        "hbm_ceiling_method": "max of a 1 GiB device-to-device copy (bytes read + written) and a read-only stream of the same buffer, do_bench medians (bench/hbm.py)"
+        "hbm_ceiling_method": "max of a read-only stream of a buffer of hbm_bytes (16 GiB where half the free memory holds it) and a device-to-device copy of its first half into its second (bytes read + written), do_bench medians (bench/hbm.py)"
         if hbm_tbps
         else None,
         "gpu": gpu,

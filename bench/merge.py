@@ -59,7 +59,7 @@ MUST_AGREE: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
 # what meta.json["shards"] keeps of each shard's own manifest
 _LONG_COLUMNS = ("lengths",)  # point columns left out of a message
 SHARD_KEEP = ("date", "command", "gpu", "gpu_state", "hbm_ceiling_tbps", "hbm_copy_tbps", "hbm_read_tbps",
-              "clock_readings", "resumes", "git", "versions")  # fmt: skip
+              "hbm_bytes", "clock_readings", "resumes", "git", "versions")  # fmt: skip
 
 
 @dataclass
@@ -259,7 +259,7 @@ def merged_meta(
     results.csv); ``gpu.uuid`` is kept only when every shard ran on the same GPU.
     """
     meta = copy.deepcopy(runs[0].meta)
-    for key in ("resumes", "gpu_state", "clock_readings", "hbm_copy_tbps", "hbm_read_tbps"):
+    for key in ("resumes", "gpu_state", "clock_readings", "hbm_copy_tbps", "hbm_read_tbps", "hbm_bytes"):
         meta.pop(key, None)  # per shard, below
     ceilings = [r.meta.get("hbm_ceiling_tbps") for r in runs if isinstance(r.meta.get("hbm_ceiling_tbps"), (int, float))]
     uuids = {gpu_of(r.meta).get("uuid") for r in runs}

@@ -216,7 +216,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         if console:
             console.print(
                 f"HBM ceiling: {hbm:.2f} TB/s (copy {hbm_detail['copy_tbps']:.2f} TB/s read + write, "
-                f"read-only stream {hbm_detail['read_tbps']:.2f} TB/s)"
+                f"read-only stream {hbm_detail['read_tbps']:.2f} TB/s, over {hbm_detail['bytes'] / 2**30:.3g} GiB)"
             )
 
     manifest = build_manifest(
@@ -237,6 +237,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     manifest["workloads"] = workload_manifest(cfg)
     if hbm_detail:
         manifest["hbm_copy_tbps"], manifest["hbm_read_tbps"] = hbm_detail["copy_tbps"], hbm_detail["read_tbps"]
+        manifest["hbm_bytes"] = hbm_detail["bytes"]
     # the clocks are only read (bench.clocks), never set
     clocks, clocks_why = (None, "no GPU (CPU run)") if info is None else ClockReader.open(info.uuid, dev.index or 0)
     manifest["clock_readings"] = (
