@@ -166,6 +166,10 @@ class DecodePlan:
             when the plan was made (always 0 with the fused merge or the Triton kernel); below 2 (one
             chunk per sequence) the merge loads no window either. With :attr:`merge_fixed_window` the
             plan's split count, exact (no table read at all).
+        merge_expected: the chunks per sequence of a uniform batch at the planned capacity
+            (:func:`foscar.kernels.merge_triton.predicted_chunks`; 0 without the merge kernel): a sequence
+            of at most that many (rounded up to a power of two, 2 at least) is merged in one round of that
+            many slots, a longer one in rounds of up to 8192 / head_dim (bench/NOTES.md §60).
         merge_d_slices: programs per (sequence, query head) of the merge kernel, each merging
             ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
             ``FOSCAR_MERGE_D_SLICES`` when the plan was made, by default 4 where the rows are at most a
@@ -186,7 +190,7 @@ class DecodePlan:
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -201,6 +205,7 @@ class DecodePlan:
         self.merge_d_slices = merge_d_slices
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
+        self.merge_expected = merge_expected
         # one work slot per sequence: every sequence is one chunk and its CTA writes the row (NOTES §48)
         self.merge_launched = seq_chunks is not None and merges(q_shape[0], o_part.shape[0])
 
@@ -249,7 +254,7 @@ class DecodePlan:
             if self.merge_launched:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
-                                         self.merge_fixed_window)
+                                         self.merge_fixed_window, self.merge_expected)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -373,6 +378,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
             merge_fixed_window=fixed_window,
+            # the merge's one-round block for a uniform batch's sequences (NOTES §60)
+            merge_expected=merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -186,6 +186,37 @@ def _fixed_reference(o, lse, batch, per):
     return rows
 
 
+@pytest.mark.parametrize("expected", [0, 2, 3, 4])
+def test_sequences_within_the_expected_count_merge_in_one_small_round(device, expected):
+    """``expected`` (a uniform batch's chunk count): sequences of at most its window's chunks (4 for 3 and 4,
+    2 for 0 and 2) merge in one round of that many slots, longer ones in the rounds of the general loop; both
+    against the fp64 reference and against the merge without ``expected``. Counts 2, 7, 3, 1 (written by the
+    decode kernel), 4 and 5 put sequences on either side of every window tried."""
+    counts = [2, 7, 3, 1, 4, 5]
+    firsts = [sum(counts[:b]) for b in range(len(counts))]
+    chunks = list(zip(firsts, counts))
+    o, lse = _partials(sum(counts) + 3, seed=11)
+    lse[firsts[1] + 2] = float("-inf")  # an empty chunk inside a long sequence
+    lse[firsts[4] + 3] = float("-inf")  # and inside a short one (the window's last slot)
+    base, base_lse = _merge(o, lse, chunks, 0, device)
+    out = torch.full((len(counts), HEADS, HEAD_DIM), 7.0, dtype=torch.bfloat16, device=device)
+    lse_out = torch.full((len(counts), HEADS), 5.0, device=device)
+    table = torch.tensor(chunks, dtype=torch.int32, device=device)
+    merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, expected=expected)
+    out, lse_out = out.cpu(), lse_out.cpu()
+    torch.testing.assert_close(out.float(), base.float(), rtol=8e-3, atol=1e-3)  # a bf16 ulp at most
+    torch.testing.assert_close(lse_out, base_lse, rtol=1e-6, atol=1e-5)
+    for b, ref in enumerate(_reference(o, lse, chunks)):
+        if ref is None:
+            assert bool((out[b] == 7.0).all()) and bool((lse_out[b] == 5.0).all()), f"sequence {b} was written"
+            continue
+        err = float((out[b].double() - ref[0]).norm() / ref[0].norm())
+        assert err < 1e-2, f"sequence {b}: relative L2 error {err:.3g}"
+        torch.testing.assert_close(lse_out[b].double(), ref[1], rtol=0, atol=1e-4)
+    with pytest.raises(ValueError, match="expected: a chunk count >= 0"):
+        merge_triton.merge_slots(o.to(device), lse.to(device), table, out.to(device), lse_out.to(device), expected=-1)
+
+
 @pytest.mark.parametrize("d_slices", [1, 4])
 def test_fixed_window_merges_every_slot_without_the_table(device, d_slices):
     """``fixed=True`` (a fixed-path plan, the decode kernel's ``fixed_window``): sequence b's chunks are slots

@@ -193,8 +193,16 @@ def _merge_slots_kernel(
         tl.store(Lse_out + row, lse_out, mask=several & (dj == 0))
     else:  # the default: the table, then the partials
         if count > 1:  # one chunk: the decode kernel wrote the output itself
-            m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
-                                      HEAD_DIM, BLOCK_S)
+            if count <= BLOCK_W:
+                # up to a uniform batch's chunk count (expected, a power of two): one round over BLOCK_W slots,
+                # not BLOCK_S (64 x head_dim values a program, masked or not: 6% of INT4 64 x 8K, NOTES §60)
+                offs_w = tl.arange(0, BLOCK_W)
+                lse_w, o_w = _load_partials(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads,
+                                            offs_d, HEAD_DIM)
+                m, den, num = _merge_round(m, den, num, lse_w, o_w)
+            else:
+                m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
+                                          HEAD_DIM, BLOCK_S)
             _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
 
 
@@ -335,7 +343,7 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
                 lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False,
-                fixed: bool = False) -> None:
+                fixed: bool = False, expected: int = 0) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -365,14 +373,22 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     one round without reading ``seq_chunks``, and every row is written. Needs ``predicted >= 2`` and a
     :func:`speculation_window` for it.
 
+    ``expected`` (:func:`predicted_chunks`; 0: none): without ``predicted``, a sequence of at most
+    ``speculation_window(expected)`` chunks (2 where that is 0) is merged in one round of that many slots
+    after the table; a longer one in rounds of up to ``MAX_BLOCK_ELEMS / head_dim`` slots. Every program
+    computes over its round's whole block, masked slots too: one block of 64 slots for every sequence made
+    INT4 64 x 8K (2 chunks a sequence) 6% slower on the H200 (bench/NOTES.md §60).
+
     Raises:
-        ValueError: a negative ``predicted``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
+        ValueError: a negative ``predicted`` or ``expected``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
             columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
             device; ``fixed`` with ``predicted < 2``, a window of more than :data:`MAX_BLOCK_ELEMS` values,
             or ``batch * predicted`` more than the buffers' slots.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
+    if expected < 0:
+        raise ValueError(f"expected: a chunk count >= 0 (0: none), got {expected}")
     batch, heads, head_dim = out.shape
     if d_slices not in (1, 2, 4, 8) or head_dim % d_slices or head_dim // d_slices < MIN_D_COLUMNS:
         raise ValueError(f"d_slices: expected 1, 2, 4 or 8 with at least 16 of head_dim {head_dim} columns a "
@@ -394,8 +410,9 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     num_slots = o_part.shape[0]
     block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(num_slots)))
     window = speculation_window(predicted, head_dim)
+    block_w = window if predicted else speculation_window(expected, head_dim)
     _merge_slots_kernel[(batch * heads, d_slices)](
         o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
-        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, window), SPECULATE=window > 0 and not fixed,
+        HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, block_w), SPECULATE=window > 0 and not fixed,
         BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, num_warps=4, **({"launch_pdl": True} if pdl else {}),
     )
