@@ -195,15 +195,18 @@ def _merge_slots_kernel(
         if count > 1:  # one chunk: the decode kernel wrote the output itself
             if count <= BLOCK_W:
                 # up to a uniform batch's chunk count (expected, a power of two): one round over BLOCK_W slots,
-                # not BLOCK_S (64 x head_dim values a program, masked or not: 6% of INT4 64 x 8K, NOTES §60)
+                # not BLOCK_S (64 x head_dim values a program, masked or not: 6% of INT4 64 x 8K, NOTES §60).
+                # Its own start and store: no value of this branch meets the loop's (two tile shapes)
                 offs_w = tl.arange(0, BLOCK_W)
                 lse_w, o_w = _load_partials(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads,
                                             offs_d, HEAD_DIM)
-                m, den, num = _merge_round(m, den, num, lse_w, o_w)
+                m_w, den_w, num_w = _merge_round(tl.full((), float("-inf"), tl.float32), tl.zeros((), tl.float32),
+                                                 tl.zeros((BLOCK_D,), tl.float32), lse_w, o_w)
+                _store_merged(Out, Lse_out, row, dj, offs_d, m_w, den_w, num_w, HEAD_DIM)
             else:
                 m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                           HEAD_DIM, BLOCK_S)
-            _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
+                _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
 
 
 # values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW
