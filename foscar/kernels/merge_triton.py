@@ -196,13 +196,15 @@ def _merge_slots_kernel(
             if count <= BLOCK_W:
                 # up to a uniform batch's chunk count (expected, a power of two): one round over BLOCK_W slots,
                 # not BLOCK_S (64 x head_dim values a program, masked or not: 6% of INT4 64 x 8K, NOTES §60).
-                # Its own start and store: no value of this branch meets the loop's (two tile shapes)
+                # Its own columns, start and store: no tensor of this branch is shared with the loop (two tile
+                # shapes, so two layouts)
                 offs_w = tl.arange(0, BLOCK_W)
+                offs_dw = dj * BLOCK_D + tl.arange(0, BLOCK_D)
                 lse_w, o_w = _load_partials(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads,
-                                            offs_d, HEAD_DIM)
+                                            offs_dw, HEAD_DIM)
                 m_w, den_w, num_w = _merge_round(tl.full((), float("-inf"), tl.float32), tl.zeros((), tl.float32),
                                                  tl.zeros((BLOCK_D,), tl.float32), lse_w, o_w)
-                _store_merged(Out, Lse_out, row, dj, offs_d, m_w, den_w, num_w, HEAD_DIM)
+                _store_merged(Out, Lse_out, row, dj, offs_dw, m_w, den_w, num_w, HEAD_DIM)
             else:
                 m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                           HEAD_DIM, BLOCK_S)
