@@ -11,13 +11,14 @@ Decode attention is a read stream, and on the H200 a read stream runs faster tha
 a copy (4.36 against 4.24 TB/s over 1 GiB), so the ceiling is the larger of the two.
 
 The buffer is large because every timed call carries a fixed cost besides the stream
-(launch, and the write-back of the lines that ``do_bench``'s L2 flush leaves dirty).
-Measured on an H200 (bench/NOTES.md §60): the read stream took 246 us over 1 GiB, 944 us
-over 4 GiB and 3732 us over 16 GiB, which is ~15 us + bytes / 4.62 TB/s; so 1 GiB read
-4.36 TB/s, 4 GiB 4.55 and 16 GiB 4.61 (0.4% below the fit's 4.62). Until session 22 the
-probe read 1 GiB, and FlashInfer's tensor-core decode read up to 4.52 TB/s against it
-(its rows ``suspect``). With fewer free bytes the buffer halves, and the ceiling is
-lower by the fixed cost's share (16 us of the call; the run records the bytes read).
+(the launch, and presumably the write-back of the lines that ``do_bench``'s L2 flush leaves
+dirty; not separated). Measured on an H200 (bench/NOTES.md §60): the read stream took 246 us
+over 1 GiB, 943 us over 4 GiB and 3728 us over 16 GiB, which is 15 us + bytes / 4.63 TB/s;
+so 1 GiB read 4.36 TB/s, 4 GiB 4.55 and 16 GiB 4.61 (0.4% below the fit's 4.63). Until
+session 22 the probe read 1 GiB, and FlashInfer's tensor-core decode read up to 4.52 TB/s
+against it (its rows ``suspect``). Where half the free memory holds less, the buffer halves
+and the ceiling is lower by the fixed cost's share (15 us of each call; ``meta.json`` records
+the bytes as ``hbm_bytes``).
 
 It is a measured lower bound of what the memory can stream: a kernel that beats it is
 flagged ``suspect``, not dropped (bench/results.py). Achieved TB/s of every kernel row is
