@@ -195,9 +195,9 @@ def _merge_slots_kernel(
         if count > 1:  # one chunk: the decode kernel wrote the output itself
             if count <= BLOCK_W:
                 # up to a uniform batch's chunk count (expected, a power of two): one round over BLOCK_W slots,
-                # not BLOCK_S (up to 64 x head_dim values a program, masked or not; INT4 64 x 8K 3.6% faster, NOTES
-                # §60). Its own columns, start and store, so no tensor is shared with the loop's tile (measured the
-                # same as sharing them)
+                # not BLOCK_S (up to MAX_BLOCK_ELEMS values a program, masked or not; INT4 64 x 8K 3.6% faster,
+                # NOTES §60). Its own columns, start and store, so no tensor is shared with the loop's tile
+                # (measured the same as sharing them)
                 offs_w = tl.arange(0, BLOCK_W)
                 offs_dw = dj * BLOCK_D + tl.arange(0, BLOCK_D)
                 lse_w, o_w = _load_partials(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads,

@@ -1,5 +1,6 @@
 """Session 22: the merge's small round (sequences of at most the window's chunks, BLOCK_W slots) against the old one
-(BLOCK_S slots for every sequence; .ab/merge_old.py = merge_triton.py of fc9c9ca), in one process, interleaved:
+(BLOCK_S slots for every sequence; merge_old.py beside it = `git show fc9c9ca:foscar/kernels/merge_triton.py`, merge_n1.py
+= the previous commit's, NOTES §60), in one process, interleaved:
 o = old, n = new. Uniform and ragged points; every plan's output checked against the fp64 reference first and old
 against new compared bit for bit. python .ab/probe_mb.py OUT_CSV"""
 import importlib.util, sys, time
