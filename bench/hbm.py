@@ -13,10 +13,10 @@ a copy (4.36 against 4.24 TB/s over 1 GiB), so the ceiling is the larger of the 
 The buffer is large because every timed call carries a fixed cost besides the stream
 (the launch, and presumably the write-back of the lines that ``do_bench``'s L2 flush leaves
 dirty; not separated). Measured on an H200 (bench/NOTES.md §60): the read stream took 246 us
-over 1 GiB, 943 us over 4 GiB and 3728 us over 16 GiB, which is 15 us + bytes / 4.63 TB/s;
-so 1 GiB read 4.36 TB/s, 4 GiB 4.55 and 16 GiB 4.61 (0.4% below the fit's 4.63). Until
-session 22 the probe read 1 GiB, and FlashInfer's tensor-core decode read up to 4.52 TB/s
-against it (its rows ``suspect``). Where half the free memory holds less, the buffer halves
+over 1 GiB, 943 us over 4 GiB and 3728 us over 16 GiB, which is ~14.5 us + bytes / 4.63 TB/s
+(least squares); so 1 GiB read 4.36 TB/s, 4 GiB 4.55 and 16 GiB 4.61 (0.4% below the fit's
+4.63). Until session 22 the probe read 1 GiB, and FlashInfer's tensor-core decode read up to
+4.63 TB/s against it, up to 4% above it (its rows ``suspect``). Where half the free memory holds less, the buffer halves
 and the ceiling is lower by the fixed cost's share (15 us of each call; ``meta.json`` records
 the bytes as ``hbm_bytes``).
 

@@ -383,7 +383,7 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     after the table; a longer one in rounds of up to ``MAX_BLOCK_ELEMS / head_dim`` slots. Every program
     computes over its round's whole block, masked slots too. Measured on the H200 against rounds of up to 64
     slots for every sequence (bench/NOTES.md §60): INT4 64 x 8K (2 chunks a sequence) 3.6% faster, batches of 8
-    0.5-2%; ragged batches of 8 with one long sequence 1-1.5% slower (not explained).
+    0.5-2%; ragged batches of 8 with a long sequence 1-1.5% slower (not explained).
 
     Raises:
         ValueError: a negative ``predicted`` or ``expected``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
