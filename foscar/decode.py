@@ -360,10 +360,11 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
         # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
+        # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
+        expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0
         # FOSCAR_MERGE_SPECULATE=1 (read now; off by default, NOTES §32): the merge kernel loads a uniform
         # batch's predicted partials with its chunk table
-        predicted = (merge_triton.predicted_chunks(batch, fixed, target)
-                     if seq_chunks is not None and merge_triton.speculate_choice() else 0)
+        predicted = expected if seq_chunks is not None and merge_triton.speculate_choice() else 0
         # fixed chunks (2 or more a sequence): every slot written, merged without the chunk table
         # (FOSCAR_MERGE_FIXED_WINDOW, read now; NOTES §58)
         fixed_window = (seq_chunks is not None and fixed >= 2 and merge_triton.fixed_window_choice()
@@ -378,8 +379,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # the merge kernel launched with PDL (FOSCAR_MERGE_PDL, read now; NOTES §43)
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
             merge_fixed_window=fixed_window,
-            # the merge's one-round block for a uniform batch's sequences (NOTES §60)
-            merge_expected=merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0,
+            merge_expected=expected,
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

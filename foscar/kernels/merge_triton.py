@@ -196,19 +196,15 @@ def _merge_slots_kernel(
             if count <= BLOCK_W:
                 # up to a uniform batch's chunk count (expected, a power of two): one round over BLOCK_W slots,
                 # not BLOCK_S (up to MAX_BLOCK_ELEMS values a program, masked or not; INT4 64 x 8K 3.6% faster,
-                # NOTES §60). Its own columns, start and store, so no tensor is shared with the loop's tile
-                # (measured the same as sharing them)
+                # NOTES §60)
                 offs_w = tl.arange(0, BLOCK_W)
-                offs_dw = dj * BLOCK_D + tl.arange(0, BLOCK_D)
                 lse_w, o_w = _load_partials(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads,
-                                            offs_dw, HEAD_DIM)
-                m_w, den_w, num_w = _merge_round(tl.full((), float("-inf"), tl.float32), tl.zeros((), tl.float32),
-                                                 tl.zeros((BLOCK_D,), tl.float32), lse_w, o_w)
-                _store_merged(Out, Lse_out, row, dj, offs_dw, m_w, den_w, num_w, HEAD_DIM)
+                                            offs_d, HEAD_DIM)
+                m, den, num = _merge_round(m, den, num, lse_w, o_w)
             else:
                 m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                           HEAD_DIM, BLOCK_S)
-                _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
+            _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
 
 
 # values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW

@@ -98,7 +98,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                  "paged channel-wise K: k_block %lld must divide page_size %lld", (long long)k_block, (long long)rows);
     const int64_t blocks = (rows + k_block - 1) / k_block;
     for (const auto& t : {k_scale, k_offset})
-      FOSCAR_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.dim() == 4 && t.size(0) == k_codes.size(0) &&
+      FOSCAR_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.size(0) == k_codes.size(0) &&
                    t.size(1) == k_codes.size(1) && t.size(2) == blocks && t.size(3) == q.size(2),
                    "channel-wise K: k_scale / k_offset must be [%lld, %lld, %lld, %lld] and 16-byte aligned, got %s",
                    (long long)k_codes.size(0), (long long)k_codes.size(1), (long long)blocks, (long long)q.size(2),
