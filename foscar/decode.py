@@ -174,6 +174,9 @@ class DecodePlan:
             ``head_dim / merge_d_slices`` columns (:func:`foscar.kernels.merge_triton.d_slices_choice`,
             ``FOSCAR_MERGE_D_SLICES`` when the plan was made, by default 4 where the rows are at most a
             quarter of the SMs, else 1; bench/NOTES.md §42).
+        merge_rows: query heads of one sequence per merge program (one chunk-table load for them all;
+            :func:`foscar.kernels.merge_triton.rows_choice`, ``FOSCAR_MERGE_ROWS`` when the plan was made, by
+            default 4 from 8 rows per SM on, else 1; always 1 with :attr:`merge_predicted`; bench/NOTES.md §61).
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
@@ -190,7 +193,8 @@ class DecodePlan:
 
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
-                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0):
+                 merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
+                 merge_rows=1):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -203,6 +207,7 @@ class DecodePlan:
         self.merge = None if kernel != "cuda" else "kernel" if seq_chunks is not None else "fused"
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
+        self.merge_rows = merge_rows
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -254,7 +259,7 @@ class DecodePlan:
             if self.merge_launched:
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
-                                         self.merge_fixed_window, self.merge_expected)
+                                         self.merge_fixed_window, self.merge_expected, self.merge_rows)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -287,7 +292,8 @@ def plan_decode(
             ``FOSCAR_MERGE_D_SLICES`` other than ``"auto"`` / ``"1"`` / ``"2"`` / ``"4"`` / ``"8"``
             (:func:`foscar.kernels.merge_triton.d_slices_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.merge_triton.pdl_choice`,
-            read when the plan is made).
+            read when the plan is made); a ``FOSCAR_MERGE_ROWS`` other than ``"auto"`` / ``"1"`` / ``"2"`` /
+            ``"4"`` / ``"8"`` (:func:`foscar.kernels.merge_triton.rows_choice`, read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -380,6 +386,10 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_pdl=seq_chunks is not None and merge_triton.pdl_choice(device),
             merge_fixed_window=fixed_window,
             merge_expected=expected,
+            # rows of one sequence a merge program (FOSCAR_MERGE_ROWS, read now; NOTES §61); the speculation's and
+            # the fixed window's single-row kernel otherwise
+            merge_rows=1 if predicted else merge_triton.rows_choice(batch * num_qo_heads, device_sm_count(device),
+                                                                    num_qo_heads),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -515,3 +515,78 @@ def test_the_synthetic_cases_on_cuda():
     test_nan_lse_inside_the_range_gives_a_nan_row(dev)
     test_empty_sequences_and_all_empty_chunks(dev)
     test_one_chunk_per_sequence_does_not_speculate(dev)
+
+
+@pytest.mark.parametrize("rows, expected, d_slices", [(4, 2, 1), (2, 4, 1), (8, 0, 1), (4, 4, 2)])
+def test_several_rows_a_program_merge_as_one_row_a_program(device, rows, expected, d_slices):
+    """``rows`` query heads of a sequence per program (one chunk-table load for them, bench/NOTES.md §61) against
+    one row a program and the fp64 reference: 8 query heads; counts 2, 1 (written by the decode kernel), 9 (the
+    loop: rounds of 4096 / (rows * head_dim) slots), 0 chunks' length (1), 2 with an empty chunk, 3, and a NaN
+    LSE in one head of the last sequence (its row NaN, the other heads' not)."""
+    heads, head_dim = 8, 64
+    counts = [2, 1, 9, 1, 2, 3]
+    firsts = [sum(counts[:b]) for b in range(len(counts))]
+    chunks = list(zip(firsts, counts))
+    g = torch.Generator().manual_seed(12)
+    o = torch.randn(sum(counts) + 2, heads, head_dim, generator=g)
+    lse = torch.randn(sum(counts) + 2, heads, generator=g) * 4
+    lse[firsts[4] + 1] = float("-inf")  # an empty chunk
+    lse[firsts[5] + 2, 5] = float("nan")
+    table = torch.tensor(chunks, dtype=torch.int32, device=device)
+    results = []
+    for r in (1, rows):
+        out = torch.full((len(counts), heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
+        lse_out = torch.full((len(counts), heads), 5.0, device=device)
+        merge_triton.merge_slots(o.to(device), lse.to(device), table, out, lse_out, 0, d_slices, expected=expected,
+                                 rows=r)
+        results.append((out.cpu(), lse_out.cpu()))
+    (one, one_lse), (out, lse_out) = results
+    torch.testing.assert_close(out.float(), one.float(), rtol=8e-3, atol=1e-3, equal_nan=True)  # a bf16 ulp at most
+    torch.testing.assert_close(lse_out, one_lse, rtol=1e-6, atol=1e-5, equal_nan=True)
+    for b, (first, count) in enumerate(chunks):
+        if count <= 1:  # left as the decode kernel wrote it
+            assert bool((out[b] == 7.0).all()) and bool((lse_out[b] == 5.0).all()), f"sequence {b} was written"
+            continue
+        lo, lh = o[first:first + count].double(), lse[first:first + count].double()
+        m = lh.max(dim=0).values
+        w = torch.exp2(lh - m)
+        ref, ref_lse = (w[:, :, None] * lo).sum(0) / w.sum(0)[:, None], (m + torch.log2(w.sum(0))) * math.log(2)
+        for h in range(heads):
+            if b == 5 and h == 5:
+                assert bool(out[b, h].float().isnan().all()) and bool(lse_out[b, h].isnan())
+                continue
+            err = float((out[b, h].double() - ref[h]).norm() / ref[h].norm())
+            assert err < 1e-2, f"sequence {b}, head {h}: relative L2 error {err:.3g}"
+            torch.testing.assert_close(lse_out[b, h].double(), ref_lse[h], rtol=0, atol=1e-4)
+
+
+def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
+    """``FOSCAR_MERGE_ROWS`` is read per call; "auto" (the default) gives 4 rows a program from 8 rows per SM on
+    (batch 33 at 32 query heads on 132 SMs), else 1; any choice is capped to a power of two dividing the query
+    heads; ``merge_slots`` refuses rows that are not 1, 2, 4 or 8, that do not divide the heads, or that come with
+    the speculation or the fixed window (their single-row kernel)."""
+    monkeypatch.delenv("FOSCAR_MERGE_ROWS", raising=False)
+    assert merge_triton.rows_choice(32 * 32, 132, 32) == 1 and merge_triton.rows_choice(33 * 32, 132, 32) == 4
+    assert merge_triton.rows_choice(64 * 32, 132, 32) == 4
+    assert merge_triton.rows_choice(64 * 6, 4, 6) == 2 and merge_triton.rows_choice(64 * 3, 4, 3) == 1
+    monkeypatch.setenv("FOSCAR_MERGE_ROWS", "8")
+    assert merge_triton.rows_choice(8, 132, 32) == 8 and merge_triton.rows_choice(8, 132, 12) == 4
+    monkeypatch.setenv("FOSCAR_MERGE_ROWS", "1")
+    assert merge_triton.rows_choice(64 * 32, 132, 32) == 1
+    monkeypatch.setenv("FOSCAR_MERGE_ROWS", "16")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_ROWS: expected one of auto, 1, 2, 4, 8, got '16'"):
+        merge_triton.rows_choice(64 * 32, 132, 32)
+    o, lse = _partials(8)  # 3 query heads
+    out, lse_out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, HEADS)
+    table = torch.zeros(2, 2, dtype=torch.int32)
+    for rows, predicted, fixed in ((3, 0, False), (2, 0, False), (0, 0, False), (1, 0, False)):
+        if rows == 1:  # 1 always goes: the single-row kernel
+            merge_triton.merge_slots(o, lse, table, out, lse_out, predicted, fixed=fixed, rows=rows)
+            continue
+        with pytest.raises(ValueError, match="rows: expected 1, 2, 4 or 8 dividing num_qo_heads 3"):
+            merge_triton.merge_slots(o, lse, table, out, lse_out, predicted, fixed=fixed, rows=rows)
+    o4, lse4 = torch.zeros(8, 4, HEAD_DIM), torch.zeros(8, 4)
+    out4, lse_out4 = torch.empty(2, 4, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, 4)
+    for predicted, fixed in ((2, False), (2, True)):
+        with pytest.raises(ValueError, match="and 1 with predicted or fixed"):
+            merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)

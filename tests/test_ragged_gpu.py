@@ -274,3 +274,24 @@ def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
                 err = float((plan.out[b].double() - ref2[b]).norm() / ref2[b].norm())
                 assert err < 1e-2, (batch, b, length, err)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("rows", ["1", "4", "8"])
+def test_merge_programs_of_several_rows(monkeypatch, rows):
+    """``FOSCAR_MERGE_ROWS`` (query heads of a sequence per merge program, bench/NOTES.md §61) on a ragged batch
+    of 64 whose plan has room: a 12K sequence in 24 chunks (the merge's loop: rounds of 16 slots at 4 rows, 8 at
+    8), eight of 2 chunks (one round), the rest of one chunk and one empty; against the fp64 reference."""
+    monkeypatch.setenv("FOSCAR_MERGE_ROWS", rows)
+    g = torch.Generator().manual_seed(4)
+    lens = [12000] + torch.randint(0, 400, (55,), generator=g).tolist() + torch.randint(513, 1000, (8,), generator=g).tolist()
+    lens[9] = 0
+    dev = _cuda()
+    gd = torch.Generator(device=dev).manual_seed(5)
+    k = torch.randn(64, 8, 12000, 64, device=dev, generator=gd) * 1.5 + 0.3
+    v = torch.randn(64, 8, 12000, 64, device=dev, generator=gd)
+    q = torch.randn(64, 32, 64, device=dev, generator=gd).to(torch.bfloat16)
+    cache = foscar.quantize_kv(k, v, 2, 64, seq_lens=torch.tensor(lens, dtype=torch.int32, device=dev))
+    del k, v
+    plan = foscar.plan_decode(cache, 32, backend="cuda")
+    assert plan.merge_launched and plan.merge_rows == int(rows)
+    _check(q, cache, backend="cuda")

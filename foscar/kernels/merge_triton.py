@@ -23,6 +23,9 @@ import triton.language as tl
 
 LN2 = 0.6931471805599453
 MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
+# ... and by one program of several rows (merge_slots' rows > 1): 8 chunks of 4 rows at head_dim 128, 124
+# registers a thread at 4 warps, so that 4 programs share an SM (bench/NOTES.md §61)
+MAX_ROWS_BLOCK_ELEMS = 4096
 
 
 @triton.jit
@@ -207,6 +210,75 @@ def _merge_slots_kernel(
             _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
 
 
+@triton.jit
+def _load_partials_rows(O_part, Lse_part, slot, mask, h, num_qo_heads, offs_d, HEAD_DIM: tl.constexpr):
+    """:func:`_load_partials` for the query heads ``h [ROWS]``: LSEs ``[ROWS, BLOCK]`` and columns ``[ROWS, BLOCK,
+    len(offs_d)]`` (the heads of one slot are adjacent rows: one contiguous run a slot)."""
+    lse = tl.load(Lse_part + slot[None, :] * num_qo_heads + h[:, None], mask=mask[None, :], other=float("-inf"))
+    o = tl.load(O_part + (slot[None, :, None] * num_qo_heads + h[:, None, None]) * HEAD_DIM + offs_d[None, None, :],
+                mask=mask[None, :, None], other=0.0)
+    return lse, o
+
+
+@triton.jit
+def _merge_round_rows(m, den, num, lse, o):
+    """:func:`_merge_round` for several rows: ``m, den [ROWS, 1]``, ``num [ROWS, D]``, ``lse [ROWS, BLOCK]``,
+    ``o [ROWS, BLOCK, D]``."""
+    m_new = tl.maximum(m, tl.max(lse, axis=1, keep_dims=True))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m - m_safe)
+    w = tl.exp2(lse - m_safe)
+    num = num * alpha + tl.sum(o * w[:, :, None], axis=1)
+    den = den * alpha + tl.sum(w, axis=1, keep_dims=True)
+    return m_new, den, num
+
+
+@triton.jit
+def _merge_rows_kernel(
+    O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
+    Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
+    Seq_chunks,  # [batch] int64: the kernel's int32 pairs (first slot, chunk count)
+    Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
+    Lse_out,  # [batch, num_qo_heads] fp32, natural log
+    num_qo_heads,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_D: tl.constexpr,
+    ROWS: tl.constexpr, PDL: tl.constexpr,
+):
+    """The table path of :func:`_merge_slots_kernel` for ``ROWS`` query heads of one sequence a program: one
+    table load for them all, a fourth of the programs at ``ROWS`` 4 (bench/NOTES.md §61)."""
+    pid = tl.program_id(0).to(tl.int64)  # (sequence, block of ROWS query heads)
+    dj = tl.program_id(1)
+    groups = num_qo_heads // ROWS
+    b = pid // groups
+    h = (pid % groups) * ROWS + tl.arange(0, ROWS)
+    offs_d = dj * BLOCK_D + tl.arange(0, BLOCK_D)
+    m = tl.full((ROWS, 1), float("-inf"), tl.float32)
+    den = tl.zeros((ROWS, 1), tl.float32)
+    num = tl.zeros((ROWS, BLOCK_D), tl.float32)
+    if PDL:  # as in _merge_slots_kernel
+        tl.extra.cuda.gdc_wait()
+    pair = tl.load(Seq_chunks + b)
+    first = pair & 0xFFFFFFFF
+    count = (pair >> 32).to(tl.int32)
+    if count > 1:  # one chunk: the decode kernel wrote the rows itself
+        if count <= BLOCK_W:  # up to a uniform batch's chunk count: one round
+            offs_w = tl.arange(0, BLOCK_W)
+            lse, o = _load_partials_rows(O_part, Lse_part, first + offs_w, offs_w < count, h, num_qo_heads, offs_d,
+                                         HEAD_DIM)
+            m, den, num = _merge_round_rows(m, den, num, lse, o)
+        else:
+            for s0 in range(0, count, BLOCK_S):
+                offs_s = s0 + tl.arange(0, BLOCK_S)
+                lse, o = _load_partials_rows(O_part, Lse_part, first + offs_s, offs_s < count, h, num_qo_heads,
+                                             offs_d, HEAD_DIM)
+                m, den, num = _merge_round_rows(m, den, num, lse, o)
+        out, lse_out = _merge_result(m, den, num)
+        row = b * num_qo_heads + h
+        tl.store(Out + row[:, None] * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty))
+        if dj == 0:
+            tl.store(Lse_out + row[:, None], lse_out)
+
+
 # values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW
 FLAG_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
@@ -236,6 +308,37 @@ def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
         raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
     wanted = (4 if 4 * rows <= num_sms else 1) if value == "auto" else int(value)
     return min(wanted, head_dim // MIN_D_COLUMNS)
+
+
+ROWS_CHOICES = ("auto", "1", "2", "4", "8")
+ROWS_PER_SM = 8  # rows_choice's "auto": 4 rows a program from this many (sequence, query head) rows per SM on
+
+
+def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
+    """Rows (query heads of one sequence) per program of :func:`merge_slots`' table path:
+    ``FOSCAR_MERGE_ROWS`` (read when a plan is made), ``"auto"`` by default: 4 where there are at least
+    :data:`ROWS_PER_SM` rows per SM (batch 33 and more at 32 query heads on 132 SMs), else 1; capped to the
+    largest power of two that divides ``num_qo_heads``.
+
+    One program then loads the chunk table once for all its rows, and the grid has that many times fewer
+    programs: at 4 warps and ~170 registers a thread only 2 single-row programs fit an SM, so batch 64's 2048
+    rows ran in ~8 waves of two dependent L2 rounds each. Measured on the H200 (bench/NOTES.md §61, one process,
+    3 rounds): 4 rows a program 2.7% faster on 64 lognormal lengths (32K cache, INT2), ~2% at INT4 64 x 8K and
+    64 x 32K (2 chunks a sequence); batches of 8 and 1 do not take it.
+
+    Args:
+        rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device; num_qo_heads: query heads.
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_ROWS`` is set to anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_ROWS", "auto")
+    if value not in ROWS_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_ROWS: expected one of {', '.join(ROWS_CHOICES)}, got {value!r}")
+    wanted = (4 if rows >= ROWS_PER_SM * num_sms else 1) if value == "auto" else int(value)
+    while num_qo_heads % wanted:
+        wanted //= 2
+    return wanted
 
 
 def pdl_choice(device: torch.device) -> bool:
@@ -344,7 +447,7 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
                 lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False,
-                fixed: bool = False, expected: int = 0) -> None:
+                fixed: bool = False, expected: int = 0, rows: int = 1) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -381,11 +484,18 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     slots for every sequence (bench/NOTES.md §60): INT4 64 x 8K (2 chunks a sequence) 3.6% faster, batches of 8
     0.5-2%; ragged batches of 8 with a long sequence 1-1.5% slower (not explained).
 
+    ``rows`` (:func:`rows_choice`; 1, 2, 4 or 8 dividing ``num_qo_heads``; with neither ``predicted`` nor
+    ``fixed``): query heads of one sequence per program, which load the chunk table once; the grid is ``[batch *
+    num_qo_heads / rows, d_slices]``, and a round holds up to :data:`MAX_ROWS_BLOCK_ELEMS` values (a
+    sequence's chunks in rounds of ``MAX_ROWS_BLOCK_ELEMS / (rows * head_dim)`` slots, in one round where
+    ``expected``'s window fits that).
+
     Raises:
         ValueError: a negative ``predicted`` or ``expected``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
             columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
             device; ``fixed`` with ``predicted < 2``, a window of more than :data:`MAX_BLOCK_ELEMS` values,
-            or ``batch * predicted`` more than the buffers' slots.
+            or ``batch * predicted`` more than the buffers' slots; ``rows`` not 1, 2, 4 or 8, not dividing
+            ``num_qo_heads``, or above 1 with ``predicted`` or ``fixed``.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
@@ -405,11 +515,24 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
         raise ValueError(f"fixed: expected predicted >= 2 chunks a sequence with a window of at most "
                          f"{MAX_BLOCK_ELEMS} values and batch * predicted <= num_slots {o_part.shape[0]}, got "
                          f"predicted {predicted} at head_dim {head_dim}, batch {batch}")
+    if rows not in (1, 2, 4, 8) or heads % rows or (rows > 1 and (predicted or fixed)):
+        raise ValueError(f"rows: expected 1, 2, 4 or 8 dividing num_qo_heads {heads}, and 1 with predicted or fixed "
+                         f"(got rows {rows!r}, predicted {predicted}, fixed {fixed})")
     if batch * heads == 0:
+        return
+    num_slots = o_part.shape[0]
+    if rows > 1:
+        per_slot = rows * head_dim  # values of one slot in a program's round
+        window = speculation_window(expected, head_dim)
+        _merge_rows_kernel[(batch * heads // rows, d_slices)](
+            o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads,
+            HEAD_DIM=head_dim, BLOCK_S=max(2, min(MAX_ROWS_BLOCK_ELEMS // per_slot, triton.next_power_of_2(num_slots))),
+            BLOCK_W=max(2, window if window * per_slot <= MAX_ROWS_BLOCK_ELEMS else 0), BLOCK_D=head_dim // d_slices,
+            ROWS=rows, PDL=pdl, num_warps=4, **({"launch_pdl": True} if pdl else {}),
+        )
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
     # loop's rounds are dependent loads (bench/NOTES.md §18)
-    num_slots = o_part.shape[0]
     block_s = max(2, min(MAX_BLOCK_ELEMS // head_dim, triton.next_power_of_2(num_slots)))
     window = speculation_window(predicted, head_dim)
     block_w = window if predicted else speculation_window(expected, head_dim)
