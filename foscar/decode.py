@@ -177,6 +177,11 @@ class DecodePlan:
         merge_rows: query heads of one sequence per merge program (one chunk-table load for them all;
             :func:`foscar.kernels.merge_triton.rows_choice`, ``FOSCAR_MERGE_ROWS`` when the plan was made, by
             default 4 from 8 rows per SM on, else 1; always 1 with :attr:`merge_predicted`; bench/NOTES.md §61).
+        merge_from_lengths: whether the merge kernel derives each sequence's chunk range from the lengths of the
+            cache passed to :meth:`run` (the decode kernel's rule) instead of reading the kernel's chunk table, before
+            it waits for the decode kernel (:func:`foscar.kernels.merge_triton.from_lengths_choice`,
+            ``FOSCAR_MERGE_FROM_LENGTHS`` when the plan was made; length-aware plans without the speculation, of
+            at most 1024 sequences; bench/NOTES.md §61).
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
@@ -194,7 +199,7 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1):
+                 merge_rows=1, merge_from_lengths=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -208,6 +213,7 @@ class DecodePlan:
         self.merge_predicted = merge_predicted
         self.merge_d_slices = merge_d_slices
         self.merge_rows = merge_rows
+        self.merge_from_lengths = merge_from_lengths
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -257,9 +263,16 @@ class DecodePlan:
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
                                self.merge_fixed_window)
             if self.merge_launched:
+                lengths = None
+                if self.merge_from_lengths:  # the run's cache: the lengths the decode kernel has just read
+                    paged = hasattr(cache, "kv_indptr")
+                    lengths = merge_triton.ChunkLengths(
+                        cache.kv_last_page_len if paged else cache.seq_lens, cache.kv_indptr if paged else None,
+                        cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
+                        cache.page_size if paged else 0, self._schedule[1])
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
-                                         self.merge_fixed_window, self.merge_expected, self.merge_rows)
+                                         self.merge_fixed_window, self.merge_expected, self.merge_rows, lengths)
         else:
             decode_triton.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self._schedule, self._meta)
             merge_triton.merge_splits(self._o_part, self._lse_part, self.out, self.lse)
@@ -293,7 +306,9 @@ def plan_decode(
             (:func:`foscar.kernels.merge_triton.d_slices_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_PDL`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.merge_triton.pdl_choice`,
             read when the plan is made); a ``FOSCAR_MERGE_ROWS`` other than ``"auto"`` / ``"1"`` / ``"2"`` /
-            ``"4"`` / ``"8"`` (:func:`foscar.kernels.merge_triton.rows_choice`, read when the plan is made).
+            ``"4"`` / ``"8"`` (:func:`foscar.kernels.merge_triton.rows_choice`, read when the plan is made); a
+            ``FOSCAR_MERGE_FROM_LENGTHS`` other than ``"1"`` / ``"0"``
+            (:func:`foscar.kernels.merge_triton.from_lengths_choice`, read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -390,6 +405,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # the fixed window's single-row kernel otherwise
             merge_rows=1 if predicted else merge_triton.rows_choice(batch * num_qo_heads, device_sm_count(device),
                                                                     num_qo_heads),
+            # chunk ranges from the lengths, not the kernel's table (FOSCAR_MERGE_FROM_LENGTHS, read now; NOTES §61)
+            merge_from_lengths=(seq_chunks is not None and fixed == 0 and not predicted
+                                and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

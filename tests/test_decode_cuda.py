@@ -573,6 +573,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MERGE_SPECULATE", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_FIXED_WINDOW", raising=False)
+        monkeypatch.delenv("FOSCAR_MERGE_FROM_LENGTHS", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
@@ -586,6 +587,10 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "0")  # fixed chunks merged with the chunk table
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_fixed_window"] is False
+        monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "1")
+        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "0")  # the merge reads the kernel's chunk table
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["merge_from_lengths"] is False
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

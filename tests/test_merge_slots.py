@@ -590,3 +590,120 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
     for predicted, fixed in ((2, False), (2, True)):
         with pytest.raises(ValueError, match="and 1 with predicted or fixed"):
             merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)
+
+
+def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None):
+    """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
+    ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
+    ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``."""
+    from foscar.kernels import splits
+
+    batch = len(lengths)
+    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2)
+    assert fixed == 0, "a length-aware plan"
+    table = [[0, 0] for _ in range(batch)]
+    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target)):
+        if start == 0:
+            table[b][0] = slot
+        table[b][1] += 1
+    if paged:
+        pages = [-(-n // page) for n in lengths]
+        indptr = [0]
+        for p in pages:
+            indptr.append(indptr[-1] + p)
+        last = [n - (p - 1) * page if p else 0 for n, p in zip(lengths, pages)]
+        lens, ptr, num_indices = (clamp or (last, indptr, indptr[-1]))
+        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), torch.tensor(ptr, dtype=torch.int32),
+                                        0, num_indices, page, target)
+    else:
+        lens = clamp[0] if clamp else lengths
+        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target)
+    return num_slots, table, src
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("rows", [1, 4])
+@pytest.mark.parametrize("case", ["one-long", "uniform", "ragged-grows", "short-and-empty"])
+def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, rows, paged):
+    """``lengths`` (the merge derives each sequence's chunk range from the lengths, bench/NOTES.md §61) against the
+    kernel's chunk table built by the host mirror of its schedule: the same merged rows, bit for bit, and rows of
+    one chunk untouched; a uniform batch, one long sequence among short ones (the chunk grows once to fit the
+    slots), a ragged batch of 40 on 132 SMs' plan with room, short and empty sequences."""
+    heads, head_dim = 4, 32
+    lengths, capacity, sms = {
+        "one-long": ([131072] + [4096] * 7, 131072, 132),
+        "uniform": ([8192] * 8, 8192, 132),
+        "ragged-grows": (torch.randint(0, 20000, (40,), generator=torch.Generator().manual_seed(8)).tolist(), 20000, 132),
+        "short-and-empty": ([0, 700, 1, 0, 5000, 513], 8192, 4),
+    }[case]
+    num_slots, table, src = _derive_case(lengths, capacity, sms, paged)
+    assert max(c for _, c in table) > 1, "something to merge"
+    g = torch.Generator().manual_seed(9)
+    o = torch.randn(num_slots, heads, head_dim, generator=g)
+    lse = torch.randn(num_slots, heads, generator=g) * 4
+    batch = len(lengths)
+    results = []
+    for derive in (False, True):
+        out = torch.full((batch, heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
+        lse_out = torch.full((batch, heads), 5.0, device=device)
+        # with the lengths, the table is never read: it holds nonsense then
+        chunks = torch.tensor(table, dtype=torch.int32) if not derive else torch.full((batch, 2), -7, dtype=torch.int32)
+        lengths_arg = src._replace(lens=src.lens.to(device), kv_indptr=None if src.kv_indptr is None
+                                   else src.kv_indptr.to(device)) if derive else None
+        merge_triton.merge_slots(o.to(device), lse.to(device), chunks.to(device), out, lse_out, rows=rows,
+                                 expected=2, lengths=lengths_arg)
+        results.append((out.cpu(), lse_out.cpu()))
+    (t_out, t_lse), (d_out, d_lse) = results
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse)
+    for b, (_, count) in enumerate(table):
+        assert bool((d_out[b] == 7.0).all()) == (count <= 1), f"sequence {b} ({count} chunks)"
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_derived_ranges_clamp_lengths_as_the_kernel_does(device, paged):
+    """Raw lengths past what the cache holds derive the ranges of the clamped lengths (the kernel's clamps):
+    contiguous, -5 and 9000 in a cache of 4096 are 0 and 4096; paged, a last-page length above the page is
+    the page, a kv_indptr past kv_indices' entries is clipped to it."""
+    heads, head_dim = 4, 32
+    if paged:
+        clamped = [4096, 1000, 0, 3000]  # the lengths the kernel sees
+        # sequence 0: 256 pages, last-page length 40 (> 16: a full page); sequence 3: its pages run past the
+        # 300 + 188 = 488 listed entries, clipped there
+        raw = ([40, 1000 - 62 * 16, 0, 3000 - 187 * 16], [0, 256, 319, 319, 999], 319 + 188)
+        num_slots, table, src = _derive_case(clamped, 4096, 132, True, clamp=raw)
+    else:
+        clamped = [0, 4096, 1000, 4096]
+        num_slots, table, src = _derive_case(clamped, 4096, 132, False, clamp=([-5, 9000, 1000, 4096], None, 0))
+    g = torch.Generator().manual_seed(10)
+    o = torch.randn(num_slots, heads, head_dim, generator=g)
+    lse = torch.randn(num_slots, heads, generator=g) * 4
+    results = []
+    for derive in (False, True):
+        out = torch.full((4, heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
+        lse_out = torch.full((4, heads), 5.0, device=device)
+        lengths_arg = src._replace(lens=src.lens.to(device), kv_indptr=None if src.kv_indptr is None
+                                   else src.kv_indptr.to(device)) if derive else None
+        merge_triton.merge_slots(o.to(device), lse.to(device), torch.tensor(table, dtype=torch.int32, device=device),
+                                 out, lse_out, lengths=lengths_arg)
+        results.append((out.cpu(), lse_out.cpu()))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+    assert max(c for _, c in table) > 1
+
+
+def test_derived_ranges_refuse_what_they_cannot_take():
+    o, lse = _partials(8)
+    out, lse_out = torch.empty(2, HEADS, HEAD_DIM, dtype=torch.bfloat16), torch.empty(2, HEADS)
+    table = torch.zeros(2, 2, dtype=torch.int32)
+    good = merge_triton.ChunkLengths(torch.tensor([5, 6], dtype=torch.int32), None, 4096, 0, 0, 4)
+    with pytest.raises(ValueError, match="lengths: expected a length-aware plan"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, 2, lengths=good)
+    with pytest.raises(ValueError, match="lengths: expected a length-aware plan"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(target_chunks=0))
+    with pytest.raises(ValueError, match=r"lengths.lens: expected a contiguous int32 \[2\] tensor"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(lens=torch.tensor([5, 6])))
+    with pytest.raises(ValueError, match=r"lengths.kv_indptr: expected a contiguous int32 \[3\] tensor"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out,
+                                 lengths=good._replace(kv_indptr=torch.zeros(2, dtype=torch.int32), page_size=16))
+    with pytest.raises(ValueError, match="lengths.page_size: expected a power of two"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out,
+                                 lengths=good._replace(kv_indptr=torch.zeros(3, dtype=torch.int32), page_size=12))

@@ -295,3 +295,26 @@ def test_merge_programs_of_several_rows(monkeypatch, rows):
     plan = foscar.plan_decode(cache, 32, backend="cuda")
     assert plan.merge_launched and plan.merge_rows == int(rows)
     _check(q, cache, backend="cuda")
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("lens", [[40000, 4096, 0, 1, 300, 4096, 257, 4095], [5000] * 3 + [9000, 1]],
+                         ids=["one-long", "grows-not"])
+def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens):
+    """``FOSCAR_MERGE_FROM_LENGTHS`` (bench/NOTES.md §61): the merge deriving every sequence's chunk range from the
+    lengths gives the outputs and LSEs of the merge reading the kernel's chunk table, bit for bit; contiguous and
+    paged, a batch whose chunk grows to fit the slots and one whose first chunk fits."""
+    q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=lens,
+                          bits=2, group_size=128)
+    cache = foscar.paginate(contiguous, 16, shuffle=True) if paged else contiguous
+    results = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", flag)
+        plan = foscar.plan_decode(cache, 32, backend="cuda")
+        assert plan.merge_launched and plan.merge_from_lengths == (flag == "1")
+        out, lse = plan.run(q, cache, return_lse=True)
+        results.append((out.clone(), lse.clone()))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+    _check(q, contiguous, backend="cuda")  # (FOSCAR_MERGE_FROM_LENGTHS=1) against the fp64 reference
+    ref = foscar.decode(q, contiguous, backend="cuda")
+    assert float((results[1][0].float() - ref.float()).norm() / ref.float().norm()) < 1e-3

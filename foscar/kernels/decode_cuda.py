@@ -123,24 +123,28 @@ def build_settings() -> dict[str, object]:
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
-        :func:`foscar.kernels.merge_triton.fixed_window_choice`), "source_hash": str, "default_build": bool}``;
+        :func:`foscar.kernels.merge_triton.fixed_window_choice`), "merge_from_lengths": bool
+        (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "source_hash":
+        str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
-        ``FOSCAR_MERGE_FIXED_WINDOW=0``) is set, i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=0``) is set, i.e. the numbers are not those of
+        the shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL`` or ``FOSCAR_MERGE_FIXED_WINDOW`` other
-            than ``"1"`` / ``"0"``.
+        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW`` or
+            ``FOSCAR_MERGE_FROM_LENGTHS`` other than ``"1"`` / ``"0"``.
     """
-    from foscar.kernels.merge_triton import fixed_window_choice, pdl_wanted, speculate_choice
+    from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, pdl_wanted, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
+    from_lengths = from_lengths_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
-            "merge_fixed_window": fixed_window, "source_hash": source_hash(),
+            "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-                              and fixed_window)}
+                              and fixed_window and from_lengths)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:

@@ -16,6 +16,7 @@ means "no tokens" and nothing else.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import torch
 import triton
@@ -26,6 +27,22 @@ MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by me
 # ... and by one program of several rows (merge_slots' rows > 1): 8 chunks of 4 rows at head_dim 128, 124
 # registers a thread at 4 warps, so that 4 programs share an SM (bench/NOTES.md §61)
 MAX_ROWS_BLOCK_ELEMS = 4096
+MAX_DERIVE_BATCH = 1024  # merge_slots derives the chunk ranges from the lengths for batches up to this many
+
+
+class ChunkLengths(NamedTuple):
+    """What :func:`merge_slots` needs to derive each sequence's chunk range from the lengths (as the CUDA kernel's
+    ``find_work`` does) instead of reading the kernel's chunk table: the decode's ``lens`` (``seq_lens``, or
+    ``kv_last_page_len`` with ``kv_indptr`` for a paged cache; int32, contiguous), the cache's ``max_seq_len``
+    (contiguous; unused when paged), ``num_indices`` (``kv_indices.numel()``; paged) and ``page_size`` (a power
+    of two; paged, else 0), and the plan's ``target_chunks`` (:func:`foscar.kernels.splits.plan_work`, length-aware
+    plans only)."""
+    lens: torch.Tensor
+    kv_indptr: torch.Tensor | None
+    max_seq_len: int
+    num_indices: int
+    page_size: int
+    target_chunks: int
 
 
 @triton.jit
@@ -133,6 +150,47 @@ def _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM: tl.const
 
 
 @triton.jit
+def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift, target_chunks, num_slots,
+                    BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
+    """Sequence ``b``'s first slot and chunk count under the CUDA kernel's length-aware schedule, derived from
+    the lengths as ``find_work`` (csrc/folded_decode_sm90.cuh) derives them, not read from the table it writes:
+    the lengths are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel
+    (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
+    ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the
+    batch's ``T`` tokens, at most 32768, at least 512, rounded up to 256, grown until the chunks fit the slots;
+    ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
+    (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
+    offs = tl.arange(0, BATCH_P2)
+    live = offs < batch
+    if PAGED:
+        lo = tl.load(Kv_indptr + offs, mask=live, other=0)
+        hi = tl.load(Kv_indptr + offs + 1, mask=live, other=0)
+        last = tl.load(Lens + offs, mask=live, other=0)
+        lo = tl.minimum(tl.maximum(lo, 0), num_indices)
+        hi = tl.minimum(tl.maximum(hi, lo), num_indices)
+        last = tl.minimum(tl.maximum(last, 0), 1 << page_shift)
+        pages = tl.minimum(hi - lo, ((1 << 30) >> page_shift) + 1)
+        length = tl.where(pages > 0, ((pages - 1) << page_shift) + last, 0)
+    else:
+        length = tl.load(Lens + offs, mask=live, other=0)
+        length = tl.minimum(tl.maximum(length, 0), tl.minimum(max_seq_len, 1 << 30))
+    length = tl.where(live, length, 0)
+    total = tl.sum(length.to(tl.int64), axis=0)
+    chunk = tl.minimum((total + target_chunks - 1) // target_chunks, 32768)
+    chunk = ((tl.maximum(chunk, 512) + 255) // 256 * 256).to(tl.int32)
+    n = tl.where(live, tl.where(length > 0, (length + chunk - 1) // chunk, 1), 0)
+    chunks = tl.sum(n, axis=0)
+    while (chunks > num_slots) & (chunk < (1 << 30)):  # a ragged batch: grow the chunk until they fit
+        grown = chunk.to(tl.int64) * chunks // num_slots + 256
+        chunk = tl.minimum(grown // 256 * 256, 1 << 30).to(tl.int32)
+        n = tl.where(live, tl.where(length > 0, (length + chunk - 1) // chunk, 1), 0)
+        chunks = tl.sum(n, axis=0)
+    first = tl.sum(tl.where(offs < b, n, 0), axis=0)
+    count = tl.sum(tl.where(offs == b, n, 0), axis=0)
+    return first.to(tl.int64), count.to(tl.int32)
+
+
+@triton.jit
 def _merge_slots_kernel(
     O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
     Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
@@ -140,8 +198,10 @@ def _merge_slots_kernel(
     Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
+    Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks,  # DERIVE: the lengths
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
     BLOCK_D: tl.constexpr, PDL: tl.constexpr, FIXED: tl.constexpr,
+    DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
     dj = tl.program_id(1)  # which BLOCK_D columns of the row (every program of a row merges the same LSEs)
@@ -151,8 +211,8 @@ def _merge_slots_kernel(
     m = tl.full((), float("-inf"), tl.float32)
     den = tl.zeros((), tl.float32)
     num = tl.zeros((BLOCK_D,), tl.float32)
-    if PDL:  # launched before the decode kernel has finished: wait for it (its writes visible) before any load
-        tl.extra.cuda.gdc_wait()
+    if PDL and not DERIVE:  # launched before the decode kernel has finished: wait for it (its writes visible)
+        tl.extra.cuda.gdc_wait()  # before any load
     # No griddepcontrol.launch_dependents: a next kernel launched with PDL starts when this one has finished.
     # Triggered here, our own decode kernel launched with PDL behind it was placed so badly that batch 1 and 8
     # ran 8-38% slower (bench/NOTES.md §45); a user's kernel after the merge could meet the same.
@@ -166,11 +226,18 @@ def _merge_slots_kernel(
         m, den, num = _merge_round(m, den, num, lse_w, tl.where((lse_w == float("-inf"))[:, None], 0.0, o_w))
         _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
         return
-    # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As two
-    # loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
-    pair = tl.load(Seq_chunks + b)
-    first = pair & 0xFFFFFFFF
-    count = (pair >> 32).to(tl.int32)
+    if DERIVE:  # the chunk range from the lengths, before the wait (NOTES §61); one chunk: nothing to wait for
+        first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
+                                       target_chunks, num_slots, BATCH_P2, PAGED)
+        if PDL:
+            if count > 1:
+                tl.extra.cuda.gdc_wait()
+    else:
+        # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As
+        # two loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
+        pair = tl.load(Seq_chunks + b)
+        first = pair & 0xFFFFFFFF
+        count = (pair >> 32).to(tl.int32)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
         # loaded with the table, not after it: one dependent L2 round, not two (bench/NOTES.md §32). No branch
@@ -240,9 +307,10 @@ def _merge_rows_kernel(
     Seq_chunks,  # [batch] int64: the kernel's int32 pairs (first slot, chunk count)
     Out,  # [batch, num_qo_heads, HEAD_DIM] bf16
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
-    num_qo_heads,
+    num_qo_heads, num_slots,
+    Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks,  # DERIVE: the lengths
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_D: tl.constexpr,
-    ROWS: tl.constexpr, PDL: tl.constexpr,
+    ROWS: tl.constexpr, PDL: tl.constexpr, DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
 ):
     """The table path of :func:`_merge_slots_kernel` for ``ROWS`` query heads of one sequence a program: one
     table load for them all, a fourth of the programs at ``ROWS`` 4 (bench/NOTES.md §61)."""
@@ -255,11 +323,18 @@ def _merge_rows_kernel(
     m = tl.full((ROWS, 1), float("-inf"), tl.float32)
     den = tl.zeros((ROWS, 1), tl.float32)
     num = tl.zeros((ROWS, BLOCK_D), tl.float32)
-    if PDL:  # as in _merge_slots_kernel
-        tl.extra.cuda.gdc_wait()
-    pair = tl.load(Seq_chunks + b)
-    first = pair & 0xFFFFFFFF
-    count = (pair >> 32).to(tl.int32)
+    if DERIVE:  # as in _merge_slots_kernel
+        first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
+                                       target_chunks, num_slots, BATCH_P2, PAGED)
+        if PDL:
+            if count > 1:
+                tl.extra.cuda.gdc_wait()
+    else:
+        if PDL:
+            tl.extra.cuda.gdc_wait()
+        pair = tl.load(Seq_chunks + b)
+        first = pair & 0xFFFFFFFF
+        count = (pair >> 32).to(tl.int32)
     if count > 1:  # one chunk: the decode kernel wrote the rows itself
         if count <= BLOCK_W:  # up to a uniform batch's chunk count: one round
             offs_w = tl.arange(0, BLOCK_W)
@@ -279,7 +354,8 @@ def _merge_rows_kernel(
             tl.store(Lse_out + row[:, None], lse_out)
 
 
-# values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL and FOSCAR_MERGE_FIXED_WINDOW
+# values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and
+# FOSCAR_MERGE_FROM_LENGTHS
 FLAG_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
@@ -379,6 +455,19 @@ def fixed_window_choice() -> bool:
     return _env_flag("FOSCAR_MERGE_FIXED_WINDOW", "1")
 
 
+def from_lengths_choice() -> bool:
+    """Whether a plan made now has :func:`merge_slots` derive each sequence's chunk range from the lengths
+    (``lengths=``, :func:`_derived_chunks`) instead of reading the decode kernel's chunk table
+    (``FOSCAR_MERGE_FROM_LENGTHS``, read at every call as ``FOSCAR_MERGE_SPECULATE``; ``"1"`` by default, ``"0"``
+    the table). Only length-aware plans without the speculation of up to :data:`MAX_DERIVE_BATCH` sequences
+    take it (bench/NOTES.md §61).
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_FROM_LENGTHS`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    return _env_flag("FOSCAR_MERGE_FROM_LENGTHS", "1")
+
+
 def speculate_choice() -> bool:
     """Whether a plan made now lets :func:`merge_slots` speculate (``FOSCAR_MERGE_SPECULATE``).
 
@@ -447,7 +536,7 @@ def speculation_window(predicted: int, head_dim: int) -> int:
 
 def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.Tensor, out: torch.Tensor,
                 lse_out: torch.Tensor, predicted: int = 0, d_slices: int = 1, pdl: bool = False,
-                fixed: bool = False, expected: int = 0, rows: int = 1) -> None:
+                fixed: bool = False, expected: int = 0, rows: int = 1, lengths: ChunkLengths | None = None) -> None:
     """Merge the CUDA kernel's split-KV partials of sequences of several chunks.
 
     ``o_part [num_slots, num_qo_heads, head_dim]`` / ``lse_part [num_slots, num_qo_heads]`` fp32
@@ -490,12 +579,21 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     sequence's chunks in rounds of ``MAX_ROWS_BLOCK_ELEMS / (rows * head_dim)`` slots, in one round where
     ``expected``'s window fits that).
 
+    ``lengths`` (:class:`ChunkLengths`; a length-aware plan, with neither ``predicted`` nor ``fixed``, batch at
+    most :data:`MAX_DERIVE_BATCH`): each program derives its sequence's chunk range from the lengths
+    (:func:`_derived_chunks`, ``find_work``'s rule) instead of loading ``seq_chunks``; launched with ``pdl``, it does
+    so before it waits for the decode kernel, and a sequence of one chunk exits without waiting. ``seq_chunks`` is
+    then not read.
+
     Raises:
         ValueError: a negative ``predicted`` or ``expected``; ``d_slices`` not 1, 2, 4 or 8, or leaving fewer than 16
             columns a program; ``seq_chunks`` not a contiguous int32 ``[batch, 2]`` tensor on ``out``'s
             device; ``fixed`` with ``predicted < 2``, a window of more than :data:`MAX_BLOCK_ELEMS` values,
             or ``batch * predicted`` more than the buffers' slots; ``rows`` not 1, 2, 4 or 8, not dividing
-            ``num_qo_heads``, or above 1 with ``predicted`` or ``fixed``.
+            ``num_qo_heads``, or above 1 with ``predicted`` or ``fixed``; ``lengths`` with ``predicted`` or
+            ``fixed``, for more than :data:`MAX_DERIVE_BATCH` sequences, or with ``lens`` / ``kv_indptr`` not
+            contiguous int32 ``[batch]`` / ``[batch + 1]`` tensors on ``out``'s device, a ``page_size`` that is not a
+            power of two with ``kv_indptr``, or ``target_chunks < 1``.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
@@ -518,6 +616,7 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     if rows not in (1, 2, 4, 8) or heads % rows or (rows > 1 and (predicted or fixed)):
         raise ValueError(f"rows: expected 1, 2, 4 or 8 dividing num_qo_heads {heads}, and 1 with predicted or fixed "
                          f"(got rows {rows!r}, predicted {predicted}, fixed {fixed})")
+    derive = _derive_args(lengths, batch, out.device, predicted, fixed, seq_chunks)
     if batch * heads == 0:
         return
     num_slots = o_part.shape[0]
@@ -525,10 +624,10 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
         per_slot = rows * head_dim  # values of one slot in a program's round
         window = speculation_window(expected, head_dim)
         _merge_rows_kernel[(batch * heads // rows, d_slices)](
-            o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads,
+            o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, *derive[0],
             HEAD_DIM=head_dim, BLOCK_S=max(2, min(MAX_ROWS_BLOCK_ELEMS // per_slot, triton.next_power_of_2(num_slots))),
             BLOCK_W=max(2, window if window * per_slot <= MAX_ROWS_BLOCK_ELEMS else 0), BLOCK_D=head_dim // d_slices,
-            ROWS=rows, PDL=pdl, num_warps=4, **({"launch_pdl": True} if pdl else {}),
+            ROWS=rows, PDL=pdl, **derive[1], num_warps=4, **({"launch_pdl": True} if pdl else {}),
         )
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
@@ -537,7 +636,36 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     window = speculation_window(predicted, head_dim)
     block_w = window if predicted else speculation_window(expected, head_dim)
     _merge_slots_kernel[(batch * heads, d_slices)](
-        o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted,
+        o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted, *derive[0],
         HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, block_w), SPECULATE=window > 0 and not fixed,
-        BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, num_warps=4, **({"launch_pdl": True} if pdl else {}),
+        BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, **derive[1], num_warps=4, **({"launch_pdl": True} if pdl else {}),
     )
+
+
+def _derive_args(lengths: ChunkLengths | None, batch: int, device: torch.device, predicted: int, fixed: bool,
+                 unused: torch.Tensor) -> tuple[tuple, dict]:
+    """The merge kernels' length arguments and constexprs for ``lengths`` (``None``: the table; the pointers are
+    then ``unused``, never read).
+
+    Raises:
+        ValueError: as :func:`merge_slots` for ``lengths``.
+    """
+    if lengths is None:
+        return (unused, unused, 0, 0, 0, 0, 1), dict(DERIVE=False, BATCH_P2=1, PAGED=False)
+    lens, indptr = lengths.lens, lengths.kv_indptr
+    paged = indptr is not None
+    if predicted or fixed or batch > MAX_DERIVE_BATCH or lengths.target_chunks < 1:
+        raise ValueError(f"lengths: expected a length-aware plan (no predicted, no fixed) of at most {MAX_DERIVE_BATCH} "
+                         f"sequences and target_chunks >= 1, got predicted {predicted}, fixed {fixed}, batch {batch}, "
+                         f"target_chunks {lengths.target_chunks}")
+    for name, t, n in (("lens", lens, batch), ("kv_indptr", indptr, batch + 1)):
+        if t is not None and (t.dtype != torch.int32 or tuple(t.shape) != (n,) or not t.is_contiguous()
+                              or t.device != device):
+            raise ValueError(f"lengths.{name}: expected a contiguous int32 [{n}] tensor on {device}, got {t.dtype} "
+                             f"{list(t.shape)} (contiguous: {t.is_contiguous()}) on {t.device}")
+    page = lengths.page_size
+    if paged and (page < 1 or page & (page - 1)):
+        raise ValueError(f"lengths.page_size: expected a power of two with kv_indptr, got {page}")
+    return ((lens, indptr if paged else lens, batch, lengths.max_seq_len, lengths.num_indices,
+             page.bit_length() - 1 if paged else 0, lengths.target_chunks),
+            dict(DERIVE=True, BATCH_P2=max(2, triton.next_power_of_2(batch)), PAGED=paged))
