@@ -176,12 +176,13 @@ class DecodePlan:
             quarter of the SMs, else 1; bench/NOTES.md §42).
         merge_rows: query heads of one sequence per merge program (one chunk-table load for them all;
             :func:`foscar.kernels.merge_triton.rows_choice`, ``FOSCAR_MERGE_ROWS`` when the plan was made, by
-            default 4 from 8 rows per SM on, else 1; always 1 with :attr:`merge_predicted`; bench/NOTES.md §61).
+            default the fewest of 1, 2, 4 that leave at most one program per SM, else 4; always 1 with
+            :attr:`merge_predicted`; bench/NOTES.md §61).
         merge_from_lengths: whether the merge kernel derives each sequence's chunk range from the lengths of the
             cache passed to :meth:`run` (the decode kernel's rule) instead of reading the kernel's chunk table, before
             it waits for the decode kernel (:func:`foscar.kernels.merge_triton.from_lengths_choice`,
-            ``FOSCAR_MERGE_FROM_LENGTHS`` when the plan was made; length-aware plans without the speculation, of
-            at most 1024 sequences; bench/NOTES.md §61).
+            ``FOSCAR_MERGE_FROM_LENGTHS=1`` when the plan was made, off by default; length-aware plans without the
+            speculation, of at most 1024 sequences; bench/NOTES.md §61).
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).

@@ -588,9 +588,9 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_fixed_window"] is False
         monkeypatch.setenv("FOSCAR_MERGE_FIXED_WINDOW", "1")
-        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "0")  # the merge reads the kernel's chunk table
+        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")  # the merge derives its ranges from the lengths
         s = decode_cuda.build_settings()
-        assert s["default_build"] is False and s["merge_from_lengths"] is False
+        assert s["default_build"] is False and s["merge_from_lengths"] is True
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

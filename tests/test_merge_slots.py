@@ -561,13 +561,13 @@ def test_several_rows_a_program_merge_as_one_row_a_program(device, rows, expecte
 
 
 def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
-    """``FOSCAR_MERGE_ROWS`` is read per call; "auto" (the default) gives 4 rows a program from 8 rows per SM on
-    (batch 33 at 32 query heads on 132 SMs), else 1; any choice is capped to a power of two dividing the query
-    heads; ``merge_slots`` refuses rows that are not 1, 2, 4 or 8, that do not divide the heads, or that come with
-    the speculation or the fixed window (their single-row kernel)."""
+    """``FOSCAR_MERGE_ROWS`` is read per call; "auto" (the default) gives the fewest rows a program (1, 2, 4) that
+    leave at most one program per SM, 4 where more are left (32 query heads on 132 SMs: batch 4 one row, 5-8 two,
+    9 and more four); any choice is capped to a power of two dividing the query heads; ``merge_slots`` refuses rows
+    that are not 1, 2, 4 or 8, that do not divide the heads, or that come with the speculation or the fixed window
+    (their single-row kernel)."""
     monkeypatch.delenv("FOSCAR_MERGE_ROWS", raising=False)
-    assert merge_triton.rows_choice(32 * 32, 132, 32) == 1 and merge_triton.rows_choice(33 * 32, 132, 32) == 4
-    assert merge_triton.rows_choice(64 * 32, 132, 32) == 4
+    assert [merge_triton.rows_choice(b * 32, 132, 32) for b in (1, 4, 5, 8, 9, 16, 64)] == [1, 1, 2, 2, 4, 4, 4]
     assert merge_triton.rows_choice(64 * 6, 4, 6) == 2 and merge_triton.rows_choice(64 * 3, 4, 3) == 1
     monkeypatch.setenv("FOSCAR_MERGE_ROWS", "8")
     assert merge_triton.rows_choice(8, 132, 32) == 8 and merge_triton.rows_choice(8, 132, 12) == 4

@@ -128,7 +128,7 @@ def build_settings() -> dict[str, object]:
         str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
-        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=0``) is set, i.e. the numbers are not those of
+        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``) is set, i.e. the numbers are not those of
         the shipped kernel.
 
     Raises:
@@ -144,7 +144,7 @@ def build_settings() -> dict[str, object]:
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-                              and fixed_window and from_lengths)}
+                              and fixed_window and not from_lengths)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:

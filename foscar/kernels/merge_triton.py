@@ -387,20 +387,24 @@ def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
 
 
 ROWS_CHOICES = ("auto", "1", "2", "4", "8")
-ROWS_PER_SM = 8  # rows_choice's "auto": 4 rows a program from this many (sequence, query head) rows per SM on
+ROWS_AUTO_MAX = 4  # rows_choice's "auto": at most this many rows a program
 
 
 def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
     """Rows (query heads of one sequence) per program of :func:`merge_slots`' table path:
-    ``FOSCAR_MERGE_ROWS`` (read when a plan is made), ``"auto"`` by default: 4 where there are at least
-    :data:`ROWS_PER_SM` rows per SM (batch 33 and more at 32 query heads on 132 SMs), else 1; capped to the
-    largest power of two that divides ``num_qo_heads``.
+    ``FOSCAR_MERGE_ROWS`` (read when a plan is made), ``"auto"`` by default: the fewest (1, 2 or 4) that leave
+    at most one program per SM, 4 where even that leaves more (on 132 SMs at 32 query heads: batch <= 4 one
+    row, 5-8 two, 9 and more four); capped to the largest power of two that divides ``num_qo_heads``.
 
-    One program then loads the chunk table once for all its rows, and the grid has that many times fewer
-    programs: at 4 warps and ~170 registers a thread only 2 single-row programs fit an SM, so batch 64's 2048
-    rows ran in ~8 waves of two dependent L2 rounds each. Measured on the H200 (bench/NOTES.md §61, one process,
-    3 rounds): 4 rows a program 2.7% faster on 64 lognormal lengths (32K cache, INT2), ~2% at INT4 64 x 8K and
-    64 x 32K (2 chunks a sequence); batches of 8 and 1 do not take it.
+    A program of several rows loads the chunk table once for them all, and the grid has that many times fewer
+    programs. At 4 warps and ~170 registers a thread only 2 one-row programs fit an SM, and while the decode
+    kernel's CTAs are resident (2-3 an SM) one or none: at batch 8 half of the 256 programs, at batch 64 most of
+    the 2048, start after the decode kernel has ended, and each takes two dependent L2 rounds (the table, then the
+    partials). Measured on the H200 (bench/NOTES.md §61, one process, 3 rounds each): 4 rows a program at batch
+    64, 2.3-2.7% faster on 64 lognormal lengths (32K cache, INT2), 1.1-2.5% at INT4 64 x 8K and 1.5-2.2% at
+    64 x 32K; 2 rows at batch 8 (128 programs), 2.0% faster at INT2 8 x 8K (paged too), 3.1% on 8 x 4K in a 128K
+    cache, 1.7% at INT4 8 x 8K, 0.8% at INT4 8 x 32K and on 8 lognormal lengths, 0.5% slower on one 128K sequence
+    among seven of 4K. Batches of 9-32 take 4 by the same rule, not measured there.
 
     Args:
         rows: ``batch * num_qo_heads``; num_sms: multiprocessors of the device; num_qo_heads: query heads.
@@ -411,11 +415,15 @@ def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
     value = os.environ.get("FOSCAR_MERGE_ROWS", "auto")
     if value not in ROWS_CHOICES:
         raise ValueError(f"FOSCAR_MERGE_ROWS: expected one of {', '.join(ROWS_CHOICES)}, got {value!r}")
-    wanted = (4 if rows >= ROWS_PER_SM * num_sms else 1) if value == "auto" else int(value)
+    if value == "auto":
+        wanted = 1
+        while wanted < ROWS_AUTO_MAX and rows > wanted * num_sms:  # more programs than SMs
+            wanted *= 2
+    else:
+        wanted = int(value)
     while num_qo_heads % wanted:
         wanted //= 2
     return wanted
-
 
 def pdl_choice(device: torch.device) -> bool:
     """Whether a plan made now launches :func:`merge_slots` with programmatic dependent launch
@@ -458,14 +466,17 @@ def fixed_window_choice() -> bool:
 def from_lengths_choice() -> bool:
     """Whether a plan made now has :func:`merge_slots` derive each sequence's chunk range from the lengths
     (``lengths=``, :func:`_derived_chunks`) instead of reading the decode kernel's chunk table
-    (``FOSCAR_MERGE_FROM_LENGTHS``, read at every call as ``FOSCAR_MERGE_SPECULATE``; ``"1"`` by default, ``"0"``
-    the table). Only length-aware plans without the speculation of up to :data:`MAX_DERIVE_BATCH` sequences
-    take it (bench/NOTES.md §61).
+    (``FOSCAR_MERGE_FROM_LENGTHS``, read at every call as ``FOSCAR_MERGE_SPECULATE``; ``"0"``, the table, by
+    default). Only length-aware plans without the speculation of up to :data:`MAX_DERIVE_BATCH` sequences take
+    it. Measured on the H200 (bench/NOTES.md §61, one row a program, against the table): 0.8-2.1% faster with
+    one 128K sequence among seven of 4K, 0.6-1.8% at batch 64, 1.8-2.3% slower on uniform INT2 batches of 8 at
+    4K-8K (not explained); with 2 rows a program at batch 8 (the default there), the table was faster at every
+    point measured. So it is not the default.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_FROM_LENGTHS`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return _env_flag("FOSCAR_MERGE_FROM_LENGTHS", "1")
+    return _env_flag("FOSCAR_MERGE_FROM_LENGTHS", "0")
 
 
 def speculate_choice() -> bool:
