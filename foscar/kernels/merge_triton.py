@@ -191,6 +191,30 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
 
 
 @triton.jit
+def _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks, num_slots,
+                 PDL: tl.constexpr, WAITED: tl.constexpr, DERIVE: tl.constexpr, BATCH_P2: tl.constexpr,
+                 PAGED: tl.constexpr):
+    """Sequence ``b``'s first slot (int64) and chunk count (int32). ``DERIVE``: from the lengths
+    (:func:`_derived_chunks`), before the PDL wait, which only a sequence of several chunks then makes (one chunk:
+    nothing to wait for, NOTES §61). Else from the decode kernel's table after the wait (made here unless
+    ``WAITED``): both entries in one 64-bit load, first slot in the low half (as two loads, ptxas sank the first
+    slot's behind the caller's `count > 1` exit, an L1 hit there, NOTES §32)."""
+    if DERIVE:
+        first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
+                                       target_chunks, num_slots, BATCH_P2, PAGED)
+        if PDL:
+            if count > 1:
+                tl.extra.cuda.gdc_wait()
+    else:
+        if PDL and not WAITED:
+            tl.extra.cuda.gdc_wait()
+        pair = tl.load(Seq_chunks + b)
+        first = pair & 0xFFFFFFFF
+        count = (pair >> 32).to(tl.int32)
+    return first, count
+
+
+@triton.jit
 def _merge_slots_kernel(
     O_part,  # [num_slots, num_qo_heads, HEAD_DIM] fp32
     Lse_part,  # [num_slots, num_qo_heads] fp32, base 2
@@ -226,18 +250,8 @@ def _merge_slots_kernel(
         m, den, num = _merge_round(m, den, num, lse_w, tl.where((lse_w == float("-inf"))[:, None], 0.0, o_w))
         _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
         return
-    if DERIVE:  # the chunk range from the lengths, before the wait (NOTES §61); one chunk: nothing to wait for
-        first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
-                                       target_chunks, num_slots, BATCH_P2, PAGED)
-        if PDL:
-            if count > 1:
-                tl.extra.cuda.gdc_wait()
-    else:
-        # the sequence's chunk range, both table entries in one 64-bit load (first slot in the low half). As
-        # two loads, ptxas sank the first slot's behind the `count > 1` exit below (an L1 hit there, NOTES §32)
-        pair = tl.load(Seq_chunks + b)
-        first = pair & 0xFFFFFFFF
-        count = (pair >> 32).to(tl.int32)
+    first, count = _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift,
+                                target_chunks, num_slots, PDL, True, DERIVE, BATCH_P2, PAGED)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
         # loaded with the table, not after it: one dependent L2 round, not two (bench/NOTES.md §32). No branch
@@ -323,18 +337,8 @@ def _merge_rows_kernel(
     m = tl.full((ROWS, 1), float("-inf"), tl.float32)
     den = tl.zeros((ROWS, 1), tl.float32)
     num = tl.zeros((ROWS, BLOCK_D), tl.float32)
-    if DERIVE:  # as in _merge_slots_kernel
-        first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
-                                       target_chunks, num_slots, BATCH_P2, PAGED)
-        if PDL:
-            if count > 1:
-                tl.extra.cuda.gdc_wait()
-    else:
-        if PDL:
-            tl.extra.cuda.gdc_wait()
-        pair = tl.load(Seq_chunks + b)
-        first = pair & 0xFFFFFFFF
-        count = (pair >> 32).to(tl.int32)
+    first, count = _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift,
+                                target_chunks, num_slots, PDL, False, DERIVE, BATCH_P2, PAGED)
     if count > 1:  # one chunk: the decode kernel wrote the rows itself
         if count <= BLOCK_W:  # up to a uniform batch's chunk count: one round
             offs_w = tl.arange(0, BLOCK_W)
