@@ -24,7 +24,7 @@ import triton.language as tl
 
 LN2 = 0.6931471805599453
 MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
-# ... and by one program of several rows (merge_slots' rows > 1): 8 chunks of 4 rows at head_dim 128, 124
+# ... and by one program of several rows (merge_slots' rows > 1): 8 chunks of 4 rows at head_dim 128, 128
 # registers a thread at 4 warps, so that 4 programs share an SM (bench/NOTES.md §61)
 MAX_ROWS_BLOCK_ELEMS = 4096
 MAX_DERIVE_BATCH = 1024  # merge_slots derives the chunk ranges from the lengths for batches up to this many
@@ -401,9 +401,9 @@ def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
     row, 5-8 two, 9 and more four); capped to the largest power of two that divides ``num_qo_heads``.
 
     A program of several rows loads the chunk table once for them all, and the grid has that many times fewer
-    programs. At 4 warps and ~170 registers a thread only 2 one-row programs fit an SM, and while the decode
-    kernel's CTAs are resident (2-3 an SM) one or none: at batch 8 half of the 256 programs, at batch 64 most of
-    the 2048, start after the decode kernel has ended, and each takes two dependent L2 rounds (the table, then the
+    programs. A one-row program takes 168-178 registers a thread at 4 warps (2-3 fit an SM; beside the decode
+    kernel's 2-3 CTAs, one or none), so presumably (not measured) many of batch 8's 256 and batch 64's 2048
+    programs start only after the decode kernel has ended, each with two dependent L2 rounds (the table, then the
     partials). Measured on the H200 (bench/NOTES.md §61, one process, 3 rounds each): 4 rows a program at batch
     64, 2.3-2.7% faster on 64 lognormal lengths (32K cache, INT2), 1.1-2.5% at INT4 64 x 8K and 1.5-2.2% at
     64 x 32K; 2 rows at batch 8 (128 programs), 2.0% faster at INT2 8 x 8K (paged too), 3.1% on 8 x 4K in a 128K
@@ -473,9 +473,9 @@ def from_lengths_choice() -> bool:
     (``FOSCAR_MERGE_FROM_LENGTHS``, read at every call as ``FOSCAR_MERGE_SPECULATE``; ``"0"``, the table, by
     default). Only length-aware plans without the speculation of up to :data:`MAX_DERIVE_BATCH` sequences take
     it. Measured on the H200 (bench/NOTES.md §61, one row a program, against the table): 0.8-2.1% faster with
-    one 128K sequence among seven of 4K, 0.6-1.8% at batch 64, 1.8-2.3% slower on uniform INT2 batches of 8 at
-    4K-8K (not explained); with 2 rows a program at batch 8 (the default there), the table was faster at every
-    point measured. So it is not the default.
+    one 128K sequence among seven of 4K, 0.6% on 64 lognormal lengths, 1.8-2.3% slower on uniform INT2 batches
+    of 8 at 4K-8K (not explained); with 2 rows a program at batch 8 (the default there), the table was faster at
+    5 of the 7 points measured (the lengths at INT4 8 x 8K and 8 x 32K). So it is not the default.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_FROM_LENGTHS`` is set to anything but ``"1"`` or ``"0"``.
