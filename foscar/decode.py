@@ -264,13 +264,8 @@ class DecodePlan:
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
                                self.merge_fixed_window)
             if self.merge_launched:
-                lengths = None
-                if self.merge_from_lengths:  # the run's cache: the lengths the decode kernel has just read
-                    paged = hasattr(cache, "kv_indptr")
-                    lengths = merge_triton.ChunkLengths(
-                        cache.kv_last_page_len if paged else cache.seq_lens, cache.kv_indptr if paged else None,
-                        cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
-                        cache.page_size if paged else 0, self._schedule[1])
+                # the run's cache: the lengths the decode kernel has just read
+                lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
                                          self.merge_fixed_window, self.merge_expected, self.merge_rows, lengths)

@@ -621,6 +621,26 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None):
     return num_slots, table, src
 
 
+def _merge_by_table_and_lengths(num_slots, table, src, heads, head_dim, device, seed, **merge_args):
+    """Random partials merged twice, through the chunk table and through ``src`` (:class:`merge_triton.ChunkLengths`;
+    the table then holds nonsense, as it is never read): the two ``(out, lse)`` pairs, on the CPU; rows the merge
+    leaves alone hold 7.0 and LSE 5.0."""
+    g = torch.Generator().manual_seed(seed)
+    o = torch.randn(num_slots, heads, head_dim, generator=g).to(device)
+    lse = (torch.randn(num_slots, heads, generator=g) * 4).to(device)
+    batch = len(table)
+    results = []
+    for derive in (False, True):
+        out = torch.full((batch, heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
+        lse_out = torch.full((batch, heads), 5.0, device=device)
+        chunks = torch.full((batch, 2), -7, dtype=torch.int32) if derive else torch.tensor(table, dtype=torch.int32)
+        lengths = src._replace(lens=src.lens.to(device), kv_indptr=None if src.kv_indptr is None
+                               else src.kv_indptr.to(device)) if derive else None
+        merge_triton.merge_slots(o, lse, chunks.to(device), out, lse_out, lengths=lengths, **merge_args)
+        results.append((out.cpu(), lse_out.cpu()))
+    return results
+
+
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("rows", [1, 4])
 @pytest.mark.parametrize("case", ["one-long", "uniform", "ragged-grows", "short-and-empty"])
@@ -638,22 +658,8 @@ def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, row
     }[case]
     num_slots, table, src = _derive_case(lengths, capacity, sms, paged)
     assert max(c for _, c in table) > 1, "something to merge"
-    g = torch.Generator().manual_seed(9)
-    o = torch.randn(num_slots, heads, head_dim, generator=g)
-    lse = torch.randn(num_slots, heads, generator=g) * 4
-    batch = len(lengths)
-    results = []
-    for derive in (False, True):
-        out = torch.full((batch, heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
-        lse_out = torch.full((batch, heads), 5.0, device=device)
-        # with the lengths, the table is never read: it holds nonsense then
-        chunks = torch.tensor(table, dtype=torch.int32) if not derive else torch.full((batch, 2), -7, dtype=torch.int32)
-        lengths_arg = src._replace(lens=src.lens.to(device), kv_indptr=None if src.kv_indptr is None
-                                   else src.kv_indptr.to(device)) if derive else None
-        merge_triton.merge_slots(o.to(device), lse.to(device), chunks.to(device), out, lse_out, rows=rows,
-                                 expected=2, lengths=lengths_arg)
-        results.append((out.cpu(), lse_out.cpu()))
-    (t_out, t_lse), (d_out, d_lse) = results
+    (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, heads, head_dim, device, 9,
+                                                                 rows=rows, expected=2)
     assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse)
     for b, (_, count) in enumerate(table):
         assert bool((d_out[b] == 7.0).all()) == (count <= 1), f"sequence {b} ({count} chunks)"
@@ -674,19 +680,8 @@ def test_derived_ranges_clamp_lengths_as_the_kernel_does(device, paged):
     else:
         clamped = [0, 4096, 1000, 4096]
         num_slots, table, src = _derive_case(clamped, 4096, 132, False, clamp=([-5, 9000, 1000, 4096], None, 0))
-    g = torch.Generator().manual_seed(10)
-    o = torch.randn(num_slots, heads, head_dim, generator=g)
-    lse = torch.randn(num_slots, heads, generator=g) * 4
-    results = []
-    for derive in (False, True):
-        out = torch.full((4, heads, head_dim), 7.0, dtype=torch.bfloat16, device=device)
-        lse_out = torch.full((4, heads), 5.0, device=device)
-        lengths_arg = src._replace(lens=src.lens.to(device), kv_indptr=None if src.kv_indptr is None
-                                   else src.kv_indptr.to(device)) if derive else None
-        merge_triton.merge_slots(o.to(device), lse.to(device), torch.tensor(table, dtype=torch.int32, device=device),
-                                 out, lse_out, lengths=lengths_arg)
-        results.append((out.cpu(), lse_out.cpu()))
-    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+    (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, heads, head_dim, device, 10)
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse)
     assert max(c for _, c in table) > 1
 
 

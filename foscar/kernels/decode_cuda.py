@@ -241,12 +241,32 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     one chunk's too and an empty chunk's LSE as ``-inf``, for :func:`foscar.kernels.merge_triton.merge_slots`
     with ``fixed=True`` (no output row is written by this launch then).
     """
-    paged = hasattr(cache, "kv_indptr")  # PagedQuantizedKVCache: the kernel derives lengths from the page table
-    lens = cache.kv_last_page_len if paged else cache.seq_lens  # contiguous: validate() / the plan's layout check
+    lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        lens, cache.kv_indptr if paged else None, cache.kv_indices if paged else None,
+        lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
         MODES[mode], int(fixed_window),
     )
+
+
+def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """What the kernel reads the lengths from: ``(seq_lens, None)`` for a contiguous cache (contiguous int32: validate()
+    / the plan's layout check), ``(kv_last_page_len, kv_indptr)`` for a ``PagedQuantizedKVCache`` (the kernel derives
+    the lengths from the page table)."""
+    if hasattr(cache, "kv_indptr"):
+        return cache.kv_last_page_len, cache.kv_indptr
+    return cache.seq_lens, None
+
+
+def chunk_lengths(cache, target_chunks: int):
+    """The :class:`foscar.kernels.merge_triton.ChunkLengths` of ``cache`` under a length-aware plan of
+    ``target_chunks`` (:func:`plan_splits`): the lengths :func:`launch` gives the kernel, for a merge that derives
+    each sequence's chunk range as the kernel's ``find_work`` does."""
+    from foscar.kernels.merge_triton import ChunkLengths
+
+    lens, kv_indptr = _kernel_lengths(cache)
+    paged = kv_indptr is not None
+    return ChunkLengths(lens, kv_indptr, cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
+                        cache.page_size if paged else 0, target_chunks)
