@@ -36,7 +36,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
+# template arguments: bits, head_dim, group_size, mode, paged, channel-wise K, packed integer PV (gqa <= 4)
+KERNEL_RE = re.compile(r"folded_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E(?:Lb([01])E)?")
 MODE_NAMES = {0: "folded-bf16", 1: "per-value", 2: "folded-fp8"}  # csrc enum Mode
 SNAPSHOT = Path(__file__).parent / "data" / "sass_loop_counts.json"
 
@@ -53,10 +54,12 @@ class LoopCount:
     instructions: int  # SASS instructions in the loop body (one 64-token tile of one warp)
     opcodes: dict[str, int]  # by opcode (predicates and modifiers stripped)
     channel: bool = False  # channel-wise K
+    packed: bool = False  # the integer PV's packed columns (gqa <= 4; csrc pv_packable)
 
     def label(self) -> str:
         return (f"INT{self.bits} D={self.head_dim} G={self.group_size} {self.mode}"
-                f"{' paged' if self.paged else ''}{' channel-K' if self.channel else ''}")
+                f"{' paged' if self.paged else ''}{' channel-K' if self.channel else ''}"
+                f"{' packed-PV' if self.packed else ''}")
 
 
 def find_cuobjdump() -> str | None:
@@ -108,9 +111,9 @@ def loop_counts(sass: str) -> list[LoopCount]:
         best = min(inner)[2:]
         body = [t for a, t in ins if best[0] <= a <= best[1]]
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in body)
-        bits, d, g, mode, paged, channel = (int(x) for x in m.groups())
+        bits, d, g, mode, paged, channel, packed = (int(x or 0) for x in m.groups())
         out.append(LoopCount(bits, d, g, MODE_NAMES.get(mode, str(mode)), bool(paged), len(body), dict(ops),
-                             bool(channel)))
+                             bool(channel), bool(packed)))
     return out
 
 

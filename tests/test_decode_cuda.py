@@ -54,8 +54,9 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             frame = re.search(r"(\d+) bytes stack frame", e)
             assert frame and int(frame.group(1)) <= 32, e[:400]
             checked.add(m.groups())
-    # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged x token- / channel-wise K
-    assert len(checked) == 72
+    # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged x token- / channel-wise K,
+    # and INT2's folded BF16 token-wise ones again with the integer PV's packed columns (gqa <= 4; 3 groups x paged)
+    assert len(checked) == 78
     # the SASS claim of bench/NOTES.md §6: folding needs well under half the per-value
     # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128; 1053 vs 2797
     # before the full-tile loop, 853 vs 2575 with it, NOTES §23). Channel-wise K: the static count
@@ -68,7 +69,8 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
     for obj in tmp_path.glob("*.cubin"):
         sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, check=True).stdout
         counts.extend(loop_counts(sass))
-    loop = {(c.bits, c.head_dim, c.group_size, c.mode, c.paged, c.channel): c.instructions for c in counts}
+    loop = {(c.bits, c.head_dim, c.group_size, c.mode, c.paged, c.channel): c.instructions for c in counts
+            if not c.packed}
     # at most 4 local-memory accesses per 64-token tile (of 1000+) in the head_dim 128 loops; the per-value
     # ablation loops (2900-3400 instructions) run at the 255-register ceiling and may take 6: INT4 G=32
     # paged channel-wise had 4 at 4ca534b and 5 with the length-aware prologue (bench/NOTES.md §17)
@@ -77,10 +79,11 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             most = 6 if c.mode == "per-value" else 4
             assert c.opcodes.get("LDL", 0) + c.opcodes.get("STL", 0) <= most, (c.label(), c.opcodes)
     # the integer QK and PV (DESIGN §5.1, §5.2) are native IMMA, not emulated: INT2's folded BF16 loops
-    # hold 32 per tile for PV and, with token-wise K, 32 for QK and no HMMA (channel-wise K: its FP16 QK)
+    # hold 32 per tile for PV (16 with packed columns, DESIGN §5.2) and, with token-wise K, 32 for QK and no HMMA
+    # (channel-wise K: its FP16 QK)
     for c in counts:
         if c.head_dim == 128 and c.bits == 2 and c.mode == "folded-bf16":
-            assert c.opcodes.get("IMMA", 0) == (32 if c.channel else 64), (c.label(), c.opcodes)
+            assert c.opcodes.get("IMMA", 0) == (32 if c.channel else 48 if c.packed else 64), (c.label(), c.opcodes)
             assert c.opcodes.get("HMMA", 0) == (32 if c.channel else 0), (c.label(), c.opcodes)
     for bits in (2, 4):
         for channel in (False, True):
@@ -409,6 +412,40 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("head_dim, group_size", [(128, 128), (128, 32), (64, 64)])
+@pytest.mark.parametrize("qo, kv", [(2, 2), (4, 2), (6, 2), (8, 2), (10, 2)])
+def test_gpu_packed_integer_pv(monkeypatch, paged, head_dim, group_size, qo, kv):
+    """INT2 folded BF16 with at most 4 query heads per KV head takes the integer PV with packed columns (DESIGN
+    §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the two-mma form. Against the fp64 reference; against the
+    two-mma form (``FOSCAR_PV_PACK=0``, read per launch): the LSE bit for bit (the softmax does not change), the
+    output within one BF16 rounding (the fold's fp32 sums differ in order only); gqa 5 the same launch either way,
+    bit for bit. A column mix-up (a low byte taken as high, a head's columns crossed) moves the output by order 1."""
+    import foscar
+    from tests.test_paged import _check_paged
+
+    dev = torch.device("cuda")
+    q, cache = _case(dev, batch=3, num_qo_heads=qo, num_kv_heads=kv, head_dim=head_dim,
+                     seq_lens=[5001, 129, 63], bits=2, group_size=group_size, seed=qo + head_dim + group_size)
+    target = foscar.paginate(cache, 16) if paged else cache
+    monkeypatch.setenv("FOSCAR_PV_PACK", "1")
+    if paged:
+        _check_paged(q, cache, target, backend="cuda")
+    else:
+        _check(q, cache, backend="cuda")
+        _check(q, cache, num_splits=3, backend="cuda")
+    out1, lse1 = foscar.decode(q, target, return_lse=True, backend="cuda")
+    monkeypatch.setenv("FOSCAR_PV_PACK", "0")
+    out0, lse0 = foscar.decode(q, target, return_lse=True, backend="cuda")
+    assert torch.equal(lse1, lse0)
+    if qo // kv > 4:
+        assert torch.equal(out1, out0)
+    else:
+        gap = (out1.float() - out0.float()).abs()
+        assert bool((gap <= out0.float().abs() * 2.0 ** -7 + 1e-6).all()), float(gap.max())
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("bits, head_dim", [(2, 128), (4, 128), (2, 64), (4, 256)])
 def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
     """The integer QK loads each head's query with 8-byte loads where its row is 8-byte aligned, else 2-byte
@@ -574,8 +611,10 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MERGE_PDL", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_FIXED_WINDOW", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_FROM_LENGTHS", raising=False)
+        monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
+        assert s["pv_pack"] is True
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_speculate"] is True
@@ -591,6 +630,13 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")  # the merge derives its ranges from the lengths
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_from_lengths"] is True
+        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "0")
+        monkeypatch.setenv("FOSCAR_PV_PACK", "0")  # the two-mma integer PV (read per launch)
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["pv_pack"] is False
+        monkeypatch.setenv("FOSCAR_PV_PACK", "yes")
+        with pytest.raises(ValueError, match="FOSCAR_PV_PACK"):
+            decode_cuda.pv_pack_choice()
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)

@@ -95,6 +95,65 @@ def test_fixed_point_read_from_the_mantissa():
     assert np.array_equal(256 * hi + lo, x)
 
 
+def packed_hi_lo(p: np.ndarray, sv_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The packed columns' bytes (csrc PK, DESIGN §5.2): columns 0-3 read the high byte of the low 16 bits of
+    ``fma(p, s f, 1.5 2^23 + 128)`` (prmt 0x7531), columns 4-7 the low byte of ``fma(p, s f, 1.5 2^23)`` (prmt
+    0x6420), both as s8 lanes of one u8.s8 mma."""
+    y_hi = fmaf(p, sv_f, np.full(p.shape, MAGIC + F32(128), F32))
+    y_lo = fmaf(p, sv_f, np.full(p.shape, MAGIC, F32))
+    hi = ((y_hi.view(np.uint32) >> 8) & 0xFF).astype(np.uint8).view(np.int8).astype(np.int64)
+    lo = (y_lo.view(np.uint32) & 0xFF).astype(np.uint8).view(np.int8).astype(np.int64)
+    return hi, lo
+
+
+def test_packed_columns_split_the_fixed_point_exactly():
+    """Every ``x`` in [-kIpvMax, kIpvMax] is ``256 hi + lo`` with both parts in s8 (the one mma of the packed
+    columns takes one B type): hi the high byte of ``x + 128`` (the magic number's 128 adds it, exactly: the sum
+    stays in [2^23, 2^24)), lo the low byte of ``x`` read as s8."""
+    v = np.arange(-int(IPV_MAX), int(IPV_MAX) + 1).astype(F32)
+    hi, lo = packed_hi_lo(v, np.ones_like(v))
+    assert hi.min() >= -128 and hi.max() <= 127 and lo.min() >= -128 and lo.max() <= 127
+    assert np.array_equal(256 * hi + lo, v.astype(np.int64))
+    # and on fractional products (the FFMA rounds p s f + magic once, ties to even, either magic)
+    rng = np.random.default_rng(5)
+    v = rng.uniform(-IPV_MAX, IPV_MAX, 50000).astype(F32)
+    hi, lo = packed_hi_lo(v, np.ones_like(v))
+    assert np.array_equal(256 * hi + lo, fixed_point(v, np.ones_like(v)))
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_packed_columns_fold_to_the_same_output(bits):
+    """The packed fold: column h accumulates ``dot_hi 256 / f + sum P z``, column h + 4 ``dot_lo / f``, and the
+    epilogue adds them; against the two-mma fold ``(256 dot_hi + dot_lo) / f + sum P z`` the difference is fp32
+    rounding of the terms (a few ulps), and both stay inside the fixed point's bound against fp64."""
+    rng = np.random.default_rng(7 + bits)
+    for _ in range(20):
+        p, sv, zv, codes = _tile(rng, bits, peaked=False)
+        ref = reference(p, sv, zv, codes)
+        for plane in range(8 // bits):
+            two = integer_pv(p, sv, zv, codes, bits, plane)
+            smax = F32(np.max(np.abs(sv)))
+            mx = max(F32(F32(np.max(p)) * smax), F32(2.0 ** -112))
+            f, wsc = F32(IPV_MAX / mx), F32(mx * F32(1.0 / IPV_MAX))
+            hi, lo = packed_hi_lo(p, (sv * f).astype(F32))
+            a = codes.astype(np.int64) << (bits * plane)
+            e = F32(1.0 / (1 << (bits * plane)))
+            o_hi = fmaf((hi @ a).astype(F32), np.full(a.shape[1], F32(F32(wsc * F32(256)) * e), F32),
+                        np.full(a.shape[1], _pz(p, zv), F32))
+            o_lo = fmaf((lo @ a).astype(F32), np.full(a.shape[1], F32(wsc * e), F32), np.zeros(a.shape[1], F32))
+            o = (o_hi + o_lo).astype(F32)
+            scale = float((p.astype(np.float64) * (np.abs(sv) * ((1 << bits) - 1) + np.abs(zv))).sum())
+            assert float(np.abs(o - two["o"]).max()) <= 8 * scale * 2.0 ** -24, plane
+            assert float(np.abs(o - ref).max()) <= rounding_bound(p, sv, zv, bits), plane
+
+
+def _pz(p, zv) -> np.float32:
+    pz = F32(0)
+    for pi, zi in zip(p, zv):
+        pz = fmaf(pi, zi, pz)
+    return pz
+
+
 @pytest.mark.parametrize("bits", [2, 4])
 def test_integer_dots_stay_in_int32(bits):
     """The worst tile: every code at its largest in the top plane (``A = 3 << 6`` or ``15 << 4``), every

@@ -124,27 +124,28 @@ def build_settings() -> dict[str, object]:
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
         :func:`foscar.kernels.merge_triton.fixed_window_choice`), "merge_from_lengths": bool
-        (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "source_hash":
-        str, "default_build": bool}``;
+        (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "pv_pack": bool
+        (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
-        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``) is set, i.e. the numbers are not those of
-        the shipped kernel.
+        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``) is set, i.e. the
+        numbers are not those of the shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW`` or
-            ``FOSCAR_MERGE_FROM_LENGTHS`` other than ``"1"`` / ``"0"``.
+        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``,
+            ``FOSCAR_MERGE_FROM_LENGTHS`` or ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"``.
     """
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, pdl_wanted, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
-    from_lengths = from_lengths_choice()
+    from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
-            "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "source_hash": source_hash(),
+            "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
+            "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-                              and fixed_window and not from_lengths)}
+                              and fixed_window and not from_lengths and pv_pack)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -247,8 +248,26 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode], int(fixed_window),
+        MODES[mode], int(fixed_window), int(pv_pack_choice()),
     )
+
+
+def pv_pack_choice() -> bool:
+    """Whether a launch now may take the integer PV with packed columns (``FOSCAR_PV_PACK``, default ``"1"``).
+
+    Read at every launch (a captured plan keeps what it saw), so that one process can time both. Where a KV head
+    has at most 4 query heads, the INT2 folded BF16 kernel at head_dim <= 128 with token-wise K fills the mma's
+    8 columns with its heads twice: the high bytes of the fixed-point P' in columns 0-3, the low bytes in 4-7,
+    one integer mma per 32 tokens where two ran (DESIGN §5.2; bench/NOTES.md §62: INT2 D=128 G=128 781 -> 728
+    SASS instructions per 64-token tile and warp). ``"0"`` keeps the two-mma form; the outputs agree up to fp32
+    rounding of the fold.
+
+    Raises:
+        ValueError: ``FOSCAR_PV_PACK`` is set to anything but ``"1"`` or ``"0"``.
+    """
+    from foscar.kernels.merge_triton import _env_flag
+
+    return _env_flag("FOSCAR_PV_PACK", "1")
 
 
 def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:

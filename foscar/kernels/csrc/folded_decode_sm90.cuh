@@ -55,7 +55,8 @@
 // mma.sync.m16n8k32 with the V codes in place as u8 lanes (code 2^(BITS p): one lop3 per 4 codes, no
 // shift) and P' = P s_v as a 16-bit fixed point per (tile, group, head), x = rint(P s_v f) from the low
 // bits of an FFMA with 1.5 2^23, split into an s8 high and a u8 low byte: two exact s32 mmas per 32
-// tokens, O += (256 hi_dot + lo_dot) 2^-(BITS p) / f + sum P z.
+// tokens, O += (256 hi_dot + lo_dot) 2^-(BITS p) / f + sum P z. With at most 4 query heads a KV head (PK,
+// pv_packable; NOTES §62) the 8 columns hold the heads twice, high bytes in 0-3 and low bytes (s8) in 4-7: one mma.
 //
 // This header includes no torch header: CI compiles the .cu files with nvcc alone.
 // One translation unit per operand mode and cache kind (decode_mode_*.cu) so that ninja builds them in
@@ -117,6 +118,11 @@ namespace foscar {
 // ptxas spills; NOTES §46); 0 (default) keeps INT4 on the BF16 PV.
 #ifndef FOSCAR_IMMA_PV_INT4
 #define FOSCAR_IMMA_PV_INT4 0
+#endif
+// 1: build the integer PV's packed-column instances (gqa <= 4, pv_packable below); the C entry point's pv_pack
+// argument chooses them per launch (foscar/kernels/decode_cuda.py pv_pack_choice: FOSCAR_PV_PACK, default 1)
+#ifndef FOSCAR_PV_PACK
+#define FOSCAR_PV_PACK 1
 #endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
@@ -505,6 +511,7 @@ struct Params {
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
+  int pv_pack;          // host dispatch only: 1 lets gqa <= 4 take the packed integer PV's instances (pv_packable)
 };
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
@@ -944,6 +951,15 @@ __host__ __device__ constexpr bool imma_pv() {
 // from the low 16 bits of fma(P, s_v f, kIpvMagic) = 1.5 2^23 + x (exact integer in the mantissa)
 constexpr float kIpvMax = 32512.f;
 constexpr float kIpvMagic = 12582912.f;
+// The integer PV with packed columns (PK, gqa <= 4; bench/NOTES.md §62; DESIGN §5.2): N = 8 columns hold 4 query
+// heads twice, the high bytes of P' in columns 0-3 and the low bytes (as s8) in 4-7, so one u8.s8 mma per 32 tokens
+// does what two did. The query's columns 4-7 repeat heads 0-3, so every column's scores, softmax and P' are its
+// head's; each output column accumulates its part (hi: 256 dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
+// adds column h + 4 to column h. Only where the QK is integer and token-wise (the query's columns are built there).
+template <int MODE, int BITS, int HEAD_DIM, bool CH>
+__host__ __device__ constexpr bool pv_packable() {
+  return imma_pv<MODE, BITS, HEAD_DIM>() && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK;
+}
 
 // Channel-wise K (CH; KIVI style, foscar/quant.py): K's scale s_c and offset z_c per channel c and
 // block of 2^k_block_shift tokens (32, 64 or 128; V stays token-wise). A 64-token sub-tile starts
@@ -1020,8 +1036,8 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
 // kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count), parked in shared
-// memory across the loop.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH>
+// memory across the loop. PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
                                          const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
                                          const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp, int g,
@@ -1073,7 +1089,11 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
-      const float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * HEAD_DIM + ch);
+      float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * HEAD_DIM + ch);
+      if constexpr (PK) {  // the low bytes' part of the integer PV, column head + 4 (same m and l)
+        const float4 l4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head + 4) * HEAD_DIM + ch);
+        o4 = make_float4(o4.x + l4.x, o4.y + l4.y, o4.z + l4.z, o4.w + l4.w);
+      }
       num[0] += e * o4.x;
       num[1] += e * o4.y;
       num[2] += e * o4.z;
@@ -1127,7 +1147,7 @@ __device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
     return fmaxf(tree_max<N / 2>(t, i0), tree_max<N / 2>(t, i0 + N / 2));
 }
 
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
@@ -1139,6 +1159,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
   constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>();  // PV on integer tensor cores
+  static_assert(!PK || (pv_packable<MODE, BITS, HEAD_DIM, CH>() && IMMA && IPV), "PK: integer token-wise QK and PV only");
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
@@ -1534,8 +1555,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   uint32_t qih[KS32][2], qil[KS32][2];
   float qkh[2];
   if constexpr (IMMA) {
-    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + g) * p.q_stride_h;
-    const bool live = g < p.gqa;
+    const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
+    const bool live = gh < p.gqa;
     // the lane's 8 x KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
     // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a multiple of 4), one 8-byte load each where
     // the head's row starts 8-byte aligned (every row of a contiguous query with an 8-byte aligned base), else four
@@ -2053,8 +2075,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       // ---- P' = P s_v f as a 16-bit fixed point x = rint(P s_v f), f = kIpvMax / (max P max |s_v|, >= 2^-112) per
       // (group, head) over this tile, so |x| <= kIpvMax; its hi (s8) and lo (u8) bytes as PV B fragments
       // (k32: 32-token block kb, tokens 2tig, 2tig+1, 8+2tig, 9+2tig | +16, as the FP8 mode's); pz = sum P z
-      uint32_t pbh[NG][2][2], pbl[NG][2][2];
+      // PK (pv_packable): columns 0-3 (lanes tig < 2 here, g < 4 in the B layout) take the high bytes of x + 128, the
+      // s8 part of x = 256 hi + lo with lo = x's low byte as s8; columns 4-7 the low bytes: pbh alone, one mma
+      uint32_t pbh[NG][2][2];
+      [[maybe_unused]] uint32_t pbl[PK ? 1 : NG][2][2];
       float pz[NG][2], wsc[NG][2];
+      const bool pk_hi = tig < 2;
+      const float magic = PK && pk_hi ? kIpvMagic + 128.f : kIpvMagic;
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr) {
         float sv[4][2];
@@ -2080,7 +2107,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           for (int half = 0; half < 2; ++half) {
             const float zv = vz[(mt * 16 + g + 8 * half) * NG + gr];
             const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
-            const float y0 = fmaf(p0, sv[mt][half] * f[0], kIpvMagic), y1 = fmaf(p1, sv[mt][half] * f[1], kIpvMagic);
+            const float y0 = fmaf(p0, sv[mt][half] * f[0], magic), y1 = fmaf(p1, sv[mt][half] * f[1], magic);
             pz[gr][0] = fmaf(p0, zv, pz[gr][0]);
             pz[gr][1] = fmaf(p1, zv, pz[gr][1]);
             // x0 | x1 << 16 (the low 16 bits of each), then head g, tokens 8 half + 2tig, +1 of tile mt
@@ -2092,11 +2119,21 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int mt = 2 * kb + r;
-            pbl[gr][kb][r] = prmt<0x6420>(t[mt][0], t[mt][1]);  // low bytes: x mod 256
-            pbh[gr][kb][r] = prmt<0x7531>(t[mt][0], t[mt][1]);  // high bytes: x >> 8 (signed)
+            if constexpr (PK) {  // B layout: column g; high bytes of x + 128 (g < 4) or low bytes of x
+              pbh[gr][kb][r] = __byte_perm(t[mt][0], t[mt][1], g < 4 ? 0x7531 : 0x6420);
+            } else {
+              pbl[gr][kb][r] = prmt<0x6420>(t[mt][0], t[mt][1]);  // low bytes: x mod 256
+              pbh[gr][kb][r] = prmt<0x7531>(t[mt][0], t[mt][1]);  // high bytes: x >> 8 (signed)
+            }
           }
 #pragma unroll
-        for (int j = 0; j < 2; ++j) pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
+        for (int j = 0; j < 2; ++j) {
+          pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
+          if constexpr (PK) {  // the high bytes' columns carry 256 dot_hi and sum P z, the low bytes' dot_lo
+            wsc[gr][j] *= pk_hi ? 256.f : 1.f;
+            pz[gr][j] = pk_hi ? pz[gr][j] : 0.f;
+          }
+        }
       }
       // ---- PV (m16n8k32, exact s32) per m16 channel block (chunk c, plane pl): the codes in place,
       // code 2^(BITS pl) in u8 lanes (one lop3 per 4 codes), dot = 256 hi + lo = sum x code 2^(BITS pl);
@@ -2109,12 +2146,18 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         for (int pl = 0; pl < P; ++pl) {
           const int gr = (pl * RB + 16 * c) / GROUP;
           const int sh = BITS * pl;
-          int dh[4], dl[4];
+          int dh[4];
+          [[maybe_unused]] int dl[4];
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
             const uint32_t a[4] = {xw[kb][0] & (F::MASK4 << sh), xw[kb][1] & (F::MASK4 << sh),
                                    xw[kb][2] & (F::MASK4 << sh), xw[kb][3] & (F::MASK4 << sh)};
-            if (kb == 0) {
+            if constexpr (PK) {
+              if (kb == 0)
+                mma_u8s8<true>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
+              else
+                mma_u8s8<false>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
+            } else if (kb == 0) {
               mma_u8s8<true>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
               mma_u8u8<true>(dl, a, pbl[gr][kb][0], pbl[gr][kb][1]);
             } else {
@@ -2126,7 +2169,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           const float e = 1.f / (1 << sh);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            const float dot = (float)(dh[i] * 256 + dl[i]);
+            const float dot = PK ? (float)dh[i] : (float)(dh[i] * 256 + dl[i]);  // PK: wsc carries the 256
             o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(dot, wsc[gr][i & 1] * e, pz[gr][i & 1]));
           }
         }
@@ -2245,16 +2288,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   asm volatile("griddepcontrol.launch_dependents;\n" ::);
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
-  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
+  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
 }
 
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH>
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
   constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
   constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
-  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH>;
+  auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH, PK>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
@@ -2272,14 +2315,19 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
 }
 
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported
-// (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks.
+// (bits, head_dim, group_size), or FP8 where a row has an odd number of 16-byte chunks. gqa <= 4 takes the
+// packed integer PV where the format has it (pv_packable) and p.pv_pack is set.
 template <int MODE, bool PAGED, bool CH>
 cudaError_t launch_mode(const Params& p, int bits, int head_dim, int group_size, int batch, cudaStream_t stream) {
 #define FOSCAR_CASE(B, D, G)                                                   \
   if (bits == B && head_dim == D && group_size == G) {                         \
     if constexpr ((MODE != kFoldedFp8 || Fmt<B, D, G>::NCH % 2 == 0) &&          \
-                  (FOSCAR_ONLY_HEAD_DIM == 0 || FOSCAR_ONLY_HEAD_DIM == D))        \
+                  (FOSCAR_ONLY_HEAD_DIM == 0 || FOSCAR_ONLY_HEAD_DIM == D)) {      \
+      if constexpr (pv_packable<MODE, B, D, CH>()) {                             \
+        if (p.pv_pack && p.gqa <= 4) return launch<B, D, G, MODE, PAGED, CH, true>(p, batch, stream); \
+      }                                                                          \
       return launch<B, D, G, MODE, PAGED, CH>(p, batch, stream);               \
+    }                                                                          \
     return cudaErrorInvalidValue;                                              \
   }
   FOSCAR_CASE(2, 128, 128) FOSCAR_CASE(2, 128, 64) FOSCAR_CASE(2, 128, 32)

@@ -28,6 +28,8 @@
 // (bits, head_dim, group_size, gqa, mode, page_size, k_block). fixed_window: 0, or 1 with fixed_splits >= 2 and
 // seq_chunks: every slot's partial is written (a sequence of one chunk's too, an empty chunk's LSE as -inf), so
 // that a merge kernel can take sequence b's chunks as slots b * fixed_splits .. without reading seq_chunks.
+// pv_pack: 1 lets gqa <= 4 take the integer PV with packed columns where the format has it (INT2, head_dim <= 128,
+// mode 0, token-wise K; bench/NOTES.md §62), 0 keeps the two-mma integer PV (the same output up to fp32 rounding).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
@@ -35,4 +37,4 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, cudaStream_t stream);
+    int k_block, int mode, int fixed_window, int pv_pack, cudaStream_t stream);
