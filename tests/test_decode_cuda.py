@@ -55,8 +55,9 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             assert frame and int(frame.group(1)) <= 32, e[:400]
             checked.add(m.groups())
     # INT2/INT4 x group 32/64/128 x folded bf16 / per-value / folded fp8 x contiguous / paged x token- / channel-wise K,
-    # and INT2's folded BF16 token-wise ones again with the integer PV's packed columns (gqa <= 4; 3 groups x paged)
-    assert len(checked) == 78
+    # and the folded BF16 token-wise ones again with the integer PV's packed columns (gqa <= 4; INT2 / INT4 x 3 groups
+    # x paged)
+    assert len(checked) == 84
     # the SASS claim of bench/NOTES.md §6: folding needs well under half the per-value
     # reconstruction's instructions per tile (measured 1209 vs 2797 at INT2, G=128; 1053 vs 2797
     # before the full-tile loop, 853 vs 2575 with it, NOTES §23). Channel-wise K: the static count
@@ -80,9 +81,9 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             assert c.opcodes.get("LDL", 0) + c.opcodes.get("STL", 0) <= most, (c.label(), c.opcodes)
     # the integer QK and PV (DESIGN §5.1, §5.2) are native IMMA, not emulated: INT2's folded BF16 loops
     # hold 32 per tile for PV (16 with packed columns, DESIGN §5.2) and, with token-wise K, 32 for QK and no HMMA
-    # (channel-wise K: its FP16 QK)
+    # (channel-wise K: its FP16 QK); INT4's packed-column loops the same 16 + 32 (its others: BF16 PV)
     for c in counts:
-        if c.head_dim == 128 and c.bits == 2 and c.mode == "folded-bf16":
+        if c.head_dim == 128 and (c.bits == 2 or c.packed) and c.mode == "folded-bf16":
             assert c.opcodes.get("IMMA", 0) == (32 if c.channel else 48 if c.packed else 64), (c.label(), c.opcodes)
             assert c.opcodes.get("HMMA", 0) == (32 if c.channel else 0), (c.label(), c.opcodes)
     for bits in (2, 4):
@@ -413,20 +414,22 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("head_dim, group_size", [(128, 128), (128, 32), (64, 64)])
+@pytest.mark.parametrize("bits, head_dim, group_size", [(2, 128, 128), (2, 128, 32), (2, 64, 64), (4, 128, 128),
+                                                        (4, 64, 32)])
 @pytest.mark.parametrize("qo, kv", [(2, 2), (4, 2), (6, 2), (8, 2), (10, 2)])
-def test_gpu_packed_integer_pv(monkeypatch, paged, head_dim, group_size, qo, kv):
-    """INT2 folded BF16 with at most 4 query heads per KV head takes the integer PV with packed columns (DESIGN
-    §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the two-mma form. Against the fp64 reference; against the
-    two-mma form (``FOSCAR_PV_PACK=0``, read per launch): the LSE bit for bit (the softmax does not change), the
-    output within one BF16 rounding (the fold's fp32 sums differ in order only); gqa 5 the same launch either way,
-    bit for bit. A column mix-up (a low byte taken as high, a head's columns crossed) moves the output by order 1."""
+def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, qo, kv):
+    """The folded BF16 mode with at most 4 query heads per KV head takes the integer PV with packed columns (DESIGN
+    §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the other form (INT2: the two-mma integer PV, INT4: the BF16
+    PV). Against the fp64 reference; against ``FOSCAR_PV_PACK=0`` (read per launch): the LSE bit for bit (the softmax
+    does not change); INT2's output within one BF16 rounding (the same integers, the fold's fp32 sums in another
+    order); gqa 5 the same launch either way, bit for bit. A column mix-up (a low byte taken as high, a head's columns
+    crossed) moves the output by order 1."""
     import foscar
     from tests.test_paged import _check_paged
 
     dev = torch.device("cuda")
     q, cache = _case(dev, batch=3, num_qo_heads=qo, num_kv_heads=kv, head_dim=head_dim,
-                     seq_lens=[5001, 129, 63], bits=2, group_size=group_size, seed=qo + head_dim + group_size)
+                     seq_lens=[5001, 129, 63], bits=bits, group_size=group_size, seed=qo + head_dim + group_size)
     target = foscar.paginate(cache, 16) if paged else cache
     monkeypatch.setenv("FOSCAR_PV_PACK", "1")
     if paged:
@@ -440,7 +443,7 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, head_dim, group_size, qo, kv)
     assert torch.equal(lse1, lse0)
     if qo // kv > 4:
         assert torch.equal(out1, out0)
-    else:
+    elif bits == 2:
         gap = (out1.float() - out0.float()).abs()
         assert bool((gap <= out0.float().abs() * 2.0 ** -7 + 1e-6).all()), float(gap.max())
 

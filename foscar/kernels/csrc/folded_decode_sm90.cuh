@@ -124,6 +124,10 @@ namespace foscar {
 #ifndef FOSCAR_PV_PACK
 #define FOSCAR_PV_PACK 1
 #endif
+// 1: INT4 too (its PV is otherwise BF16: its two-mma integer PV spilled and was not faster, NOTES §46); 0: INT2 only
+#ifndef FOSCAR_PV_PACK_INT4
+#define FOSCAR_PV_PACK_INT4 1
+#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -956,9 +960,11 @@ constexpr float kIpvMagic = 12582912.f;
 // does what two did. The query's columns 4-7 repeat heads 0-3, so every column's scores, softmax and P' are its
 // head's; each output column accumulates its part (hi: 256 dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
 // adds column h + 4 to column h. Only where the QK is integer and token-wise (the query's columns are built there).
+// INT4 takes the integer PV only in this form (PV_PACK_INT4; its two-mma form spilled, §46).
 template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool pv_packable() {
-  return imma_pv<MODE, BITS, HEAD_DIM>() && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK;
+  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK &&
+         (BITS == 2 || (FOSCAR_PV_PACK_INT4 && FOSCAR_IMMA_QK_INT4));
 }
 
 // Channel-wise K (CH; KIVI style, foscar/quant.py): K's scale s_c and offset z_c per channel c and
@@ -1066,7 +1072,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     for (int i = 0; i < 4; ++i) {
       const int head = 2 * tig + (i & 1);
       // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
-      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() ? 1.f / (1 << F::pexp(pl)) : 1.f;
+      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
       sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
     }
   }
@@ -1158,8 +1164,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
-  constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>();  // PV on integer tensor cores
-  static_assert(!PK || (pv_packable<MODE, BITS, HEAD_DIM, CH>() && IMMA && IPV), "PK: integer token-wise QK and PV only");
+  constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>() || PK;  // PV on integer tensor cores (INT4: packed only)
+  static_assert(!PK || (pv_packable<MODE, BITS, HEAD_DIM, CH>() && IMMA), "PK: integer token-wise QK only");
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;

@@ -28,8 +28,9 @@
 // (bits, head_dim, group_size, gqa, mode, page_size, k_block). fixed_window: 0, or 1 with fixed_splits >= 2 and
 // seq_chunks: every slot's partial is written (a sequence of one chunk's too, an empty chunk's LSE as -inf), so
 // that a merge kernel can take sequence b's chunks as slots b * fixed_splits .. without reading seq_chunks.
-// pv_pack: 1 lets gqa <= 4 take the integer PV with packed columns where the format has it (INT2, head_dim <= 128,
-// mode 0, token-wise K; bench/NOTES.md §62), 0 keeps the two-mma integer PV (the same output up to fp32 rounding).
+// pv_pack: 1 lets gqa <= 4 take the integer PV with packed columns where the format has it (INT2 / INT4, head_dim
+// <= 128, mode 0, token-wise K; bench/NOTES.md §62), 0 keeps INT2's two-mma integer PV (the same output up to fp32
+// rounding) and INT4's BF16 PV.
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
