@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from foscar.kernels.knobs import env_flag
 from foscar.kernels.splits import device_sm_count, plan_work
 
 KERNEL_NAME = "foscar-cuda"
@@ -265,9 +266,7 @@ def pv_pack_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_PV_PACK`` is set to anything but ``"1"`` or ``"0"``.
     """
-    from foscar.kernels.merge_triton import _env_flag
-
-    return _env_flag("FOSCAR_PV_PACK", "1")
+    return env_flag("FOSCAR_PV_PACK", "1")
 
 
 def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:

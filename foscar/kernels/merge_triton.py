@@ -22,6 +22,8 @@ import torch
 import triton
 import triton.language as tl
 
+from foscar.kernels.knobs import env_flag
+
 LN2 = 0.6931471805599453
 MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
 # ... and by one program of several rows (merge_slots' rows > 1): 8 chunks of 4 rows at head_dim 128, 128
@@ -360,7 +362,6 @@ def _merge_rows_kernel(
 
 # values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and
 # FOSCAR_MERGE_FROM_LENGTHS
-FLAG_CHOICES = ("1", "0")
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
@@ -450,7 +451,7 @@ def pdl_wanted() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return _env_flag("FOSCAR_MERGE_PDL", "1")
+    return env_flag("FOSCAR_MERGE_PDL", "1")
 
 
 def fixed_window_choice() -> bool:
@@ -464,7 +465,7 @@ def fixed_window_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_FIXED_WINDOW`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return _env_flag("FOSCAR_MERGE_FIXED_WINDOW", "1")
+    return env_flag("FOSCAR_MERGE_FIXED_WINDOW", "1")
 
 
 def from_lengths_choice() -> bool:
@@ -480,7 +481,7 @@ def from_lengths_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_FROM_LENGTHS`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return _env_flag("FOSCAR_MERGE_FROM_LENGTHS", "0")
+    return env_flag("FOSCAR_MERGE_FROM_LENGTHS", "0")
 
 
 def speculate_choice() -> bool:
@@ -499,19 +500,7 @@ def speculate_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_SPECULATE`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return _env_flag("FOSCAR_MERGE_SPECULATE", "0")
-
-
-def _env_flag(name: str, default: str) -> bool:
-    """The environment variable ``name`` as a bool: ``"1"`` or ``"0"`` (``default`` where unset).
-
-    Raises:
-        ValueError: any other value.
-    """
-    value = os.environ.get(name, default)
-    if value not in FLAG_CHOICES:
-        raise ValueError(f"{name}: expected '1' or '0', got {value!r}")
-    return value == "1"
+    return env_flag("FOSCAR_MERGE_SPECULATE", "0")
 
 
 def predicted_chunks(batch: int, fixed_splits: int, target_chunks: int) -> int:

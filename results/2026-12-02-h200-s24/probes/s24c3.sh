@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# session 24, call 3 (one H200), on main with the packed integer PV (INT2 and INT4 at gqa <= 4): the bench (s6 kernel
+# subset, as §59-§61), the fixed cost (16-token sequences).
+K="--operand bf16 --kernel foscar-cuda --kernel foscar-cuda-paged --kernel flashinfer-fa2 --kernel flashinfer-fa2-tc --kernel flashinfer-xqa --kernel flashinfer-fa2-tc-fp8 --kernel flashinfer-xqa-fp8"
+nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv > $OUT/gpu.csv 2>&1
+mkdir -p /tmp/o
+MAX_JOBS=16 python -c "from foscar.kernels import decode_cuda as d; print(d.extension().__name__)" > /tmp/o/build.log 2>&1; tail -1 /tmp/o/build.log; echo "built t=$SECONDS"
+t0=$SECONDS; timeout 300 foscar bench --arch h200 $K --out /tmp/o/bench > /tmp/o/bench.log 2>&1; echo "bench rc=$? wall=$((SECONDS - t0)) s t=$SECONDS"
+grep -i "HBM ceiling" /tmp/o/bench.log; grep -B2 -A12 -i "geomean\|geometric" /tmp/o/bench.log | tail -30
+tar -czf $OUT/c3a.tgz -C /tmp/o bench bench.log build.log
+nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader >> $OUT/gpu.csv 2>&1
+t0=$SECONDS; timeout $((560 - SECONDS)) foscar bench --arch h200 --operand bf16 --kernel foscar-cuda --kernel foscar-cuda-paged --kernel flashinfer-fa2 --kernel flashinfer-fa2-tc --kernel flashinfer-xqa --bits 2 --bits 4 --batch 1 --batch 8 --batch 64 --context 16 --grid sweep --format quiet --out /tmp/o/ctx16 > /tmp/o/ctx16.log 2>&1; echo "ctx16 rc=$? wall=$((SECONDS - t0)) s t=$SECONDS"
+tar -czf $OUT/c3b.tgz -C /tmp/o ctx16 ctx16.log
+nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader >> $OUT/gpu.csv 2>&1
