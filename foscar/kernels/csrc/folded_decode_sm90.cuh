@@ -956,11 +956,13 @@ __host__ __device__ constexpr bool imma_pv() {
 constexpr float kIpvMax = 32512.f;
 constexpr float kIpvMagic = 12582912.f;
 // The integer PV with packed columns (PK, gqa <= 4; bench/NOTES.md §62; DESIGN §5.2): N = 8 columns hold 4 query
-// heads twice, the high bytes of P' in columns 0-3 and the low bytes (as s8) in 4-7, so one u8.s8 mma per 32 tokens
+// heads twice, the high bytes of P''s fixed point x + 128 in columns 0-3 and the low bytes of x (as s8) in 4-7
+// (x = 256 hi + lo, both s8), so one u8.s8 mma per 32 tokens
 // does what two did. The query's columns 4-7 repeat heads 0-3, so every column's scores, softmax and P' are its
 // head's; each output column accumulates its part (hi: 256 dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
 // adds column h + 4 to column h. Only where the QK is integer and token-wise (the query's columns are built there).
-// INT4 takes the integer PV only in this form (PV_PACK_INT4; its two-mma form spilled, §46).
+// By default INT4 takes the integer PV only in this form (FOSCAR_PV_PACK_INT4; its two-mma form, built with
+// FOSCAR_IMMA_PV_INT4=1, spilled, §46).
 template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool pv_packable() {
   return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK &&
