@@ -261,8 +261,8 @@ def pv_pack_choice() -> bool:
     8 columns with its heads twice: the high bytes of the fixed point x + 128 of P' in columns 0-3, the low bytes of
     x in 4-7 (both s8: x = 256 hi + lo), one integer mma per 32 tokens where two ran (DESIGN §5.2; bench/NOTES.md
     §62: INT2 D=128 G=128 781 -> 728 SASS instructions per 64-token tile and warp; INT4, whose PV is BF16
-    otherwise, 869 -> 777). ``"0"`` keeps
-    INT2's two-mma form (the same output up to fp32 rounding of the fold) and INT4's BF16 PV.
+    otherwise, 869 -> 777). ``"0"`` keeps INT2's two-mma form (the same output up to fp32 rounding of the fold) and
+    INT4's BF16 PV.
 
     Raises:
         ValueError: ``FOSCAR_PV_PACK`` is set to anything but ``"1"`` or ``"0"``.

@@ -360,8 +360,8 @@ def _merge_rows_kernel(
             tl.store(Lse_out + row[:, None], lse_out)
 
 
-# values of the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and
-# FOSCAR_MERGE_FROM_LENGTHS
+# the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and FOSCAR_MERGE_FROM_LENGTHS
+# take "1" / "0" (foscar.kernels.knobs.env_flag); FOSCAR_MERGE_D_SLICES one of these
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
 
