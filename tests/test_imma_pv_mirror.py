@@ -42,7 +42,8 @@ def fmax_nan(a, b):
 def integer_pv(p, sv, zv, codes, bits: int, plane: int) -> dict:
     """One channel block's output column for one head: ``p``, ``sv``, ``zv`` [T] float32 (P, the V scales
     and offsets of the tile), ``codes`` [T, C] (0 .. 2^bits - 1). Returns the output ``o`` [C] float32,
-    the fixed points ``x`` [T], the high bytes' dots ``dh`` and the full dots ``dot`` [C] (int64)."""
+    the fixed points ``x`` [T], the high bytes' dots ``dh`` and the full dots ``dot`` [C] (int64), and the
+    tile's ``f``, ``wsc = 1 / f`` and ``pz = sum P z`` (float32)."""
     smax = F32(0)
     for s in sv:
         smax = fmax_nan(smax, F32(abs(s)))
@@ -64,7 +65,7 @@ def integer_pv(p, sv, zv, codes, bits: int, plane: int) -> dict:
     e = F32(1.0 / (1 << (bits * plane)))
     with np.errstate(invalid="ignore", over="ignore"):
         o = fmaf(dot.astype(F32), np.full(dot.shape, F32(wsc * e), F32), np.full(dot.shape, pz, F32))
-    return dict(o=o, x=x, dh=dh, dot=dot)
+    return dict(o=o, x=x, dh=dh, dot=dot, f=f, wsc=wsc, pz=pz)
 
 
 def reference(p, sv, zv, codes) -> np.ndarray:
@@ -132,26 +133,17 @@ def test_packed_columns_fold_to_the_same_output(bits):
         ref = reference(p, sv, zv, codes)
         for plane in range(8 // bits):
             two = integer_pv(p, sv, zv, codes, bits, plane)
-            smax = F32(np.max(np.abs(sv)))
-            mx = max(F32(F32(np.max(p)) * smax), F32(2.0 ** -112))
-            f, wsc = F32(IPV_MAX / mx), F32(mx * F32(1.0 / IPV_MAX))
-            hi, lo = packed_hi_lo(p, (sv * f).astype(F32))
+            wsc = two["wsc"]
+            hi, lo = packed_hi_lo(p, (sv * two["f"]).astype(F32))
             a = codes.astype(np.int64) << (bits * plane)
             e = F32(1.0 / (1 << (bits * plane)))
             o_hi = fmaf((hi @ a).astype(F32), np.full(a.shape[1], F32(F32(wsc * F32(256)) * e), F32),
-                        np.full(a.shape[1], _pz(p, zv), F32))
+                        np.full(a.shape[1], two["pz"], F32))
             o_lo = fmaf((lo @ a).astype(F32), np.full(a.shape[1], F32(wsc * e), F32), np.zeros(a.shape[1], F32))
             o = (o_hi + o_lo).astype(F32)
             scale = float((p.astype(np.float64) * (np.abs(sv) * ((1 << bits) - 1) + np.abs(zv))).sum())
             assert float(np.abs(o - two["o"]).max()) <= 8 * scale * 2.0 ** -24, plane
             assert float(np.abs(o - ref).max()) <= rounding_bound(p, sv, zv, bits), plane
-
-
-def _pz(p, zv) -> np.float32:
-    pz = F32(0)
-    for pi, zi in zip(p, zv):
-        pz = fmaf(pi, zi, pz)
-    return pz
 
 
 @pytest.mark.parametrize("bits", [2, 4])
