@@ -190,6 +190,9 @@ class DecodePlan:
             writes every slot's partial, so that the merge kernel takes each sequence's chunks without reading
             the chunk table (one L2 round instead of two; ``FOSCAR_MERGE_FIXED_WINDOW`` when the plan was
             made, :func:`foscar.kernels.merge_triton.fixed_window_choice`, bench/NOTES.md §58).
+        pv_pack: whether the CUDA kernel may take the integer PV with packed columns where a KV head has at most
+            4 query heads (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, ``FOSCAR_PV_PACK`` when the plan was
+            made, on by default; False for the Triton kernel; bench/NOTES.md §62).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -200,7 +203,7 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1, merge_from_lengths=False):
+                 merge_rows=1, merge_from_lengths=False, pv_pack=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -215,6 +218,7 @@ class DecodePlan:
         self.merge_d_slices = merge_d_slices
         self.merge_rows = merge_rows
         self.merge_from_lengths = merge_from_lengths
+        self.pv_pack = pv_pack
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -262,7 +266,7 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
-                               self.merge_fixed_window)
+                               self.merge_fixed_window, self.pv_pack)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
                 lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
@@ -304,7 +308,9 @@ def plan_decode(
             read when the plan is made); a ``FOSCAR_MERGE_ROWS`` other than ``"auto"`` / ``"1"`` / ``"2"`` /
             ``"4"`` / ``"8"`` (:func:`foscar.kernels.merge_triton.rows_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_FROM_LENGTHS`` other than ``"1"`` / ``"0"``
-            (:func:`foscar.kernels.merge_triton.from_lengths_choice`, read when the plan is made).
+            (:func:`foscar.kernels.merge_triton.from_lengths_choice`, read when the plan is made); a
+            ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, read
+            when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -404,6 +410,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # chunk ranges from the lengths, not the kernel's table (FOSCAR_MERGE_FROM_LENGTHS, read now; NOTES §61)
             merge_from_lengths=(seq_chunks is not None and fixed == 0 and not predicted
                                 and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
+            # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
+            pv_pack=decode_cuda.pv_pack_choice(),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -420,7 +420,8 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
 def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, qo, kv):
     """The folded BF16 mode with at most 4 query heads per KV head takes the integer PV with packed columns (DESIGN
     §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the other form (INT2: the two-mma integer PV, INT4: the BF16
-    PV). Against the fp64 reference; against ``FOSCAR_PV_PACK=0`` (read per launch): the LSE bit for bit (the softmax
+    PV). Against the fp64 reference; against ``FOSCAR_PV_PACK=0`` (read when a plan is made; ``foscar.decode`` makes
+    one a call): the LSE bit for bit (the softmax
     does not change); INT2's output within one BF16 rounding (the same integers, the fold's fp32 sums in another
     order); gqa 5 the same launch either way, bit for bit. A column mix-up (a low byte taken as high, a head's columns
     crossed) moves the output by order 1."""
@@ -438,8 +439,10 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
         _check(q, cache, backend="cuda")
         _check(q, cache, num_splits=3, backend="cuda")
     out1, lse1 = foscar.decode(q, target, return_lse=True, backend="cuda")
+    assert foscar.plan_decode(target, qo, backend="cuda").pv_pack is True
     monkeypatch.setenv("FOSCAR_PV_PACK", "0")
     out0, lse0 = foscar.decode(q, target, return_lse=True, backend="cuda")
+    assert foscar.plan_decode(target, qo, backend="cuda").pv_pack is False
     assert torch.equal(lse1, lse0)
     if qo // kv > 4:
         assert torch.equal(out1, out0)
@@ -634,7 +637,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_from_lengths"] is True
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "0")
-        monkeypatch.setenv("FOSCAR_PV_PACK", "0")  # the two-mma integer PV (read per launch)
+        monkeypatch.setenv("FOSCAR_PV_PACK", "0")  # the two-mma integer PV (read when a plan is made)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["pv_pack"] is False
         monkeypatch.setenv("FOSCAR_PV_PACK", "yes")

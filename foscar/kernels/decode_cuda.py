@@ -218,7 +218,8 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
-           mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False) -> None:
+           mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
+           pv_pack: bool = True) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
@@ -242,6 +243,9 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     ``fixed_window`` (``fixed_splits >= 2`` and ``seq_chunks``): every slot's partial is written, a sequence of
     one chunk's too and an empty chunk's LSE as ``-inf``, for :func:`foscar.kernels.merge_triton.merge_slots`
     with ``fixed=True`` (no output row is written by this launch then).
+
+    ``pv_pack``: where a KV head has at most 4 query heads, the integer PV with packed columns (:func:`pv_pack_choice`,
+    which plans read when they are made); False keeps the previous forms.
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
@@ -249,14 +253,16 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode], int(fixed_window), int(pv_pack_choice()),
+        MODES[mode], int(fixed_window), int(pv_pack),
     )
 
 
 def pv_pack_choice() -> bool:
-    """Whether a launch now may take the integer PV with packed columns (``FOSCAR_PV_PACK``, default ``"1"``).
+    """Whether a plan made now lets the CUDA kernel take the integer PV with packed columns (``FOSCAR_PV_PACK``,
+    default ``"1"``).
 
-    Read at every launch (a captured plan keeps what it saw), so that one process can time both. Where a KV head
+    Read when a plan is made (:func:`foscar.plan_decode`, as the merge knobs), so that one process can time both
+    with two plans. Where a KV head
     has at most 4 query heads, the folded BF16 kernel at head_dim <= 128 with token-wise K fills the integer PV's
     8 columns with its heads twice: the high bytes of the fixed point x + 128 of P' in columns 0-3, the low bytes of
     x in 4-7 (both s8: x = 256 hi + lo), one integer mma per 32 tokens where two ran (DESIGN §5.2; bench/NOTES.md

@@ -120,7 +120,8 @@ namespace foscar {
 #define FOSCAR_IMMA_PV_INT4 0
 #endif
 // 1: build the integer PV's packed-column instances (gqa <= 4, pv_packable below); the C entry point's pv_pack
-// argument chooses them per launch (foscar/kernels/decode_cuda.py pv_pack_choice: FOSCAR_PV_PACK, default 1)
+// argument chooses them per launch (foscar/kernels/decode_cuda.py pv_pack_choice: FOSCAR_PV_PACK when the plan is
+// made, default 1)
 #ifndef FOSCAR_PV_PACK
 #define FOSCAR_PV_PACK 1
 #endif
