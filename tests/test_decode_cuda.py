@@ -375,18 +375,41 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
     _check(q, cache, backend="cuda", method="per-value", check_lse=False)
 
 
+def query_rounding_factor(bits: int, head_dim: int, group_size: int) -> torch.Tensor:
+    """Per channel ([head_dim] float64), how much coarser than ``|d_h|`` the integer QK's query fixed point is:
+    ``2^hexp`` of csrc ``Fmt::hexp`` (``FOSCAR_QK_HALF``, on in the default build): 4 on INT2's odd planes where a
+    group spans several planes (``head_dim / 4`` bytes a row in an even number of 16-byte chunks, fewer than
+    ``group_size``), else 1. Step k of the integer QK covers channels ``(k % 4) * RB + 32 (k // 4) + [0, 32)``."""
+    rb = head_dim * bits // 8
+    factor = torch.ones(head_dim, dtype=torch.float64)
+    if bits == 2 and (rb // 16) % 2 == 0 and group_size > rb:
+        for k in range(rb // 32 * 4):
+            if k % 4 % 2:
+                base = (k % 4) * rb + 32 * (k // 4)
+                factor[base:base + 32] = 4.0
+    return factor
+
+
+def test_query_rounding_factor_marks_the_odd_planes():
+    f = query_rounding_factor(2, 128, 128)
+    assert f[:32].eq(1).all() and f[32:64].eq(4).all() and f[64:96].eq(1).all() and f[96:].eq(4).all()
+    assert query_rounding_factor(2, 128, 32).eq(1).all()  # groups inside a plane: folded through the scale
+    assert query_rounding_factor(2, 64, 64).eq(1).all() and query_rounding_factor(4, 128, 128).eq(1).all()
+    assert int(query_rounding_factor(2, 256, 128).eq(4).sum()) == 128
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("head_dim, bits, group_size", [(64, 2, 32), (64, 2, 64), (128, 2, 128), (128, 4, 32),
-                                                        (256, 4, 64)])
+                                                        (256, 4, 64), (256, 2, 128)])
 def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
     """The folded BF16 mode's integer QK (csrc FOSCAR_IMMA_QK, on in the default build, INT2 and INT4;
     DESIGN §5.1) on a query with outlier
     channels, a negative and a zero softmax scale (the sign goes into the query's fixed-point scale,
     zero into the query) and an all-zero query head. Against the fp64 reference of the BF16 query:
-    each score may move by the query's rounding, |sm_scale| (|d_h| / 2) ||k_t||_1 with |d_h| < 2
-    max|Q_h| / 32639 (qk_h a power of two), so the LSE by at most that; a fragment-layout mistake
-    moves it by order 1."""
+    each score may move by the query's rounding, |sm_scale| (|d_h| / 2) sum_c r_c |k_tc| with |d_h| < 2
+    max|Q_h| / 32639 (qk_h a power of two) and r_c from :func:`query_rounding_factor` (4 on INT2's odd planes
+    where a group spans planes), so the LSE by at most that; a fragment-layout mistake moves it by order 1."""
     import foscar
     from foscar.quant import dequantize_kv
 
@@ -398,7 +421,8 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
     q[:, :, head_dim - 3] *= -7.0
     q[1, 3] = 0.0
     gqa = q.shape[1] // cache.num_kv_heads
-    k1 = [dequantize_kv(cache, dtype=torch.float64, batch_index=b)[0].abs().sum(-1).amax(-1) for b in range(2)]
+    r = query_rounding_factor(bits, head_dim, group_size).to(dev)
+    k1 = [(dequantize_kv(cache, dtype=torch.float64, batch_index=b)[0].abs() * r).sum(-1).amax(-1) for b in range(2)]
     step = q.double().abs().amax(-1) / 32639  # [batch, heads]: the query's rounding bound per channel (|d_h| / 2)
     target = foscar.paginate(cache, 64) if paged else cache
     for sm_scale in (1.0 / head_dim ** 0.5, -1.0 / head_dim ** 0.5, 0.0):

@@ -129,6 +129,14 @@ namespace foscar {
 #ifndef FOSCAR_PV_PACK_INT4
 #define FOSCAR_PV_PACK_INT4 1
 #endif
+// 1 (default): the integer QK where a K group spans several planes (INT2, G > packed bytes per row: the planes
+// cannot be folded out through the group's scale, Fmt::IMMA_IN_PLACE false) keeps INT2's odd planes at bits 2..3 of
+// each byte (code 4, mask 0x0C0C0C0C) and gives their channels a query fixed point a quarter as fine (|qi| <= 8160,
+// 13 bits): planes 2 and 3 share one shift per word, 16 SHF a tile where 48 ran (Fmt::hexp, bench/NOTES.md §63);
+// 0: every plane shifted down to bits 0..1
+#ifndef FOSCAR_QK_HALF
+#define FOSCAR_QK_HALF 1
+#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -190,6 +198,10 @@ struct Fmt {
   __host__ __device__ static constexpr int iexp(int k) {
     return !IMMA_IN_PLACE ? 0 : NCH % 2 == 0 ? BITS * (k % P) : 2 * BITS * k;
   }
+  // FOSCAR_QK_HALF: step k's codes arrive times 2^hexp(k) (INT2 odd planes at bits 2..3), and its channels'
+  // query fixed point is qi = rint(Q / (d 2^hexp(k))), so code 2^hexp qi ~ code Q / d as for the other steps
+  static constexpr bool IMMA_HALF = FOSCAR_QK_HALF && BITS == 2 && !IMMA_IN_PLACE && NCH % 2 == 0;
+  __host__ __device__ static constexpr int hexp(int k) { return IMMA_HALF ? BITS * ((k % P) % 2) : 0; }
   __host__ __device__ static constexpr bool ifirst(int k) {  // first step of its group in step order
     for (int k2 = 0; k2 < k; ++k2)
       if (ibase(k2) / GROUP == ibase(k) / GROUP) return false;
@@ -1639,7 +1651,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           qs[gr] += qv[k][r][j];
-          qi[j] = (int)__float_as_uint(__fadd_rn(__fmul_rn(qv[k][r][j], inv), 0x1.8p23f));  // low 16 bits: qi, |qi| <= 32639
+          // (F::hexp(k) > 0: Q / (d 2^hexp), |qi| <= 8160; inv 2^-hexp is exact, a power of two times qk)
+          qi[j] = (int)__float_as_uint(__fadd_rn(__fmul_rn(qv[k][r][j], inv * (1.f / (1 << F::hexp(k)))), 0x1.8p23f));
         }
         const uint32_t l01 = __byte_perm(qi[0], qi[1], 0x0040), l23 = __byte_perm(qi[2], qi[3], 0x0040);
         const uint32_t h01 = __byte_perm(qi[0] + 128, qi[1] + 128, 0x0051);
@@ -1881,7 +1894,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
               const int k = cp * P + pl, sh = BITS * pl;
               uint32_t a[4];
 #pragma unroll
-              for (int i = 0; i < 4; ++i) a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> sh) & M4;
+              for (int i = 0; i < 4; ++i)
+                a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> (sh - F::hexp(k))) & (M4 << F::hexp(k));
               imma_step(k, a);
             }
           }
