@@ -5,7 +5,7 @@ This file MIRRORS the kernel, it does not run it (no GPU here): numpy float32 in
 operations of ``folded_decode_sm90.cuh`` for one query head and one 64-token tile, with ``fmaf``
 rounded once (emulated exactly). Prologue: the query's fixed-point scale ``d_h`` and the softmax
 factor ``qk_h = sm_scale log2(e) d_h``, ``qi = rint(Q / d_h)`` and its s8 parts ``hi`` / ``lo``,
-``sum(Q_g) / d_h``. Loop: the exact integer dots ``256 acc_hi + acc_lo`` (int32 in the kernel),
+``sum(Q_g) / d_h`` (as the sum of the rounded query's ``qi``). Loop: the exact integer dots ``256 acc_hi + acc_lo`` (int32 in the kernel),
 their conversion to fp32, the fold ``S' = fma(dot, s 2^-e, fma(sum(Q_g) / d_h, z, S'))`` group by
 group, the running max ``max(S') qk_h`` and ``P = exp2(fma(S', qk_h, -m))``. PV is not mirrored
 (the integer QK leaves it as the BF16 path has it): the output is ``P . V`` in fp64.
@@ -107,7 +107,8 @@ def prologue(q: np.ndarray, qk: float, f: dict, scale: str = "pow2") -> dict:
 
     ``scale``: ``"pow2"`` (the kernel now: ``qk_h`` a power of two) or ``"session8"`` (before:
     ``d_h = +-max|Q_h| / 32639`` exactly, ``qk_h = qk d_h`` rounded). Returns ``qi`` ([head_dim] int64),
-    ``hi`` / ``lo`` (their s8 parts), ``qsum`` ([NG] float32, ``sum(Q_g) / d_h``) and ``qk_h``.
+    ``hi`` / ``lo`` (their s8 parts), ``qsum`` ([NG] float32, ``sum(qi 2^hexp)`` over group g: ``sum(Q_g) / d_h``
+    up to the rounding) and ``qk_h``.
     """
     qk = F32(qk)
     amax = F32(np.max(np.abs(np.nan_to_num(q, nan=0.0)))) if q.size else F32(0)
@@ -128,15 +129,11 @@ def prologue(q: np.ndarray, qk: float, f: dict, scale: str = "pow2") -> dict:
     assert np.abs(qi).max(initial=0) <= QMAX, "hi would leave s8"
     lo = ((qi & 0xFF) ^ 0x80) - 0x80
     hi = (qi - lo) >> 8
-    # sum(Q_g): lane tig adds its channels step by step (r, j), then two xor shuffles
-    qs = np.zeros((4, f["NG"]), dtype=np.float32)
-    for base, gr in f["steps"]:
-        for tig in range(4):
-            for r in range(2):
-                for j in range(4):
-                    qs[tig, gr] = F32(qs[tig, gr] + q[base + 4 * tig + 16 * r + j])
-    qsum = ((qs[0] + qs[1]) + (qs[2] + qs[3])).astype(np.float32) * inv
-    return dict(qi=qi, hi=hi, lo=lo, qsum=qsum.astype(np.float32), qk_h=F32(qk_h), inv=inv)
+    # sum(Q_g) / d_h as the kernel takes it: the integer sum of the rounded query, qi 2^hexp per channel (exact in
+    # fp32: below 128 * 32639 < 2^23; NaN where the group holds a NaN)
+    qv = np.where(np.isnan(q), np.nan, (qi << f["hexp"]).astype(np.float64))
+    qsum = np.array([qv[gr * f["G"]:(gr + 1) * f["G"]].sum() for gr in range(f["NG"])], dtype=np.float32)
+    return dict(qi=qi, hi=hi, lo=lo, qsum=qsum, qk_h=F32(qk_h), inv=inv)
 
 
 def fold_tile(codes: np.ndarray, ks: np.ndarray, kz: np.ndarray, pro: dict, f: dict, valid: int) -> dict:
@@ -272,3 +269,33 @@ def test_ordinary_inputs_within_the_fixed_point_bound(bits, head_dim, group):
     p_ref = np.exp2(want - want.max())
     p = r["p"].astype(np.float64)
     assert np.linalg.norm(p / p.sum() - p_ref / p_ref.sum()) / np.linalg.norm(p_ref / p_ref.sum()) < 1e-3
+
+
+@pytest.mark.parametrize("bits, head_dim, group", [(2, 128, 128), (2, 128, 64), (2, 128, 32), (4, 128, 128)])
+def test_scores_are_the_dequantized_k_times_the_rounded_query(bits, head_dim, group):
+    """``sum(Q_g) / d_h`` is the integer sum of the rounded query (bench/NOTES.md §63), so a score's error is exactly
+    the dot of the dequantized K with the query's rounding error, ``qk sum_c khat_c (qi_c 2^hexp_c d - q_c)``, up to
+    fp32 rounding; with the sum of the unrounded query it was ``qk sum_c s code_c (...)``, whose mean over tokens
+    (``s (2^b - 1) / 2`` per channel) shifted every score, and the LSE, by 3x more (K with an offset, as the GPU
+    tests' data)."""
+    rng = np.random.default_rng(7 + bits + group)
+    f = fmt(bits, head_dim, group)
+    x = rng.standard_normal((64, head_dim)) * 1.5 + 0.3
+    xg = x.reshape(64, f["NG"], group)
+    lo_, hi_ = xg.min(-1), xg.max(-1)
+    qmax = (1 << bits) - 1
+    ks = ((hi_ - lo_) / qmax).astype(np.float32)
+    kz = lo_.astype(np.float32)
+    codes = np.clip(np.rint((xg - kz[..., None]) / ks[..., None]), 0, qmax).astype(np.int64).reshape(64, head_dim)
+    khat = (codes.reshape(64, f["NG"], group) * ks[..., None].astype(np.float64) + kz[..., None]).reshape(64, head_dim)
+    q = torch.randn(head_dim, generator=torch.Generator().manual_seed(bits)).to(torch.bfloat16).float().numpy()
+    qk = 1.0 / math.sqrt(head_dim) * LOG2E
+    pro = prologue(q, qk, f)
+    r = fold_tile(codes, ks, kz, pro, f, 64)
+    d = float(pro["qk_h"]) / float(F32(qk))
+    got = r["s"].astype(np.float64) * float(pro["qk_h"])
+    want = khat @ q.astype(np.float64) * float(F32(qk))
+    rounded = (pro["qi"] << f["hexp"]).astype(np.float64) * d
+    predicted = khat @ (rounded - q) * float(F32(qk))
+    scale = np.abs(got).max()
+    assert np.abs((got - want) - predicted).max() <= 1e-6 * scale

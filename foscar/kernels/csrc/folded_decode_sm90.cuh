@@ -47,7 +47,7 @@
 // folded BF16 mode, token-wise K; DESIGN §5.1): QK on
 // mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
-// exact s32 mmas per step (hi, lo); S' = s dot + z sum(Q_g) / d_h, and the head's d_h joins
+// exact s32 mmas per step (hi, lo); S' = s dot + z sum(qi_g) (the rounded query's), and the head's d_h joins
 // sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
 // a power of two, so that FFMA is exact where it matters).
 //
@@ -1563,8 +1563,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // (sm_scale log2(e)) (the sign of sm_scale; |d| in [1, 2) max|Q_h| / 32639): qi = rint(Q / d),
   // |qi| <= 32639, split into s8 parts qi = 256 hi + lo (lo = qi's low byte as s8); B fragments
   // qih / qil of step k: channels F::ibase(k) + 4tig + {0..3} | + 16 (byte i = channel + i).
-  // qsum = sum(Q_g) / d, and per column head qk_h: scores stay in units of d (S = qk_h S') until the
-  // softmax. sm_scale 0: qi = 0, qsum = 0 (NaN * 0 kept), qk_h = 1: every score 0 as in BF16.
+  // qsum = sum(qi 2^hexp) over group g (sum(Q_g) / d up to the rounding: S' is the dot of the dequantized K with the
+  // rounded query), and per column head qk_h: scores stay in units of d (S = qk_h S') until the softmax. sm_scale 0:
+  // qi = 0, qsum = 0 (a NaN in Q kept), qk_h = 1: every score 0 as in BF16.
   // Why a power of two: the softmax takes the max of S' times qk_h (m) and exp2(fmaf(S', qk_h, -m)),
   // whose product is not rounded: for the winning token that is the rounding error of m, up to half an
   // ulp of the score (1e22 at a score of 1e29, K near the documented 1e30: exp2 gave inf; bench/NOTES.md
@@ -1650,9 +1651,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         int qi[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          qs[gr] += qv[k][r][j];
           // (F::hexp(k) > 0: Q / (d 2^hexp), |qi| <= 8160; inv 2^-hexp is exact, a power of two times qk)
-          qi[j] = (int)__float_as_uint(__fadd_rn(__fmul_rn(qv[k][r][j], inv * (1.f / (1 << F::hexp(k)))), 0x1.8p23f));
+          const float y = __fadd_rn(__fmul_rn(qv[k][r][j], inv * (1.f / (1 << F::hexp(k)))), 0x1.8p23f);
+          qi[j] = (int)__float_as_uint(y);
+          // the group's sum of the rounded query, qi 2^hexp (y - 1.5 2^23 = qi exactly; the sums are integers below
+          // 2^23, exact in fp32), not of Q / d: then z sum + s dot is the dot of the dequantized K with the rounded
+          // query, and the query's rounding error meets k = s code + z, not s code alone (whose mean, s (2^b - 1) / 2,
+          // turned the errors' sum into an LSE shift; bench/NOTES.md §63). A NaN in Q: y NaN, so qs NaN as before
+          qs[gr] = fmaf(y - 0x1.8p23f, (float)(1 << F::hexp(k)), qs[gr]);
         }
         const uint32_t l01 = __byte_perm(qi[0], qi[1], 0x0040), l23 = __byte_perm(qi[2], qi[3], 0x0040);
         const uint32_t h01 = __byte_perm(qi[0] + 128, qi[1] + 128, 0x0051);
@@ -1666,7 +1672,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       float a = qs[gr];
       a += __shfl_xor_sync(0xffffffffu, a, 1);
       a += __shfl_xor_sync(0xffffffffu, a, 2);
-      a *= inv;  // sum(Q_g) / d of head g
+      // a: sum(qi 2^hexp) over group g of head g, = sum(Q_g) / d up to the query's rounding
 #pragma unroll
       for (int j = 0; j < 2; ++j) qsum[gr][j] = __shfl_sync(0xffffffffu, a, (2 * tig + j) * 4);
     }
@@ -2013,7 +2019,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
               s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
             }
-          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(Q_g) / d, dot = sum(code 2^e qi) (S = qk_h S')
+          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(qi_g), dot = sum(code 2^e qi) (S = qk_h S')
             const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz[tl * NG + gr];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
