@@ -5,9 +5,10 @@ This file MIRRORS the kernel, it does not run it (no GPU here): numpy float32 in
 operations of ``folded_decode_sm90.cuh`` for one query head and one 64-token tile, with ``fmaf``
 rounded once (emulated exactly). Prologue: the query's fixed-point scale ``d_h`` and the softmax
 factor ``qk_h = sm_scale log2(e) d_h``, ``qi = rint(Q / d_h)`` and its s8 parts ``hi`` / ``lo``,
-``sum(Q_g) / d_h`` (as the sum of the rounded query's ``qi``). Loop: the exact integer dots ``256 acc_hi + acc_lo`` (int32 in the kernel),
-their conversion to fp32, the fold ``S' = fma(dot, s 2^-e, fma(sum(Q_g) / d_h, z, S'))`` group by
-group, the running max ``max(S') qk_h`` and ``P = exp2(fma(S', qk_h, -m))``. PV is not mirrored
+``sum(Q_g) / d_h`` (as the sum of the rounded query's ``qi``; with ``FOSCAR_QK_HALF``, INT2's odd planes at
+bits 2..3 and their query 4x coarser where a group spans planes). Loop: the exact integer dots
+``256 acc_hi + acc_lo`` (int32 in the kernel), their conversion to fp32, the fold
+``S' = fma(dot, s 2^-e, fma(sum(Q_g) / d_h, z, S'))`` group by group, the running max ``max(S') qk_h`` and ``P = exp2(fma(S', qk_h, -m))``. PV is not mirrored
 (the integer QK leaves it as the BF16 path has it): the output is ``P . V`` in fp64.
 
 What it established (bench/NOTES.md §24, "The overflow, fixed"): the fold's intermediates stay below
