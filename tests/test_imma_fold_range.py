@@ -9,7 +9,8 @@ factor ``qk_h = sm_scale log2(e) d_h``, ``qi = rint(Q / d_h)`` and its s8 parts 
 bits 2..3 and their query 4x coarser where a group spans planes). Loop: the exact integer dots
 ``256 acc_hi + acc_lo`` (int32 in the kernel), their conversion to fp32, the fold
 ``S' = fma(dot, s 2^-e, fma(sum(Q_g) / d_h, z, S'))`` group by group, the running max ``max(S') qk_h``
-and ``P = exp2(fma(S', qk_h, -m))``. PV is not mirrored (the integer QK leaves it as the BF16 path has it): the output is ``P . V`` in fp64.
+and ``P = exp2(fma(S', qk_h, -m))``. PV is not mirrored (the integer QK leaves it as the BF16 path has
+it): the output is ``P . V`` in fp64.
 
 What it established (bench/NOTES.md §24, "The overflow, fixed"): the fold's intermediates stay below
 ~2e37 at the documented magnitude (fp32's largest is 3.4e38); the non-finite output of
