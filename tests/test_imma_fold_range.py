@@ -241,22 +241,29 @@ def test_worst_case_intermediates_stay_in_range(bits, head_dim, group):
             assert np.isfinite(r["m"]) and np.isfinite(r["p"]).all() and r["p"].max() == 1.0
 
 
+def quantized_tile(rng, f: dict, bits: int, scale: float = 1.0, offset: float = 0.0):
+    """A 64-token tile of Gaussian K (``scale * N(0, 1) + offset``) quantized as ``foscar.quantize_kv`` does (min-max
+    per token and group): ``codes`` [64, head_dim] int64, ``ks`` / ``kz`` [64, NG] float32 and the dequantized
+    ``khat`` [64, head_dim] float64."""
+    head_dim, group = f["NG"] * f["G"], f["G"]
+    xg = (rng.standard_normal((64, head_dim)) * scale + offset).reshape(64, f["NG"], group)
+    lo_, hi_ = xg.min(-1), xg.max(-1)
+    qmax = (1 << bits) - 1
+    ks = ((hi_ - lo_) / qmax).astype(np.float32)
+    kz = lo_.astype(np.float32)
+    codes = np.clip(np.rint((xg - kz[..., None]) / ks[..., None]), 0, qmax).astype(np.int64)
+    khat = (codes * ks[..., None].astype(np.float64) + kz[..., None]).reshape(64, head_dim)
+    return codes.reshape(64, head_dim), ks, kz, khat
+
+
 @pytest.mark.parametrize("bits, head_dim, group", [(2, 128, 128), (2, 128, 32), (4, 128, 64), (2, 64, 32)])
 def test_ordinary_inputs_within_the_fixed_point_bound(bits, head_dim, group):
     """Gaussian K and a query with outlier channels: each score (log2 units) is within the fixed point's
     rounding of the fp64 score, |qk| (|d_h| / 2) sum_c 2^hexp_c |k_tc| (|d_h| < 2 max|Q_h| / 32639 with the power
     of two; hexp: INT2's odd planes at G = 128, whose query is 4x as coarse), and the softmax within 1e-3 relative
     L2 of the fp64 one."""
-    rng = np.random.default_rng(bits * 1000 + head_dim + group)
     f = fmt(bits, head_dim, group)
-    x = rng.standard_normal((64, head_dim))
-    xg = x.reshape(64, f["NG"], group)
-    lo_, hi_ = xg.min(-1), xg.max(-1)
-    qmax = (1 << bits) - 1
-    ks = ((hi_ - lo_) / qmax).astype(np.float32)
-    kz = lo_.astype(np.float32)
-    codes = np.clip(np.rint((xg - kz[..., None]) / ks[..., None]), 0, qmax).astype(np.int64).reshape(64, head_dim)
-    khat = (codes.reshape(64, f["NG"], group) * ks[..., None].astype(np.float64) + kz[..., None]).reshape(64, head_dim)
+    codes, ks, kz, khat = quantized_tile(np.random.default_rng(bits * 1000 + head_dim + group), f, bits)
     q = torch.randn(head_dim, generator=torch.Generator().manual_seed(group))
     q[5] *= 30
     q = q.to(torch.bfloat16).float().numpy()
@@ -280,16 +287,8 @@ def test_scores_are_the_dequantized_k_times_the_rounded_query(bits, head_dim, gr
     fp32 rounding; with the sum of the unrounded query it was ``qk sum_c s code_c (...)``, whose mean over tokens
     (``s (2^b - 1) / 2`` per channel) shifted every score, and the LSE, by 3x more (K with an offset, as the GPU
     tests' data)."""
-    rng = np.random.default_rng(7 + bits + group)
     f = fmt(bits, head_dim, group)
-    x = rng.standard_normal((64, head_dim)) * 1.5 + 0.3
-    xg = x.reshape(64, f["NG"], group)
-    lo_, hi_ = xg.min(-1), xg.max(-1)
-    qmax = (1 << bits) - 1
-    ks = ((hi_ - lo_) / qmax).astype(np.float32)
-    kz = lo_.astype(np.float32)
-    codes = np.clip(np.rint((xg - kz[..., None]) / ks[..., None]), 0, qmax).astype(np.int64).reshape(64, head_dim)
-    khat = (codes.reshape(64, f["NG"], group) * ks[..., None].astype(np.float64) + kz[..., None]).reshape(64, head_dim)
+    codes, ks, kz, khat = quantized_tile(np.random.default_rng(7 + bits + group), f, bits, scale=1.5, offset=0.3)
     q = torch.randn(head_dim, generator=torch.Generator().manual_seed(bits)).to(torch.bfloat16).float().numpy()
     qk = 1.0 / math.sqrt(head_dim) * LOG2E
     pro = prologue(q, qk, f)
