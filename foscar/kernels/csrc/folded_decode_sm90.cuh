@@ -47,7 +47,7 @@
 // folded BF16 mode, token-wise K; DESIGN §5.1): QK on
 // mma.sync.m16n8k32.s32.u8.s8.s32 (native IMMA on sm_90a) with the codes as u8 lanes (one lop3 per
 // 4 codes) and the query as a 16-bit fixed point per head, qi = rint(Q / d_h) = 256 hi + lo, two
-// exact s32 mmas per step (hi, lo); S' = s dot + z sum(qi_g) (the rounded query's), and the head's d_h joins
+// exact s32 mmas per step (hi, lo); S' = s dot + z sum(qi_g 2^hexp) (the rounded query's), and the head's d_h joins
 // sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
 // a power of two, so that FFMA is exact where it matters).
 //
@@ -130,10 +130,11 @@ namespace foscar {
 #define FOSCAR_PV_PACK_INT4 1
 #endif
 // 1 (default): the integer QK where a K group spans several planes (INT2, G > packed bytes per row: the planes
-// cannot be folded out through the group's scale, Fmt::IMMA_IN_PLACE false) keeps INT2's odd planes at bits 2..3 of
-// each byte (code 4, mask 0x0C0C0C0C) and gives their channels a query fixed point a quarter as fine (|qi| <= 8160,
-// 13 bits): planes 2 and 3 share one shift per word, 16 SHF a tile where 48 ran (Fmt::hexp, bench/NOTES.md §63);
-// 0: every plane shifted down to bits 0..1
+// cannot be folded out through the group's scale, Fmt::IMMA_IN_PLACE false) and the row is an even number of 16-byte
+// chunks (head_dim >= 128; Fmt::IMMA_HALF) keeps INT2's odd planes at bits 2..3 of each byte (code 4, mask
+// 0x0C0C0C0C) and gives their channels a query fixed point a quarter as fine (|qi| <= 8160, 13 bits): planes 2 and 3
+// share one shift per word, 16 SHF a tile where 48 ran (Fmt::hexp, bench/NOTES.md §63); 0: every plane shifted down
+// to bits 0..1
 #ifndef FOSCAR_QK_HALF
 #define FOSCAR_QK_HALF 1
 #endif
@@ -2019,7 +2020,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
               s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
             }
-          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(qi_g), dot = sum(code 2^e qi) (S = qk_h S')
+          } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(qi_g 2^hexp), dot = sum(code 2^e qi) (S = qk_h S')
             const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz[tl * NG + gr];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
