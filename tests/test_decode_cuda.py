@@ -377,17 +377,13 @@ def test_gpu_cuda_head_dims_and_gqa(head_dim, qo, kv, bits, group_size):
 
 def query_rounding_factor(bits: int, head_dim: int, group_size: int) -> torch.Tensor:
     """Per channel ([head_dim] float64), how much coarser than ``|d_h|`` the integer QK's query fixed point is:
-    ``2^hexp`` of csrc ``Fmt::hexp`` (``FOSCAR_QK_HALF``, on in the default build): 4 on INT2's odd planes where a
-    group spans several planes (``head_dim / 4`` bytes a row in an even number of 16-byte chunks, fewer than
-    ``group_size``), else 1. Step k of the integer QK covers channels ``(k % 4) * RB + 32 (k // 4) + [0, 32)``."""
-    rb = head_dim * bits // 8
-    factor = torch.ones(head_dim, dtype=torch.float64)
-    if bits == 2 and (rb // 16) % 2 == 0 and group_size > rb:
-        for k in range(rb // 32 * 4):
-            if k % 4 % 2:
-                base = (k % 4) * rb + 32 * (k // 4)
-                factor[base:base + 32] = 4.0
-    return factor
+    ``2^hexp`` of csrc ``Fmt::hexp`` (``FOSCAR_QK_HALF``, on in the default build), as the CPU mirror of the
+    integer QK computes it (``tests/test_imma_fold_range.py``'s ``fmt``): 4 on INT2's odd planes where a group spans
+    several planes (``head_dim / 4`` bytes a row in an even number of 16-byte chunks, fewer than ``group_size``),
+    else 1."""
+    from tests.test_imma_fold_range import fmt
+
+    return torch.from_numpy(2.0 ** fmt(bits, head_dim, group_size)["hexp"])
 
 
 def test_query_rounding_factor_marks_the_odd_planes():
