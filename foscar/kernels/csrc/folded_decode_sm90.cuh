@@ -449,6 +449,13 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// 1 / x, MUFU.RCP alone (rcp.approx.ftz): for x in [2^-126, 2^126] the reciprocal __fdividef multiplies by
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
@@ -1018,21 +1025,25 @@ constexpr int min_blocks() {
 // max m_run and denominator l_part, alpha = 2^(m_old - m_new) (the rescale of the output accumulator),
 // and the probabilities pr = 2^(s - m) in the QK accumulator layout; PTILE: ptile = the tile's largest P
 // per head (the integer PV's fixed-point range). A max of -inf (no token yet) is taken as 0, so that exp2
-// gives 0, not NaN.
-template <bool IMMA, bool PTILE = false>
+// gives 0, not NaN. FULL (a sub-tile of 64 tokens of the sequence, none masked): the tile's max is a score, finite
+// for finite data, so the running max after it is too and the test for -inf is left out (a row of -inf or NaN
+// scores, which finite data within the documented magnitude cannot give, then makes the output NaN).
+template <bool IMMA, bool PTILE = false, bool FULL = false>
 __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
                                                float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4],
                                                float (&ptile)[2]) {
   float m_use[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    float mx = -INFINITY;
+    // the first pair starts the max (a start at -inf is one FMNMX more; it differs only where all 8 are NaN,
+    // whose probabilities are NaN either way)
+    float mx = fmaxf(s[0][j], s[0][j + 2]);
 #pragma unroll
-    for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
+    for (int mt = 1; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
     mx = warp_max_over_rows(mx);
     if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
     const float m_new = fmaxf(m_run[j], mx);
-    m_use[j] = m_new == -INFINITY ? 0.f : m_new;
+    m_use[j] = (FULL || m_new != -INFINITY) ? m_new : 0.f;
     alpha[j] = fast_exp2(m_run[j] - m_use[j]);
     // PTILE: the tile's largest P, the same rounding as its token's pr below (mx exact); 0 if all masked
     if constexpr (PTILE) ptile[j] = fast_exp2(mx - m_use[j]);
@@ -2039,7 +2050,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
     // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
     float alpha[2], pr[4][4], ptile[2];
-    softmax_update<IMMA, IPV>(s, qkh, m_run, l_part, alpha, pr, ptile);
+    softmax_update<IMMA, IPV, FULL>(s, qkh, m_run, l_part, alpha, pr, ptile);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -2126,7 +2137,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           // a tile of no token (ptile 0) or of zero scales gets x = 0; full precision down to max P max |s_v| =
           // 2^-112 (1.9e-34), coarser below
           const float mx = fmax_nan(ptile[j] * sm, 0x1p-112f);
-          f[j] = __fdividef(kIpvMax, mx);
+          f[j] = kIpvMax * rcp_approx(mx);  // __fdividef's value for mx in [2^-126, 2^126], without its range tests
           wsc[gr][j] = mx * (1.f / kIpvMax);  // 1 / f
           pz[gr][j] = 0.f;
         }
