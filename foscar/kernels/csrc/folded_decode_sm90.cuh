@@ -449,7 +449,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// 1 / x, MUFU.RCP alone (rcp.approx.ftz): for x in [2^-126, 2^126] the reciprocal __fdividef multiplies by
+// 1 / x, MUFU.RCP alone (rcp.approx.ftz): for x in [2^-126, 2^126] the reciprocal that __fdividef(a, x) multiplies a
+// by, without __fdividef's range tests
 __device__ __forceinline__ float rcp_approx(float x) {
   float y;
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -1026,8 +1027,9 @@ constexpr int min_blocks() {
 // and the probabilities pr = 2^(s - m) in the QK accumulator layout; PTILE: ptile = the tile's largest P
 // per head (the integer PV's fixed-point range). A max of -inf (no token yet) is taken as 0, so that exp2
 // gives 0, not NaN. FULL (a sub-tile of 64 tokens of the sequence, none masked): the tile's max is a score, finite
-// for finite data, so the running max after it is too and the test for -inf is left out (a row of -inf or NaN
-// scores, which finite data within the documented magnitude cannot give, then makes the output NaN).
+// for finite data, so the running max after it is too and the test for -inf is left out (a row of -inf scores, which
+// finite data within the documented magnitude cannot give, then makes the output NaN while the running max is still
+// -inf, where the test dropped the tile; a NaN score gives NaN either way).
 template <bool IMMA, bool PTILE = false, bool FULL = false>
 __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
                                                float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4],
@@ -2127,7 +2129,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int gr = 0; gr < NG; ++gr) {
         float sv[4][2];
         const float smax = tile_v_scales<NG, true>(sv, vs, gr, g);  // a NaN scale reaches the output (wsc)
-        // max |s_v| past 2^126: NaN (there __fdividef would give f = 0 and drop the codes' term; the kernel's
+        // max |s_v| past 2^126: NaN (there the reciprocal below flushes to 0, so f = 0 would drop the codes' term; the kernel's
         // documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
         const float sm = smax <= 0x1p126f ? smax : __int_as_float(0x7fffffff);
         float f[2];

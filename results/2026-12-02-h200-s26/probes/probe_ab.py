@@ -1,6 +1,6 @@
 """Session 26: a kernel build against another (LABEL), one process per build and round, the caller alternates them.
 Every plan checked against the fp64 reference first; timed as `foscar bench` times.
-python .ab/probe_qh.py LABEL ROUND OUT_CSV"""
+python .ab/probe_ab.py LABEL ROUND OUT_CSV"""
 import hashlib, sys, time
 import pandas as pd, torch, foscar
 from bench.backends import Prepared, clone_cache
