@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# session 26, call 3 (another H200), the same main as call 2: the bench and the fixed cost again (no test suite)
+# session 26, call 3 (another H200), main at 4d80a2a (c6efb7a's kernel, comments changed): the bench and the fixed
+# cost again (no test suite)
 # (s6 kernel subset, as §59-§62), the fixed cost (16-token sequences).
 K="--operand bf16 --kernel foscar-cuda --kernel foscar-cuda-paged --kernel flashinfer-fa2 --kernel flashinfer-fa2-tc --kernel flashinfer-xqa --kernel flashinfer-fa2-tc-fp8 --kernel flashinfer-xqa-fp8"
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv > $OUT/gpu.csv 2>&1
