@@ -2129,8 +2129,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int gr = 0; gr < NG; ++gr) {
         float sv[4][2];
         const float smax = tile_v_scales<NG, true>(sv, vs, gr, g);  // a NaN scale reaches the output (wsc)
-        // max |s_v| past 2^126: NaN (there the reciprocal below flushes to 0, so f = 0 would drop the codes' term; the kernel's
-        // documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
+        // max |s_v| past 2^126: NaN (there the reciprocal below flushes to 0, so f = 0 would drop the codes' term;
+        // the kernel's documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
         const float sm = smax <= 0x1p126f ? smax : __int_as_float(0x7fffffff);
         float f[2];
 #pragma unroll
