@@ -77,6 +77,7 @@ class BenchOptions(StudyOptions):
     num_qo_heads: int | None = None
     num_kv_heads: int | None = None
     head_dim: int | None = None
+    page_size: int | None = None  # tokens per page of the paged caches (FOSCAR's and FlashInfer's)
     workload: str | None = None  # the [sweep] grid's [workload] fields (None: the preset's)
     capacity: int | None = None
     workload_seed: int | None = None

@@ -211,3 +211,10 @@ def test_dry_run_smoke_on_cpu(capsys):
     assert plan["num_points"] == len(points) and {p.grid for p in points} == {"sweep", "ragged"}
     assert "interpreter" in plan["estimate"]
     assert all(p["runnable_rows"] == 1 for p in plan["points"])  # only foscar-triton runs on the CPU
+
+
+def test_page_size_flag_overrides_the_preset():
+    # --page-size reaches the config that both the FOSCAR paged cache and FlashInfer's pages are built from
+    cfg, _ = resolve_config(BenchOptions(arch=Arch.h200, page_size=1), "h200")
+    assert cfg.page_size == 1
+    assert resolve_config(BenchOptions(arch=Arch.h200), "h200")[0].page_size == load_config(preset_path("h200")).page_size

@@ -70,6 +70,13 @@ HeadDimOpt = Annotated[
     Optional[int],
     typer.Option("--head-dim", help=f"Head dimension: {one_of(SUPPORTED_HEAD_DIMS)} (overrides preset and --model)."),
 ]
+PageSizeOpt = Annotated[
+    Optional[int],
+    typer.Option("--page-size", min=1, help="Tokens per page of the paged caches, FOSCAR's (foscar-cuda-paged) and "
+                 "FlashInfer's (overrides the preset's page_size, 16): e.g. 1 (a token pool, as SGLang's), 16 (vLLM's "
+                 "default), 64. The CUDA kernel takes powers of two; a kernel that cannot take the size records a "
+                 "failed row."),
+]  # fmt: skip
 WorkloadOpt = Annotated[
     Optional[str],
     typer.Option("--workload", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
@@ -121,6 +128,7 @@ def bench(
     num_qo_heads: QoHeadsOpt = None,
     num_kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
+    page_size: PageSizeOpt = None,
     workload: WorkloadOpt = None,
     capacity: CapacityOpt = None,
     workload_seed: WorkloadSeedOpt = None,
