@@ -276,14 +276,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
 }
-// The same copy with a 256-byte L2 prefetch hint (PTX `.L2::256B`): L2 fills the 256-byte block around the
-// address from DRAM, not only the 32-byte sector. For a paged cache of small pages, whose (token, KV head) code rows
-// are 32-128 bytes at random addresses, the other KV heads' rows of the same token sit in that block (the layout
-// [num_pages, num_kv_heads, page_size, RB]) and are read by the neighbouring CTAs (bench/NOTES.md §65).
-__device__ __forceinline__ void cp_async16_pf(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
-               "r"(src_bytes));
-}
 __device__ __forceinline__ void cp_async16_full(uint32_t smem, const void* gmem) {  // all 16 bytes
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
 }
@@ -1312,13 +1304,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       const long long row = PAGED ? (long long)id_row(idc[jj], gt) : (long long)gt;
       const long long src = live ? row * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
-      if constexpr (PAGED) {  // every step of a cache whose pages are too small for issue_full (fast_copies)
-        cp_async16_pf(st + dst, kc + src, live ? 16 : 0);
-        cp_async16_pf(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
-      } else {
-        cp_async16(st + dst, kc + src, live ? 16 : 0);
-        cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
-      }
+      cp_async16(st + dst, kc + src, live ? 16 : 0);
+      cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
     }
     const int valid = (end - t0) * NG;  // floats of this sub-tile before the end
     if (p.scales_aligned) {  // 16-byte copies: 4 floats each
