@@ -18,6 +18,12 @@ length (it sizes the split-KV plan without a device sync). Pages that no sequenc
 lists are never read, whatever they hold. Offsets are computed in 64-bit, so a cache
 past 2^31 bytes works.
 
+Page size and speed: the CUDA kernel reads a page's codes of one KV head as one run and
+its scales as four more (one per tensor), so small pages cost reads at scattered addresses.
+16-token pages took 0.98-1.09x the contiguous cache's time and 64-token pages 0.97-1.03x the
+16-token ones; 1-token pages (a token pool, shuffled in memory) took 1.1-4.8x, on an H200
+(bench/NOTES.md §65; `foscar bench --page-size N` measures it).
+
 Every tensor, the index tensors included, must be contiguous (a strided view is refused
 with a ``ValueError`` naming it, :mod:`foscar._validate`). :meth:`PagedQuantizedKVCache.validate`
 checks the page table's values on the host (:meth:`~PagedQuantizedKVCache.check_page_table`)
