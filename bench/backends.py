@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from bench.errors import check_choices
+from bench.shape import PAGE_SHUFFLE_SEED
 from bench.lazy import torch
 
 if TYPE_CHECKING:
@@ -251,16 +252,16 @@ def foscar_cuda_per_value(w: Workload, operand: str | None) -> Prepared:
 
 @register_backend(FOSCAR_CUDA_PAGED, quantized=True, unavailable=_cuda_unavailable)
 def foscar_cuda_paged(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode(backend="cuda") on a paged copy of the cache (the point's page_size, shuffled page table)."""
+    """foscar.decode(backend="cuda") on a paged copy of the cache (the point's page_size and page_order)."""
     return _foscar(w, operand, "cuda", paged=True)
 
 
-PAGED_SHUFFLE_SEED = 0  # page order of the foscar-cuda-paged rows (torch.Generator seed)
 
 
 def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded", paged: bool = False) -> Prepared:
     """``paged``: time a :func:`foscar.paginate` copy of the point's cache (``page_size`` of
-    the point, pages in a random order in memory, only the pages of the lengths) instead of
+    the point, pages in a random order in memory where its ``page_order`` is ``shuffled``, as
+    FlashInfer's pages then are; only the pages of the lengths) instead of
     the contiguous cache; the same tokens, so the same bytes and the same reference. Its
     ``max_seq_len`` (the host-side bound that sizes the split plan) is the point's
     capacity, as a serving engine that allocates for the capacity passes it."""
@@ -271,11 +272,12 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
     cache = w.cache
     if paged:  # one paged copy per point, shared by the operand modes' rows
         def build():
-            gen = torch.Generator().manual_seed(PAGED_SHUFFLE_SEED)
-            paged = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=True, generator=gen)
+            gen = torch.Generator().manual_seed(PAGE_SHUFFLE_SEED)
+            shuffle = w.point.page_order == "shuffled"
+            paged = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=shuffle, generator=gen)
             return dataclasses.replace(paged, max_seq_len=w.point.capacity)
 
-        cache = w.shared(("foscar-paged", w.point.page_size), build)
+        cache = w.shared(("foscar-paged", w.point.page_size, w.point.page_order), build)
     last: dict[str, torch.Tensor] = {}
 
     def make(q, cache, keep: bool):

@@ -14,7 +14,8 @@ default)::
     num_qo_heads = 32
     num_kv_heads = 8
     head_dim = 128
-    page_size = 16                      # FlashInfer page size
+    page_size = 16                      # tokens per page of the paged caches (FOSCAR's and FlashInfer's)
+    page_order = "shuffled"             # their pages in memory: shuffled | in-order (bench/shape.py PAGE_ORDERS)
 
     [sweep]                             # the grid: batch x context x bits x operand
     batch = [1, 8, 32, 64]
@@ -79,7 +80,7 @@ else:  # pragma: no cover
 
 from bench.errors import FoscarError, check_choices
 from bench.lengths import WorkloadSpec
-from bench.shape import SHAPE_TABLE_FIELDS, SWEEP_TABLE_FIELDS, SWEPT_FIELDS
+from bench.shape import PAGE_ORDERS, SHAPE_TABLE_FIELDS, SWEEP_TABLE_FIELDS, SWEPT_FIELDS
 
 def _config_dir() -> Path:
     """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
@@ -133,6 +134,7 @@ class BenchConfig:
     num_kv_heads: int = 8
     head_dim: int = 128
     page_size: int = 16
+    page_order: str = "shuffled"
     # [sweep]
     batch: list[int] = field(default_factory=lambda: [1, 8, 32, 64])
     context: list[int] = field(default_factory=lambda: [8192, 32768, 131072])
@@ -432,6 +434,7 @@ def validate(cfg: BenchConfig) -> None:
     positive_ints("head_dim", [cfg.head_dim])
     check_choices("head_dim", [cfg.head_dim], SUPPORTED_HEAD_DIMS)
     positive_ints("page_size", [cfg.page_size])
+    check_choices("page_order", [cfg.page_order], PAGE_ORDERS)
     check_choices("bits", cfg.bits, SUPPORTED_BITS)
     if not cfg.bits:
         raise FoscarError("bits: expected at least one value, got none")

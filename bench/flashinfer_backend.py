@@ -31,8 +31,11 @@ three over an FP8 e4m3 cache, counted towards "FlashInfer FP8-KV at its best"
 
 The paged caches: ``page_size`` tokens per page, only the pages the point's
 lengths fill (``ceil(seq_lens[b] / page_size)`` for sequence ``b``, whatever the
-cache capacity: a serving engine's page pool holds the pages in use), sequence
-``b``'s pages consecutive after sequence ``b - 1``'s, HND layout
+cache capacity: a serving engine's page pool holds the pages in use), in the
+point's ``page_order``: ``shuffled`` (the default), every page at a random place in
+the pool (one permutation, seed 0), as FOSCAR's paged copy lays out its own pages;
+``in-order``, sequence ``b``'s pages consecutive after sequence ``b - 1``'s (every
+run before session 27, whatever FOSCAR's order: bench/NOTES.md §65), HND layout
 ``[num_pages, num_kv_heads, page_size, head_dim]`` for K and for V, built once per
 point and shared by the rows of that dtype. Every row plans over the same lengths:
 the wrapper gets ``kv_indptr`` from them, XQA ``seq_lens``, a block table as wide as
@@ -55,6 +58,7 @@ import math
 from typing import TYPE_CHECKING
 
 from bench.backends import Prepared, register_backend
+from bench.shape import PAGE_SHUFFLE_SEED
 from bench.lazy import torch  # imported at first use: listing the kernels needs no torch
 
 if TYPE_CHECKING:
@@ -85,7 +89,9 @@ def paged_bf16_cache(w: Workload, layout: str) -> dict[str, torch.Tensor]:
     pages of the lengths only), ``indptr`` ``[batch + 1]``, ``indices`` ``[num_pages]``,
     ``last_page_len`` ``[batch]``, ``block_tables`` ``[batch, max pages of a sequence]``
     (entries past a sequence's pages are 0), ``seq_lens`` ``[batch]`` (all int32) and
-    ``max_seq_len`` (the longest length).
+    ``max_seq_len`` (the longest length). Logical page ``j`` (in token order) lies at
+    ``indices[j]`` of the pool: ``j`` itself for ``page_order`` ``in-order``, a random
+    permutation of the pool for ``shuffled``.
     """
     return w.shared(("flashinfer-paged", layout), lambda: _build_paged(w, layout))
 
@@ -102,7 +108,12 @@ def _build_paged(w: Workload, layout: str) -> dict:
     shape = (num_pages, h, page, d) if layout == "HND" else (num_pages, page, h, d)
     k_pages = torch.zeros(shape, dtype=torch.bfloat16, device=dev)
     v_pages = torch.zeros(shape, dtype=torch.bfloat16, device=dev)
-    first = [0] + list(itertools.accumulate(used))  # first page of each sequence
+    first = [0] + list(itertools.accumulate(used))  # first logical page of each sequence
+    i32 = dict(dtype=torch.int32, device=dev)
+    if p.page_order == "shuffled":  # logical page j at physical page place[j]
+        place = torch.randperm(num_pages, generator=torch.Generator().manual_seed(PAGE_SHUFFLE_SEED)).to(dev)
+    else:
+        place = torch.arange(num_pages, device=dev)
     for b in range(p.batch):
         if not used[b]:
             continue
@@ -111,18 +122,19 @@ def _build_paged(w: Workload, layout: str) -> dict:
             padded = torch.zeros(h, used[b] * page, d, dtype=torch.bfloat16, device=dev)
             padded[:, : lens[b]] = src.to(torch.bfloat16)
             tiles = padded.view(h, used[b], page, d)
-            dst[first[b] : first[b + 1]] = tiles.permute(1, 0, 2, 3) if layout == "HND" else tiles.permute(1, 2, 0, 3)
+            where = place[first[b] : first[b + 1]]
+            dst[where] = tiles.permute(1, 0, 2, 3) if layout == "HND" else tiles.permute(1, 2, 0, 3)
         del kb, vb
-    i32 = dict(dtype=torch.int32, device=dev)
+    indices = place[: sum(used)].to(torch.int32)
     width = max(1, max(used, default=0))  # block table columns: the longest sequence's pages
     table = torch.zeros(p.batch, width, **i32)  # entries past a sequence's pages: page 0, never read
     for b in range(p.batch):
-        table[b, : used[b]] = torch.arange(first[b], first[b + 1], **i32)
+        table[b, : used[b]] = indices[first[b] : first[b + 1]]
     return dict(
         k=k_pages,
         v=v_pages,
         indptr=torch.tensor(first, **i32),
-        indices=torch.arange(sum(used), **i32),
+        indices=indices,
         last_page_len=torch.tensor([n - (u - 1) * page if u else 0 for n, u in zip(lens, used)], **i32),
         block_tables=table,
         seq_lens=torch.tensor(lens, **i32),

@@ -260,7 +260,7 @@ def plan_table(
     header = [
         f"kernels: {', '.join(kernels)}; operand {', '.join(cfg.operand)}; group size {cfg.group_size}",
         f"shape{model}: {cfg.num_qo_heads} qo / {cfg.num_kv_heads} kv heads, head_dim {cfg.head_dim}, "
-        f"page size {cfg.page_size}",
+        f"page size {cfg.page_size} ({cfg.page_order} pages)",
     ]
     title = f"dry run: {len(plans)} points x {len(kernels)} kernels"
     peak = max((p.device_bytes for p in plans), default=0)

@@ -61,7 +61,7 @@ import pandas as pd
 
 from bench import SCHEMA_VERSION
 from bench.clocks import CLOCK_COLUMNS
-from bench.shape import SHAPE_COLUMNS, SHAPE_KEYS
+from bench.shape import INT_SHAPE_COLUMNS, SHAPE_COLUMNS, SHAPE_KEYS
 from bench.timing import DEVICE_TIMINGS
 
 WORKLOAD_COLUMNS = ["workload", "capacity", "lengths", "kv_tokens", "k_layout", "grid"]
@@ -191,7 +191,7 @@ def set_timing(row: dict[str, Any], timing, nbytes: int, hbm_tbps: float | None)
 def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
-    for c in ("bits", *SHAPE_COLUMNS, "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
+    for c in ("bits", *INT_SHAPE_COLUMNS, "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
               "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     _backfill_workload(df)
@@ -232,6 +232,9 @@ def _backfill_workload(df: pd.DataFrame) -> None:
         "kv_tokens": df["batch"] * df["context"],
         "k_layout": pd.Series("token", index=df.index),
         "grid": pd.Series("sweep", index=df.index),
+        # before session 27: FOSCAR's paged rows shuffled, FlashInfer's pages in order (bench/NOTES.md §65); matched as
+        # the shuffled rows of a later run (at 16-token pages FOSCAR's time did not depend on the order)
+        "page_order": pd.Series("shuffled", index=df.index),
     }
     for col, value in plain.items():
         missing = df[col].isna()

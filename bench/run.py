@@ -78,6 +78,7 @@ class BenchOptions(StudyOptions):
     num_kv_heads: int | None = None
     head_dim: int | None = None
     page_size: int | None = None  # tokens per page of the paged caches (FOSCAR's and FlashInfer's)
+    page_order: str | None = None  # their pages' order in memory (bench.shape.PAGE_ORDERS)
     workload: str | None = None  # the [sweep] grid's [workload] fields (None: the preset's)
     capacity: int | None = None
     workload_seed: int | None = None

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def _column(name: str | None = None, *, swept: bool = False, fmt: bool = False) -> Any:
+def _column(name: str | None = None, *, swept: bool = False, fmt: bool = False, default: Any = dataclasses.MISSING) -> Any:
     """Field metadata: results.csv column ``name`` (default: the field's name); ``swept``: a
     list in the config that the grid multiplies out; ``fmt``: part of the quantized format
-    (results.csv puts the format columns first)."""
-    return field(metadata={"column": name, "swept": swept, "format": fmt})
+    (results.csv puts the format columns first); ``default``: the field's value when a
+    :class:`bench.workload.Point` is built without it."""
+    return field(default=default, metadata={"column": name, "swept": swept, "format": fmt})
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,15 @@ class PointShape:
     num_qo_heads: int = _column()
     num_kv_heads: int = _column()
     head_dim: int = _column()
-    page_size: int = _column()  # tokens per page of the paged (FlashInfer) caches
+    page_size: int = _column()  # tokens per page of the paged caches (FOSCAR's and FlashInfer's)
+    # the order of those pages in memory, the same for every paged cache of the point (PAGE_ORDERS)
+    page_order: str = _column(default="shuffled")
+
+
+# "shuffled": pages at random places in the pool (one fixed permutation a cache, seed 0), as in a pool that has served
+# for a while; "in-order": every sequence's pages consecutive, in token order (a pool just filled)
+PAGE_ORDERS = ("shuffled", "in-order")
+PAGE_SHUFFLE_SEED = 0  # torch.Generator seed of the "shuffled" permutation (FOSCAR's paged copy and FlashInfer's pages)
 
 
 SHAPE_FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(PointShape)
@@ -70,6 +79,8 @@ SHAPE_COLUMNS = [column_name(f) for f in SHAPE_FIELDS if f.metadata["format"]] +
 ]
 # the point key's order (bench.results.POINT_KEYS, compare's row order): the fields' order
 SHAPE_KEYS = [column_name(f) for f in SHAPE_FIELDS]
+# the integer columns (results.csv reads them as nullable integers; page_order is a string)
+INT_SHAPE_COLUMNS = [column_name(f) for f in SHAPE_FIELDS if f.type == "int"]
 
 
 def shape_columns(shape: PointShape) -> dict[str, Any]:

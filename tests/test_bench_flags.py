@@ -55,6 +55,7 @@ def _probe(*args: str) -> tuple[dict, str]:
         (["bench", "--operand", "fp4"], "--operand 'fp4': FP4 tensor-core operands need sm_100 (Blackwell) and are "
                                         "not implemented in FOSCAR yet; expected one of bf16, fp8"),
         (["bench", "--arch", "h100", "--dry-run", "--head-dim", "96"], "--head-dim 96: expected one of 64, 128, 256"),
+        (["bench", "--page-order", "random"], "--page-order 'random': expected one of shuffled, in-order"),
         (["ablate", "--axis", "k_blocks"], "--axis 'k_blocks': expected one of reconstruction, group_size, split_kv"),
         (["accuracy", "--kernel", "nope"], "--kernel 'nope': expected one of fp64-dequant, foscar-cuda"),
         (["accuracy", "--group-size", "48"], "--group-size 48: expected one of 32, 64, 128"),

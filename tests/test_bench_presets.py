@@ -215,6 +215,6 @@ def test_dry_run_smoke_on_cpu(capsys):
 
 def test_page_size_flag_overrides_the_preset():
     # --page-size reaches the config that both the FOSCAR paged cache and FlashInfer's pages are built from
-    cfg, _ = resolve_config(BenchOptions(arch=Arch.h200, page_size=1), "h200")
-    assert cfg.page_size == 1
+    cfg, _ = resolve_config(BenchOptions(arch=Arch.h200, page_size=1, page_order="in-order"), "h200")
+    assert (cfg.page_size, cfg.page_order) == (1, "in-order")
     assert resolve_config(BenchOptions(arch=Arch.h200), "h200")[0].page_size == load_config(preset_path("h200")).page_size

@@ -329,14 +329,16 @@ def test_error_reason_is_one_line():
 # FlashInfer's paged BF16 cache, built on CPU (the part of the adapter that needs no GPU)
 
 
+@pytest.mark.parametrize("page_order", ["shuffled", "in-order"])
 @pytest.mark.parametrize("layout", ["HND", "NHD"])
 @pytest.mark.parametrize("context", [40, 48])  # a partial last page, and whole pages
-def test_paged_cache_holds_the_dequantized_values(layout, context):
+def test_paged_cache_holds_the_dequantized_values(layout, context, page_order):
     from bench.flashinfer_backend import bf16_bytes, paged_bf16_cache
     from bench.workload import Workload, build_cache
     from foscar.quant import dequantize_kv
 
-    p = Point(batch=3, context=context, bits=2, group_size=32, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16)
+    p = Point(batch=3, context=context, bits=2, group_size=32, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16,
+              page_order=page_order)  # fmt: skip
     gen = torch.Generator().manual_seed(0)
     cache = build_cache(p, torch.device("cpu"), gen)
     q = torch.randn(3, 4, 64, dtype=torch.bfloat16)
@@ -344,6 +346,9 @@ def test_paged_cache_holds_the_dequantized_values(layout, context):
     kv = paged_bf16_cache(w, layout)
     assert paged_bf16_cache(w, layout) is kv  # built once per point
     pps = math.ceil(context / 16)
+    # every page of the pool once; in order, or (shuffled, as FOSCAR's paged copy) in another order
+    assert sorted(kv["indices"].tolist()) == list(range(3 * pps))
+    assert (kv["indices"].tolist() == list(range(3 * pps))) == (page_order == "in-order")
     assert kv["block_tables"].shape == (3, pps) and kv["block_tables"].dtype == torch.int32
     assert kv["indptr"].tolist() == [0, pps, 2 * pps, 3 * pps]
     assert kv["last_page_len"].tolist() == [context - (pps - 1) * 16] * 3

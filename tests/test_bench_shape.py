@@ -35,16 +35,17 @@ def test_every_shape_field_is_a_config_field_and_a_preset_key():
 def test_point_is_a_shape_and_keeps_its_positional_order():
     p = Point(8, 32768, 2, 128, 32, 8, 128, 16)
     assert isinstance(p, PointShape)
-    assert [getattr(p, f.name) for f in SHAPE_FIELDS] == [8, 32768, 2, 128, 32, 8, 128, 16]
+    assert [getattr(p, f.name) for f in SHAPE_FIELDS] == [8, 32768, 2, 128, 32, 8, 128, 16, "shuffled"]
 
 
 @pytest.mark.parametrize("kernel, bits, baseline", [("foscar-triton", 2, None), ("flashinfer-fa2", None, "bf16")])
 def test_grid_and_row_carry_every_shape_field(kernel, bits, baseline):
     cfg = dataclasses.replace(BenchConfig(), batch=[3], context=[40], bits=[2], group_size=32, num_qo_heads=4,
-                              num_kv_heads=2, head_dim=64, page_size=8, grids=["sweep"])  # fmt: skip
+                              num_kv_heads=2, head_dim=64, page_size=8, page_order="in-order", grids=["sweep"])  # fmt: skip
     (point,) = grid(cfg)
     assert {f.name: getattr(point, f.name) for f in SHAPE_FIELDS} == dict(
-        batch=3, context=40, bits=2, group_size=32, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=8
+        batch=3, context=40, bits=2, group_size=32, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=8,
+        page_order="in-order",
     )
     row = new_row(point, kernel, bits, "bf16" if bits else None, baseline)
     assert {c: row[c] for c in SHAPE_COLUMNS} == shape_columns(point)

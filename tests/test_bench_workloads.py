@@ -337,24 +337,25 @@ def test_old_results_read_back_as_uniform(tmp_path):
     p = Point(2, 40, 2, 32, 4, 2, 64, 16)
     row = new_row(p, "foscar-triton", 2, "bf16", None)
     row.update(status="ok", median_us=1.0)
-    old = pd.DataFrame([row]).drop(columns=["workload", "capacity", "lengths", "kv_tokens", "k_layout", "grid"])
+    old = pd.DataFrame([row]).drop(columns=["workload", "capacity", "lengths", "kv_tokens", "k_layout", "grid", "page_order"])
     old.to_csv(tmp_path / "results.csv", index=False)
     back = read_results(tmp_path / "results.csv").iloc[0]
     assert (back["workload"], back["capacity"], back["lengths"], back["kv_tokens"], back["k_layout"], back["grid"]) == (
         "uniform", 40, "40x2", 80, "token", "sweep")  # fmt: skip
+    assert back["page_order"] == "shuffled"  # before session 27 (FOSCAR's paged rows were; bench/NOTES.md §65)
 
 
 # ---------------------------------------------------------------------------
 # foscar compare: every field that changes the workload takes part in matching
 
 
-def compare_run(path: Path, *, page_size=16, slow=1.0, lognormal_seed=0, gpu="NVIDIA H200") -> Path:
+def compare_run(path: Path, *, page_size=16, slow=1.0, lognormal_seed=0, gpu="NVIDIA H200", page_order="shuffled") -> Path:
     """A run directory with two sweep points and two ragged points; FOSCAR rows take ``slow`` x their time."""
     rows = []
     specs = [("sweep", WorkloadSpec(), 8192), ("sweep", WorkloadSpec(), 32768),
              ("ragged", WorkloadSpec("one-long"), 32768), ("ragged", WorkloadSpec("lognormal", seed=lognormal_seed), 32768)]  # fmt: skip
     for grid_name, spec, context in specs:
-        p = Point(8, context, 2, 128, 32, 8, 128, page_size, workload=spec.at(context, context), grid=grid_name)
+        p = Point(8, context, 2, 128, 32, 8, 128, page_size, page_order, workload=spec.at(context, context), grid=grid_name)
         for kernel, bits, op, base, us in (("foscar-cuda", 2, "bf16", None, 10.0 * slow), ("flashinfer-fa2", None, None, "bf16", 25.0)):
             r = new_row(p, kernel, bits, op, base)
             r.update(status="ok", median_us=us, p20_us=us * 0.99, p80_us=us * 1.01, reps=15, timing_mode="cuda_graph")
@@ -362,7 +363,8 @@ def compare_run(path: Path, *, page_size=16, slow=1.0, lognormal_seed=0, gpu="NV
     df = add_speedups(to_frame(rows))
     path.mkdir(parents=True)
     write_csv(df, path / "results.csv")
-    config = {"page_size": page_size, "workload": {"name": "uniform"}, "ragged": [{"seed": lognormal_seed}]}
+    config = {"page_size": page_size, "page_order": page_order, "workload": {"name": "uniform"},
+              "ragged": [{"seed": lognormal_seed}]}
     write_json({"gpu": {"name": gpu}, "timing_mode": "cuda_graph", "config": config,
                 "git": {"commit": "0" * 40}}, path / "meta.json")  # fmt: skip
     write_json(summarize(df), path / "summary.json")
@@ -394,6 +396,17 @@ def test_compare_of_another_page_size_lists_unmatched_rows_and_says_why(tmp_path
     assert any("different configurations: page_size 16 -> 64" in n for n in result["notes"])
     code, out, err = run_main(capsys, "compare", base, new)
     assert "note:" in out and "different configurations" in out and "unmatched" in out
+
+
+def test_compare_keeps_page_orders_apart(tmp_path):
+    from bench.compare import compare_runs
+    from bench.rundir import load_run
+
+    base = compare_run(tmp_path / "a")
+    new = compare_run(tmp_path / "b", page_order="in-order")
+    result = compare_runs(load_run(base), load_run(new))
+    assert result["rows"] == [] and len(result["unmatched"]) == 16
+    assert all("page_order" in u["reason"] for u in result["unmatched"])
 
 
 def test_compare_of_other_lengths_leaves_those_rows_unmatched(tmp_path):

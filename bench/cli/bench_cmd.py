@@ -40,6 +40,7 @@ from bench.config import (
 from bench.engine import OutputFormat
 from bench.errors import check_choices
 from bench.lengths import WORKLOAD_NAMES
+from bench.shape import PAGE_ORDERS
 from bench.run import BenchOptions
 
 
@@ -76,6 +77,12 @@ PageSizeOpt = Annotated[
                  "FlashInfer's (overrides the preset's page_size, 16): e.g. 1 (a token pool, as SGLang's), 16 (vLLM's "
                  "default), 64. The CUDA kernel takes powers of two; a kernel that cannot take the size records a "
                  "failed row."),
+]  # fmt: skip
+PageOrderOpt = Annotated[
+    Optional[str],
+    typer.Option("--page-order", help="Order of the paged caches' pages in memory, FOSCAR's and FlashInfer's alike: "
+                 "shuffled (the presets'; a pool that has served for a while) or in-order (each sequence's pages "
+                 "consecutive)."),
 ]  # fmt: skip
 WorkloadOpt = Annotated[
     Optional[str],
@@ -129,6 +136,7 @@ def bench(
     num_kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
     page_size: PageSizeOpt = None,
+    page_order: PageOrderOpt = None,
     workload: WorkloadOpt = None,
     capacity: CapacityOpt = None,
     workload_seed: WorkloadSeedOpt = None,
@@ -157,6 +165,7 @@ def bench(
     check_choices("--operand", operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     check_choices("--workload", None if workload is None else [workload], WORKLOAD_NAMES)
+    check_choices("--page-order", None if page_order is None else [page_order], PAGE_ORDERS)
     check_choices("--grid", grids, GRIDS)
     shard_k_n = sharding(shard, devices)
     opts = build_options(
