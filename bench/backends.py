@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from bench.errors import check_choices
-from bench.shape import PAGE_SHUFFLE_SEED
 from bench.lazy import torch
+from bench.shape import PAGE_SHUFFLE_SEED
 
 if TYPE_CHECKING:
     from bench.workload import Workload
@@ -254,8 +254,6 @@ def foscar_cuda_per_value(w: Workload, operand: str | None) -> Prepared:
 def foscar_cuda_paged(w: Workload, operand: str | None) -> Prepared:
     """foscar.decode(backend="cuda") on a paged copy of the cache (the point's page_size and page_order)."""
     return _foscar(w, operand, "cuda", paged=True)
-
-
 
 
 def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded", paged: bool = False) -> Prepared:

@@ -58,8 +58,8 @@ import math
 from typing import TYPE_CHECKING
 
 from bench.backends import Prepared, register_backend
-from bench.shape import PAGE_SHUFFLE_SEED
 from bench.lazy import torch  # imported at first use: listing the kernels needs no torch
+from bench.shape import PAGE_SHUFFLE_SEED
 
 if TYPE_CHECKING:
     from bench.workload import Workload
