@@ -10,7 +10,7 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   baselines only, so an empty kind on an ``is_baseline`` row reads as ``bf16``);
 * the point: ``cache_bits`` (bits of the quantized cache the point was built from;
   baselines read its dequantized values, as BF16 or FP8), ``group_size``, ``batch``,
-  ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``
+  ``context``, ``num_qo_heads``, ``num_kv_heads``, ``head_dim``, ``page_size``, ``page_order``
   (:data:`bench.shape.SHAPE_COLUMNS`, declared once in :class:`bench.shape.PointShape`);
   its workload (:data:`WORKLOAD_COLUMNS`, from :meth:`bench.workload.Point.row_columns`):
   ``workload`` (the length distribution, :mod:`bench.lengths`), ``capacity`` (tokens

@@ -1,7 +1,7 @@
 """The point's shape and format fields, declared once.
 
 :class:`PointShape` lists what makes a sweep point (batch, context, the quantized
-format, the attention shape, the page size). Everything that copies these fields from
+format, the attention shape, the page size and the pages' order). Everything that copies these fields from
 one place to another reads them from here with :func:`dataclasses.fields`:
 
 * the grid (:func:`bench.points.grid`) takes the swept fields (``swept=True``: lists in
@@ -23,6 +23,7 @@ Imports nothing heavy (no torch, no pandas), so the config and results modules c
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,8 @@ SHAPE_COLUMNS = [column_name(f) for f in SHAPE_FIELDS if f.metadata["format"]] +
 # the point key's order (bench.results.POINT_KEYS, compare's row order): the fields' order
 SHAPE_KEYS = [column_name(f) for f in SHAPE_FIELDS]
 # the integer columns (results.csv reads them as nullable integers; page_order is a string)
-INT_SHAPE_COLUMNS = [column_name(f) for f in SHAPE_FIELDS if f.type == "int"]
+_FIELD_TYPES = typing.get_type_hints(PointShape)  # the annotations are strings here (``from __future__ import annotations``)
+INT_SHAPE_COLUMNS = [column_name(f) for f in SHAPE_FIELDS if _FIELD_TYPES[f.name] is int]
 
 
 def shape_columns(shape: PointShape) -> dict[str, Any]:

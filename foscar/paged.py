@@ -20,7 +20,7 @@ past 2^31 bytes works.
 
 Page size and speed: the CUDA kernel reads a page's codes of one KV head as one run and
 its scales as four more (one per tensor), so small pages cost reads at scattered addresses.
-16-token pages took 0.98-1.09x the contiguous cache's time and 64-token pages 0.97-1.05x the
+16-token pages took 0.98-1.09x the contiguous cache's time and 64-token pages 0.97-1.04x the
 16-token ones; 1-token pages (a token pool) 1.3-1.4x with each sequence's pages in order and
 1.1-4.8x with the pages shuffled, on an H200 (bench/NOTES.md §65; `foscar bench --page-size N
 --page-order shuffled|in-order` measures it).

@@ -104,7 +104,7 @@ def _gpu_check(q, cache, paged, backend, operand, num_splits=None):
 @pytest.mark.parametrize("backend, operand", GPU_BACKENDS)
 @pytest.mark.parametrize("page_size", [1, 4, 16, 64, 128])
 def test_gpu_paged_qwen3_shape(backend, operand, page_size):
-    # pages 1 and 4: every step of the CUDA kernel takes the general copies (with the L2 prefetch hint, NOTES §65)
+    # pages 1 and 4: every step of the CUDA kernel takes the general copies (NOTES §65)
     dev = torch.device("cuda")
     q, cache = _case(dev, batch=4, num_qo_heads=32, num_kv_heads=8, head_dim=128,
                      seq_lens=[8192, 4097, 1, 3 * page_size], bits=2, group_size=128)

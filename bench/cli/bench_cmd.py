@@ -76,7 +76,7 @@ PageSizeOpt = Annotated[
     typer.Option("--page-size", min=1, help="Tokens per page of the paged caches, FOSCAR's (foscar-cuda-paged) and "
                  "FlashInfer's (overrides the preset's page_size, 16): e.g. 1 (a token pool, as SGLang's), 16 (vLLM's "
                  "default), 64. The CUDA kernel takes powers of two; a kernel that cannot take the size records a "
-                 "failed row."),
+                 "row with status error and the reason."),
 ]  # fmt: skip
 PageOrderOpt = Annotated[
     Optional[str],
