@@ -1506,6 +1506,37 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   };
 
+  // ---- the integer QK's query, loaded before the prologue's copies: issued after them, at a one-wave point its loads
+  // waited behind every CTA's first sub-tile in the memory system (~2 us from find_work to the loop at INT2 8 x 32K
+  // against 0.75 at 1 x 16, bench/NOTES.md §66). The lane's 8 x KS32 query values, each loaded once (they were loaded
+  // twice, as 2-byte loads: NOTES §48): groups of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a
+  // multiple of 4), one 8-byte load each where the head's row starts 8-byte aligned (every row of a contiguous query
+  // with an 8-byte aligned base), else four 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements,
+  // ...); converted to fp32 below
+  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
+  const bool qlive = gh < p.gqa;
+  uint2 qraw[KS32][2];
+  if constexpr (IMMA) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
+    if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
+    } else {
+      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = F::ibase(k) + 4 * tig + 16 * r;
+          qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
+                                          (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
+                             : make_uint2(0u, 0u);
+        }
+    }
+  }
+
   // prologue: the ids of sub-tiles 0 .. kStages - 1 (a group of their own, waited for here), then the
   // first kStages - 1 sub-tiles in flight before the query is loaded and folded, so that the query's
   // load (dependent on the schedule, as the tiles are) overlaps theirs
@@ -1591,31 +1622,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   uint32_t qih[KS32][2], qil[KS32][2];
   float qkh[2];
   if constexpr (IMMA) {
-    const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
-    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
-    const bool live = gh < p.gqa;
-    // the lane's 8 x KS32 query values, each loaded once (they were loaded twice, as 2-byte loads: NOTES §48): groups
-    // of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a multiple of 4), one 8-byte load each where
-    // the head's row starts 8-byte aligned (every row of a contiguous query with an 8-byte aligned base), else four
-    // 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements, ...); as fp32
-    uint2 qraw[KS32][2];
-    if (live && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
-#pragma unroll
-      for (int k = 0; k < KS32; ++k)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
-    } else {
-      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
-#pragma unroll
-      for (int k = 0; k < KS32; ++k)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int c = F::ibase(k) + 4 * tig + 16 * r;
-          qraw[k][r] = live ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
-                                         (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
-                            : make_uint2(0u, 0u);
-        }
-    }
     float qv[KS32][2][4];
 #pragma unroll
     for (int k = 0; k < KS32; ++k)
