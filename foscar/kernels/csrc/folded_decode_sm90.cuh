@@ -77,9 +77,6 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
-#ifndef FOSCAR_LATE_ISSUE  // where a step issues its copies (bench/NOTES.md §66): 0 every instance at the step's start
-#define FOSCAR_LATE_ISSUE 1  // (sub-tile it + kStages - 1); 1 INT2 at its end (it + kStages, all stages filled by the
-#endif                       // prologue), INT4 at its start; 2 every instance at its end
 #ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
@@ -1201,9 +1198,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
-  // LATE: each step issues its copies at its end, the prologue fills every stage (FOSCAR_LATE_ISSUE)
-  constexpr bool LATE = FOSCAR_LATE_ISSUE == 2 || (FOSCAR_LATE_ISSUE == 1 && BITS == 2);
-  constexpr int kPrologueTiles = LATE ? kStages : kStages - 1;
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -1499,7 +1493,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   };
   // issue sub-tiles in order; paged: the copies of sub-tile it read its ids from slot it % kStages,
   // which then takes the ids of sub-tile it + kStages (in it's commit group, completed by the wait of
-  // step it, before step it issues sub-tile it + kStages at its end). The __syncwarp: every lane has read the
+  // step it, before step it + 1 issues sub-tile it + kStages). The __syncwarp: every lane has read the
   // slot before any lane refills it. FULL: the sub-tile is full and fast_copies holds (issue_full)
   auto issue_next = [&](int it, auto full) {  // sub-tile it, the one after the last issued
     if constexpr (decltype(full)::value)
@@ -1544,10 +1538,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   }
 
   // prologue: the ids of sub-tiles 0 .. kStages - 1 (a group of their own, waited for here), then the
-  // first kPrologueTiles sub-tiles in flight (one group each) while the query is folded. LATE (a step issues
-  // at its end): all kStages, as every stage is free here, so that the second sub-tile need not wait for step 0
-  // (the 2-step warps of batch 1 waited for it in step 1; bench/NOTES.md §66); else kStages - 1, the step
-  // issuing the next at its start
+  // first kStages - 1 sub-tiles in flight before the query is loaded and folded, so that the query's
+  // load (dependent on the schedule, as the tiles are) overlaps theirs
   if constexpr (PAGED) {
 #pragma unroll
     for (int s0 = 0; s0 < kStages; ++s0) copy_ids(s0);
@@ -1556,7 +1548,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     __syncwarp();
   }
 #pragma unroll
-  for (int s0 = 0; s0 < kPrologueTiles; ++s0) {
+  for (int s0 = 0; s0 < kStages - 1; ++s0) {
     if (s0 < iters) issue_next(s0, std::false_type{});
     cp_async_commit();
   }
@@ -1853,16 +1845,13 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   float l_part[2] = {0.f, 0.f};
 
 
-  // One step: issue sub-tile it + kStages - 1 into the stage step it - 1 freed (not LATE), compute sub-tile it,
-  // issue sub-tile it + kStages into the stage it freed (LATE). FULL: both are full and the copies take
-  // issue_full, and sub-tile it needs no token mask.
+  // One step: issue sub-tile it + kStages - 1, compute sub-tile it. FULL: both are full and the copies
+  // take issue_full, and sub-tile it needs no token mask.
   auto step = [&](int it, auto full) {
     constexpr bool FULL = decltype(full)::value;
-    if constexpr (!LATE) {
-      if (FULL || it + kStages - 1 < iters) issue_next(it + kStages - 1, full);
-      cp_async_commit();
-    }
-    cp_async_wait<kStages - 1>();  // sub-tile `it` has landed (the groups after its own: kStages - 1)
+    if (FULL || it + kStages - 1 < iters) issue_next(it + kStages - 1, full);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
     const uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const uint8_t* ksm = st;
@@ -2330,19 +2319,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
     }
     __syncwarp();  // every lane is done with this stage before it is refilled
-    if constexpr (LATE) {
-      if (FULL || it + kStages < iters) issue_next(it + kStages, full);
-      cp_async_commit();
-    }
   };
   // Sub-tiles 0 .. iters - 2 are full (each starts stride = 256 tokens before the next, which starts
   // before end); the last is full when end - its start >= 64. Step it is FULL when sub-tiles it and
-  // the one it issues (it + kStages - 1; LATE: it + kStages) are full and fast_copies holds: steps 0 ..
-  // full_steps - 1, one loop; the other steps (at most kStages, LATE kStages + 1, or all of them) take the
-  // general path in a second loop.
+  // it + kStages - 1 are full and fast_copies holds: steps 0 .. full_steps - 1, one loop; the other
+  // steps (at most kStages, or all of them) take the general path in a second loop.
   const bool last_full = iters > 0 && end - (first + (iters - 1) * stride) >= kTileTokens;
   const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
-  const int full_steps = fast_copies != 0 ? max(0, full_tiles - (LATE ? kStages : kStages - 1)) : 0;
+  const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
