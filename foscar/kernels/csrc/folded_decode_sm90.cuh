@@ -1538,8 +1538,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   }
 
   // prologue: the ids of sub-tiles 0 .. kStages - 1 (a group of their own, waited for here), then the
-  // first kStages - 1 sub-tiles in flight before the query is loaded and folded, so that the query's
-  // load (dependent on the schedule, as the tiles are) overlaps theirs
+  // first kStages - 1 sub-tiles in flight while the query (the integer QK's: loaded above) is loaded and folded
+  // (filling every stage here, with each step issuing at its end, measured slower: bench/NOTES.md §66)
   if constexpr (PAGED) {
 #pragma unroll
     for (int s0 = 0; s0 < kStages; ++s0) copy_ids(s0);
