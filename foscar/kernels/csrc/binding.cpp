@@ -131,6 +131,18 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }
 
+// Profiling builds: later launches write per-CTA timelines into `buffer` (CUDA int64 [1 + 10 * records], element 0
+// zeroed by the caller); None stops. Returns False when the extension was built without FOSCAR_TIMELINE.
+bool set_timeline(std::optional<torch::Tensor> buffer) {
+  if (!buffer.has_value()) return foscar_set_timeline(nullptr, 0) != 0;
+  const torch::Tensor& t = *buffer;
+  FOSCAR_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt64 && t.dim() == 1 && t.numel() >= 11 &&
+                   (t.numel() - 1) % 10 == 0,
+               "timeline buffer: contiguous CUDA int64 [1 + 10 * records], got %s", shape(t).c_str());
+  return foscar_set_timeline(t.data_ptr(), (int)((t.numel() - 1) / 10)) != 0;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("set_timeline", &set_timeline, "profiling builds (FOSCAR_TIMELINE): per-CTA timelines into a buffer");
   m.def("folded_decode", &folded_decode, "FOSCAR INT2/INT4 split-KV decode (sm_90, mma.sync); mode 0: folded BF16, 1: per-value reconstruction, 2: folded FP8");
 }

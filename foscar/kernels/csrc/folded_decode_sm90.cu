@@ -4,6 +4,24 @@
 #include "folded_decode_sm90.h"
 #include "folded_decode_sm90.cuh"
 
+#if FOSCAR_TIMELINE
+static unsigned long long* g_timeline = nullptr;  // foscar_set_timeline's buffer, given to every launch
+static int g_timeline_records = 0;
+#endif
+
+// Contract in folded_decode_sm90.h.
+extern "C" int foscar_set_timeline(void* buffer, int records) {
+#if FOSCAR_TIMELINE
+  g_timeline = static_cast<unsigned long long*>(buffer);
+  g_timeline_records = buffer != nullptr ? records : 0;
+  return 1;
+#else
+  (void)buffer;
+  (void)records;
+  return 0;
+#endif
+}
+
 // The C entry point (the torch binding's, and anything else's): contract in folded_decode_sm90.h.
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
@@ -73,6 +91,10 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.q_stride_h = q_stride_h;
   p.qk_scale_log2 = qk_scale_log2;
   p.pv_pack = pv_pack != 0;
+#if FOSCAR_TIMELINE
+  p.timeline = g_timeline;
+  p.timeline_records = g_timeline_records;
+#endif
 #define FOSCAR_DISPATCH(M, PG, CH)                 \
   if (mode == M && paged == PG && (k_block != 0) == CH) \
     return launch_mode<M, PG, CH>(p, bits, head_dim, group_size, batch, stream);

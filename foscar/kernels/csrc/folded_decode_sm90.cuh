@@ -77,6 +77,9 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
+#ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
+#define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
+#endif
 #ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
@@ -538,7 +541,39 @@ struct Params {
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
   int pv_pack;          // host dispatch only: 1 lets gqa <= 4 take the packed integer PV's instances (pv_packable)
+#if FOSCAR_TIMELINE
+  // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (record_timeline)
+  unsigned long long* timeline;
+  int timeline_records;
+#endif
 };
+
+// FOSCAR_TIMELINE builds: thread 0 of each CTA takes record i = atomicAdd(timeline[0], 1) (none past
+// timeline_records) and writes, as u64: 0 %globaltimer (ns) at entry, 1 %globaltimer at exit, 2 clock64 at entry,
+// 3 after find_work, 4 before the loops, 5 after step 0's wait (its first sub-tile landed; warp 0), 6 after the loops,
+// 7 after the epilogue (a CTA with no work: 3, then 7 and 1), 8 %smid | blockIdx.x << 8 | (b & 0xFFFF) << 24 | iters
+// << 40 (warp 0's sub-tiles), 9 start | end << 32 (the chunk's tokens). bench/timeline.py reads them.
+constexpr int kTimelineFields = 10;
+#if FOSCAR_TIMELINE
+__device__ __forceinline__ unsigned long long global_timer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned sm_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+#define FOSCAR_TL(k, v)                                                           \
+  do {                                                                            \
+    if (tl_rec != nullptr && threadIdx.x == 0) tl_rec[k] = (unsigned long long)(v); \
+  } while (0)
+#else
+#define FOSCAR_TL(k, v) \
+  do {                  \
+  } while (0)
+#endif
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
 constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
@@ -1204,9 +1239,24 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // slot-major order: the chunks of all KV heads come first, empty slots (exiting at once) last
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
+#if FOSCAR_TIMELINE
+  unsigned long long* tl_rec = nullptr;
+  if (p.timeline != nullptr && threadIdx.x == 0) {
+    const unsigned long long i = atomicAdd(p.timeline, 1ull);
+    if (i < (unsigned long long)p.timeline_records) tl_rec = p.timeline + 1 + kTimelineFields * i;
+  }
+  FOSCAR_TL(0, global_timer());
+  FOSCAR_TL(2, clock64());
+#endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
   const Work work = find_work<PAGED>(p, slot);
+  FOSCAR_TL(3, clock64());
   if (work.count == 0) {
+#if FOSCAR_TIMELINE
+    FOSCAR_TL(7, clock64());
+    FOSCAR_TL(1, global_timer());
+    FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8));
+#endif
     if (p.fixed_window && (int)threadIdx.x < p.gqa)  // an empty chunk of a fixed-path sequence: LSE -inf
       p.lse_part[(long long)slot * p.num_kv_heads * p.gqa + hkv * p.gqa + threadIdx.x] = -INFINITY;
     return;
@@ -1853,6 +1903,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
+    if (it == 0) FOSCAR_TL(5, clock64());
     const uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
     const uint8_t* ksm = st;
     const uint8_t* vsm = st + F::CODE_BYTES;
@@ -2328,6 +2379,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
   const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
+#if FOSCAR_TIMELINE
+  FOSCAR_TL(4, clock64());
+  FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8) | ((unsigned long long)(b & 0xFFFF) << 24) |
+                   ((unsigned long long)iters << 40));
+  FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
+#endif
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
 
@@ -2335,9 +2392,14 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
   // batch 8 2% slower (bench/NOTES.md §43)
   asm volatile("griddepcontrol.launch_dependents;\n" ::);
+  FOSCAR_TL(6, clock64());
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
+#if FOSCAR_TIMELINE
+  FOSCAR_TL(7, clock64());
+  FOSCAR_TL(1, global_timer());
+#endif
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>

@@ -1,0 +1,220 @@
+"""Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
+
+``python -m bench.timeline --point 1x16 --point 8x32768`` builds the extension with
+``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
+against the fp64 reference, replays a CUDA graph of up to 8 decodes over rotating copies of the
+cache (the bench's timing, :mod:`bench.timing`), and prints each phase's median over the CTAs
+of one call (us):
+
+* ``find_work``: from the CTA's entry to its work (the length-aware schedule);
+* ``to_loop``: the prologue until the loop starts (the query's load and conversion, the
+  first sub-tiles' copies issued);
+* ``first_wait``: step 0's wait for its sub-tile (included in ``loop``);
+* ``loop``: the steps, from the loop's start to its end;
+* ``epilogue``: the merge of the 4 warps and the output (with the wait for the CTA's slowest warp);
+* ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the split
+  merge kernel and the launches).
+
+The record layout (10 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
+``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
+converted at the rate of ``%globaltimer`` over the call's CTAs (the SM clock under load). The
+profiling build's stamps cost 1-15% of a decode (bench/NOTES.md §66), so its phases bound the
+default build's from above. Needs a CUDA GPU (sm_90) and nvcc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+# the record's fields, in order (the kernel's stamps 0-9)
+FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
+          "meta", "tokens")
+PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue")
+MAX_CALLS = 8  # decodes in the profiled graph (one record a CTA each)
+DEFINE = "FOSCAR_TIMELINE=1"
+
+
+@dataclass(frozen=True)
+class CallTimeline:
+    """One call's CTAs: phase medians in us (working CTAs), the span and the gap to the next call (us)."""
+
+    ctas: int
+    working: int
+    ghz: float  # clock64 cycles per globaltimer ns over the call's CTAs
+    phases: dict[str, float]
+    span_us: float
+    gap_us: float | None  # None for the last call
+
+
+def split_calls(records: np.ndarray, calls: int) -> list[np.ndarray]:
+    """The records of ``calls`` serialized launches of one grid, in launch order.
+
+    Args:
+        records: int64 ``[n, 10]`` as the kernel wrote them (record order = arrival at the counter).
+        calls: launches profiled; ``n`` must be a multiple.
+
+    Raises:
+        ValueError: ``records`` is not ``[n, 10]`` or ``n`` is not a multiple of ``calls``.
+    """
+    if records.ndim != 2 or records.shape[1] != len(FIELDS):
+        raise ValueError(f"records: expected [n, {len(FIELDS)}], got {list(records.shape)}")
+    if calls < 1 or len(records) % calls:
+        raise ValueError(f"records: {len(records)} is not a multiple of calls={calls}")
+    per = len(records) // calls
+    # launches of one stream run one after another: each call's CTAs took the counter before the next call's
+    return [records[i * per:(i + 1) * per] for i in range(calls)]
+
+
+def summarize_call(rec: np.ndarray, next_rec: np.ndarray | None = None) -> CallTimeline:
+    """Phase medians over the working CTAs of one call (``iters > 0`` in the meta field).
+
+    Raises:
+        ValueError: no CTA of the call has work.
+    """
+    rec = rec.astype(np.int64)
+    iters = (rec[:, 8] >> 40) & 0xFFFF
+    work = iters > 0
+    if not work.any():
+        raise ValueError("no CTA of this call has work (empty sequences?)")
+    dur_ns = (rec[:, 1] - rec[:, 0]).astype(float)
+    dur_cyc = (rec[:, 7] - rec[:, 2]).astype(float)
+    ok = dur_ns > 0
+    ghz = float(np.median(dur_cyc[ok] / dur_ns[ok])) if ok.any() else float("nan")
+    w = rec[work]
+
+    def us(cycles: np.ndarray) -> float:
+        return float(np.median(cycles)) / ghz / 1e3
+
+    phases = {
+        "find_work": us(w[:, 3] - w[:, 2]),
+        "to_loop": us(w[:, 4] - w[:, 3]),
+        "first_wait": us(w[:, 5] - w[:, 4]),
+        "loop": us(w[:, 6] - w[:, 4]),
+        "epilogue": us(w[:, 7] - w[:, 6]),
+    }
+    t0, t1 = rec[:, 0].min(), rec[:, 1].max()
+    gap = None if next_rec is None else float(next_rec[:, 0].min() - t1) / 1e3
+    return CallTimeline(ctas=len(rec), working=int(work.sum()), ghz=ghz, phases=phases, span_us=float(t1 - t0) / 1e3,
+                        gap_us=gap)
+
+
+def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
+    """:func:`summarize_call` of each call in ``records`` (see :func:`split_calls`)."""
+    parts = split_calls(records, calls)
+    return [summarize_call(p, parts[i + 1] if i + 1 < len(parts) else None) for i, p in enumerate(parts)]
+
+
+def _parse_point(text: str) -> tuple[int, int]:
+    try:
+        batch, context = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--point: expected BATCHxCONTEXT such as 8x32768, got {text!r}") from None
+    if batch < 1 or context < 1:
+        raise argparse.ArgumentTypeError(f"--point: batch and context must be >= 1, got {text!r}")
+    return batch, context
+
+
+def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_heads: int, num_kv_heads: int,
+                  head_dim: int) -> tuple[float, list[CallTimeline], np.ndarray]:
+    """``(max_rel_err, per-call timelines, raw records)`` of one uniform point on the GPU (contiguous cache).
+
+    Raises:
+        RuntimeError: the extension was built without ``FOSCAR_TIMELINE`` (set it before importing
+            :mod:`foscar.kernels.decode_cuda`, as :func:`main` does).
+    """
+    import torch
+
+    import foscar
+    from bench.backends import Prepared, clone_cache
+    from bench.lengths import WorkloadSpec
+    from bench.sweep import rotation
+    from bench.workload import Point, build_workload, max_rel_err
+    from foscar.kernels import decode_cuda
+
+    ext = decode_cuda.extension()
+    dev = torch.device("cuda")
+    pt = Point(batch, context, bits, group_size, num_qo_heads, num_kv_heads, head_dim, 16,
+               workload=WorkloadSpec().at(context, context))
+    w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
+
+    def make(q, c):
+        plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
+        return lambda: plan.run(q, c)
+
+    fn = make(w.q, w.cache)
+    out = fn()
+    torch.cuda.synchronize()
+    err = max_rel_err(out, w.reference, w.rows)
+    nbytes = pt.kv_tokens * num_kv_heads * (2 * head_dim * bits // 8 + 16 * (head_dim // group_size))
+    prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(w.cache)))
+    fns = rotation(prep, dev)[:MAX_CALLS]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm the side stream before capture (as bench.timing.time_graph)
+        for f in fns:
+            f()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    grid_max = 1 << 16  # CTAs a call at most (records past it are dropped by the kernel)
+    buf = torch.zeros(1 + len(FIELDS) * grid_max * len(fns), dtype=torch.int64, device=dev)
+    if not ext.set_timeline(buf):
+        raise RuntimeError(f"this CUDA extension was built without {DEFINE}: set FOSCAR_NVCC_DEFINES before import")
+    try:  # launches captured now take the buffer (a graph keeps the Params it was captured with)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for f in fns:
+                f()
+        graph.replay()  # warm
+        torch.cuda.synchronize()
+        buf[0] = 0
+        graph.replay()
+        torch.cuda.synchronize()
+    finally:
+        ext.set_timeline(None)
+    n = min(int(buf[0].item()), grid_max * len(fns))
+    records = buf[1:1 + len(FIELDS) * n].view(n, len(FIELDS)).cpu().numpy()
+    return err, summarize(records, len(fns)), records
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--point", type=_parse_point, action="append", help="BATCHxCONTEXT (repeat); default 1x16, "
+                    "1x8192, 8x32768")
+    ap.add_argument("--bits", type=int, choices=(2, 4), default=2)
+    ap.add_argument("--group-size", type=int, default=128)
+    ap.add_argument("--num-qo-heads", type=int, default=32)
+    ap.add_argument("--num-kv-heads", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-BxC.npy")
+    args = ap.parse_args(argv)
+    defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
+    if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
+        os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
+        return 2
+    for batch, context in args.point or [(1, 16), (1, 8192), (8, 32768)]:
+        err, timelines, records = profile_point(batch, context, args.bits, args.group_size, args.num_qo_heads,
+                                                args.num_kv_heads, args.head_dim)
+        if args.save:
+            os.makedirs(args.save, exist_ok=True)
+            np.save(os.path.join(args.save, f"timeline-{batch}x{context}.npy"), records)
+        print(f"INT{args.bits} {batch} x {context} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
+        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap")
+        for i, t in enumerate(timelines):
+            gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11
+            print(f"  {i:4d} {t.ctas:5d}  " + "  ".join(f"{t.phases[p]:10.2f}" for p in PHASES)
+                  + f"  {t.span_us:10.2f}  {gap}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

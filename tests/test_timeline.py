@@ -1,0 +1,67 @@
+"""bench.timeline: the record layout's arithmetic on synthetic records (CPU) and the profiling build's compile
+(nvcc, no GPU). The profile itself runs on the GPU machine (`python -m bench.timeline`, bench/NOTES.md §66)."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from bench import timeline
+from foscar.kernels import decode_cuda
+
+
+def _record(t0_ns, find, to_loop, first, loop, epi, iters, ghz=2.0, sm=0, block=0):
+    """One CTA's record with phases in us at ``ghz`` cycles a ns."""
+    clk_entry = 1_000_000
+    clk_found = clk_entry + find * 1e3 * ghz
+    clk_loop = clk_found + to_loop * 1e3 * ghz
+    clk_first = clk_loop + first * 1e3 * ghz
+    clk_loop_end = clk_loop + loop * 1e3 * ghz
+    clk_exit = clk_loop_end + epi * 1e3 * ghz
+    total_ns = (clk_exit - clk_entry) / ghz
+    meta = sm | (block << 8) | (iters << 40)
+    return [t0_ns, t0_ns + total_ns, clk_entry, clk_found, clk_loop, clk_first, clk_loop_end, clk_exit, meta, 0]
+
+
+def test_summarize_phases_span_and_gap():
+    call0 = [_record(1000, 0.4, 0.7, 0.2, 1.0, 0.9, iters=1, block=b) for b in range(4)]
+    call0.append(_record(1000, 0.4, 0.0, 0.0, 0.0, 0.0, iters=0, block=4))  # an empty CTA: not in the medians
+    call1 = [_record(6000, 0.5, 0.8, 0.3, 2.0, 1.0, iters=2, block=b) for b in range(5)]
+    rec = np.array(call0 + call1, dtype=np.int64)
+    t = timeline.summarize(rec, calls=2)
+    assert [x.ctas for x in t] == [5, 5] and [x.working for x in t] == [4, 5]
+    assert t[0].ghz == pytest.approx(2.0, rel=1e-3)
+    for name, want in zip(timeline.PHASES, (0.4, 0.7, 0.2, 1.0, 0.9)):
+        assert t[0].phases[name] == pytest.approx(want, abs=2e-3), name
+    assert t[1].phases["loop"] == pytest.approx(2.0, abs=2e-3)
+    assert t[0].span_us == pytest.approx(3.0, abs=2e-3)  # 0.4 + 0.7 + 1.0 + 0.9
+    assert t[0].gap_us == pytest.approx(5.0 - 3.0, abs=2e-3) and t[1].gap_us is None
+
+
+def test_summarize_refuses_bad_input():
+    with pytest.raises(ValueError, match=r"expected \[n, 10\]"):
+        timeline.split_calls(np.zeros((4, 9), dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="not a multiple of calls=3"):
+        timeline.split_calls(np.zeros((4, 10), dtype=np.int64), 3)
+    with pytest.raises(ValueError, match="no CTA of this call has work"):
+        timeline.summarize_call(np.zeros((2, 10), dtype=np.int64))
+
+
+def test_point_argument():
+    assert timeline._parse_point("8x32768") == (8, 32768)
+    with pytest.raises(Exception, match="BATCHxCONTEXT"):
+        timeline._parse_point("8,32768")
+
+
+def test_timeline_build_compiles(tmp_path):
+    # the profiling build (FOSCAR_TIMELINE=1) of the contiguous folded-BF16 instances at head_dim 128; the default
+    # build's SASS does not change with it (bench/data/sass_loop_counts.json, test_decode_cuda.py)
+    nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not found: cannot compile the CUDA source here")
+    src = decode_cuda.CSRC / "decode_mode_bf16.cu"
+    proc = subprocess.run([nvcc, *decode_cuda.BASE_NVCC_FLAGS, "-DFOSCAR_ONLY_HEAD_DIM=128", "-DFOSCAR_TIMELINE=1",
+                           "-cubin", str(src), "-o", str(tmp_path / "timeline.cubin")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
