@@ -18,7 +18,7 @@ of one call (us):
 The record layout (10 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
 converted at the rate of ``%globaltimer`` over the call's CTAs (the SM clock under load). The
-profiling build's stamps cost 1-15% of a decode (bench/NOTES.md §66), so its phases bound the
+profiling build's stamps cost 0.5-15% of a decode (bench/NOTES.md §66), so its phases bound the
 default build's from above. Needs a CUDA GPU (sm_90) and nvcc.
 """
 
