@@ -569,7 +569,7 @@ __device__ __forceinline__ unsigned sm_id() {
   do {                                                                            \
     if (tl_rec != nullptr && threadIdx.x == 0) tl_rec[k] = (unsigned long long)(v); \
   } while (0)
-#else
+#else  // the stamps' arguments are not compiled either
 #define FOSCAR_TL(k, v) \
   do {                  \
   } while (0)
@@ -1252,11 +1252,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const Work work = find_work<PAGED>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
-#if FOSCAR_TIMELINE
     FOSCAR_TL(7, clock64());
     FOSCAR_TL(1, global_timer());
     FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8));
-#endif
     if (p.fixed_window && (int)threadIdx.x < p.gqa)  // an empty chunk of a fixed-path sequence: LSE -inf
       p.lse_part[(long long)slot * p.num_kv_heads * p.gqa + hkv * p.gqa + threadIdx.x] = -INFINITY;
     return;
@@ -2379,12 +2377,10 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
   const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
-#if FOSCAR_TIMELINE
   FOSCAR_TL(4, clock64());
   FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8) | ((unsigned long long)(b & 0xFFFF) << 24) |
                    ((unsigned long long)iters << 40));
   FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
-#endif
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
 
@@ -2396,10 +2392,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
-#if FOSCAR_TIMELINE
   FOSCAR_TL(7, clock64());
   FOSCAR_TL(1, global_timer());
-#endif
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
