@@ -133,6 +133,7 @@ def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_h
     from bench.backends import Prepared, clone_cache
     from bench.lengths import WorkloadSpec
     from bench.sweep import rotation
+    from bench.timing import capture_graph, warm_for_capture
     from bench.workload import Point, build_workload, max_rel_err
     from foscar.kernels import decode_cuda
 
@@ -150,27 +151,16 @@ def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_h
     out = fn()
     torch.cuda.synchronize()
     err = max_rel_err(out, w.reference, w.rows)
-    nbytes = pt.kv_tokens * num_kv_heads * (2 * head_dim * bits // 8 + 16 * (head_dim // group_size))
+    nbytes = w.cache.bytes_read() + w.io_bytes()  # as the foscar-cuda backend counts them (bench.backends)
     prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(w.cache)))
     fns = rotation(prep, dev)[:MAX_CALLS]
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm the side stream before capture (as bench.timing.time_graph)
-        for f in fns:
-            f()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
+    warm_for_capture(fns)
     grid_max = 1 << 16  # CTAs a call at most (records past it are dropped by the kernel)
     buf = torch.zeros(1 + len(FIELDS) * grid_max * len(fns), dtype=torch.int64, device=dev)
     if not ext.set_timeline(buf):
         raise RuntimeError(f"this CUDA extension was built without {DEFINE}: set FOSCAR_NVCC_DEFINES before import")
     try:  # launches captured now take the buffer (a graph keeps the Params it was captured with)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for f in fns:
-                f()
-        graph.replay()  # warm
-        torch.cuda.synchronize()
+        graph = capture_graph(fns)  # replayed once: its records are dropped by zeroing the counter
         buf[0] = 0
         graph.replay()
         torch.cuda.synchronize()

@@ -78,6 +78,39 @@ def time_gpu(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> Timin
     return summarize([t * 1e3 for t in samples_ms], GPU_TIMING)
 
 
+def warm_for_capture(fns: list[Callable[[], object]]) -> None:
+    """Call each of ``fns`` once on a side stream (allocator, handles), as a CUDA-graph capture
+    needs, and wait for it."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for f in fns:
+            f()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+
+
+def capture_graph(fns: list[Callable[[], object]], rounds: int = 1):
+    """A ``torch.cuda.CUDAGraph`` of ``rounds`` rounds over ``fns`` (each called in turn), already
+    replayed once (untimed) and synchronized. Call :func:`warm_for_capture` first.
+
+    Raises:
+        RuntimeError: from CUDA when a callable cannot be captured (host sync, ...).
+    """
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(rounds):
+            for f in fns:
+                f()
+    graph.replay()  # untimed
+    torch.cuda.synchronize()
+    return graph
+
+
 def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, replays: int = 15) -> Timing:
     """Median time of one call, from CUDA-graph replays of ``fns`` (each called in turn).
 
@@ -96,23 +129,7 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
     """
     import torch
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm the side stream (allocator, handles) before capture
-        for f in fns:
-            f()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-
-    def capture(rounds: int):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(rounds):
-                for f in fns:
-                    f()
-        graph.replay()  # untimed
-        torch.cuda.synchronize()
-        return graph
+    warm_for_capture(fns)
 
     def replay_ms_of(graph) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -122,11 +139,11 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
         end.synchronize()
         return start.elapsed_time(end)
 
-    probe = capture(1)
+    probe = capture_graph(fns, 1)
     one_round = replay_ms_of(probe)
     del probe
     rounds = max(1, round(replay_ms / max(one_round, 1e-3)))
-    graph = capture(rounds)
+    graph = capture_graph(fns, rounds)
     calls = rounds * len(fns)
     samples = [replay_ms_of(graph) * 1e3 / calls for _ in range(replays)]
     del graph
