@@ -193,6 +193,10 @@ class DecodePlan:
         pv_pack: whether the CUDA kernel may take the integer PV with packed columns where a KV head has at most
             4 query heads (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, ``FOSCAR_PV_PACK`` when the plan was
             made, on by default; False for the Triton kernel; bench/NOTES.md §62).
+        max_ctas_per_sm: at most this many CTAs of the CUDA kernel share an SM, 0 as many as fit
+            (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, ``FOSCAR_MAX_CTAS_PER_SM`` when the plan was
+            made: 2 where a head_dim-128 grid is larger than 2 CTAs an SM; 0 for the Triton kernel; bench/NOTES.md
+            §67).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -203,7 +207,7 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1, merge_from_lengths=False, pv_pack=False):
+                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -219,6 +223,7 @@ class DecodePlan:
         self.merge_rows = merge_rows
         self.merge_from_lengths = merge_from_lengths
         self.pv_pack = pv_pack
+        self.max_ctas_per_sm = max_ctas_per_sm
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -266,7 +271,7 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
-                               self.merge_fixed_window, self.pv_pack)
+                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
                 lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
@@ -310,7 +315,8 @@ def plan_decode(
             ``FOSCAR_MERGE_FROM_LENGTHS`` other than ``"1"`` / ``"0"``
             (:func:`foscar.kernels.merge_triton.from_lengths_choice`, read when the plan is made); a
             ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, read
-            when the plan is made).
+            when the plan is made); a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32
+            (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -331,7 +337,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
-    from foscar.kernels.splits import device_sm_count
+    from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_choice
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -412,6 +418,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                                 and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
             # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
             pv_pack=decode_cuda.pv_pack_choice(),
+            # at most 2 CTAs an SM past 2 an SM (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
+            max_ctas_per_sm=max_ctas_per_sm_choice(slots * cache.num_kv_heads, device_sm_count(device), head_dim),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

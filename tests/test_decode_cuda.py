@@ -472,6 +472,39 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("bits, head_dim, group_size", [(2, 128, 128), (4, 128, 128), (2, 64, 32)])
+def test_gpu_ctas_per_sm_limit_keeps_the_output(monkeypatch, paged, bits, head_dim, group_size):
+    """A grid of more than 2 CTAs an SM (64 sequences x 8 KV heads, with the ragged batch's spare slots: 1024 CTAs) is
+    held to 2 CTAs an SM at head_dim 128 (bench/NOTES.md §67: the launch pads its dynamic shared memory). Against the
+    fp64 reference, and bit for bit against the same plan at as many CTAs an SM as fit and at one
+    (``FOSCAR_MAX_CTAS_PER_SM``, read when a plan is made): only where the CTAs run changes."""
+    import foscar
+    from tests.test_paged import _check_paged
+
+    dev = torch.device("cuda")
+    lens = [(37 * b * b + 11 * b) % 1025 for b in range(64)]  # 0..1024, an empty sequence among them
+    q, cache = _case(dev, batch=64, num_qo_heads=32, num_kv_heads=8, head_dim=head_dim, seq_lens=lens, bits=bits,
+                     group_size=group_size, seed=bits + head_dim)
+    target = foscar.paginate(cache, 16) if paged else cache
+    monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
+    plan = foscar.plan_decode(target, 32, backend="cuda")
+    assert plan.max_ctas_per_sm == (2 if head_dim == 128 else 0)
+    if paged:
+        _check_paged(q, cache, target, backend="cuda")
+    else:
+        _check(q, cache, backend="cuda")
+    out, lse = plan.run(q, target, return_lse=True)
+    out, lse = out.clone(), lse.clone()
+    for knob in ("0", "1"):
+        monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", knob)
+        other = foscar.plan_decode(target, 32, backend="cuda")
+        assert other.max_ctas_per_sm == int(knob)
+        o, l = other.run(q, target, return_lse=True)
+        assert torch.equal(o, out) and torch.equal(l, lse)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("bits, head_dim", [(2, 128), (4, 128), (2, 64), (4, 256)])
 def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
     """The integer QK loads each head's query with 8-byte loads where its row is 8-byte aligned, else 2-byte
@@ -638,9 +671,14 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MERGE_FIXED_WINDOW", raising=False)
         monkeypatch.delenv("FOSCAR_MERGE_FROM_LENGTHS", raising=False)
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
+        monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
-        assert s["pv_pack"] is True
+        assert s["pv_pack"] is True and s["max_ctas_per_sm"] == "auto"
+        monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "0")  # as many CTAs an SM as fit (read when a plan is made)
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["max_ctas_per_sm"] == "0"
+        monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "auto")
         monkeypatch.setenv("FOSCAR_MERGE_SPECULATE", "1")  # the speculative merge (read per call, as per plan)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["merge_speculate"] is True

@@ -313,3 +313,23 @@ def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capaci
             assert [e - s for _, s, e in work[:-1]] == [256] * (len(work) - 1) and len(work) == -(-length // 256)
             between += 1
     assert between >= 1  # the in-between case was exercised
+
+
+@pytest.mark.parametrize("ctas, head_dim, want", [(1, 128, 0), (264, 128, 0), (265, 128, 2), (512, 128, 2),
+                                                  (2048, 128, 2), (512, 64, 0), (2048, 256, 0)])
+def test_grids_past_two_ctas_an_sm_hold_two_an_sm(monkeypatch, ctas, head_dim, want):
+    """bench/NOTES.md §67: a head_dim-128 grid of more than 2 CTAs an SM (132 SMs) runs at most 2 an SM; smaller
+    grids and the head dims where it was not measured keep as many as fit (0)."""
+    monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim) == want
+
+
+def test_max_ctas_per_sm_knob(monkeypatch):
+    monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "0")
+    assert splits.max_ctas_per_sm_choice(2048, 132, 128) == 0
+    monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "3")
+    assert splits.max_ctas_per_sm_choice(8, 132, 64) == 3
+    for bad in ("two", "-1", "33", ""):
+        monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", bad)
+        with pytest.raises(ValueError, match="FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32"):
+            splits.max_ctas_per_sm_choice(8, 132, 128)

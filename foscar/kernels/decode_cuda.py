@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag
-from foscar.kernels.splits import device_sm_count, plan_work
+from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_choice, plan_work
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -126,27 +126,33 @@ def build_settings() -> dict[str, object]:
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
         :func:`foscar.kernels.merge_triton.fixed_window_choice`), "merge_from_lengths": bool
         (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "pv_pack": bool
-        (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "source_hash": str, "default_build": bool}``;
+        (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "max_ctas_per_sm": str (``FOSCAR_MAX_CTAS_PER_SM`` now,
+        ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_choice`), "source_hash": str,
+        "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
-        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``) is set, i.e. the
+        ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
+        ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``,
-            ``FOSCAR_MERGE_FROM_LENGTHS`` or ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"``.
+            ``FOSCAR_MERGE_FROM_LENGTHS`` or ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"``; a
+            ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32.
     """
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, pdl_wanted, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
+    max_ctas_per_sm_choice(1, 1, 128)  # (a bad FOSCAR_MAX_CTAS_PER_SM raises here)
+    max_ctas = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
-            "source_hash": source_hash(),
+            "max_ctas_per_sm": max_ctas, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-                              and fixed_window and not from_lengths and pv_pack)}
+                              and fixed_window and not from_lengths and pv_pack and max_ctas == "auto")}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -219,7 +225,7 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
-           pv_pack: bool = True) -> None:
+           pv_pack: bool = True, max_ctas_per_sm: int = 0) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
@@ -246,6 +252,9 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``pv_pack``: where a KV head has at most 4 query heads, the integer PV with packed columns (:func:`pv_pack_choice`,
     which plans read when they are made); False keeps the previous forms.
+
+    ``max_ctas_per_sm``: 0 lets as many CTAs share an SM as fit; ``k`` > 0 at most ``k`` (the launch's dynamic shared
+    memory padded where more would fit; :func:`foscar.kernels.splits.max_ctas_per_sm_choice`). Same outputs.
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
@@ -253,7 +262,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode], int(fixed_window), int(pv_pack),
+        MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import torch
 
@@ -41,6 +42,39 @@ RESIDENT_CTAS_PER_SM = 3
 # batch 1 (plan_work): INT2 takes one program per SM while that keeps its chunks at most this long (tokens;
 # 2048 until session 19, when 32 chunks of 1K measured 4% faster than 16 of 2K at 1 x 32K, bench/NOTES.md §54)
 BATCH1_INT2_CHUNK_TOKENS = 1024
+
+
+# At most this many CTAs of the CUDA kernel share an SM where its grid is larger than that many a SM
+# (max_ctas_per_sm_choice); head_dim 128 only, where it was measured (bench/NOTES.md §67)
+LARGE_GRID_CTAS_PER_SM = 2
+
+
+def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int) -> int:
+    """How many CTAs of the CUDA kernel's grid may share an SM: 0 (as many as fit: 3 for the head_dim-128 folded
+    instances) or :data:`LARGE_GRID_CTAS_PER_SM`.
+
+    Where a grid of equal CTAs is larger than 2 an SM, 3 an SM leave a tail: 512 CTAs (INT2 64 x 8K and 64 x 32K) run
+    as 396 at 3 an SM and then 116 alone on 116 SMs, and an SM with one CTA streams at ~70% of one with two or
+    three (bench/NOTES.md §50, §63, §66), where at 2 an SM they run as 264 and 248, two full waves. Held to 2 by the
+    launch's dynamic shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel is the same.
+    ``FOSCAR_MAX_CTAS_PER_SM`` (read when a plan is made) overrides: ``"auto"`` (the default, this rule), ``"0"``
+    (as many as fit), or a count ``k`` >= 1.
+
+    Args:
+        num_ctas: the grid's CTAs (``num_slots * num_kv_heads``, :func:`plan_work`).
+        num_sms: multiprocessors of the device.
+        head_dim: the cache's; the rule holds only at 128 (elsewhere 0).
+
+    Raises:
+        ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
+    """
+    value = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
+    if value != "auto":
+        if not value.isdigit() or int(value) > 32:
+            raise ValueError(f"FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32, got {value!r}")
+        return int(value)
+    k = LARGE_GRID_CTAS_PER_SM
+    return k if head_dim == 128 and num_ctas > k * num_sms else 0
 
 
 def _pow2_floor(n: int) -> int:

@@ -541,6 +541,8 @@ struct Params {
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
   int pv_pack;          // host dispatch only: 1 lets gqa <= 4 take the packed integer PV's instances (pv_packable)
+  int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
+                        // shared memory where more would fit; bench/NOTES.md §67)
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (record_timeline)
   unsigned long long* timeline;
@@ -2396,6 +2398,31 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(1, global_timer());
 }
 
+// The dynamic shared memory that holds `kernel` (128 threads a CTA, `smem` bytes its need, the attribute already set
+// to that) to at most k CTAs an SM: `smem` where no more than k fit by registers and shared memory already, else
+// enough that k + 1 CTAs' shared memory (each with the runtime's reserve per CTA) exceeds the SM's, checked with the
+// occupancy calculator; the kernel's attribute raised to it. Why: a grid of more than a wave of 3 CTAs an SM ends
+// in a tail of SMs with one CTA each, which stream slower than SMs with two; at 2 an SM the waves stay full
+// (bench/NOTES.md §67). The kernel does not read the padding.
+template <typename Kernel>
+cudaError_t occupancy_limited_smem(Kernel kernel, int smem, int k, int& dyn) {
+  dyn = smem;
+  int fit = 0;
+  cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, smem);
+  if (err != cudaSuccess || fit <= k) return err;
+  int dev = 0, per_sm = 0, reserved = 0, opt_in = 0;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess) return err;
+  int want = (per_sm / (k + 1) + 1 - reserved + 127) / 128 * 128;  // (k + 1) (want + reserved) > per_sm
+  if (want > opt_in) return cudaSuccess;  // cannot be held below `fit` this way: as many as fit
+  if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, want)) != cudaSuccess) return err;
+  if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, want)) != cudaSuccess) return err;
+  if (fit <= k) dyn = want;
+  return cudaSuccess;
+}
+
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
@@ -2406,10 +2433,15 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
+  int dyn = smem;
+  if (p.max_ctas_per_sm > 0) {
+    err = occupancy_limited_smem(kernel, smem, p.max_ctas_per_sm, dyn);
+    if (err != cudaSuccess) return err;
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(p.num_slots * p.num_kv_heads);
   cfg.blockDim = dim3(kWarps * 32);
-  cfg.dynamicSmemBytes = smem;
+  cfg.dynamicSmemBytes = dyn;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL (griddepcontrol in the kernel)

@@ -30,7 +30,8 @@
 // that a merge kernel can take sequence b's chunks as slots b * fixed_splits .. without reading seq_chunks.
 // pv_pack: 1 lets gqa <= 4 take the integer PV with packed columns where the format has it (INT2 / INT4, head_dim
 // <= 128, mode 0, token-wise K; bench/NOTES.md §62), 0 keeps INT2's two-mma integer PV (the same output up to fp32
-// rounding) and INT4's BF16 PV.
+// rounding) and INT4's BF16 PV. max_ctas_per_sm: 0, or k > 0: at most k CTAs share an SM (the dynamic shared memory
+// padded where more would fit; bench/NOTES.md §67).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
@@ -38,7 +39,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, int pv_pack, cudaStream_t stream);
+    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, cudaStream_t stream);
 
 // Profiling builds (-DFOSCAR_TIMELINE=1): every later launch's CTAs write their timeline into buffer, a device
 // array of 1 + 10 * records u64 whose first element (a record counter) the caller zeroes (layout: Params in
