@@ -315,21 +315,34 @@ def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capaci
     assert between >= 1  # the in-between case was exercised
 
 
-@pytest.mark.parametrize("ctas, head_dim, want", [(1, 128, 0), (264, 128, 0), (265, 128, 2), (512, 128, 2),
-                                                  (2048, 128, 2), (512, 64, 0), (2048, 256, 0)])
-def test_grids_past_two_ctas_an_sm_hold_two_an_sm(monkeypatch, ctas, head_dim, want):
-    """bench/NOTES.md §67: a head_dim-128 grid of more than 2 CTAs an SM (132 SMs) runs at most 2 an SM; smaller
-    grids and the head dims where it was not measured keep as many as fit (0)."""
+@pytest.mark.parametrize("ctas, head_dim, chunk, want", [(1, 128, 8192, 0), (264, 128, 8192, 0), (265, 128, 8192, 2),
+                                                         (1024, 128, 8192, 2), (1024, 128, 513, 2), (1024, 128, 512, 0),
+                                                         (1024, 128, 8193, 0), (1024, 128, 32768, 0),
+                                                         (1024, 64, 8192, 0), (2048, 256, 4096, 0)])
+def test_grids_past_two_ctas_an_sm_with_short_chunks_hold_two_an_sm(monkeypatch, ctas, head_dim, chunk, want):
+    """bench/NOTES.md §67: a head_dim-128 grid of more than 2 CTAs an SM (132 SMs) whose chunks are 513..8192 tokens
+    runs at most 2 an SM; smaller grids, longer or one-iteration chunks and the head dims where it was not measured
+    keep as many as fit (0)."""
     monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
-    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim) == want
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == want
 
 
 def test_max_ctas_per_sm_knob(monkeypatch):
     monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "0")
-    assert splits.max_ctas_per_sm_choice(2048, 132, 128) == 0
+    assert splits.max_ctas_per_sm_choice(2048, 132, 128, 8192) == 0
     monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "3")
-    assert splits.max_ctas_per_sm_choice(8, 132, 64) == 3
+    assert splits.max_ctas_per_sm_choice(8, 132, 64, 16) == 3
     for bad in ("two", "-1", "33", ""):
         monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", bad)
         with pytest.raises(ValueError, match="FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32"):
-            splits.max_ctas_per_sm_choice(8, 132, 128)
+            splits.max_ctas_per_sm_choice(8, 132, 128, 8192)
+
+
+@pytest.mark.parametrize("context, head_dim, per_sequence", [(8192, 128, 1), (4096, 128, 1), (32768, 128, 2),
+                                                             (8192, 64, 2), (8192, None, 2)])
+def test_int4_keeps_one_chunk_where_the_grid_is_held_to_two_ctas_an_sm(context, head_dim, per_sequence):
+    """INT4 past one wave takes two chunks a sequence (§27) but where the one-chunk grid is held to 2 CTAs an SM
+    (head_dim 128, chunks of at most 8K: bench/NOTES.md §67); without a head_dim, the §27 rule as before."""
+    slots, fixed, target = splits.plan_work(64, 8, context, H200_SMS, bits=4, head_dim=head_dim)
+    assert target == 64 * per_sequence and fixed == 0 and slots == target + 64
+    assert splits.plan_chunk_tokens(context, 64, fixed, target) == context // per_sequence

@@ -145,7 +145,7 @@ def build_settings() -> dict[str, object]:
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
-    max_ctas_per_sm_choice(1, 1, 128)  # (a bad FOSCAR_MAX_CTAS_PER_SM raises here)
+    max_ctas_per_sm_choice(1, 1, 128, 1)  # (a bad FOSCAR_MAX_CTAS_PER_SM raises here)
     max_ctas = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
@@ -205,7 +205,7 @@ def extension():
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
-                     bits=cache.bits)
+                     bits=cache.bits, head_dim=cache.head_dim)
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

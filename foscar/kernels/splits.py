@@ -44,19 +44,29 @@ RESIDENT_CTAS_PER_SM = 3
 BATCH1_INT2_CHUNK_TOKENS = 1024
 
 
-# At most this many CTAs of the CUDA kernel share an SM where its grid is larger than that many a SM
-# (max_ctas_per_sm_choice); head_dim 128 only, where it was measured (bench/NOTES.md §67)
+# At most this many CTAs of the CUDA kernel share an SM where its grid is larger than that many a SM and its chunks
+# are short (max_ctas_per_sm_choice); head_dim 128 only, where it was measured (bench/NOTES.md §67)
 LARGE_GRID_CTAS_PER_SM = 2
+LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than MIN_CHUNK_TOKENS)
 
 
-def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int) -> int:
+def holds_two_ctas(num_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> bool:
+    """Whether the default rule of :func:`max_ctas_per_sm_choice` holds a grid to
+    :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, more than that many CTAs an SM, and chunks of more than
+    :data:`MIN_CHUNK_TOKENS` and at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67)."""
+    return (head_dim == 128 and num_ctas > LARGE_GRID_CTAS_PER_SM * num_sms
+            and MIN_CHUNK_TOKENS < chunk_tokens <= LARGE_GRID_MAX_CHUNK_TOKENS)
+
+
+def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> int:
     """How many CTAs of the CUDA kernel's grid may share an SM: 0 (as many as fit: 3 for the head_dim-128 folded
-    instances) or :data:`LARGE_GRID_CTAS_PER_SM`.
+    instances) or :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`).
 
-    Where a grid of equal CTAs is larger than 2 an SM, 3 an SM leave a tail: 512 CTAs (INT2 64 x 8K and 64 x 32K) run
-    as 396 at 3 an SM and then 116 alone on 116 SMs, and an SM with one CTA streams at ~70% of one with two or
-    three (bench/NOTES.md §50, §63, §66), where at 2 an SM they run as 264 and 248, two full waves. Held to 2 by the
-    launch's dynamic shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel is the same.
+    Measured on the H200 (bench/NOTES.md §67, INT2 G=128, 8 KV heads): 64 x 8K (512 CTAs of 8K tokens and the ragged
+    batch's 512 empty slots) -11% at 2 an SM, 64 lognormal lengths (chunks of ~6K) -1%, but 64 x 32K +1.4%, 32 x 128K
+    and 64 x 128K (32K-token chunks) +2..+3%, 64 x 16 tokens +0.5%: so only grids of more than 2 CTAs an SM whose
+    chunks are at most 8K tokens and more than the 512 of a one-iteration-pair chunk. Held to 2 by the launch's dynamic
+    shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel and its outputs are the same.
     ``FOSCAR_MAX_CTAS_PER_SM`` (read when a plan is made) overrides: ``"auto"`` (the default, this rule), ``"0"``
     (as many as fit), or a count ``k`` >= 1.
 
@@ -64,6 +74,7 @@ def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int) -> int:
         num_ctas: the grid's CTAs (``num_slots * num_kv_heads``, :func:`plan_work`).
         num_sms: multiprocessors of the device.
         head_dim: the cache's; the rule holds only at 128 (elsewhere 0).
+        chunk_tokens: the plan's chunk at the capacity (``ceil(max_seq_len / chunks per sequence)``), tokens.
 
     Raises:
         ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
@@ -73,8 +84,14 @@ def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int) -> int:
         if not value.isdigit() or int(value) > 32:
             raise ValueError(f"FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32, got {value!r}")
         return int(value)
-    k = LARGE_GRID_CTAS_PER_SM
-    return k if head_dim == 128 and num_ctas > k * num_sms else 0
+    return LARGE_GRID_CTAS_PER_SM if holds_two_ctas(num_ctas, num_sms, head_dim, chunk_tokens) else 0
+
+
+def plan_chunk_tokens(max_seq_len: int, batch: int, fixed_splits: int, target_chunks: int) -> int:
+    """A plan's chunk at the capacity, in tokens: ``ceil(max_seq_len / n)``, ``n`` the chunks a sequence
+    (``fixed_splits``, else ``target_chunks // batch``; :func:`plan_work`)."""
+    n = fixed_splits or max(1, target_chunks // max(1, batch))
+    return -(-max(max_seq_len, 0) // n)
 
 
 def _pow2_floor(n: int) -> int:
@@ -109,7 +126,8 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 
 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
-              num_splits: int | None = None, bits: int | None = None) -> tuple[int, int, int]:
+              num_splits: int | None = None, bits: int | None = None,
+              head_dim: int | None = None) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
@@ -126,7 +144,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     fit at once (``batch * num_kv_heads >= RESIDENT_CTAS_PER_SM * num_sms``), the target has at least
     two chunks per sequence. Measured on the H200 with the integer-QK kernel (``scripts/split_sweep.py``,
     bench/NOTES.md §27): INT4 64 x 8K 178.9 -> 163.0 us and 64 x 32K 646 -> 575 us with 2 splits
-    instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit).
+    instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit). Not where
+    (``head_dim`` given) the one-chunk grid is held to two CTAs an SM (:func:`holds_two_ctas`): there the wave's tail
+    that two chunks shortened is gone, and one chunk measured faster (INT4 64 x 8K 143.5 us against 149.1 with two
+    chunks at 2 an SM and 150.9 with two at 3 an SM, bench/NOTES.md §67).
 
     The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
     (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
@@ -146,6 +167,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         num_splits: a fixed split count per sequence instead (each sequence's length cut into
             that many chunks of whole 256-token iterations).
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
+        head_dim: the cache's, for the INT4 rule's exception above; ``None`` leaves the exception out.
 
     Batch 1: a single sequence has no length mix to leave room for. Past a capacity of 512 tokens, INT4 (``bits
     >= 4``) takes one program per SM (a power of two, at least the 32K-token cap's count; fewer where the
@@ -183,7 +205,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
-    if bits is not None and bits >= 4 and batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms:
+    past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
+    held = (head_dim is not None and n == 1
+            and holds_two_ctas(2 * batch * max(1, num_kv_heads), num_sms, head_dim, max_seq_len))
+    if bits is not None and bits >= 4 and past_wave and not held:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
