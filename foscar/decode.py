@@ -195,8 +195,8 @@ class DecodePlan:
             made, on by default; False for the Triton kernel; bench/NOTES.md §62).
         max_ctas_per_sm: at most this many CTAs of the CUDA kernel share an SM, 0 as many as fit
             (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, ``FOSCAR_MAX_CTAS_PER_SM`` when the plan was
-            made: 2 where a head_dim-128 grid is larger than 2 CTAs an SM and its chunks are 513..8192 tokens; 0 for
-            the Triton kernel; bench/NOTES.md §67).
+            made: 2 where a head_dim-128 grid of 513..8192-token chunks would end, at 3 an SM, in a wave of single CTAs
+            (:func:`foscar.kernels.splits.holds_two_ctas`); 0 for the Triton kernel; bench/NOTES.md §67).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -337,7 +337,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
           backend: str, method: str) -> DecodePlan:
     """:func:`plan_decode` for a cache already validated."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
-    from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens
+    from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
+                                       plan_chunks_per_sequence)
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -418,9 +419,10 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                                 and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
             # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
             pv_pack=decode_cuda.pv_pack_choice(),
-            # at most 2 CTAs an SM past 2 an SM with short chunks (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
-            max_ctas_per_sm=max_ctas_per_sm_choice(slots * cache.num_kv_heads, device_sm_count(device), head_dim,
-                                                   plan_chunk_tokens(cache.max_seq_len, batch, fixed, target)),
+            # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
+            max_ctas_per_sm=max_ctas_per_sm_choice(
+                batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),
+                head_dim, plan_chunk_tokens(cache.max_seq_len, batch, fixed, target)),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

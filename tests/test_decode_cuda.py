@@ -475,8 +475,8 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("bits, head_dim, group_size", [(2, 128, 128), (4, 128, 128), (2, 64, 32)])
 def test_gpu_ctas_per_sm_limit_keeps_the_output(monkeypatch, paged, bits, head_dim, group_size):
-    """A grid of more than 2 CTAs an SM (64 sequences x 8 KV heads, with the ragged batch's spare slots: 1024 CTAs) is
-    held to 2 CTAs an SM at head_dim 128 (bench/NOTES.md §67: the launch pads its dynamic shared memory). Against the
+    """64 sequences x 8 KV heads of one chunk each (512 working CTAs, and the ragged batch's 512 spare slots) are held
+    to 2 CTAs an SM at head_dim 128 (bench/NOTES.md §67: the launch pads its dynamic shared memory). Against the
     fp64 reference, and bit for bit against the same plan at as many CTAs an SM as fit and at one
     (``FOSCAR_MAX_CTAS_PER_SM``, read when a plan is made): only where the CTAs run changes."""
     import foscar

@@ -44,37 +44,42 @@ RESIDENT_CTAS_PER_SM = 3
 BATCH1_INT2_CHUNK_TOKENS = 1024
 
 
-# At most this many CTAs of the CUDA kernel share an SM where its grid is larger than that many a SM and its chunks
-# are short (max_ctas_per_sm_choice); head_dim 128 only, where it was measured (bench/NOTES.md §67)
+# At most this many CTAs of the CUDA kernel share an SM where, at as many as fit (RESIDENT_CTAS_PER_SM), the grid's
+# last wave would leave SMs with one CTA each, and its chunks are short (holds_two_ctas); head_dim 128 only, where it was
+# measured (bench/NOTES.md §67)
 LARGE_GRID_CTAS_PER_SM = 2
 LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than MIN_CHUNK_TOKENS)
 
 
-def holds_two_ctas(num_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> bool:
+def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> bool:
     """Whether the default rule of :func:`max_ctas_per_sm_choice` holds a grid to
-    :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, more than that many CTAs an SM, and chunks of more than
-    :data:`MIN_CHUNK_TOKENS` and at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67)."""
-    return (head_dim == 128 and num_ctas > LARGE_GRID_CTAS_PER_SM * num_sms
+    :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, between one and one and a third waves of working CTAs at
+    :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most
+    one CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`MIN_CHUNK_TOKENS` and at
+    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67)."""
+    r = RESIDENT_CTAS_PER_SM
+    return (head_dim == 128 and r * num_sms < working_ctas <= (r + 1) * num_sms
             and MIN_CHUNK_TOKENS < chunk_tokens <= LARGE_GRID_MAX_CHUNK_TOKENS)
 
 
-def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> int:
+def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> int:
     """How many CTAs of the CUDA kernel's grid may share an SM: 0 (as many as fit: 3 for the head_dim-128 folded
     instances) or :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`).
 
-    Measured on the H200 (bench/NOTES.md §67, INT2 G=128, 8 KV heads): 64 x 8K (512 CTAs of 8K tokens and the ragged
-    batch's 512 empty slots) -11% at 2 an SM, 64 lognormal lengths (chunks of ~6K) -1%, but 64 x 32K +1.4%, 32 x 128K
-    and 64 x 128K (32K-token chunks) +2..+3%, 64 x 16 tokens +0.5%: so only grids of more than 2 CTAs an SM whose
-    chunks are at most 8K tokens and more than the 512 of a one-iteration-pair chunk. Held to 2 by the launch's dynamic
-    shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel and its outputs are the same.
-    ``FOSCAR_MAX_CTAS_PER_SM`` (read when a plan is made) overrides: ``"auto"`` (the default, this rule), ``"0"``
-    (as many as fit), or a count ``k`` >= 1.
+    Measured on two H200s (bench/NOTES.md §67; INT2 / INT4 G=128, 8 KV heads, each setting's time over as many as
+    fit): 512 working CTAs of 2K-8K tokens (batch 64 x 2K / 4K / 8K) 0.88-0.96 at 2 an SM, INT4 (one chunk a
+    sequence, :func:`plan_work`) 0.89-0.91; but 384, 768 and 1024 working CTAs of 4K-8K tokens (48 / 96 / 128 x 8K,
+    128 x 4K) 1.02-1.04, and 512 or more of 32K tokens (64 x 32K, 32 x 128K, 64 x 128K) 1.01-1.03. Held to 2 by the
+    launch's dynamic shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel and its outputs are
+    the same. ``FOSCAR_MAX_CTAS_PER_SM`` (read when a plan is made) overrides: ``"auto"`` (the default, this rule),
+    ``"0"`` (as many as fit), or a count ``k`` >= 1.
 
     Args:
-        num_ctas: the grid's CTAs (``num_slots * num_kv_heads``, :func:`plan_work`).
+        working_ctas: the plan's CTAs with a chunk at the capacity (``batch * num_kv_heads * chunks a sequence``;
+            not the ragged batch's spare slots, :func:`plan_work`).
         num_sms: multiprocessors of the device.
         head_dim: the cache's; the rule holds only at 128 (elsewhere 0).
-        chunk_tokens: the plan's chunk at the capacity (``ceil(max_seq_len / chunks per sequence)``), tokens.
+        chunk_tokens: the plan's chunk at the capacity (:func:`plan_chunk_tokens`), tokens.
 
     Raises:
         ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
@@ -84,14 +89,17 @@ def max_ctas_per_sm_choice(num_ctas: int, num_sms: int, head_dim: int, chunk_tok
         if not value.isdigit() or int(value) > 32:
             raise ValueError(f"FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32, got {value!r}")
         return int(value)
-    return LARGE_GRID_CTAS_PER_SM if holds_two_ctas(num_ctas, num_sms, head_dim, chunk_tokens) else 0
+    return LARGE_GRID_CTAS_PER_SM if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens) else 0
+
+
+def plan_chunks_per_sequence(batch: int, fixed_splits: int, target_chunks: int) -> int:
+    """A plan's chunks a sequence at the capacity: ``fixed_splits``, else ``target_chunks // batch`` (:func:`plan_work`)."""
+    return fixed_splits or max(1, target_chunks // max(1, batch))
 
 
 def plan_chunk_tokens(max_seq_len: int, batch: int, fixed_splits: int, target_chunks: int) -> int:
-    """A plan's chunk at the capacity, in tokens: ``ceil(max_seq_len / n)``, ``n`` the chunks a sequence
-    (``fixed_splits``, else ``target_chunks // batch``; :func:`plan_work`)."""
-    n = fixed_splits or max(1, target_chunks // max(1, batch))
-    return -(-max(max_seq_len, 0) // n)
+    """A plan's chunk at the capacity, in tokens: ``ceil(max_seq_len / n)``, ``n`` from :func:`plan_chunks_per_sequence`."""
+    return -(-max(max_seq_len, 0) // plan_chunks_per_sequence(batch, fixed_splits, target_chunks))
 
 
 def _pow2_floor(n: int) -> int:
@@ -206,8 +214,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
-    held = (head_dim is not None and n == 1
-            and holds_two_ctas(2 * batch * max(1, num_kv_heads), num_sms, head_dim, max_seq_len))
+    held = head_dim is not None and n == 1 and holds_two_ctas(batch * max(1, num_kv_heads), num_sms, head_dim, max_seq_len)
     if bits is not None and bits >= 4 and past_wave and not held:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)

@@ -2401,9 +2401,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 // The dynamic shared memory that holds `kernel` (128 threads a CTA, `smem` bytes its need, the attribute already set
 // to that) to at most k CTAs an SM: `smem` where no more than k fit by registers and shared memory already, else
 // enough that k + 1 CTAs' shared memory (each with the runtime's reserve per CTA) exceeds the SM's, checked with the
-// occupancy calculator; the kernel's attribute raised to it. Why: a grid of more than a wave of 3 CTAs an SM ends
-// in a tail of SMs with one CTA each, which stream slower than SMs with two; at 2 an SM the waves stay full
-// (bench/NOTES.md §67). The kernel does not read the padding.
+// occupancy calculator; the kernel's attribute raised to it. Why: where a grid's working CTAs are one wave at 3 an SM
+// and a second of at most one an SM, SMs with one CTA each end the decode; at 2 an SM both waves are pairs (the host
+// decides where: foscar/kernels/splits.py holds_two_ctas; bench/NOTES.md §67). The kernel does not read the padding.
 template <typename Kernel>
 cudaError_t occupancy_limited_smem(Kernel kernel, int smem, int k, int& dyn) {
   dyn = smem;
