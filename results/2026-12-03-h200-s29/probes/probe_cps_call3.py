@@ -1,0 +1,45 @@
+"""Session 29: CTAs an SM (FOSCAR_MAX_CTAS_PER_SM, read when a plan is made: LABEL is its value, "auto" the new rule,
+"0" as many as fit = the kernel before), one process per setting and round, the caller alternates them.
+Every plan checked against the fp64 reference first; timed as `foscar bench` times.
+python .ab/probe_cps.py LABEL ROUND OUT_CSV"""
+import hashlib, os, sys, time
+import pandas as pd, torch, foscar
+from bench.backends import Prepared, clone_cache
+from bench.lengths import WorkloadSpec
+from bench.sweep import rotation
+from bench.timing import time_fn
+from bench.workload import Point, build_workload, max_rel_err
+
+label, rnd, out_csv = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+os.environ["FOSCAR_MAX_CTAS_PER_SM"] = label
+dev = torch.device("cuda")
+rows, t0 = [], time.time()
+U, LN = WorkloadSpec(), WorkloadSpec(name="lognormal")
+# bits, batch, context, workload, paged, num_splits
+P = [(2, 64, 8192, U, 0, None), (2, 64, 8192, U, 1, None), (2, 64, 4096, U, 0, None), (2, 48, 8192, U, 0, None),
+     (2, 128, 8192, U, 0, None), (4, 64, 8192, U, 0, None), (4, 64, 8192, U, 1, None), (4, 128, 8192, U, 0, None),
+     (2, 8, 32768, U, 0, None)]
+for bits, batch, ctx, ws, paged, ns in P:
+    cap = ws.capacity or ctx
+    pt = Point(batch, ctx, bits, 128, 32, 8, 128, 16, workload=ws.at(ctx, cap))
+    w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
+    cache = foscar.paginate(w.cache, page_size=16, shuffle=True, generator=torch.Generator().manual_seed(0)) if paged else w.cache
+    nbytes = pt.kv_tokens * 8 * (2 * 128 * bits // 8 + 16)
+
+    def make(q, c):
+        p = foscar.plan_decode(c, 32, backend="cuda", num_splits=ns)
+        return lambda: p.run(q, c), p
+    fn, plan = make(w.q, cache)
+    out = plan.run(w.q, cache)
+    torch.cuda.synchronize()
+    err = max_rel_err(out, w.reference, w.rows)
+    prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
+    t = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)
+    rows.append(dict(bits=bits, batch=batch, context=ctx, workload=ws.name, paged=paged, ns=ns or 0, m=label, rnd=rnd,
+                     k=plan.max_ctas_per_sm, ctas=plan._o_part.shape[0] * 8, median_us=round(t.median_us, 3),
+                     tbps=round(nbytes / t.median_us / 1e6, 3), err=err,
+                     sha=hashlib.sha1(out.float().cpu().numpy().tobytes()).hexdigest()[:12], nan=bool(torch.isnan(out).any())))
+    print(rows[-1], f"t={time.time() - t0:.0f}", flush=True)
+    pd.DataFrame(rows).to_csv(out_csv, index=False)
+    del w, cache
+    torch.cuda.empty_cache()
