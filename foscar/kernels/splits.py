@@ -66,8 +66,8 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
     """How many CTAs of the CUDA kernel's grid may share an SM: 0 (as many as fit: 3 for the head_dim-128 folded
     instances) or :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`).
 
-    Measured on two H200s (bench/NOTES.md §67; INT2 / INT4 G=128, 8 KV heads, each setting's time over as many as
-    fit): 512 working CTAs of 2K-8K tokens (batch 64 x 2K / 4K / 8K) 0.88-0.96 at 2 an SM, INT4 (one chunk a
+    Measured on three H200s (bench/NOTES.md §67; INT2 / INT4 G=128, 8 KV heads, each setting's time over as many as
+    fit): 512 working CTAs of 2K-8K tokens (batch 64 x 2K / 4K / 8K) 0.87-0.96 at 2 an SM, INT4 (one chunk a
     sequence, :func:`plan_work`) 0.89-0.91; but 384, 768 and 1024 working CTAs of 4K-8K tokens (48 / 96 / 128 x 8K,
     128 x 4K) 1.02-1.04, and 512 or more of 32K tokens (64 x 32K, 32 x 128K, 64 x 128K) 1.01-1.03. Held to 2 by the
     launch's dynamic shared memory (``launch()`` in ``csrc/folded_decode_sm90.cuh``); the kernel and its outputs are
@@ -154,8 +154,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     bench/NOTES.md §27): INT4 64 x 8K 178.9 -> 163.0 us and 64 x 32K 646 -> 575 us with 2 splits
     instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit). Not where
     (``head_dim`` given) the one-chunk grid is held to two CTAs an SM (:func:`holds_two_ctas`): there the wave's tail
-    that two chunks shortened is gone, and one chunk measured faster (INT4 64 x 8K 143.5 us against 149.1 with two
-    chunks at 2 an SM and 150.9 with two at 3 an SM, bench/NOTES.md §67).
+    that two chunks shortened is gone, and one chunk measured faster (INT4 64 x 8K 143.5-144.9 us against 149.2-149.7
+    with two chunks at 2 an SM and 150.9-151.0 with two at 3 an SM, bench/NOTES.md §67).
 
     The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
     (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
