@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag
-from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_choice, plan_work
+from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_setting, plan_work
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -127,7 +127,7 @@ def build_settings() -> dict[str, object]:
         :func:`foscar.kernels.merge_triton.fixed_window_choice`), "merge_from_lengths": bool
         (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "pv_pack": bool
         (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "max_ctas_per_sm": str (``FOSCAR_MAX_CTAS_PER_SM`` now,
-        ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_choice`), "source_hash": str,
+        ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "source_hash": str,
         "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
@@ -145,8 +145,7 @@ def build_settings() -> dict[str, object]:
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
-    max_ctas_per_sm_choice(1, 1, 128, 1)  # (a bad FOSCAR_MAX_CTAS_PER_SM raises here)
-    max_ctas = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
+    max_ctas = max_ctas_per_sm_setting()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,

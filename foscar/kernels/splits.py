@@ -84,12 +84,22 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
     Raises:
         ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
     """
-    value = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
+    value = max_ctas_per_sm_setting()
     if value != "auto":
-        if not value.isdigit() or int(value) > 32:
-            raise ValueError(f"FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32, got {value!r}")
         return int(value)
     return LARGE_GRID_CTAS_PER_SM if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens) else 0
+
+
+def max_ctas_per_sm_setting() -> str:
+    """``FOSCAR_MAX_CTAS_PER_SM`` as set now: ``"auto"`` (also where unset) or an integer from 0 to 32, as text.
+
+    Raises:
+        ValueError: any other value (the message names the variable and the allowed values).
+    """
+    value = os.environ.get("FOSCAR_MAX_CTAS_PER_SM", "auto")
+    if value != "auto" and (not value.isdigit() or int(value) > 32):
+        raise ValueError(f"FOSCAR_MAX_CTAS_PER_SM: expected 'auto' or an integer from 0 to 32, got {value!r}")
+    return value
 
 
 def plan_chunks_per_sequence(batch: int, fixed_splits: int, target_chunks: int) -> int:
