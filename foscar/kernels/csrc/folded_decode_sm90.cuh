@@ -104,12 +104,6 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_QK
 #define FOSCAR_IMMA_QK 1
 #endif
-// 1 (default): on the fixed path (Params::fixed_splits > 0: the slot names its sequence without reading a length), the
-// integer QK's query is loaded before find_work, so that its DRAM round trip overlaps the length's instead of
-// following it (bench/NOTES.md §68); 0: after find_work on every path.
-#ifndef FOSCAR_EARLY_QUERY
-#define FOSCAR_EARLY_QUERY 1
-#endif
 // With FOSCAR_IMMA_QK: 0 keeps INT4 on the BF16 QK (INT2 alone on integers). 1 (default): INT4 too (at
 // 64 x 8K INT4 measured 4-10% slower with it, faster at the other large points; NOTES §24).
 #ifndef FOSCAR_IMMA_QK_INT4
@@ -1257,43 +1251,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(2, clock64());
 #endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-
-  // ---- the integer QK's query (B of QK): the lane's 8 x KS32 values, each loaded once (they were loaded twice, as
-  // 2-byte loads: NOTES §48): groups of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a multiple of
-  // 4), one 8-byte load each where the head's row starts 8-byte aligned (every row of a contiguous query with an 8-byte
-  // aligned base), else four 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements, ...); converted
-  // to fp32 below. Loaded before the prologue's copies: issued after them, at a one-wave point its loads waited behind
-  // every CTA's first sub-tile in the memory system (~2 us from find_work to the loop at INT2 8 x 32K against 0.75 at
-  // 1 x 16, bench/NOTES.md §66). On the fixed path (FOSCAR_EARLY_QUERY), where the slot names the sequence, before
-  // find_work: the query's round trip then overlaps the length's (§68).
-  uint2 qraw[KS32][2];
-  auto load_query = [&](int qb) {  // sequence qb's rows of this CTA's heads
-    const int ql = threadIdx.x % 32, qt = ql % 4;
-    const int gh = PK ? (ql / 4) & 3 : ql / 4;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
-    const bool qlive = gh < p.gqa;
-    const __nv_bfloat16* qh = p.q + qb * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
-    if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
-#pragma unroll
-      for (int k = 0; k < KS32; ++k)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * qt + 16 * r);
-    } else {
-      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
-#pragma unroll
-      for (int k = 0; k < KS32; ++k)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int c = F::ibase(k) + 4 * qt + 16 * r;
-          qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
-                                          (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
-                             : make_uint2(0u, 0u);
-        }
-    }
-  };
-  const bool early_query = FOSCAR_EARLY_QUERY && IMMA && p.fixed_splits > 0;
-  if constexpr (IMMA) {
-    if (early_query && slot / p.fixed_splits < p.batch) load_query(slot / p.fixed_splits);  // = find_work's b
-  }
   const Work work = find_work<PAGED>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
@@ -1599,8 +1556,35 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     }
   };
 
-  if constexpr (IMMA) {  // the fixed path loaded it before find_work (FOSCAR_EARLY_QUERY)
-    if (!early_query) load_query(b);
+  // ---- the integer QK's query, loaded before the prologue's copies: issued after them, at a one-wave point its loads
+  // waited behind every CTA's first sub-tile in the memory system (~2 us from find_work to the loop at INT2 8 x 32K
+  // against 0.75 at 1 x 16, bench/NOTES.md §66). The lane's 8 x KS32 query values, each loaded once (they were loaded
+  // twice, as 2-byte loads: NOTES §48): groups of 4 adjacent channels F::ibase(k) + 4tig + 16r + {0..3} (F::ibase a
+  // multiple of 4), one 8-byte load each where the head's row starts 8-byte aligned (every row of a contiguous query
+  // with an 8-byte aligned base), else four 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements,
+  // ...); converted to fp32 below
+  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
+  const bool qlive = gh < p.gqa;
+  uint2 qraw[KS32][2];
+  if constexpr (IMMA) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
+    if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
+    } else {
+      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = F::ibase(k) + 4 * tig + 16 * r;
+          qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
+                                          (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
+                             : make_uint2(0u, 0u);
+        }
+    }
   }
 
   // prologue: the ids of sub-tiles 0 .. kStages - 1 (a group of their own, waited for here), then the
