@@ -1102,6 +1102,14 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
   }
 }
 
+// The epilogue's rows of the 4 warps' outputs in shared memory, floats: HEAD_DIM + 4 (16-byte aligned rows for its
+// float4 reads; 4 mod 16 spreads its 8-byte stores over all banks, bench/NOTES.md §69)
+template <int HEAD_DIM>
+__host__ __device__ constexpr int merge_row_floats() {
+  static_assert(HEAD_DIM % 16 == 0, "merge rows: HEAD_DIM a multiple of 16");
+  return HEAD_DIM + 4;
+}
+
 // ---- Phase: epilogue. The 4 warps merged through shared memory (the stages reused: all copies waited
 // for first), per (query head, channel) of this CTA: the output and LSE of a sequence of one chunk, else
 // this chunk's normalized partial and base-2 LSE in row `slot`; the sequence's chunk range for the merge
@@ -1119,8 +1127,9 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   cp_async_commit();
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
-  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][HEAD_DIM]
-  float* sm_m = sm_o + kWarps * 8 * HEAD_DIM;             // [kWarps][8]
+  constexpr int OROW = merge_row_floats<HEAD_DIM>();
+  float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][OROW]: rows of HEAD_DIM + 4
+  float* sm_m = sm_o + kWarps * 8 * OROW;                 // [kWarps][8]
   float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -1130,17 +1139,20 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       sm_l[warp * 8 + 2 * tig + j] = l;
     }
   }
+  // accumulator i of step k: head 2tig + (i & 1), channel ch + (i >> 1); channels ch and ch + 1 of a head as one
+  // 8-byte store. Lanes (g, tig) of a store write floats (warp 8 + 2tig + j) OROW + ch0 + 2g + {0, 1}: with rows of
+  // HEAD_DIM floats (a multiple of 32) every tig hit the same 8 banks (4-way conflicts, 32 stores a lane); with
+  // OROW = 4 mod 16, tig t starts at bank 8t and a warp's 64 floats take the two wavefronts that 8-byte stores need
 #pragma unroll
   for (int k = 0; k < KSTEPS; ++k) {
     const int c = k / P, pl = k % P;
     const int ch = pl * RB + 16 * c + 2 * g;
+    // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
+    const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int head = 2 * tig + (i & 1);
-      // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
-      const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
-      sm_o[(warp * 8 + head) * HEAD_DIM + ch + (i >> 1)] = o_acc[k][i] * unscale;
-    }
+    for (int j = 0; j < 2; ++j)
+      *reinterpret_cast<float2*>(sm_o + (warp * 8 + 2 * tig + j) * OROW + ch) =
+          make_float2(o_acc[k][j] * unscale, o_acc[k][j + 2] * unscale);
   }
   __syncthreads();
   const int num_qo_heads = p.num_kv_heads * p.gqa;
@@ -1161,9 +1173,9 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float e = fast_exp2(sm_m[w * 8 + head] - m_safe);  // 0 for a warp that saw no token
-      float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * HEAD_DIM + ch);
+      float4 o4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head) * OROW + ch);
       if constexpr (PK) {  // the low bytes' part of the integer PV, column head + 4 (same m and l)
-        const float4 l4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head + 4) * HEAD_DIM + ch);
+        const float4 l4 = *reinterpret_cast<const float4*>(sm_o + (w * 8 + head + 4) * OROW + ch);
         o4 = make_float4(o4.x + l4.x, o4.y + l4.y, o4.z + l4.z, o4.w + l4.w);
       }
       num[0] += e * o4.x;
@@ -1190,7 +1202,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   if (count > 1) {
 #if FOSCAR_FUSED_MERGE
     if (p.fuse_merge) {
-      constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;  // as launch() below
+      constexpr int merge_bytes = (kWarps * 8 * merge_row_floats<HEAD_DIM>() + 2 * kWarps * 8) * 4;  // as launch() below
       constexpr int tiles = F::template SMEM_BYTES<CH>;
       const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
@@ -2426,7 +2438,7 @@ cudaError_t occupancy_limited_smem(Kernel kernel, int smem, int k, int& dyn) {
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
-  constexpr int merge_bytes = (kWarps * 8 * HEAD_DIM + 2 * kWarps * 8) * 4;
+  constexpr int merge_bytes = (kWarps * 8 * merge_row_floats<HEAD_DIM>() + 2 * kWarps * 8) * 4;
   constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
   constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH, PK>;
