@@ -80,6 +80,9 @@ namespace foscar {
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
+#ifndef FOSCAR_TL_EPILOGUE_CUT  // timeline builds: 1 / 2 / 3 end the "epilogue" phase (stamp 7) inside it, after its
+#define FOSCAR_TL_EPILOGUE_CUT 0  // first barrier / the 4 warps' rows stored / the output or partial written (before
+#endif                            // the split merge); 0: at the kernel's end (bench/NOTES.md §70)
 #ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
@@ -571,9 +574,26 @@ __device__ __forceinline__ unsigned sm_id() {
   do {                                                                            \
     if (tl_rec != nullptr && threadIdx.x == 0) tl_rec[k] = (unsigned long long)(v); \
   } while (0)
+#if FOSCAR_TL_EPILOGUE_CUT
+__device__ __forceinline__ unsigned long long& tl_epilogue_cut() {  // thread 0's clock at the cut, in shared memory
+  __shared__ unsigned long long clk;
+  return clk;
+}
+#define FOSCAR_TL_CUT(n)                                                        \
+  do {                                                                          \
+    if (FOSCAR_TL_EPILOGUE_CUT == (n) && threadIdx.x == 0) tl_epilogue_cut() = clock64(); \
+  } while (0)
+#else
+#define FOSCAR_TL_CUT(n) \
+  do {                   \
+  } while (0)
+#endif
 #else  // the stamps' arguments are not compiled either
 #define FOSCAR_TL(k, v) \
   do {                  \
+  } while (0)
+#define FOSCAR_TL_CUT(n) \
+  do {                   \
   } while (0)
 #endif
 
@@ -1127,6 +1147,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   cp_async_commit();
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
+  FOSCAR_TL_CUT(1);
   constexpr int OROW = merge_row_floats<HEAD_DIM>();
   float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][OROW]: rows of HEAD_DIM + 4
   float* sm_m = sm_o + kWarps * 8 * OROW;                 // [kWarps][8]
@@ -1155,6 +1176,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
           make_float2(o_acc[k][j] * unscale, o_acc[k][j + 2] * unscale);
   }
   __syncthreads();
+  FOSCAR_TL_CUT(2);
   const int num_qo_heads = p.num_kv_heads * p.gqa;
   const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
   // per thread and step: V = 4 adjacent channels of one head (16-byte shared loads; the head's warp weights
@@ -1199,6 +1221,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       if (ch == 0) p.lse_part[row] = lse2;
     }
   }
+  FOSCAR_TL_CUT(3);
   if (count > 1) {
 #if FOSCAR_FUSED_MERGE
     if (p.fuse_merge) {
@@ -2406,7 +2429,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
+#if FOSCAR_TIMELINE && FOSCAR_TL_EPILOGUE_CUT
+  FOSCAR_TL(7, tl_epilogue_cut());
+#else
   FOSCAR_TL(7, clock64());
+#endif
   FOSCAR_TL(1, global_timer());
 }
 
