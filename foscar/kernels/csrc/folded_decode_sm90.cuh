@@ -80,9 +80,6 @@ namespace foscar {
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
-#ifndef FOSCAR_PARAMS_EARLY  // 1: the epilogue's Params fields read before find_work (constant-cache lines warm by the
-#define FOSCAR_PARAMS_EARLY 1  // epilogue; bench/NOTES.md §71); 0: first read in the epilogue
-#endif
 #ifndef FOSCAR_TL_EPILOGUE_CUT  // timeline builds: 1 / 2 / 3 end the "epilogue" phase (stamp 7) inside it, after its
 #define FOSCAR_TL_EPILOGUE_CUT 0  // first barrier / the 4 warps' rows stored / the output or partial written (before
 #endif                            // the split merge); 0: at the kernel's end (bench/NOTES.md §70)
@@ -1289,12 +1286,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(2, clock64());
 #endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-#if FOSCAR_PARAMS_EARLY
-  // the epilogue's Params fields, read here so that their constant-cache lines are warm when the epilogue reads
-  // them again (a miss there is on the path to the kernel's end; here it is under find_work's loads)
-  asm volatile("" ::"l"(p.out), "l"(p.lse), "l"(p.o_part), "l"(p.lse_part), "l"(p.seq_chunks), "r"(p.fixed_window),
-               "r"(p.fuse_merge), "r"(p.gqa));
-#endif
   const Work work = find_work<PAGED>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
