@@ -82,7 +82,9 @@ namespace foscar {
 #endif
 #ifndef FOSCAR_TL_EPILOGUE_CUT  // timeline builds: 1 / 2 / 3 end the "epilogue" phase (stamp 7) inside it, after its
 #define FOSCAR_TL_EPILOGUE_CUT 0  // first barrier / the 4 warps' rows stored / the output or partial written (before
-#endif                            // the split merge); 0: at the kernel's end (bench/NOTES.md §70)
+#endif                            // the split merge); 0: at the kernel's end (bench/NOTES.md §70). With a cut, the
+                                  // timeline's cycle rate (stamps 2-7 over the globaltimer entry-exit) reads low and
+                                  // every phase long: §70 rescales by the uncut build's phases before the epilogue
 #ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
