@@ -576,24 +576,21 @@ __device__ __forceinline__ unsigned sm_id() {
   do {                                                                            \
     if (tl_rec != nullptr && threadIdx.x == 0) tl_rec[k] = (unsigned long long)(v); \
   } while (0)
-#if FOSCAR_TL_EPILOGUE_CUT
-__device__ __forceinline__ unsigned long long& tl_epilogue_cut() {  // thread 0's clock at the cut, in shared memory
-  __shared__ unsigned long long clk;
-  return clk;
-}
-#define FOSCAR_TL_CUT(n)                                                        \
-  do {                                                                          \
-    if (FOSCAR_TL_EPILOGUE_CUT == (n) && threadIdx.x == 0) tl_epilogue_cut() = clock64(); \
-  } while (0)
-#else
-#define FOSCAR_TL_CUT(n) \
-  do {                   \
-  } while (0)
-#endif
 #else  // the stamps' arguments are not compiled either
 #define FOSCAR_TL(k, v) \
   do {                  \
   } while (0)
+#endif
+#if FOSCAR_TIMELINE && FOSCAR_TL_EPILOGUE_CUT
+__device__ __forceinline__ unsigned long long& tl_epilogue_cut() {  // thread 0's clock at the cut, in shared memory
+  __shared__ unsigned long long clk;
+  return clk;
+}
+#define FOSCAR_TL_CUT(n)                                                                  \
+  do {                                                                                    \
+    if (FOSCAR_TL_EPILOGUE_CUT == (n) && threadIdx.x == 0) tl_epilogue_cut() = clock64(); \
+  } while (0)
+#else
 #define FOSCAR_TL_CUT(n) \
   do {                   \
   } while (0)
