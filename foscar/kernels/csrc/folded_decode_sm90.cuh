@@ -80,11 +80,6 @@ namespace foscar {
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
-#ifndef FOSCAR_TL_EPILOGUE_CUT  // timeline builds: 1 / 2 / 3 end the "epilogue" phase (stamp 7) inside it, after its
-#define FOSCAR_TL_EPILOGUE_CUT 0  // first barrier / the 4 warps' rows stored / the output or partial written (before
-#endif                            // the split merge); 0: at the kernel's end (bench/NOTES.md §70). With a cut, the
-                                  // timeline's cycle rate (stamps 2-7 over the globaltimer entry-exit) reads low and
-                                  // every phase long: §70 rescales by the uncut build's phases before the epilogue
 #ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
 #else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
@@ -465,6 +460,14 @@ __device__ __forceinline__ float rcp_approx(float x) {
   return y;
 }
 
+// log2(x), MUFU.LG2 (lg2.approx.f32, subnormals kept; PTX ISA: maximum absolute error 2^-22 over [0.5, 2], relative
+// 2^-22 elsewhere)
+__device__ __forceinline__ float fast_log2(float x) {
+  float y;
+  asm("lg2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
@@ -559,8 +562,10 @@ struct Params {
 // timeline_records) and writes, as u64: 0 %globaltimer (ns) at entry, 1 %globaltimer at exit, 2 clock64 at entry,
 // 3 after find_work, 4 before the loops, 5 after step 0's wait (its first sub-tile landed; warp 0), 6 after the loops,
 // 7 after the epilogue (a CTA with no work: 3, then 7 and 1), 8 %smid | blockIdx.x << 8 | (b & 0xFFFF) << 24 | iters
-// << 40 (warp 0's sub-tiles), 9 start | end << 32 (the chunk's tokens). bench/timeline.py reads them.
-constexpr int kTimelineFields = 10;
+// << 40 (warp 0's sub-tiles), 9 start | end << 32 (the chunk's tokens), 10-12 clock64 inside the epilogue
+// (FOSCAR_TL_CUT 1-3: its first barrier passed, the 4 warps' rows stored and the second barrier passed, the output or
+// partial written; a CTA with no work: 0). bench/timeline.py reads them (bench/NOTES.md §66, §72).
+constexpr int kTimelineFields = 13;
 #if FOSCAR_TIMELINE
 __device__ __forceinline__ unsigned long long global_timer() {
   unsigned long long t;
@@ -581,14 +586,15 @@ __device__ __forceinline__ unsigned sm_id() {
   do {                  \
   } while (0)
 #endif
-#if FOSCAR_TIMELINE && FOSCAR_TL_EPILOGUE_CUT
-__device__ __forceinline__ unsigned long long& tl_epilogue_cut() {  // thread 0's clock at the cut, in shared memory
-  __shared__ unsigned long long clk;
+#if FOSCAR_TIMELINE
+// thread 0's clock at the epilogue's cuts 1-3, in shared memory (the epilogue has no record pointer; stamps 10-12)
+__device__ __forceinline__ unsigned long long* tl_epilogue_cuts() {
+  __shared__ unsigned long long clk[3];
   return clk;
 }
-#define FOSCAR_TL_CUT(n)                                                                  \
-  do {                                                                                    \
-    if (FOSCAR_TL_EPILOGUE_CUT == (n) && threadIdx.x == 0) tl_epilogue_cut() = clock64(); \
+#define FOSCAR_TL_CUT(n)                                                   \
+  do {                                                                     \
+    if (threadIdx.x == 0) tl_epilogue_cuts()[(n) - 1] = clock64();         \
   } while (0)
 #else
 #define FOSCAR_TL_CUT(n) \
@@ -826,14 +832,18 @@ __device__ Work find_work(const Params& p, int slot) {
 }
 
 // Final output of V channels of one (sequence, query head) from the merged numerators / denominator / base-2
-// max: den 0 (no token): zero row, LSE -inf; NaN (a NaN in the query or the cache): NaN, LSE NaN. The LSE's
-// log2f once per row (a ~20-instruction software routine; ptxas did not merge one copy per channel).
+// max: den 0 (no token): zero row, LSE -inf; NaN (a NaN in the query or the cache): NaN, LSE NaN. One IEEE
+// reciprocal per row and V products (V divisions were V reciprocals with their range checks, each in its own
+// branch region, one after another on the epilogue's chain: bench/NOTES.md §72); the LSE's log2 by MUFU.LG2
+// (lg2.approx, absolute error ~2^-22; log2f was a ~25-instruction dependent polynomial). Not bit-identical to
+// num / den: within 1 ulp of fp32 before the output's rounding.
 template <int V>
 __device__ __forceinline__ void finalize_row(const float (&num)[V], float den, float mx, float (&o)[V], float& lse2) {
   if (den > 0.f) {
+    const float inv = 1.f / den;
 #pragma unroll
-    for (int v = 0; v < V; ++v) o[v] = num[v] / den;
-    lse2 = mx + log2f(den);
+    for (int v = 0; v < V; ++v) o[v] = num[v] * inv;
+    lse2 = mx + fast_log2(den);
   } else if (den == 0.f) {
 #pragma unroll
     for (int v = 0; v < V; ++v) o[v] = 0.f;
@@ -1134,7 +1144,7 @@ __host__ __device__ constexpr int merge_row_floats() {
 // this chunk's normalized partial and base-2 LSE in row `slot`; the sequence's chunk range for the merge
 // kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
-// (per lane, before the sum over rows); s_work: the work's (b, first slot, count), parked in shared
+// (per lane, before the sum over rows); s_work: the work's (b, first slot, count, this CTA's slot), parked in shared
 // memory across the loop. PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
@@ -1177,7 +1187,9 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   __syncthreads();
   FOSCAR_TL_CUT(2);
   const int num_qo_heads = p.num_kv_heads * p.gqa;
-  const int eb = s_work[0], first_slot = s_work[1], count = s_work[2];  // (after __syncthreads above)
+  // (after __syncthreads above; one LDS.128; the slot parked too: blockIdx.x / num_kv_heads again was an integer
+  // division, ~20 instructions on the partial's chain)
+  const int eb = s_work[0], first_slot = s_work[1], count = s_work[2], slot = s_work[3];
   // per thread and step: V = 4 adjacent channels of one head (16-byte shared loads; the head's warp weights
   // once for its V channels; 8 / 16-byte global stores: the plan's out and o_part rows, 16-byte aligned, checked
   // in the binding). The sums run over the warps in the same order as per channel, so the results are
@@ -1215,7 +1227,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
           make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
       if (ch == 0) p.lse[row] = lse2 * kLn2;
     } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
-      const long long row = (long long)(blockIdx.x / p.num_kv_heads) * num_qo_heads + hq;
+      const long long row = (long long)slot * num_qo_heads + hq;
       *reinterpret_cast<float4*>(p.o_part + row * HEAD_DIM + ch) = make_float4(o[0], o[1], o[2], o[3]);
       if (ch == 0) p.lse_part[row] = lse2;
     }
@@ -1291,17 +1303,19 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     FOSCAR_TL(7, clock64());
     FOSCAR_TL(1, global_timer());
     FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8));
+    for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, 0);
     if (p.fixed_window && (int)threadIdx.x < p.gqa)  // an empty chunk of a fixed-path sequence: LSE -inf
       p.lse_part[(long long)slot * p.num_kv_heads * p.gqa + hkv * p.gqa + threadIdx.x] = -INFINITY;
     return;
   }
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
   // (kept there, they pushed the channel-wise instances into spills)
-  __shared__ int s_work[3];
+  __shared__ __align__(16) int s_work[4];
   if (threadIdx.x == 0) {
     s_work[0] = work.b;
     s_work[1] = work.first;
     s_work[2] = work.count;
+    s_work[3] = slot;
   }
   const int b = work.b, bh = b * p.num_kv_heads + hkv;
   const int start = work.start, end = work.end;
@@ -2428,10 +2442,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
-#if FOSCAR_TIMELINE && FOSCAR_TL_EPILOGUE_CUT
-  FOSCAR_TL(7, tl_epilogue_cut());
-#else
   FOSCAR_TL(7, clock64());
+#if FOSCAR_TIMELINE
+  for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, tl_epilogue_cuts()[c]);
 #endif
   FOSCAR_TL(1, global_timer());
 }
