@@ -11,11 +11,14 @@ of one call (us):
   first sub-tiles' copies issued);
 * ``first_wait``: step 0's wait for its sub-tile (included in ``loop``);
 * ``loop``: the steps, from the loop's start to its end;
-* ``epilogue``: the merge of the 4 warps and the output (with the wait for the CTA's slowest warp);
+* ``epilogue``: the merge of the 4 warps and the output (with the wait for the CTA's slowest warp), and its parts:
+  ``ep_barrier`` (to its first barrier passed: the wait for the CTA's slowest warp and its copies), ``ep_rows`` (the
+  warps' row sums and output rows stored, the second barrier), ``ep_merge`` (the merge over the warps and the output
+  or partial written), ``ep_end`` (the rest: the chunk bookkeeping for the split merge, the fused merge);
 * ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the split
   merge kernel and the launches).
 
-The record layout (10 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
+The record layout (13 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
 converted at the rate of ``%globaltimer`` over the call's CTAs (the SM clock under load). The
 profiling build's stamps cost 0.5-15% of a decode (bench/NOTES.md §66), so its phases bound the
@@ -33,8 +36,8 @@ import numpy as np
 
 # the record's fields, in order (the kernel's stamps 0-9)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
-          "meta", "tokens")
-PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue")
+          "meta", "tokens", "clk_cut1", "clk_cut2", "clk_cut3")
+PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue", "ep_barrier", "ep_rows", "ep_merge", "ep_end")
 MAX_CALLS = 8  # decodes in the profiled graph (one record a CTA each)
 DEFINE = "FOSCAR_TIMELINE=1"
 
@@ -55,11 +58,11 @@ def split_calls(records: np.ndarray, calls: int) -> list[np.ndarray]:
     """The records of ``calls`` serialized launches of one grid, in launch order.
 
     Args:
-        records: int64 ``[n, 10]`` as the kernel wrote them (record order = arrival at the counter).
+        records: int64 ``[n, 13]`` as the kernel wrote them (record order = arrival at the counter).
         calls: launches profiled; ``n`` must be a multiple.
 
     Raises:
-        ValueError: ``records`` is not ``[n, 10]`` or ``n`` is not a multiple of ``calls``.
+        ValueError: ``records`` is not ``[n, 13]`` or ``n`` is not a multiple of ``calls``.
     """
     if records.ndim != 2 or records.shape[1] != len(FIELDS):
         raise ValueError(f"records: expected [n, {len(FIELDS)}], got {list(records.shape)}")
@@ -96,6 +99,10 @@ def summarize_call(rec: np.ndarray, next_rec: np.ndarray | None = None) -> CallT
         "first_wait": us(w[:, 5] - w[:, 4]),
         "loop": us(w[:, 6] - w[:, 4]),
         "epilogue": us(w[:, 7] - w[:, 6]),
+        "ep_barrier": us(w[:, 10] - w[:, 6]),
+        "ep_rows": us(w[:, 11] - w[:, 10]),
+        "ep_merge": us(w[:, 12] - w[:, 11]),
+        "ep_end": us(w[:, 7] - w[:, 12]),
     }
     t0, t1 = rec[:, 0].min(), rec[:, 1].max()
     gap = None if next_rec is None else float(next_rec[:, 0].min() - t1) / 1e3

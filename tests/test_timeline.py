@@ -11,8 +11,9 @@ from bench import timeline
 from foscar.kernels import decode_cuda
 
 
-def _record(t0_ns, find, to_loop, first, loop, epi, iters, ghz=2.0, sm=0, block=0):
-    """One CTA's record with phases in us at ``ghz`` cycles a ns."""
+def _record(t0_ns, find, to_loop, first, loop, epi, iters, ghz=2.0, sm=0, block=0, cuts=(0.1, 0.2, 0.5)):
+    """One CTA's record with phases in us at ``ghz`` cycles a ns; ``cuts``: the epilogue's three stamps, us after
+    the loop's end (each <= ``epi``)."""
     clk_entry = 1_000_000
     clk_found = clk_entry + find * 1e3 * ghz
     clk_loop = clk_found + to_loop * 1e3 * ghz
@@ -21,7 +22,9 @@ def _record(t0_ns, find, to_loop, first, loop, epi, iters, ghz=2.0, sm=0, block=
     clk_exit = clk_loop_end + epi * 1e3 * ghz
     total_ns = (clk_exit - clk_entry) / ghz
     meta = sm | (block << 8) | (iters << 40)
-    return [t0_ns, t0_ns + total_ns, clk_entry, clk_found, clk_loop, clk_first, clk_loop_end, clk_exit, meta, 0]
+    clk_cuts = [clk_loop_end + c * 1e3 * ghz if iters else 0 for c in cuts]
+    return [t0_ns, t0_ns + total_ns, clk_entry, clk_found, clk_loop, clk_first, clk_loop_end, clk_exit, meta, 0,
+            *clk_cuts]
 
 
 def test_summarize_phases_span_and_gap():
@@ -32,7 +35,8 @@ def test_summarize_phases_span_and_gap():
     t = timeline.summarize(rec, calls=2)
     assert [x.ctas for x in t] == [5, 5] and [x.working for x in t] == [4, 5]
     assert t[0].ghz == pytest.approx(2.0, rel=1e-3)
-    for name, want in zip(timeline.PHASES, (0.4, 0.7, 0.2, 1.0, 0.9)):
+    # the epilogue's parts: cuts at 0.1, 0.2, 0.5 us of its 0.9
+    for name, want in zip(timeline.PHASES, (0.4, 0.7, 0.2, 1.0, 0.9, 0.1, 0.1, 0.3, 0.4)):
         assert t[0].phases[name] == pytest.approx(want, abs=2e-3), name
     assert t[1].phases["loop"] == pytest.approx(2.0, abs=2e-3)
     assert t[0].span_us == pytest.approx(3.0, abs=2e-3)  # 0.4 + 0.7 + 1.0 + 0.9
@@ -40,12 +44,12 @@ def test_summarize_phases_span_and_gap():
 
 
 def test_summarize_refuses_bad_input():
-    with pytest.raises(ValueError, match=r"expected \[n, 10\]"):
-        timeline.split_calls(np.zeros((4, 9), dtype=np.int64), 1)
+    with pytest.raises(ValueError, match=r"expected \[n, 13\]"):
+        timeline.split_calls(np.zeros((4, 10), dtype=np.int64), 1)
     with pytest.raises(ValueError, match="not a multiple of calls=3"):
-        timeline.split_calls(np.zeros((4, 10), dtype=np.int64), 3)
+        timeline.split_calls(np.zeros((4, 13), dtype=np.int64), 3)
     with pytest.raises(ValueError, match="no CTA of this call has work"):
-        timeline.summarize_call(np.zeros((2, 10), dtype=np.int64))
+        timeline.summarize_call(np.zeros((2, 13), dtype=np.int64))
 
 
 def test_point_argument():
