@@ -1,0 +1,195 @@
+"""A/B probes of CUDA kernel builds: the same points timed in one process per build and round.
+
+Each session's kernel experiments (bench/NOTES.md) compare two builds of the extension (``FOSCAR_NVCC_DEFINES``
+knobs, or an older source tree through ``FOSCAR_CSRC``) on a handful of points, in rounds alternated by the caller
+(a b b a), so that a drift of the GPU's clock over the call falls on both builds. This module is that probe:
+
+    FOSCAR_NVCC_DEFINES="FOSCAR_ONLY_HEAD_DIM=128 KNOB=1" \\
+        python -m bench.ab run LABEL ROUND OUT.csv --point 2x1x16 --point 2x8x32768 --point 4x64x8192:paged
+    python -m bench.ab table A.csv B.csv ... [--base LABEL]
+
+``run`` builds (or loads) the extension of the environment's build, checks every point's plan against the fp64
+reference of the dequantized cache on fresh random data (seed 0), then times it as ``foscar bench`` times
+(:func:`bench.timing.time_fn`: a CUDA-graph replay over rotating copies of the cache, every call reading from HBM),
+and appends one row per point to ``OUT.csv`` as it goes (a point that fails records its error and the probe goes
+on). ``table`` prints the median us per point and (label, round), each label's mean over its rounds over the base
+label's, the points whose outputs differ between builds or rounds (a SHA-1 of the output), the largest error per
+label and whether any output held a NaN.
+
+Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
+:data:`bench.lengths.WORKLOAD_NAMES`, default uniform) and ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
+the bench). The shape is the bench's: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128), group 128.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
+
+NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
+KEYS = ["bits", "batch", "context", "workload", "paged"]  # a point's columns in the CSV
+
+
+@dataclass(frozen=True)
+class ProbePoint:
+    """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous."""
+
+    bits: int
+    batch: int
+    context: int
+    workload: str = "uniform"
+    paged: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.bits}x{self.batch}x{self.context}" + (
+            f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "")
+
+
+def parse_point(text: str) -> ProbePoint:
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``.
+
+    Raises:
+        ValueError: not three positive integers joined by ``x``, bits other than 2 or 4, or an unknown suffix
+            (the allowed ones are named).
+    """
+    head, *suffixes = text.split(":")
+    parts = head.split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"point {text!r}: expected BITSxBATCHxCONTEXT of positive integers, e.g. 2x8x32768")
+    bits, batch, context = (int(p) for p in parts)
+    if bits not in (2, 4):
+        raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
+    workload, paged = "uniform", False
+    for s in suffixes:
+        if s == "paged":
+            paged = True
+        elif s in WORKLOAD_NAMES:
+            workload = s
+        else:
+            raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged' or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged)
+
+
+def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.DataFrame:
+    """Check and time ``points`` with the environment's build; rows appended to ``out_csv`` after each point.
+
+    Columns: the point (:data:`KEYS`), ``m`` (the label), ``rnd``, ``median_us`` (us), ``err`` (max relative L2
+    error against the fp64 reference), ``sha`` (the output's SHA-1, 12 hex digits), ``nan``, ``error`` (a failed
+    point's exception, else empty). Needs a CUDA GPU with the CUDA kernel.
+    """
+    import hashlib
+
+    import torch
+
+    import foscar
+    from bench.backends import Prepared, clone_cache
+    from bench.sweep import rotation
+    from bench.timing import time_fn
+    from bench.workload import Point, build_workload, max_rel_err
+
+    dev = torch.device("cuda")
+    rows: list[dict] = []
+    for pp in points:
+        row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
+                   m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="")
+        try:
+            ws = WorkloadSpec(name=pp.workload)
+            pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=GROUP_SIZE,
+                       num_qo_heads=NUM_QO_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, page_size=PAGE_SIZE,
+                       workload=ws.at(pp.context, pp.context))
+            w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
+            cache = (foscar.paginate(w.cache, page_size=PAGE_SIZE, shuffle=True,
+                                     generator=torch.Generator().manual_seed(0)) if pp.paged else w.cache)
+            # bytes a call reads: codes of K and V plus 4 fp32 scale / offset values per group and token
+            nbytes = pt.kv_tokens * NUM_KV_HEADS * (2 * HEAD_DIM * pp.bits // 8 + 16 * HEAD_DIM // GROUP_SIZE)
+
+            def make(q, c):
+                plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")
+                return lambda: plan.run(q, c), plan
+
+            fn, plan = make(w.q, cache)
+            out = plan.run(w.q, cache)
+            torch.cuda.synchronize()
+            row.update(err=max_rel_err(out, w.reference, w.rows), nan=bool(torch.isnan(out).any()),
+                       sha=hashlib.sha1(out.float().cpu().numpy().tobytes()).hexdigest()[:12])
+            prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes,
+                            replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
+            row["median_us"] = round(time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100,
+                                             cpu_reps=1).median_us, 3)
+            del w, cache
+        except Exception as e:  # recorded; the other points still run
+            row["error"] = f"{type(e).__name__}: {e}"[:300]
+        torch.cuda.empty_cache()
+        rows.append(row)
+        print(row, flush=True)
+        pd.DataFrame(rows).to_csv(out_csv, index=False)
+    return pd.DataFrame(rows)
+
+
+def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
+    """The A/B table of :func:`run`'s rows: median us per point and (label, round), and ``LABEL/BASE``, each label's
+    mean over its rounds over the base label's (``base``; default the first label in the rows), then the points whose
+    output differs between builds or rounds, the largest error per label, NaN seen and failed points.
+
+    Raises:
+        ValueError: no rows, or ``base`` not among the labels.
+    """
+    d = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if d.empty:
+        raise ValueError("ab table: no rows")
+    d["m"] = d["m"].astype(str)
+    labels = list(dict.fromkeys(d["m"]))
+    base = base or labels[0]
+    if base not in labels:
+        raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
+    ok = d[d["error"].fillna("") == ""] if "error" in d else d
+    lines = []
+    if not ok.empty:
+        p = ok.pivot_table(index=KEYS, columns=["m", "rnd"], values="median_us", aggfunc="mean")
+        mean = ok.pivot_table(index=KEYS, columns="m", values="median_us", aggfunc="mean")
+        for lab in labels:
+            if lab != base and lab in mean:
+                p[(f"{lab}/{base}", "")] = mean[lab] / mean[base]
+        lines.append(p.round(3).to_string())
+        shas = ok.groupby(KEYS)["sha"].nunique()
+        lines.append(f"points whose outputs differ between builds or rounds: {int((shas > 1).sum())} of {len(shas)}")
+        lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
+    failed = d[d["error"].fillna("") != ""] if "error" in d else d.iloc[:0]
+    for _, r in failed.iterrows():
+        lines.append(f"failed: {r['m']} round {r['rnd']} {r['bits']}x{r['batch']}x{r['context']}: {r['error']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="check and time points with this environment's build")
+    r.add_argument("label")
+    r.add_argument("round", type=int)
+    r.add_argument("out_csv", type=Path)
+    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged]")
+    t = sub.add_parser("table", help="the A/B table of run's CSVs")
+    t.add_argument("csv", nargs="+", type=Path)
+    t.add_argument("--base", default=None, help="the label the others are divided by (default: the first)")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "run":
+            points = [parse_point(s) for s in a.point]
+            run(a.label, a.round, a.out_csv, points)
+        else:
+            print(table([pd.read_csv(f, dtype={"m": str, "error": str}) for f in a.csv], a.base))
+    except ValueError as e:
+        print(f"bench.ab: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

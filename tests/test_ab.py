@@ -1,0 +1,56 @@
+"""bench.ab: the A/B probe's point syntax and its table (the timing itself needs a GPU: the device runs it)."""
+
+import pandas as pd
+import pytest
+
+from bench import ab
+
+
+def test_parse_point_forms():
+    assert ab.parse_point("2x8x32768") == ab.ProbePoint(2, 8, 32768)
+    assert ab.parse_point("4x64x8192:paged") == ab.ProbePoint(4, 64, 8192, paged=True)
+    assert ab.parse_point("2x8x32768:lognormal:paged") == ab.ProbePoint(2, 8, 32768, "lognormal", True)
+    assert ab.parse_point("2x8x32768:lognormal:paged").label == "2x8x32768:lognormal:paged"
+
+
+@pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
+                                         ("2x1x16:zipf", "'paged' or one of"), ("2x1xk", "BITSxBATCHxCONTEXT")])
+def test_parse_point_errors_say_what_is_allowed(text, words):
+    with pytest.raises(ValueError, match=words):
+        ab.parse_point(text)
+
+
+def _rows(m, rnd, us, sha="s1", err=1e-3, error=""):
+    return pd.DataFrame([dict(bits=2, batch=1, context=16, workload="uniform", paged=0, m=m, rnd=rnd, median_us=us,
+                              err=err, sha=sha, nan=False, error=error)])
+
+
+def test_table_ratio_identity_and_failures():
+    frames = [_rows("a", 0, 4.0), _rows("b", 0, 3.0), _rows("b", 1, 3.4), _rows("a", 1, 4.2, err=2e-3),
+              _rows("b", 2, float("nan"), sha="", error="RuntimeError: boom")]
+    text = ab.table(frames)
+    assert "b/a" in text
+    assert "0.78" in text  # mean(3.0, 3.4) / mean(4.0, 4.2) = 0.7805
+    assert "points whose outputs differ between builds or rounds: 0 of 1" in text
+    assert "'a': 0.002" in text and "NaN seen: False" in text
+    assert "failed: b round 2 2x1x16: RuntimeError: boom" in text
+
+
+def test_table_counts_differing_outputs_and_base():
+    text = ab.table([_rows("a", 0, 4.0), _rows("b", 0, 2.0, sha="s2")], base="b")
+    assert "a/b" in text and "2.0" in text
+    assert "differ between builds or rounds: 1 of 1" in text
+    with pytest.raises(ValueError, match="base 'c' not among the labels"):
+        ab.table([_rows("a", 0, 4.0)], base="c")
+    with pytest.raises(ValueError, match="no rows"):
+        ab.table([])
+
+
+def test_main_table_from_csv(tmp_path, capsys):
+    f1, f2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    _rows("a", 0, 4.0).to_csv(f1, index=False)
+    _rows("b", 0, 3.0).to_csv(f2, index=False)
+    assert ab.main(["table", str(f1), str(f2)]) == 0
+    assert "b/a" in capsys.readouterr().out
+    assert ab.main(["run", "x", "0", str(tmp_path / "o.csv"), "--point", "5x1x16"]) == 2
+    assert "bits 5, expected 2 or 4" in capsys.readouterr().err
