@@ -1,8 +1,12 @@
 """bench.timeline: the record layout's arithmetic on synthetic records (CPU) and the profiling build's compile
 (nvcc, no GPU). The profile itself runs on the GPU machine (`python -m bench.timeline`, bench/NOTES.md §66)."""
 
+import os
+import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,3 +73,29 @@ def test_timeline_build_compiles(tmp_path):
                            "-cubin", str(src), "-o", str(tmp_path / "timeline.cubin")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
+
+
+def test_record_layout_matches_the_c_api():
+    # the binding checks the buffer against FOSCAR_TIMELINE_FIELDS; the kernel static_asserts its layout against it
+    header = (decode_cuda.CSRC / "folded_decode_sm90.h").read_text()
+    assert int(re.search(r"#define FOSCAR_TIMELINE_FIELDS (\d+)", header).group(1)) == len(timeline.FIELDS)
+
+
+@pytest.mark.gpu
+def test_timeline_profile_on_the_gpu(tmp_path):
+    # the profiling build end to end (its own extension, head_dim 128): the records' stamps in order in every working CTA
+    env = dict(os.environ, FOSCAR_NVCC_DEFINES="FOSCAR_ONLY_HEAD_DIM=128 FOSCAR_TIMELINE=1")
+    proc = subprocess.run([sys.executable, "-m", "bench.timeline", "--point", "1x16", "--point", "2x4096", "--save",
+                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=1200,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "ep_merge" in proc.stdout
+    for name in ("timeline-1x16.npy", "timeline-2x4096.npy"):
+        rec = np.load(tmp_path / name)
+        assert rec.shape[1] == len(timeline.FIELDS)
+        f = {k: i for i, k in enumerate(timeline.FIELDS)}
+        w = rec[((rec[:, f["meta"]] >> 40) & 0xFFFF) > 0]
+        assert len(w) > 0
+        order = ["clk_entry", "clk_found", "clk_loop", "clk_loop_end", "clk_cut1", "clk_cut2", "clk_cut3", "clk_exit"]
+        for a, b in zip(order, order[1:]):
+            assert (w[:, f[a]] <= w[:, f[b]]).all(), (name, a, b)

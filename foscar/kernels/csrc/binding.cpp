@@ -134,15 +134,16 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }
 
-// Profiling builds: later launches write per-CTA timelines into `buffer` (CUDA int64 [1 + 10 * records], element 0
+// Profiling builds: later launches write per-CTA timelines into `buffer` (CUDA int64 [1 + FOSCAR_TIMELINE_FIELDS * records], element 0
 // zeroed by the caller); None stops. Returns False when the extension was built without FOSCAR_TIMELINE.
 bool set_timeline(std::optional<torch::Tensor> buffer) {
   if (!buffer.has_value()) return foscar_set_timeline(nullptr, 0) != 0;
   const torch::Tensor& t = *buffer;
-  FOSCAR_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt64 && t.dim() == 1 && t.numel() >= 11 &&
-                   (t.numel() - 1) % 10 == 0,
-               "timeline buffer: contiguous CUDA int64 [1 + 10 * records], got %s", shape(t).c_str());
-  return foscar_set_timeline(t.data_ptr(), (int)((t.numel() - 1) / 10)) != 0;
+  constexpr int F = FOSCAR_TIMELINE_FIELDS;
+  FOSCAR_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kInt64 && t.dim() == 1 &&
+                   t.numel() >= 1 + F && (t.numel() - 1) % F == 0,
+               "timeline buffer: contiguous CUDA int64 [1 + %d * records], got %s", F, shape(t).c_str());
+  return foscar_set_timeline(t.data_ptr(), (int)((t.numel() - 1) / F)) != 0;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -4,6 +4,8 @@
 #include "folded_decode_sm90.h"
 #include "folded_decode_sm90.cuh"
 
+static_assert(foscar::kTimelineFields == FOSCAR_TIMELINE_FIELDS, "timeline record: the kernel's layout and the C API's count");
+
 #if FOSCAR_TIMELINE
 static unsigned long long* g_timeline = nullptr;  // foscar_set_timeline's buffer, given to every launch
 static int g_timeline_records = 0;

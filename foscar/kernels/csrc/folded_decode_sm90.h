@@ -41,8 +41,12 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, cudaStream_t stream);
 
+// u64 fields of one CTA's timeline record (the layout: kTimelineFields in folded_decode_sm90.cuh; the reader's
+// FIELDS in bench/timeline.py, which the binding's buffer check holds to this count)
+#define FOSCAR_TIMELINE_FIELDS 13
+
 // Profiling builds (-DFOSCAR_TIMELINE=1): every later launch's CTAs write their timeline into buffer, a device
-// array of 1 + 10 * records u64 whose first element (a record counter) the caller zeroes (layout: Params in
+// array of 1 + FOSCAR_TIMELINE_FIELDS * records u64 whose first element (a record counter) the caller zeroes (layout: Params in
 // folded_decode_sm90.cuh; reader: bench/timeline.py); buffer nullptr stops it. Returns 1, or 0 in a build without
 // FOSCAR_TIMELINE (nothing is written).
 extern "C" int foscar_set_timeline(void* buffer, int records);
