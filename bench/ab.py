@@ -8,11 +8,12 @@ knobs, or an older source tree through ``FOSCAR_CSRC``) on a handful of points, 
         python -m bench.ab run LABEL ROUND OUT.csv --point 2x1x16 --point 2x8x32768 --point 4x64x8192:paged
     python -m bench.ab table A.csv B.csv ... [--base LABEL]
 
-``run`` builds (or loads) the extension of the environment's build, checks every point's plan against the fp64
-reference of the dequantized cache on fresh random data (seed 0), then times it as ``foscar bench`` times
-(:func:`bench.timing.time_fn`: a CUDA-graph replay over rotating copies of the cache, every call reading from HBM),
-and appends one row per point to ``OUT.csv`` as it goes (a point that fails records its error and the probe goes
-on). ``table`` prints the median us per point and (label, round), each label's mean over its rounds over the base
+``run`` builds (or loads) the extension of the environment's build, measures every point's error against the fp64
+reference of the dequantized cache on fresh random data (seed 0; ``err``, the bench's ``max_rel_err``; a NaN is
+flagged), then times it as ``foscar bench`` times (:func:`bench.timing.time_fn`: a CUDA-graph replay over rotating
+copies of the cache, every call reading from HBM), and rewrites ``OUT.csv`` with this call's rows after each point
+(one CSV per label and round; a point that fails records its error and the probe goes on; the exit status is 1
+when one failed). ``table`` prints the median us per point and (label, round), each label's mean over its rounds over the base
 label's, the points whose outputs differ between builds or rounds (a SHA-1 of the output), the largest error per
 label and whether any output held a NaN.
 
@@ -78,11 +79,15 @@ def parse_point(text: str) -> ProbePoint:
 
 
 def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.DataFrame:
-    """Check and time ``points`` with the environment's build; rows appended to ``out_csv`` after each point.
+    """Measure the error of and time ``points`` with the environment's build; ``out_csv`` rewritten with this call's
+    rows after each point.
 
     Columns: the point (:data:`KEYS`), ``m`` (the label), ``rnd``, ``median_us`` (us), ``err`` (max relative L2
-    error against the fp64 reference), ``sha`` (the output's SHA-1, 12 hex digits), ``nan``, ``error`` (a failed
-    point's exception, else empty). Needs a CUDA GPU with the CUDA kernel.
+    error against the fp64 reference), ``sha`` (SHA-1 of the output and the LSE, 12 hex digits), ``nan`` (a NaN in
+    either), ``error`` (a failed point's exception, else empty). Needs a CUDA GPU with the CUDA kernel.
+
+    Raises:
+        FileNotFoundError: ``out_csv``'s folder does not exist (checked before any GPU work).
     """
     import hashlib
 
@@ -94,6 +99,8 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
     from bench.timing import time_fn
     from bench.workload import Point, build_workload, max_rel_err
 
+    if not out_csv.parent.is_dir():
+        raise FileNotFoundError(f"ab run: no folder {out_csv.parent} for {out_csv.name}")
     dev = torch.device("cuda")
     rows: list[dict] = []
     for pp in points:
@@ -107,18 +114,18 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
             cache = (foscar.paginate(w.cache, page_size=PAGE_SIZE, shuffle=True,
                                      generator=torch.Generator().manual_seed(0)) if pp.paged else w.cache)
-            # bytes a call reads: codes of K and V plus 4 fp32 scale / offset values per group and token
-            nbytes = pt.kv_tokens * NUM_KV_HEADS * (2 * HEAD_DIM * pp.bits // 8 + 16 * HEAD_DIM // GROUP_SIZE)
+            nbytes = w.cache.bytes_read() + w.io_bytes()  # as the foscar-cuda backend counts them (bench.backends)
 
             def make(q, c):
                 plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")
                 return lambda: plan.run(q, c), plan
 
             fn, plan = make(w.q, cache)
-            out = plan.run(w.q, cache)
+            out, lse = plan.run(w.q, cache, return_lse=True)
             torch.cuda.synchronize()
-            row.update(err=max_rel_err(out, w.reference, w.rows), nan=bool(torch.isnan(out).any()),
-                       sha=hashlib.sha1(out.float().cpu().numpy().tobytes()).hexdigest()[:12])
+            digest = hashlib.sha1(out.float().cpu().numpy().tobytes() + lse.float().cpu().numpy().tobytes())
+            row.update(err=max_rel_err(out, w.reference, w.rows), sha=digest.hexdigest()[:12],
+                       nan=bool(torch.isnan(out).any() or torch.isnan(lse).any()))
             prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes,
                             replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
             row["median_us"] = round(time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100,
@@ -146,10 +153,14 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         raise ValueError("ab table: no rows")
     d["m"] = d["m"].astype(str)
     labels = list(dict.fromkeys(d["m"]))
-    base = base or labels[0]
-    if base not in labels:
+    if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
     ok = d[d["error"].fillna("") == ""] if "error" in d else d
+    ok_labels = list(dict.fromkeys(ok["m"]))
+    if base is None and ok_labels:
+        base = ok_labels[0]
+    if base is not None and base not in ok_labels:
+        raise ValueError(f"ab table: base {base!r} has no point that ran (all failed); pick another with --base")
     lines = []
     if not ok.empty:
         p = ok.pivot_table(index=KEYS, columns=["m", "rnd"], values="median_us", aggfunc="mean")
@@ -163,7 +174,8 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
     failed = d[d["error"].fillna("") != ""] if "error" in d else d.iloc[:0]
     for _, r in failed.iterrows():
-        lines.append(f"failed: {r['m']} round {r['rnd']} {r['bits']}x{r['batch']}x{r['context']}: {r['error']}")
+        where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"])).label
+        lines.append(f"failed: {r['m']} round {r['rnd']} {where}: {r['error']}")
     return "\n".join(lines)
 
 
@@ -182,10 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "run":
             points = [parse_point(s) for s in a.point]
-            run(a.label, a.round, a.out_csv, points)
-        else:
-            print(table([pd.read_csv(f, dtype={"m": str, "error": str}) for f in a.csv], a.base))
-    except ValueError as e:
+            rows = run(a.label, a.round, a.out_csv, points)
+            return 1 if (rows["error"] != "").any() else 0
+        print(table([pd.read_csv(f, dtype={"m": str, "error": str, "sha": str}) for f in a.csv], a.base))
+    except (ValueError, FileNotFoundError) as e:
         print(f"bench.ab: {e}", file=sys.stderr)
         return 2
     return 0

@@ -14,7 +14,8 @@ of one call (us):
 * ``epilogue``: the merge of the 4 warps and the output (with the wait for the CTA's slowest warp), and its parts:
   ``ep_barrier`` (to its first barrier passed: the wait for the CTA's slowest warp and its copies), ``ep_rows`` (the
   warps' row sums and output rows stored, the second barrier), ``ep_merge`` (the merge over the warps and the output
-  or partial written), ``ep_end`` (the rest: the chunk bookkeeping for the split merge, the fused merge);
+  or partial written), ``ep_end`` (the rest: the chunk bookkeeping for the split merge, the fused merge); each a
+  median of its own over the CTAs, so the parts need not add up to the ``epilogue`` median exactly;
 * ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the split
   merge kernel and the launches).
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# the record's fields, in order (the kernel's stamps 0-9)
+# the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
           "meta", "tokens", "clk_cut1", "clk_cut2", "clk_cut3")
 PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue", "ep_barrier", "ep_rows", "ep_merge", "ep_end")

@@ -54,3 +54,25 @@ def test_main_table_from_csv(tmp_path, capsys):
     assert "b/a" in capsys.readouterr().out
     assert ab.main(["run", "x", "0", str(tmp_path / "o.csv"), "--point", "5x1x16"]) == 2
     assert "bits 5, expected 2 or 4" in capsys.readouterr().err
+
+
+def test_table_base_with_failed_rows_only():
+    frames = [_rows("a", 0, float("nan"), sha="", error="RuntimeError: boom"), _rows("b", 0, 3.0)]
+    text = ab.table(frames)  # the default base: the first label with a point that ran
+    assert "failed: a round 0 2x1x16: RuntimeError: boom" in text and "a/b" not in text
+    with pytest.raises(ValueError, match="base 'a' has no point that ran"):
+        ab.table(frames, base="a")
+
+
+def test_table_reads_hashes_as_text(tmp_path, capsys):
+    # an all-digit hash with a leading zero must stay what it was (read as a number it lost the zero)
+    f1, f2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    _rows("a", 0, 4.0, sha="012345678901").to_csv(f1, index=False)
+    _rows("b", 0, 3.0, sha="012345678901").to_csv(f2, index=False)
+    assert ab.main(["table", str(f1), str(f2)]) == 0
+    assert "differ between builds or rounds: 0 of 1" in capsys.readouterr().out
+
+
+def test_run_refuses_a_missing_folder_before_gpu_work(tmp_path, capsys):
+    assert ab.main(["run", "x", "0", str(tmp_path / "nope" / "o.csv"), "--point", "2x1x16"]) == 2
+    assert "no folder" in capsys.readouterr().err

@@ -552,7 +552,7 @@ struct Params {
   int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
                         // shared memory where more would fit; bench/NOTES.md §67)
 #if FOSCAR_TIMELINE
-  // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (record_timeline)
+  // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
   unsigned long long* timeline;
   int timeline_records;
 #endif
