@@ -94,7 +94,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
     import torch
 
     import foscar
-    from bench.backends import Prepared, clone_cache
+    from bench.backends import Prepared, clone_cache, foscar_paged_cache
     from bench.sweep import rotation
     from bench.timing import time_fn
     from bench.workload import Point, build_workload, max_rel_err
@@ -112,8 +112,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
                        num_qo_heads=NUM_QO_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, page_size=PAGE_SIZE,
                        workload=ws.at(pp.context, pp.context))
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
-            cache = (foscar.paginate(w.cache, page_size=PAGE_SIZE, shuffle=True,
-                                     generator=torch.Generator().manual_seed(0)) if pp.paged else w.cache)
+            cache = foscar_paged_cache(w) if pp.paged else w.cache  # the bench's paged copy (pages shuffled)
             nbytes = w.cache.bytes_read() + w.io_bytes()  # as the foscar-cuda backend counts them (bench.backends)
 
             def make(q, c):

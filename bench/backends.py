@@ -267,15 +267,7 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
 
     sm_scale = w.sm_scale
     nbytes = w.cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
-    cache = w.cache
-    if paged:  # one paged copy per point, shared by the operand modes' rows
-        def build():
-            gen = torch.Generator().manual_seed(PAGE_SHUFFLE_SEED)
-            shuffle = w.point.page_order == "shuffled"
-            paged = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=shuffle, generator=gen)
-            return dataclasses.replace(paged, max_seq_len=w.point.capacity)
-
-        cache = w.shared(("foscar-paged", w.point.page_size, w.point.page_order), build)
+    cache = foscar_paged_cache(w) if paged else w.cache
     last: dict[str, torch.Tensor] = {}
 
     def make(q, cache, keep: bool):
@@ -290,6 +282,23 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
         return make(w.q.clone(), clone_cache(cache), keep=False)
 
     return Prepared(fn=make(w.q, cache, keep=True), output=lambda: last["out"], bytes=nbytes, replica=replica)
+
+
+def foscar_paged_cache(w: Workload):
+    """The point's cache as a :class:`foscar.PagedQuantizedKVCache`: pages of the point's ``page_size`` tokens, in a
+    random order in memory (seed :data:`bench.shape.PAGE_SHUFFLE_SEED`) where its ``page_order`` is ``shuffled``, as
+    FlashInfer's pages then are; only the pages of the lengths; ``max_seq_len`` the point's capacity (the bound that
+    sizes the split plan, as a serving engine that allocates for the capacity passes it). Built once per point and
+    shared by every row that asks (:meth:`bench.workload.Workload.shared`)."""
+    import foscar
+
+    def build():
+        gen = torch.Generator().manual_seed(PAGE_SHUFFLE_SEED)
+        shuffle = w.point.page_order == "shuffled"
+        paged = foscar.paginate(w.cache, page_size=w.point.page_size, shuffle=shuffle, generator=gen)
+        return dataclasses.replace(paged, max_seq_len=w.point.capacity)
+
+    return w.shared(("foscar-paged", w.point.page_size, w.point.page_order), build)
 
 
 def clone_cache(cache):

@@ -284,6 +284,7 @@ def test_paged_foscar_copy_keeps_the_capacity_bound(monkeypatch):
     assert paged.k_codes.shape[0] == 3 * 2  # the pages of the lengths: ceil(17 / 16) per sequence
     assert torch.equal(paged.lengths(), w.cache.seq_lens)
     assert prep.bytes == w.cache.bytes_read() + w.io_bytes()
+    assert backends.foscar_paged_cache(w) is paged  # one copy per point, the one bench.ab checks and times too
 
 
 # ---------------------------------------------------------------------------
