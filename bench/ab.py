@@ -49,6 +49,7 @@ class ProbePoint:
 
     @property
     def label(self) -> str:
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "")
 
