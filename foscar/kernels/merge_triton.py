@@ -227,7 +227,7 @@ def _merge_slots_kernel(
     Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks,  # DERIVE: the lengths
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
     BLOCK_D: tl.constexpr, PDL: tl.constexpr, FIXED: tl.constexpr,
-    DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr, TRIGGER: tl.constexpr = False,
+    DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (sequence, query head)
     dj = tl.program_id(1)  # which BLOCK_D columns of the row (every program of a row merges the same LSEs)
@@ -251,8 +251,6 @@ def _merge_slots_kernel(
                                     offs_d, HEAD_DIM)
         m, den, num = _merge_round(m, den, num, lse_w, tl.where((lse_w == float("-inf"))[:, None], 0.0, o_w))
         _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
-        if TRIGGER:
-            tl.extra.cuda.gdc_launch_dependents()
         return
     first, count = _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift,
                                 target_chunks, num_slots, PDL, True, DERIVE, BATCH_P2, PAGED)
@@ -293,8 +291,6 @@ def _merge_slots_kernel(
                 m, den, num = _merge_loop(O_part, Lse_part, first, count, h, num_qo_heads, m, den, num, offs_d,
                                           HEAD_DIM, BLOCK_S)
             _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
-    if TRIGGER:  # after the stores: the next grid scheduled as this program ends (FOSCAR_MERGE_TRIGGER)
-        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit
@@ -331,7 +327,6 @@ def _merge_rows_kernel(
     Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks,  # DERIVE: the lengths
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_D: tl.constexpr,
     ROWS: tl.constexpr, PDL: tl.constexpr, DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
-    TRIGGER: tl.constexpr = False,
 ):
     """The table path of :func:`_merge_slots_kernel` for ``ROWS`` query heads of one sequence a program: one
     table load for them all, a fourth of the programs at ``ROWS`` 4 (bench/NOTES.md §61)."""
@@ -363,8 +358,6 @@ def _merge_rows_kernel(
         tl.store(Out + row[:, None] * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty))
         if dj == 0:
             tl.store(Lse_out + row[:, None], lse_out)
-    if TRIGGER:  # after the stores (FOSCAR_MERGE_TRIGGER)
-        tl.extra.cuda.gdc_launch_dependents()
 
 
 # the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and FOSCAR_MERGE_FROM_LENGTHS
@@ -459,18 +452,6 @@ def pdl_wanted() -> bool:
         ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
     """
     return env_flag("FOSCAR_MERGE_PDL", "1")
-
-
-def trigger_wanted() -> bool:
-    """``FOSCAR_MERGE_TRIGGER`` as a bool (``"0"``, the default, or ``"1"``): a merge launched with PDL executes
-    ``griddepcontrol.launch_dependents`` after its stores, so that a next kernel launched with PDL (the decode kernel
-    built with ``FOSCAR_PDL=1``) is scheduled as the merge's programs end rather than after the grid has exited
-    (bench/NOTES.md §73).
-
-    Raises:
-        ValueError: ``FOSCAR_MERGE_TRIGGER`` is set to anything but ``"1"`` or ``"0"``.
-    """
-    return env_flag("FOSCAR_MERGE_TRIGGER", "0")
 
 
 def fixed_window_choice() -> bool:
@@ -650,7 +631,7 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
             o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, *derive[0],
             HEAD_DIM=head_dim, BLOCK_S=max(2, min(MAX_ROWS_BLOCK_ELEMS // per_slot, triton.next_power_of_2(num_slots))),
             BLOCK_W=max(2, window if window * per_slot <= MAX_ROWS_BLOCK_ELEMS else 0), BLOCK_D=head_dim // d_slices,
-            ROWS=rows, PDL=pdl, **derive[1], TRIGGER=pdl and trigger_wanted(), num_warps=4, **({"launch_pdl": True} if pdl else {}),
+            ROWS=rows, PDL=pdl, **derive[1], num_warps=4, **({"launch_pdl": True} if pdl else {}),
         )
         return
     # one round over every chunk a sequence can have (up to MAX_BLOCK_ELEMS values; a loop beyond): the
@@ -661,7 +642,7 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
     _merge_slots_kernel[(batch * heads, d_slices)](
         o_part, lse_part, seq_chunks.view(torch.int64), out, lse_out, heads, num_slots, predicted, *derive[0],
         HEAD_DIM=head_dim, BLOCK_S=block_s, BLOCK_W=max(2, block_w), SPECULATE=window > 0 and not fixed,
-        BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, **derive[1], TRIGGER=pdl and trigger_wanted(), num_warps=4, **({"launch_pdl": True} if pdl else {}),
+        BLOCK_D=head_dim // d_slices, PDL=pdl, FIXED=fixed, **derive[1], num_warps=4, **({"launch_pdl": True} if pdl else {}),
     )
 
 
