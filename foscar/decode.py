@@ -196,7 +196,11 @@ class DecodePlan:
         max_ctas_per_sm: at most this many CTAs of the CUDA kernel share an SM, 0 as many as fit
             (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, ``FOSCAR_MAX_CTAS_PER_SM`` when the plan was
             made: 2 where a head_dim-128 grid of 513..8192-token chunks would end, at 3 an SM, in a wave of single CTAs
-            (:func:`foscar.kernels.splits.holds_two_ctas`); 0 for the Triton kernel; bench/NOTES.md §67).
+            (:func:`foscar.kernels.splits.holds_two_ctas`), and at most one wave spread evenly; 0 for the Triton
+            kernel; bench/NOTES.md §67, §73).
+        pdl: whether the CUDA decode kernel is launched with programmatic dependent launch, its launch overlapping
+            the previous kernel's tail (:func:`foscar.kernels.decode_cuda.pdl_choice`, ``FOSCAR_PDL`` when the plan
+            was made, on by default on sm_90; False for the Triton kernel; bench/NOTES.md §73).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -207,7 +211,7 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0):
+                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -224,6 +228,7 @@ class DecodePlan:
         self.merge_from_lengths = merge_from_lengths
         self.pv_pack = pv_pack
         self.max_ctas_per_sm = max_ctas_per_sm
+        self.pdl = pdl
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -271,7 +276,7 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
-                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm)
+                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
                 lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
@@ -419,6 +424,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                                 and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
             # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
             pv_pack=decode_cuda.pv_pack_choice(),
+            # the decode kernel launched with PDL (FOSCAR_PDL, read now; NOTES §73)
+            pdl=decode_cuda.pdl_choice(device),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

@@ -672,9 +672,14 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MERGE_FROM_LENGTHS", raising=False)
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
+        monkeypatch.delenv("FOSCAR_PDL", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
-        assert s["pv_pack"] is True and s["max_ctas_per_sm"] == "auto"
+        assert s["pv_pack"] is True and s["max_ctas_per_sm"] == "auto" and s["pdl"] is True
+        monkeypatch.setenv("FOSCAR_PDL", "0")  # the decode kernel launched without PDL (read when a plan is made)
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["pdl"] is False
+        monkeypatch.setenv("FOSCAR_PDL", "1")
         monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "0")  # as many CTAs an SM as fit (read when a plan is made)
         s = decode_cuda.build_settings()
         assert s["default_build"] is False and s["max_ctas_per_sm"] == "0"
@@ -775,11 +780,13 @@ bad_calls = [
     (q, 0, True),  # fixed_window without fixed chunks (fixed_splits 0): integers in the message
     (q.cpu(), 4, False),  # a query on the CPU: the binding's first check, a message of text only
     (q[0], 4, False),  # a query of 2 dims: refused by the binding's rank check, before torch's stride(2) would check it
+    (q, 4, False, 2),  # pdl neither 0 nor 1
 ]
-for query, fixed_splits, fixed_window in bad_calls:
+for query, fixed_splits, fixed_window, *pdl in bad_calls:
     try:
         decode_cuda.launch(query, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters,
-                           fixed_splits, plan._o_part.shape[0], "bf16", plan._seq_chunks, fixed_window)
+                           fixed_splits, plan._o_part.shape[0], "bf16", plan._seq_chunks, fixed_window,
+                           pdl=pdl[0] if pdl else False)
     except RuntimeError as e:
         print("raised:", e)
 """
@@ -798,7 +805,8 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
                           timeout=900)
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     raised = [line for line in proc.stdout.splitlines() if line.startswith("raised:")]
-    assert len(raised) == 3, proc.stdout[-2000:]
+    assert len(raised) == 4, proc.stdout[-2000:]
     assert "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window 1, fixed_splits 0" in raised[0]
     assert "q: CUDA bf16, last dim contiguous" in raised[1]
     assert "q: [batch, num_qo_heads, head_dim], got 2 dims" in raised[2]
+    assert "pdl: 0 (a plain launch) or 1 (programmatic dependent launch), got 2" in raised[3]

@@ -81,3 +81,41 @@ def test_gpu_run_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(plan.out, foscar.decode(q, cache))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lens, paged", [([16] * 8, False), ([4096, 1000], False), ([4096, 1000, 0, 77], True)])
+def test_gpu_pdl_launch_keeps_the_output_back_to_back(monkeypatch, lens, paged):
+    """The decode kernel launched with programmatic dependent launch (``FOSCAR_PDL``, read when a plan is made;
+    bench/NOTES.md §73) gives the output of a plain launch bit for bit, eagerly and in a CUDA graph of back-to-back
+    runs of one plan (each run's kernels scheduled while the previous run's merge or decode kernel still runs, and
+    overwriting the partials that kernel reads): one-chunk sequences (no merge kernel), split sequences, a paged
+    cache with an empty sequence."""
+    dev = torch.device("cuda")
+    q, cache = _pair(dev, batch=len(lens), num_qo_heads=32, num_kv_heads=8, seq_lens=lens, seed=len(lens))
+    if paged:
+        cache = foscar.paginate(cache, page_size=16, shuffle=True, generator=torch.Generator().manual_seed(1))
+    queries = [torch.randn(q.shape, generator=torch.Generator().manual_seed(10 + i)).to(q) for i in range(3)]
+    results = {}
+    for knob in ("0", "1"):
+        monkeypatch.setenv("FOSCAR_PDL", knob)
+        plan = foscar.plan_decode(cache, 32, backend="cuda")
+        assert plan.pdl is (knob == "1")
+        eager = [(o.clone(), l.clone()) for o, l in [plan.run(x, cache, return_lse=True) for x in queries]]
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for x in queries:  # back to back, one plan: the last run's output is left
+                plan.run(x, cache)
+        q.copy_(queries[-1])
+        plan.out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        results[knob] = (eager, plan.out.clone())
+    ref = foscar.decode(queries[-1], cache, backend="cuda")
+    for knob in ("0", "1"):
+        eager, replayed = results[knob]
+        assert torch.equal(replayed, eager[-1][0]) and not torch.isnan(replayed).any()
+        assert torch.equal(eager[-1][0], ref)
+    for (o0, l0), (o1, l1) in zip(results["0"][0], results["1"][0]):
+        assert torch.equal(o0, o1) and torch.equal(l0, l1)

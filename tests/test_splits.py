@@ -315,7 +315,7 @@ def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capaci
     assert between >= 1  # the in-between case was exercised
 
 
-@pytest.mark.parametrize("ctas, head_dim, chunk, want", [(1, 128, 8192, 0), (396, 128, 8192, 0), (397, 128, 8192, 2),
+@pytest.mark.parametrize("ctas, head_dim, chunk, want", [(396, 128, 8192, 0), (397, 128, 8192, 2),
                                                          (512, 128, 8192, 2), (528, 128, 8192, 2), (529, 128, 8192, 0),
                                                          (384, 128, 8192, 0), (768, 128, 4096, 0), (1024, 128, 8192, 0),
                                                          (512, 128, 513, 2), (512, 128, 512, 0), (512, 128, 8193, 0),
@@ -325,6 +325,17 @@ def test_one_wave_and_a_tail_of_short_chunks_holds_two_ctas_an_sm(monkeypatch, c
     one CTA an SM (396 < ctas <= 528), of 513..8192-token chunks, runs at most 2 an SM; the grids that measured slower
     at 2 (384, 768, 1024 CTAs; 32K-token chunks), one-iteration chunks and the head dims where it was not measured
     keep as many as fit (0)."""
+    monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == want
+
+
+@pytest.mark.parametrize("ctas, head_dim, chunk, want", [(1, 128, 16, 1), (8, 128, 8192, 1), (132, 128, 8192, 1),
+                                                         (133, 128, 8192, 2), (256, 128, 8192, 2), (264, 64, 512, 2),
+                                                         (264, 256, 32768, 2), (265, 128, 8192, 0), (0, 128, 8192, 0)])
+def test_a_grid_of_at_most_two_ctas_an_sm_is_spread_evenly(monkeypatch, ctas, head_dim, chunk, want):
+    """bench/NOTES.md §73: a grid of at most two CTAs an SM (132 SMs) is held to ceil(ctas / 132) an SM, so that a
+    launch with PDL, scheduled while the kernel before it still holds SMs, cannot pile three on the free ones (32 x 8K
+    ran 12% slower so); every head_dim and chunk; an empty grid keeps 0."""
     monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
     assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == want
 

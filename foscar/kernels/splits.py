@@ -63,8 +63,15 @@ def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens:
 
 
 def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> int:
-    """How many CTAs of the CUDA kernel's grid may share an SM: 0 (as many as fit: 3 for the head_dim-128 folded
-    instances) or :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`).
+    """How many CTAs of the CUDA kernel's grid may share an SM: :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`);
+    ``ceil(working_ctas / num_sms)`` where that is below :data:`RESIDENT_CTAS_PER_SM` (a grid of at most two CTAs an
+    SM, spread evenly); else 0 (as many as fit: 3 for the head_dim-128 folded instances).
+
+    The even spread: a grid launched onto an idle GPU is spread one CTA an SM before any SM takes a second, so the
+    limit changes nothing there; but a grid launched with programmatic dependent launch (:func:`foscar.kernels.
+    decode_cuda.pdl_choice`) is scheduled while the kernel before it still holds some SMs, and its CTAs then piled
+    three on the SMs that were free: INT2 32 x 8K (256 CTAs of 8K tokens) 12% slower with PDL than without, against
+    4-14% faster at the points whose grid fills at most one CTA an SM (bench/NOTES.md §73).
 
     Measured on three H200s (bench/NOTES.md §67; INT2 / INT4 G=128, 8 KV heads, each setting's time over as many as
     fit): 512 working CTAs of 2K-8K tokens (batch 64 x 2K / 4K / 8K) 0.87-0.96 at 2 an SM, INT4 (one chunk a
@@ -87,7 +94,10 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
     value = max_ctas_per_sm_setting()
     if value != "auto":
         return int(value)
-    return LARGE_GRID_CTAS_PER_SM if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens) else 0
+    if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens):
+        return LARGE_GRID_CTAS_PER_SM
+    spread = -(-working_ctas // max(1, num_sms))
+    return spread if 0 < spread < RESIDENT_CTAS_PER_SM else 0
 
 
 def max_ctas_per_sm_setting() -> str:

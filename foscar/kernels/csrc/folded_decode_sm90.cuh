@@ -11,8 +11,10 @@
 // head), reset by that CTA); both measured slower on the H200 (bench/NOTES.md §17, §29), the fused
 // merge is off by default. The merge kernel is launched with programmatic dependent launch
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
-// executes griddepcontrol.launch_dependents once its main loop is done. FOSCAR_PDL=1 launches this
-// kernel with PDL as well (griddepcontrol.wait before anything is read; §17, §45: slower, off).
+// executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
+// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
+// that its launch overlaps the tail of the kernel before it; NOTES §73; §17 and §45 measured it slower while
+// the grid's CTAs could pile three on an SM, which plans now hold to an even spread).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -87,9 +89,6 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
-#ifndef FOSCAR_PDL  // 1: this kernel launched with programmatic dependent launch (NOTES §17, §45: slower on the H200, off)
-#define FOSCAR_PDL 0
-#endif
 #ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
 #define FOSCAR_FUSED_MERGE 0
 #endif
@@ -551,6 +550,7 @@ struct Params {
   int pv_pack;          // host dispatch only: 1 lets gqa <= 4 take the packed integer PV's instances (pv_packable)
   int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
                         // shared memory where more would fit; bench/NOTES.md §67)
+  int pdl;              // host launch only: 1 launches with programmatic dependent launch (bench/NOTES.md §73)
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
   unsigned long long* timeline;
@@ -2498,7 +2498,7 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL (griddepcontrol in the kernel)
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = FOSCAR_PDL ? 1 : 0;
+  cfg.numAttrs = p.pdl ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 

@@ -31,7 +31,10 @@
 // pv_pack: 1 lets gqa <= 4 take the integer PV with packed columns where the format has it (INT2 / INT4, head_dim
 // <= 128, mode 0, token-wise K; bench/NOTES.md §62), 0 keeps INT2's two-mma integer PV (the same output up to fp32
 // rounding) and INT4's BF16 PV. max_ctas_per_sm: 0, or k > 0: at most k CTAs share an SM (the dynamic shared memory
-// padded where more would fit; bench/NOTES.md §67).
+// padded where more would fit; bench/NOTES.md §67). pdl: 1 launches the kernel with programmatic dependent launch
+// (cudaLaunchAttributeProgrammaticStreamSerialization; the kernel waits in griddepcontrol.wait before its first
+// read, so its launch may overlap the previous kernel's tail where that kernel triggers), 0 a plain launch; every CTA
+// executes griddepcontrol.launch_dependents after its main loop either way (bench/NOTES.md §43, §73).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
@@ -39,7 +42,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, cudaStream_t stream);
+    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
 
 // u64 fields of one CTA's timeline record (the layout: kTimelineFields in folded_decode_sm90.cuh; the reader's
 // FIELDS in bench/timeline.py, which the binding's buffer check holds to this count)
