@@ -140,10 +140,11 @@ def build_settings() -> dict[str, object]:
             ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK`` or ``FOSCAR_PDL`` other than ``"1"`` / ``"0"``; a
             ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32.
     """
-    from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, pdl_wanted, speculate_choice
+    from foscar.kernels import merge_triton
+    from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, speculate_choice
 
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
-    speculate, pdl, fixed_window = speculate_choice(), pdl_wanted(), fixed_window_choice()
+    speculate, pdl, fixed_window = speculate_choice(), merge_triton.pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
