@@ -20,6 +20,11 @@ label and whether any output held a NaN.
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
 :data:`bench.lengths.WORKLOAD_NAMES`, default uniform) and ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
 the bench). The shape is the bench's: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128), group 128.
+
+``--query-copy``: each timed call first writes the query with a plain torch copy kernel (launched without
+programmatic dependent launch, so it never triggers its dependents early), as a serving step's kernel before the
+attention writes it; the decode then runs behind a kernel that does not trigger, not behind its own previous call
+(bench/NOTES.md §73 measured what PDL does there). The times include the copy's.
 """
 
 from __future__ import annotations
@@ -79,9 +84,10 @@ def parse_point(text: str) -> ProbePoint:
     return ProbePoint(bits, batch, context, workload, paged)
 
 
-def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.DataFrame:
+def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_copy: bool = False) -> pd.DataFrame:
     """Measure the error of and time ``points`` with the environment's build; ``out_csv`` rewritten with this call's
-    rows after each point.
+    rows after each point. ``query_copy``: every timed call is a copy of the query (a plain kernel) and then the
+    decode (the module's ``--query-copy``); the column ``query_copy`` says which.
 
     Columns: the point (:data:`KEYS`), ``m`` (the label), ``rnd``, ``median_us`` (us), ``err`` (max relative L2
     error against the fp64 reference), ``sha`` (SHA-1 of the output and the LSE, 12 hex digits), ``nan`` (a NaN in
@@ -106,7 +112,8 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
     rows: list[dict] = []
     for pp in points:
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
-                   m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="")
+                   m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
+                   query_copy=int(query_copy))
         try:
             ws = WorkloadSpec(name=pp.workload)
             pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=GROUP_SIZE,
@@ -118,6 +125,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint]) -> pd.Dat
 
             def make(q, c):
                 plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")
+                if query_copy:
+                    src = q.clone()
+                    return (lambda: (q.copy_(src), plan.run(q, c))), plan
                 return lambda: plan.run(q, c), plan
 
             fn, plan = make(w.q, cache)
@@ -187,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
     r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged]")
+    r.add_argument("--query-copy", action="store_true",
+                   help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
+                        "that does not trigger its dependents)")
     t = sub.add_parser("table", help="the A/B table of run's CSVs")
     t.add_argument("csv", nargs="+", type=Path)
     t.add_argument("--base", default=None, help="the label the others are divided by (default: the first)")
@@ -194,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "run":
             points = [parse_point(s) for s in a.point]
-            rows = run(a.label, a.round, a.out_csv, points)
+            rows = run(a.label, a.round, a.out_csv, points, a.query_copy)
             return 1 if (rows["error"] != "").any() else 0
         print(table([pd.read_csv(f, dtype={"m": str, "error": str, "sha": str}) for f in a.csv], a.base))
     except (ValueError, FileNotFoundError) as e:

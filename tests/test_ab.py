@@ -76,3 +76,8 @@ def test_table_reads_hashes_as_text(tmp_path, capsys):
 def test_run_refuses_a_missing_folder_before_gpu_work(tmp_path, capsys):
     assert ab.main(["run", "x", "0", str(tmp_path / "nope" / "o.csv"), "--point", "2x1x16"]) == 2
     assert "no folder" in capsys.readouterr().err
+
+
+def test_run_takes_query_copy_and_still_checks_the_folder_first(tmp_path, capsys):
+    assert ab.main(["run", "x", "0", str(tmp_path / "nope" / "o.csv"), "--point", "2x1x16", "--query-copy"]) == 2
+    assert "no folder" in capsys.readouterr().err
