@@ -6,7 +6,9 @@ against the fp64 reference, replays a CUDA graph of up to 8 decodes over rotatin
 cache (the bench's timing, :mod:`bench.timing`), and prints each phase's median over the CTAs
 of one call (us):
 
-* ``find_work``: from the CTA's entry to its work (the length-aware schedule);
+* ``find_work``: from the CTA's entry to its work (the length-aware schedule); with the decode kernel launched with
+  PDL (``FOSCAR_PDL``, the default) a CTA of calls 1-7 enters before the previous call has ended and waits in
+  ``griddepcontrol.wait``, inside this phase (call 0 shows the CTA's own; bench/NOTES.md §73);
 * ``to_loop``: the prologue until the loop starts (the query's load and conversion, the
   first sub-tiles' copies issued);
 * ``first_wait``: step 0's wait for its sub-tile (included in ``loop``);
@@ -17,7 +19,7 @@ of one call (us):
   or partial written), ``ep_end`` (the rest: the chunk bookkeeping for the split merge, the fused merge); each a
   median of its own over the CTAs, so the parts need not add up to the ``epilogue`` median exactly;
 * ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the split
-  merge kernel and the launches).
+  merge kernel and the launches; negative where the next call's CTAs enter, with PDL, before this call has ended).
 
 The record layout (13 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
