@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from foscar.kernels.knobs import env_flag
+from foscar.kernels.knobs import env_flag, pdl_capable
 from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_setting, plan_work
 
 KERNEL_NAME = "foscar-cuda"
@@ -305,7 +305,7 @@ def pdl_choice(device: torch.device) -> bool:
     Raises:
         ValueError: ``FOSCAR_PDL`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return pdl_wanted() and device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+    return pdl_wanted() and pdl_capable(device)
 
 
 def pdl_wanted() -> bool:

@@ -10,6 +10,15 @@ import os
 FLAG_CHOICES = ("1", "0")
 
 
+def pdl_capable(device) -> bool:
+    """Whether ``device`` (a ``torch.device``) can launch kernels with programmatic dependent launch: a CUDA device of
+    compute capability 9.0 or later (``griddepcontrol``, PTX ISA 7.8); what ``FOSCAR_PDL`` and ``FOSCAR_MERGE_PDL``
+    need besides being on."""
+    import torch
+
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+
+
 def env_flag(name: str, default: str) -> bool:
     """The environment variable ``name`` as a bool: ``"1"`` or ``"0"`` (``default`` where unset).
 

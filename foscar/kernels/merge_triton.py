@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from foscar.kernels.knobs import env_flag
+from foscar.kernels.knobs import env_flag, pdl_capable
 
 LN2 = 0.6931471805599453
 MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
@@ -442,7 +442,7 @@ def pdl_choice(device: torch.device) -> bool:
     Raises:
         ValueError: ``FOSCAR_MERGE_PDL`` is set to anything but ``"1"`` or ``"0"``.
     """
-    return pdl_wanted() and device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+    return pdl_wanted() and pdl_capable(device)
 
 
 def pdl_wanted() -> bool:
