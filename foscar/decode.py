@@ -406,6 +406,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                         and merge_triton.speculation_window(fixed, head_dim) > 0)
         if fixed_window:
             predicted = fixed
+        from_lengths = (seq_chunks is not None and fixed == 0 and not predicted
+                        and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice())
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,
             merge_predicted=predicted,
@@ -420,12 +422,13 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_rows=1 if predicted else merge_triton.rows_choice(batch * num_qo_heads, device_sm_count(device),
                                                                     num_qo_heads),
             # chunk ranges from the lengths, not the kernel's table (FOSCAR_MERGE_FROM_LENGTHS, read now; NOTES §61)
-            merge_from_lengths=(seq_chunks is not None and fixed == 0 and not predicted
-                                and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice()),
+            merge_from_lengths=from_lengths,
             # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
             pv_pack=decode_cuda.pv_pack_choice(),
-            # the decode kernel launched with PDL (FOSCAR_PDL, read now; NOTES §73)
-            pdl=decode_cuda.pdl_choice(device),
+            # the decode kernel launched with PDL (FOSCAR_PDL, read now; NOTES §73); not behind a merge that derives its
+            # ranges from the lengths: its one-chunk programs exit without waiting for the decode kernel, so the
+            # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
+            pdl=decode_cuda.pdl_choice(device) and not from_lengths,
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

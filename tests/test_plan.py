@@ -88,8 +88,8 @@ def test_gpu_run_in_a_cuda_graph():
 def test_gpu_pdl_launch_keeps_the_output_back_to_back(monkeypatch, lens, paged):
     """The decode kernel launched with programmatic dependent launch (``FOSCAR_PDL``, read when a plan is made;
     bench/NOTES.md §73) gives the output of a plain launch bit for bit, eagerly and in a CUDA graph of back-to-back
-    runs of one plan (each run's kernels scheduled while the previous run's merge or decode kernel still runs, and
-    overwriting the partials that kernel reads): one-chunk sequences (no merge kernel), split sequences, a paged
+    runs of one plan (each decode scheduled while the previous run's decode still runs, or as its merge ends, and
+    overwriting the partials the previous run's kernels read): one-chunk sequences (no merge kernel), split sequences, a paged
     cache with an empty sequence."""
     dev = torch.device("cuda")
     q, cache = _pair(dev, batch=len(lens), num_qo_heads=32, num_kv_heads=8, seq_lens=lens, seed=len(lens))
@@ -101,13 +101,17 @@ def test_gpu_pdl_launch_keeps_the_output_back_to_back(monkeypatch, lens, paged):
         monkeypatch.setenv("FOSCAR_PDL", knob)
         plan = foscar.plan_decode(cache, 32, backend="cuda")
         assert plan.pdl is (knob == "1")
-        eager = [(o.clone(), l.clone()) for o, l in [plan.run(x, cache, return_lse=True) for x in queries]]
+        if knob == "1":  # never behind a merge that derives its ranges from the lengths (its programs may not wait)
+            monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
+            derived = foscar.plan_decode(cache, 32, backend="cuda")
+            assert not (derived.pdl and derived.merge_from_lengths)
+            monkeypatch.delenv("FOSCAR_MERGE_FROM_LENGTHS")
+        eager = [tuple(t.clone() for t in plan.run(x, cache, return_lse=True)) for x in queries]  # each run's own
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for x in queries:  # back to back, one plan: the last run's output is left
                 plan.run(x, cache)
-        q.copy_(queries[-1])
         plan.out.zero_()
         graph.replay()
         torch.cuda.synchronize()
