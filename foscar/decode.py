@@ -425,8 +425,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge_from_lengths=from_lengths,
             # the integer PV's packed columns at gqa <= 4 (FOSCAR_PV_PACK, read now; NOTES §62)
             pv_pack=decode_cuda.pv_pack_choice(),
-            # the decode kernel launched with PDL (FOSCAR_PDL, read now; NOTES §73); not behind a merge that derives its
-            # ranges from the lengths: its one-chunk programs exit without waiting for the decode kernel, so the
+            # the decode kernel launched with PDL (FOSCAR_PDL, read now; NOTES §73); not behind a merge that derives
+            # its ranges from the lengths: its one-chunk programs exit without waiting for the decode kernel, so the
             # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)

@@ -89,8 +89,8 @@ def test_gpu_pdl_launch_keeps_the_output_back_to_back(monkeypatch, lens, paged):
     """The decode kernel launched with programmatic dependent launch (``FOSCAR_PDL``, read when a plan is made;
     bench/NOTES.md §73) gives the output of a plain launch bit for bit, eagerly and in a CUDA graph of back-to-back
     runs of one plan (each decode scheduled while the previous run's decode still runs, or as its merge ends, and
-    overwriting the partials the previous run's kernels read): one-chunk sequences (no merge kernel), split sequences, a paged
-    cache with an empty sequence."""
+    overwriting the partials the previous run's kernels read): one-chunk sequences (no merge kernel), split
+    sequences, a paged cache with an empty sequence."""
     dev = torch.device("cuda")
     q, cache = _pair(dev, batch=len(lens), num_qo_heads=32, num_kv_heads=8, seq_lens=lens, seed=len(lens))
     if paged:
