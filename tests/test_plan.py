@@ -123,3 +123,30 @@ def test_gpu_pdl_launch_keeps_the_output_back_to_back(monkeypatch, lens, paged):
         assert torch.equal(eager[-1][0], ref)
     for (o0, l0), (o1, l1) in zip(results["0"][0], results["1"][0]):
         assert torch.equal(o0, o1) and torch.equal(l0, l1)
+
+
+@pytest.mark.gpu
+def test_gpu_graph_of_a_padded_launch_replays_after_an_unpadded_one(monkeypatch):
+    """A plan held to one CTA an SM (its launch's dynamic shared memory padded, ``FOSCAR_MAX_CTAS_PER_SM``) captured
+    in a CUDA graph replays correctly after another plan of the same kernel instance launched unpadded: ``launch()``
+    only ever raises the kernel's max-dynamic-shared-memory attribute (``csrc/folded_decode_sm90.cuh``), so the
+    captured launch's size stays allowed."""
+    dev = torch.device("cuda")
+    q, cache = _pair(dev, num_qo_heads=32, num_kv_heads=8, seq_lens=[4096, 1000])
+    monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "1")
+    padded = foscar.plan_decode(cache, 32, backend="cuda")
+    monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "0")
+    plain = foscar.plan_decode(cache, 32, backend="cuda")
+    assert (padded.max_ctas_per_sm, plain.max_ctas_per_sm) == (1, 0)
+    padded.run(q, cache)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        padded.run(q, cache)
+    q.copy_(torch.randn_like(q))
+    ref = plain.run(q, cache).clone()  # the unpadded launch, after the capture
+    padded.out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(padded.out, ref) and not torch.isnan(ref).any()
+    assert torch.equal(plain.run(q, cache), ref)  # and the unpadded plan again after the replay

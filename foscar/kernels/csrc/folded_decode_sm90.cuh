@@ -71,6 +71,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <atomic>
+#include <mutex>
 #include <type_traits>
 
 namespace foscar {
@@ -2449,28 +2451,71 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(1, global_timer());
 }
 
-// The dynamic shared memory that holds `kernel` (128 threads a CTA, `smem` bytes its need, the attribute already set
-// to that) to at most k CTAs an SM: `smem` where no more than k fit by registers and shared memory already, else
-// enough that k + 1 CTAs' shared memory (each with the runtime's reserve per CTA) exceeds the SM's, checked with the
-// occupancy calculator; the kernel's attribute raised to it. Why: where a grid's working CTAs are one wave at 3 an SM
-// and a second of at most one an SM, SMs with one CTA each end the decode; at 2 an SM both waves are pairs (the host
-// decides where: foscar/kernels/splits.py holds_two_ctas; bench/NOTES.md §67). The kernel does not read the padding.
+// What launch() has done to one kernel instance, per device (index = device ordinal; devices past kMaxDevices are
+// not cached): the max-dynamic-shared-memory attribute as last raised, and the padded launch size per k (0: not
+// computed yet). The attribute is only ever raised, never set back down: a CUDA graph keeps each launch's
+// dynamicSmemBytes, so a padded launch captured in a graph must stay valid after another plan's unpadded launch of
+// the same instance. The cache also spares eager launches the ~8 runtime calls of the occupancy search.
+constexpr int kMaxDevices = 64;
+constexpr int kMaxCtasPerSm = 32;  // FOSCAR_MAX_CTAS_PER_SM's largest value (foscar/kernels/splits.py)
+struct LaunchCache {
+  std::atomic<int> attr[kMaxDevices];
+  std::atomic<int> padded[kMaxDevices][kMaxCtasPerSm + 1];
+};
+
+// Raise `kernel`'s max-dynamic-shared-memory attribute on `dev` to at least `bytes` (never lowers it; see LaunchCache).
 template <typename Kernel>
-cudaError_t occupancy_limited_smem(Kernel kernel, int smem, int k, int& dyn) {
+cudaError_t raise_smem_attribute(Kernel kernel, LaunchCache& cache, int dev, int bytes) {
+  if (dev >= 0 && dev < kMaxDevices && cache.attr[dev].load(std::memory_order_acquire) >= bytes) return cudaSuccess;
+  static std::mutex lock;  // one raise at a time: the cached value is never above the attribute
+  std::lock_guard<std::mutex> guard(lock);
+  int now = 0;
+  if (dev >= 0 && dev < kMaxDevices) {
+    now = cache.attr[dev].load(std::memory_order_acquire);
+  } else {  // not cached: read the attribute back
+    cudaFuncAttributes attrs;
+    cudaError_t err = cudaFuncGetAttributes(&attrs, kernel);
+    if (err != cudaSuccess) return err;
+    now = attrs.maxDynamicSharedSizeBytes;
+  }
+  if (now >= bytes) return cudaSuccess;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess && dev >= 0 && dev < kMaxDevices) cache.attr[dev].store(bytes, std::memory_order_release);
+  return err;
+}
+
+// The dynamic shared memory that holds `kernel` (128 threads a CTA, `smem` bytes its need, the attribute already
+// raised to that) to at most k CTAs an SM: `smem` where no more than k fit by registers and shared memory already,
+// else enough that k + 1 CTAs' shared memory (each with the runtime's reserve per CTA) exceeds the SM's, checked with
+// the occupancy calculator; the kernel's attribute raised to it. Computed once per (device, k) and cached. Why:
+// where a grid's working CTAs are one wave at 3 an SM and a second of at most one an SM, SMs with one CTA each end
+// the decode; at 2 an SM both waves are pairs (the host decides where: foscar/kernels/splits.py holds_two_ctas;
+// bench/NOTES.md §67). The kernel does not read the padding.
+template <typename Kernel>
+cudaError_t occupancy_limited_smem(Kernel kernel, LaunchCache& cache, int dev, int smem, int k, int& dyn) {
+  const bool cached = dev >= 0 && dev < kMaxDevices && k <= kMaxCtasPerSm;
+  if (cached && (dyn = cache.padded[dev][k].load(std::memory_order_acquire)) > 0) return cudaSuccess;
   dyn = smem;
   int fit = 0;
   cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, smem);
-  if (err != cudaSuccess || fit <= k) return err;
-  int dev = 0, per_sm = 0, reserved = 0, opt_in = 0;
-  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
-  if ((err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess) return err;
-  if ((err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) != cudaSuccess) return err;
-  if ((err = cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess) return err;
-  int want = (per_sm / (k + 1) + 1 - reserved + 127) / 128 * 128;  // (k + 1) (want + reserved) > per_sm
-  if (want > opt_in) return cudaSuccess;  // cannot be held below `fit` this way: as many as fit
-  if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, want)) != cudaSuccess) return err;
-  if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, want)) != cudaSuccess) return err;
-  if (fit <= k) dyn = want;
+  if (err != cudaSuccess) return err;
+  if (fit > k) {
+    int per_sm = 0, reserved = 0, opt_in = 0;
+    if ((err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) != cudaSuccess)
+      return err;
+    if ((err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) != cudaSuccess)
+      return err;
+    if ((err = cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
+      return err;
+    int want = (per_sm / (k + 1) + 1 - reserved + 127) / 128 * 128;  // (k + 1) (want + reserved) > per_sm
+    if (want <= opt_in) {  // else it cannot be held below `fit` this way: as many as fit
+      if ((err = raise_smem_attribute(kernel, cache, dev, want)) != cudaSuccess) return err;
+      if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, want)) != cudaSuccess)
+        return err;
+      if (fit <= k) dyn = want;
+    }
+  }
+  if (cached) cache.padded[dev][k].store(dyn, std::memory_order_release);
   return cudaSuccess;
 }
 
@@ -2481,12 +2526,15 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
   constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH, PK>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  static LaunchCache cache;  // one per instance (zero-initialised: nothing raised, nothing computed)
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
+  if ((err = raise_smem_attribute(kernel, cache, dev, smem)) != cudaSuccess) return err;
   if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
   int dyn = smem;
   if (p.max_ctas_per_sm > 0) {
-    err = occupancy_limited_smem(kernel, smem, p.max_ctas_per_sm, dyn);
+    err = occupancy_limited_smem(kernel, cache, dev, smem, p.max_ctas_per_sm, dyn);
     if (err != cudaSuccess) return err;
   }
   cudaLaunchConfig_t cfg = {};
