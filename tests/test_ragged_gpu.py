@@ -318,3 +318,36 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens)
     _check(q, contiguous, backend="cuda")  # (FOSCAR_MERGE_FROM_LENGTHS=1) against the fp64 reference
     ref = foscar.decode(q, contiguous, backend="cuda")
     assert float((results[1][0].float() - ref.float()).norm() / ref.float().norm()) < 1e-3
+
+
+@pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
+@pytest.mark.parametrize("bits, group_size", [(2, 128), (4, 64), (2, 32)])
+@pytest.mark.parametrize("lens, num_splits", [([40, 200, 0, 64, 1, 255], None), ([100], None), ([3000], None),
+                                              ([700, 5], 3)])
+def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, lens, num_splits):
+    """Rows between a sequence's length and the cache's capacity hold whatever the serving engine left there: NaN
+    scales and offsets and all-ones codes here. The output and LSE are those of the same cache with those rows
+    cleaned, bit for bit. On the fixed path (one chunk a sequence, a batch of one, a fixed split count) the first
+    chunk of a sequence copies its first sub-tile before it reads the length (FOSCAR_EARLY_COPY, bench/NOTES.md §74),
+    so that copy reads such rows, and the kernel must zero their scales."""
+    cap = 256 if max(lens) <= 256 else 4096
+    q, clean = _case(_cuda(), batch=len(lens), num_qo_heads=16, num_kv_heads=4, head_dim=128,
+                     seq_lens=[cap] + lens[1:], bits=bits, group_size=group_size, seed=sum(lens))
+    clean.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+    dirty = foscar.quantize_kv(torch.zeros(len(lens), 4, cap, 128, device="cuda"),
+                               torch.zeros(len(lens), 4, cap, 128, device="cuda"), bits, group_size,
+                               seq_lens=clean.seq_lens.clone())
+    for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+        t, src = getattr(dirty, name), getattr(clean, name)
+        t.copy_(src)
+        for b, n in enumerate(lens):
+            t[b, :, n:] = 0xFF if t.dtype == torch.uint8 else float("nan")
+            src[b, :, n:] = 0
+    want = foscar.decode(q, clean, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                         return_lse=True)
+    got = foscar.decode(q, dirty, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                        return_lse=True)
+    assert not torch.isnan(got[0]).any()
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    if operand == "bf16" and method == "folded":
+        _check(q, clean, backend="cuda", num_splits=num_splits)
