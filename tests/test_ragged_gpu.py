@@ -327,9 +327,9 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens)
 def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, lens, num_splits):
     """Rows between a sequence's length and the cache's capacity hold whatever the serving engine left there: NaN
     scales and offsets and all-ones codes here. The output and LSE are those of the same cache with those rows
-    cleaned, bit for bit. On the fixed path (one chunk a sequence, a batch of one, a fixed split count) the first
-    chunk of a sequence copies its first sub-tile before it reads the length (FOSCAR_EARLY_COPY, bench/NOTES.md §74),
-    so that copy reads such rows, and the kernel must zero their scales."""
+    cleaned, bit for bit: one chunk a sequence, a batch of one in several chunks, a fixed split count (the fixed path,
+    whose chunks are cut from the length the kernel reads). A copy that read such rows before the length was known
+    (bench/NOTES.md §74 measured one) would have to zero their scales; this is the test it passed."""
     cap = 256 if max(lens) <= 256 else 4096
     q, clean = _case(_cuda(), batch=len(lens), num_qo_heads=16, num_kv_heads=4, head_dim=128,
                      seq_lens=[cap] + lens[1:], bits=bits, group_size=group_size, seed=sum(lens))

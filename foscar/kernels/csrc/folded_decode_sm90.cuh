@@ -95,13 +95,6 @@ namespace foscar {
 #define FOSCAR_FUSED_MERGE 0
 #endif
 
-// 1 (default): on the fixed path, the first chunk of a sequence in a contiguous token-wise cache copies its first
-// sub-tile, and the integer QK loads its query, before find_work reads the length (early_copy below; bench/NOTES.md
-// §74); 0: after it, as every other CTA does
-#ifndef FOSCAR_EARLY_COPY
-#define FOSCAR_EARLY_COPY 1
-#endif
-
 #ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
 #define FOSCAR_PLANE_SCALE 1
 #endif
@@ -1274,80 +1267,6 @@ __device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
     return fmaxf(tree_max<N / 2>(t, i0), tree_max<N / 2>(t, i0 + N / 2));
 }
 
-// The integer QK's query values of one lane (head g = lane / 4 of KV head hkv in sequence b; PK: g & 3): 8 x KS32
-// bf16 as qraw[k][r] = channels F::ibase(k) + 4 (lane % 4) + 16 r + {0..3}, one 8-byte load each where the head's row
-// starts 8-byte aligned (every row of a contiguous query with an 8-byte aligned base), else four 2-byte loads (a view
-// at a 2-byte offset, rows of head_dim + 2 elements, ...); zero past gqa. Each value loaded once (twice as 2-byte
-// loads before: NOTES §48); converted to fp32 in the kernel.
-template <class F, int KS32, bool PK>
-__device__ __forceinline__ void load_query_raw(uint2 (&qraw)[KS32][2], const Params& p, int b, int hkv, int lane) {
-  const int g = lane / 4, tig = lane % 4;
-  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
-  const bool qlive = gh < p.gqa;
-  const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
-  if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
-#pragma unroll
-    for (int k = 0; k < KS32; ++k)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
-  } else {
-    const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
-#pragma unroll
-    for (int k = 0; k < KS32; ++k)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int c = F::ibase(k) + 4 * tig + 16 * r;
-        qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
-                                        (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
-                           : make_uint2(0u, 0u);
-      }
-  }
-}
-
-// One warp's first sub-tile of a contiguous token-wise cache, tokens t0 .. t0 + 63 of row range bh, copied into
-// stage `st` as folded_decode_kernel's `issue` copies it (the same swizzled code rows, the same scale arrays), but
-// bounded by the capacity (max_seq_len) instead of the sequence's length, which is not read yet: rows past the
-// capacity are zero-filled, rows between the length and the capacity are copied as they are (the kernel zeroes their
-// scales once it knows the length). Not committed. (early_copy in the kernel; bench/NOTES.md §74.)
-template <class F>
-__device__ __forceinline__ void copy_first_subtile(const Params& p, uint8_t* st, int bh, int t0, int lane) {
-  constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG;
-  const long long row0 = (long long)bh * p.max_seq_len;
-  const int lim = p.max_seq_len;
-  const uint8_t* kc = p.k_codes + row0 * RB;
-  const uint8_t* vc = p.v_codes + row0 * RB;
-#pragma unroll
-  for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
-    const int i = lane + 32 * jj;
-    const int tok = i / NCH, c = i % NCH;
-    const bool live = t0 + tok < lim;
-    const long long src = live ? (long long)(t0 + tok) * RB + 16 * c : 0;
-    const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
-    cp_async16(st + dst, kc + src, live ? 16 : 0);
-    cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
-  }
-  const float* scales[4] = {p.k_scale + row0 * NG, p.k_offset + row0 * NG, p.v_scale + row0 * NG,
-                            p.v_offset + row0 * NG};
-  uint8_t* const base = st + 2 * F::CODE_BYTES;  // ks, kz, vs, vz: SCALE_BYTES each (token-wise K)
-  const int valid = (lim - t0) * NG;  // floats of this sub-tile before the capacity
-  if (p.scales_aligned) {  // 16-byte copies: 4 floats each
-    for (int i = lane; i < F::SCALE_BYTES / 16; i += 32) {
-      const int f0 = 4 * i, left = valid - f0;
-      const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
-      const long long src = bytes ? (long long)t0 * NG + f0 : 0;
-#pragma unroll
-      for (int a = 0; a < 4; ++a) cp_async16(base + a * F::SCALE_BYTES + 4 * f0, scales[a] + src, bytes);
-    }
-  } else {
-    for (int f0 = lane; f0 < kTileTokens * NG; f0 += 32) {
-      const int bytes = f0 < valid ? 4 : 0;
-      const long long src = bytes ? (long long)t0 * NG + f0 : 0;
-#pragma unroll
-      for (int a = 0; a < 4; ++a) cp_async4(base + a * F::SCALE_BYTES + 4 * f0, scales[a] + src, bytes);
-    }
-  }
-}
-
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
@@ -1379,21 +1298,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(0, global_timer());
   FOSCAR_TL(2, clock64());
 #endif
-  uint2 qraw_early[KS32][2];  // the integer QK's query, loaded before find_work (early) by load_query_raw
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-  // Early copy (FOSCAR_EARLY_COPY): on the fixed path, the first chunk of a sequence (contiguous cache, token-wise K)
-  // knows its sequence (slot / fixed_splits) and start (0) before any load, so each warp copies its first sub-tile
-  // (bounded by the capacity; copy_first_subtile) and the integer QK loads its query now: with find_work's length,
-  // three round trips at once instead of one after the other (the 16-token decodes' chain, bench/NOTES.md §74)
-  const bool early = FOSCAR_EARLY_COPY && !PAGED && !CH && p.fixed_splits > 0 && slot % p.fixed_splits == 0 &&
-                     slot / p.fixed_splits < p.batch;
-  if (early) {
-    const int eb = slot / p.fixed_splits, ew = threadIdx.x / 32;
-    copy_first_subtile<F>(p, smem + ew * kStages * STAGE_BYTES, eb * p.num_kv_heads + hkv, ew * kTileTokens,
-                          threadIdx.x % 32);
-    cp_async_commit();
-    if constexpr (IMMA) load_query_raw<F, KS32, PK>(qraw_early, p, eb, hkv, threadIdx.x % 32);
-  }
   const Work work = find_work<PAGED>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
@@ -1708,15 +1613,27 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // multiple of 4), one 8-byte load each where the head's row starts 8-byte aligned (every row of a contiguous query
   // with an 8-byte aligned base), else four 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements,
   // ...); converted to fp32 below
+  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
+  const bool qlive = gh < p.gqa;
   uint2 qraw[KS32][2];
   if constexpr (IMMA) {
-    if (early) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
+    if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
 #pragma unroll
       for (int k = 0; k < KS32; ++k)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) qraw[k][r] = qraw_early[k][r];
+        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
     } else {
-      load_query_raw<F, KS32, PK>(qraw, p, b, hkv, lane);
+      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = F::ibase(k) + 4 * tig + 16 * r;
+          qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
+                                          (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
+                             : make_uint2(0u, 0u);
+        }
     }
   }
 
@@ -1732,21 +1649,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   }
 #pragma unroll
   for (int s0 = 0; s0 < kStages - 1; ++s0) {
-    if (s0 < (early ? 0 : iters)) issue_next(s0, std::false_type{});
+    if (s0 < iters) issue_next(s0, std::false_type{});
     cp_async_commit();
-  }
-  // early copy: the rows of sub-tile 0 from the length on were copied (up to the capacity); zero their scales, so that
-  // the stage holds what `issue` would have copied (zeros past the length) but for codes that meet only zero operands
-  // (scores masked, P' and P z zero). A warp with no sub-tile waits for its copies here, before the epilogue reuses
-  // the shared memory.
-  if (early && end < first + kTileTokens) {
-    cp_async_wait<0>();
-    __syncwarp();
-    float* sc = reinterpret_cast<float*>(wsm + 2 * F::CODE_BYTES);  // ks, kz, vs, vz of stage 0
-    for (int f = max(end - first, 0) * NG + lane; f < kTileTokens * NG; f += 32)
-#pragma unroll
-      for (int a = 0; a < 4; ++a) sc[a * kTileTokens * NG + f] = 0.f;
-    __syncwarp();
   }
 
   // ---- query fragments (B of QK), head n = g; k order of step (c, pl): bytes 4tig + {0, 2} | {1, 3}
