@@ -321,7 +321,8 @@ def plan_decode(
             (:func:`foscar.kernels.merge_triton.from_lengths_choice`, read when the plan is made); a
             ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, read
             when the plan is made); a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32
-            (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, read when the plan is made).
+            (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, read when the plan is made); a ``FOSCAR_PDL``
+            other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pdl_choice`, read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 

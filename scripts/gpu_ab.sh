@@ -14,7 +14,9 @@
 # one (no defines, no CSRC) are removed from the extension cache so it stays small.
 # A source tree from before commit f28672a takes sequence lengths where the Python side now
 # passes kv_last_page_len for paged caches: time only contiguous kernels against those
-# (their paged rows would fail the reference check and be recorded as failed).
+# (their paged rows would fail the reference check and be recorded as failed). A source tree whose C entry takes
+# other arguments than this tree's foscar/kernels/decode_cuda.py passes (max_ctas_per_sm, pdl: NOTES §67, §73) fails
+# to run at all; time such a tree with its own copy of the project (python -m bench.ab from its root).
 set -uo pipefail
 
 OUT="${OUT:?set OUT to the output folder}"

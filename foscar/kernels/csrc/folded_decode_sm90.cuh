@@ -13,8 +13,8 @@
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
 // where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
-// that its launch overlaps the tail of the kernel before it; NOTES §73; §17 and §45 measured it slower while
-// the grid's CTAs could pile three on an SM, which plans now hold to an even spread).
+// that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause
+// being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -1290,6 +1290,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int hkv = blockIdx.x % p.num_kv_heads;
   const int slot = blockIdx.x / p.num_kv_heads;
 #if FOSCAR_TIMELINE
+  // before griddepcontrol.wait, on purpose: the entry stamps; the counter is only ever touched by atomics and each
+  // record by its own CTA, and with PDL every CTA of the previous call has started (taken its record) before this
+  // call's CTAs are scheduled (they trigger after their loop), so records stay in call order (bench/timeline.py)
   unsigned long long* tl_rec = nullptr;
   if (p.timeline != nullptr && threadIdx.x == 0) {
     const unsigned long long i = atomicAdd(p.timeline, 1ull);
