@@ -2,10 +2,11 @@
 
 Each session's kernel experiments (bench/NOTES.md) compare two builds of the extension (``FOSCAR_NVCC_DEFINES``
 knobs, or an older source tree through ``FOSCAR_CSRC``) on a handful of points, in rounds alternated by the caller
-(a b b a), so that a drift of the GPU's clock over the call falls on both builds. ``FOSCAR_CSRC`` works only while the
-older sources' C entry takes the arguments this tree's :mod:`foscar.kernels.decode_cuda` passes (it gained ``pdl`` and
-``max_ctas_per_sm``, bench/NOTES.md §67, §73); otherwise run that tree's own copy of this module from its root (``git archive REV | tar
--x -C old && cd old && python -m bench.ab run ...``), as the probes of sessions 32-33 did. This module is that probe:
+(a b b a), so that a drift of the GPU's clock over the call falls on both builds. ``FOSCAR_CSRC`` works only while
+the older sources' C entry takes the arguments this tree's :mod:`foscar.kernels.decode_cuda` passes (it gained
+``max_ctas_per_sm`` and ``pdl``, bench/NOTES.md §67, §73); otherwise run that tree's own copy of this module from its
+root (``git archive REV | tar -x -C old && cd old && python -m bench.ab run ...``), as sessions 32-33 did. This module
+is that probe:
 
     FOSCAR_NVCC_DEFINES="FOSCAR_ONLY_HEAD_DIM=128 KNOB=1" \\
         python -m bench.ab run LABEL ROUND OUT.csv --point 2x1x16 --point 2x8x32768 --point 4x64x8192:paged

@@ -13,8 +13,8 @@
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
 // where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
-// that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause
-// being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread).
+// that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
+// cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
