@@ -95,12 +95,6 @@ namespace foscar {
 #define FOSCAR_FUSED_MERGE 0
 #endif
 
-// 1 (default): on the fixed path (fixed_splits > 0, whose CTAs know their sequence without a load) the integer QK's
-// query is loaded before find_work reads the length, the two loads in flight at once (bench/NOTES.md §75); 0: after
-#ifndef FOSCAR_EARLY_QUERY
-#define FOSCAR_EARLY_QUERY 1
-#endif
-
 #ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
 #define FOSCAR_PLANE_SCALE 1
 #endif
@@ -1273,36 +1267,6 @@ __device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
     return fmaxf(tree_max<N / 2>(t, i0), tree_max<N / 2>(t, i0 + N / 2));
 }
 
-// The integer QK's query values of one lane (head g = lane / 4 of KV head hkv in sequence b; PK: g & 3): 8 x KS32
-// bf16 as qraw[k][r] = channels F::ibase(k) + 4 (lane % 4) + 16 r + {0..3}, one 8-byte load each where the head's row
-// starts 8-byte aligned (every row of a contiguous query with an 8-byte aligned base), else four 2-byte loads (a view
-// at a 2-byte offset, rows of head_dim + 2 elements, ...); zero past gqa. Each value loaded once (twice as 2-byte
-// loads before: NOTES §48); converted to fp32 in the kernel.
-template <class F, int KS32, bool PK>
-__device__ __forceinline__ void load_query_raw(uint2 (&qraw)[KS32][2], const Params& p, int b, int hkv, int lane) {
-  const int g = lane / 4, tig = lane % 4;
-  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
-  const bool qlive = gh < p.gqa;
-  const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
-  if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
-#pragma unroll
-    for (int k = 0; k < KS32; ++k)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
-  } else {
-    const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
-#pragma unroll
-    for (int k = 0; k < KS32; ++k)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int c = F::ibase(k) + 4 * tig + 16 * r;
-        qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
-                                        (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
-                           : make_uint2(0u, 0u);
-      }
-  }
-}
-
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
 __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
@@ -1337,14 +1301,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(0, global_timer());
   FOSCAR_TL(2, clock64());
 #endif
-  uint2 qraw_early[KS32][2];  // the integer QK's query, loaded before find_work (early_query) by load_query_raw
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-  // Early query (FOSCAR_EARLY_QUERY): a fixed-path CTA knows its sequence (slot / fixed_splits) without a load, so the
-  // integer QK's query is loaded now, in flight with find_work's load of the length instead of after it
-  const bool early_query = FOSCAR_EARLY_QUERY && IMMA && p.fixed_splits > 0 && slot / p.fixed_splits < p.batch;
-  if constexpr (IMMA) {
-    if (early_query) load_query_raw<F, KS32, PK>(qraw_early, p, slot / p.fixed_splits, hkv, threadIdx.x % 32);
-  }
   const Work work = find_work<PAGED>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
@@ -1659,15 +1616,27 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   // multiple of 4), one 8-byte load each where the head's row starts 8-byte aligned (every row of a contiguous query
   // with an 8-byte aligned base), else four 2-byte loads (a view at a 2-byte offset, rows of head_dim + 2 elements,
   // ...); converted to fp32 below
+  const int gh = PK ? g & 3 : g;  // PK: columns 4-7 repeat heads 0-3 (gqa <= 4)
+  const bool qlive = gh < p.gqa;
   uint2 qraw[KS32][2];
   if constexpr (IMMA) {
-    if (early_query) {
+    const __nv_bfloat16* qh = p.q + b * p.q_stride_b + (long long)(hkv * p.gqa + gh) * p.q_stride_h;
+    if (qlive && (reinterpret_cast<uintptr_t>(qh) & 7u) == 0) {
 #pragma unroll
       for (int k = 0; k < KS32; ++k)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) qraw[k][r] = qraw_early[k][r];
+        for (int r = 0; r < 2; ++r) qraw[k][r] = *reinterpret_cast<const uint2*>(qh + F::ibase(k) + 4 * tig + 16 * r);
     } else {
-      load_query_raw<F, KS32, PK>(qraw, p, b, hkv, lane);
+      const unsigned short* qs16 = reinterpret_cast<const unsigned short*>(qh);
+#pragma unroll
+      for (int k = 0; k < KS32; ++k)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int c = F::ibase(k) + 4 * tig + 16 * r;
+          qraw[k][r] = qlive ? make_uint2((uint32_t)qs16[c] | ((uint32_t)qs16[c + 1] << 16),
+                                          (uint32_t)qs16[c + 2] | ((uint32_t)qs16[c + 3] << 16))
+                             : make_uint2(0u, 0u);
+        }
     }
   }
 
