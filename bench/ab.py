@@ -63,17 +63,23 @@ class ProbePoint:
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "")
 
 
-def parse_point(text: str) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``.
+def parse_point(text: str, bits: int | None = None) -> ProbePoint:
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``;
+    where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged]`` too, at that
+    bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
-        ValueError: not three positive integers joined by ``x``, bits other than 2 or 4, or an unknown suffix
-            (the allowed ones are named).
+        ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
+            or 4, or an unknown suffix (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"point {text!r}: expected BITSxBATCHxCONTEXT of positive integers, e.g. 2x8x32768")
+    short = bits is not None and len(parts) == 2
+    if not (len(parts) == 3 or short) or not all(p.isdigit() and int(p) > 0 for p in parts):
+        form = "BITSxBATCHxCONTEXT (or BATCHxCONTEXT)" if bits is not None else "BITSxBATCHxCONTEXT"
+        raise ValueError(f"point {text!r}: expected {form} of positive integers, e.g. 2x8x32768")
+    if short:
+        parts = [str(bits), *parts]
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
@@ -86,6 +92,26 @@ def parse_point(text: str) -> ProbePoint:
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged' or one of {', '.join(WORKLOAD_NAMES)}")
     return ProbePoint(bits, batch, context, workload, paged)
+
+
+def build_point(pp: ProbePoint, dev, *, group_size: int = GROUP_SIZE, num_qo_heads: int = NUM_QO_HEADS,
+                num_kv_heads: int = NUM_KV_HEADS, head_dim: int = HEAD_DIM):
+    """One probe point's data as ``foscar bench`` makes it: ``(workload, cache, bytes)``, the workload of
+    :func:`bench.workload.build_workload` (fresh random data, seed 0, with its fp64 reference; lengths from
+    ``pp.workload`` at a capacity of ``pp.context``), the cache FOSCAR reads (the bench's page-16 copy, pages shuffled,
+    where ``pp.paged``) and the bytes a decode reads (as the foscar-cuda backend counts them, :mod:`bench.backends`).
+    The shape is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128, group 128).
+    Used by :func:`run` and ``bench.timeline``.
+    """
+    from bench.backends import foscar_paged_cache
+    from bench.workload import Point, build_workload
+
+    pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=group_size, num_qo_heads=num_qo_heads,
+               num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE,
+               workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
+    w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
+    cache = foscar_paged_cache(w) if pp.paged else w.cache
+    return w, cache, w.cache.bytes_read() + w.io_bytes()
 
 
 def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_copy: bool = False) -> pd.DataFrame:
@@ -105,10 +131,10 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     import torch
 
     import foscar
-    from bench.backends import Prepared, clone_cache, foscar_paged_cache
+    from bench.backends import Prepared, clone_cache
     from bench.sweep import rotation
     from bench.timing import time_fn
-    from bench.workload import Point, build_workload, max_rel_err
+    from bench.workload import max_rel_err
 
     if not out_csv.parent.is_dir():
         raise FileNotFoundError(f"ab run: no folder {out_csv.parent} for {out_csv.name}")
@@ -119,13 +145,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy))
         try:
-            ws = WorkloadSpec(name=pp.workload)
-            pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=GROUP_SIZE,
-                       num_qo_heads=NUM_QO_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM, page_size=PAGE_SIZE,
-                       workload=ws.at(pp.context, pp.context))
-            w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
-            cache = foscar_paged_cache(w) if pp.paged else w.cache  # the bench's paged copy (pages shuffled)
-            nbytes = w.cache.bytes_read() + w.io_bytes()  # as the foscar-cuda backend counts them (bench.backends)
+            w, cache, nbytes = build_point(pp, dev)
 
             def make(q, c):
                 plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")

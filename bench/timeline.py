@@ -1,6 +1,7 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
-``python -m bench.timeline --point 1x16 --point 8x32768`` builds the extension with
+``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, or without the bits at ``--bits``) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
 against the fp64 reference, replays a CUDA graph of up to 8 decodes over rotating copies of the
 cache (the bench's timing, :mod:`bench.timing`), and prints each phase's median over the CTAs
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.ab import ProbePoint, build_point, parse_point
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
           "meta", "tokens", "clk_cut1", "clk_cut2", "clk_cut3")
@@ -119,19 +121,11 @@ def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
     return [summarize_call(p, parts[i + 1] if i + 1 < len(parts) else None) for i, p in enumerate(parts)]
 
 
-def _parse_point(text: str) -> tuple[int, int]:
-    try:
-        batch, context = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--point: expected BATCHxCONTEXT such as 8x32768, got {text!r}") from None
-    if batch < 1 or context < 1:
-        raise argparse.ArgumentTypeError(f"--point: batch and context must be >= 1, got {text!r}")
-    return batch, context
-
-
-def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_heads: int, num_kv_heads: int,
+def profile_point(pp: ProbePoint, group_size: int, num_qo_heads: int, num_kv_heads: int,
                   head_dim: int) -> tuple[float, list[CallTimeline], np.ndarray]:
-    """``(max_rel_err, per-call timelines, raw records)`` of one uniform point on the GPU (contiguous cache).
+    """``(max_rel_err, per-call timelines, raw records)`` of one point on the GPU: ``pp`` as ``bench.ab`` reads it
+    (bits, batch, context, the length distribution, paged or contiguous), its data as :func:`bench.ab.build_point`
+    makes it.
 
     Raises:
         RuntimeError: the extension was built without ``FOSCAR_TIMELINE`` (set it before importing
@@ -141,28 +135,25 @@ def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_h
 
     import foscar
     from bench.backends import Prepared, clone_cache
-    from bench.lengths import WorkloadSpec
     from bench.sweep import rotation
     from bench.timing import capture_graph, warm_for_capture
-    from bench.workload import Point, build_workload, max_rel_err
+    from bench.workload import max_rel_err
     from foscar.kernels import decode_cuda
 
     ext = decode_cuda.extension()
     dev = torch.device("cuda")
-    pt = Point(batch, context, bits, group_size, num_qo_heads, num_kv_heads, head_dim, 16,
-               workload=WorkloadSpec().at(context, context))
-    w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
+    w, cache, nbytes = build_point(pp, dev, group_size=group_size, num_qo_heads=num_qo_heads,
+                                   num_kv_heads=num_kv_heads, head_dim=head_dim)
 
     def make(q, c):
         plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
         return lambda: plan.run(q, c)
 
-    fn = make(w.q, w.cache)
+    fn = make(w.q, cache)
     out = fn()
     torch.cuda.synchronize()
     err = max_rel_err(out, w.reference, w.rows)
-    nbytes = w.cache.bytes_read() + w.io_bytes()  # as the foscar-cuda backend counts them (bench.backends)
-    prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(w.cache)))
+    prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(cache)))
     fns = rotation(prep, dev)[:MAX_CALLS]
     warm_for_capture(fns)
     grid_max = 1 << 16  # CTAs a call at most (records past it are dropped by the kernel)
@@ -181,18 +172,27 @@ def profile_point(batch: int, context: int, bits: int, group_size: int, num_qo_h
     return err, summarize(records, len(fns)), records
 
 
+def record_file(pp: ProbePoint) -> str:
+    """The file name of a point's raw records (``--save``): ``timeline-2x8x32768-lognormal-paged.npy``."""
+    return f"timeline-{pp.label.replace(':', '-')}.npy"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--point", type=_parse_point, action="append", help="BATCHxCONTEXT (repeat); default 1x16, "
-                    "1x8192, 8x32768")
-    ap.add_argument("--bits", type=int, choices=(2, 4), default=2)
+    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged] as python -m bench.ab "
+                    "reads it, or BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
+    ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=128)
     ap.add_argument("--num-qo-heads", type=int, default=32)
     ap.add_argument("--num-kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-BxC.npy")
     args = ap.parse_args(argv)
+    try:
+        points = [parse_point(t, bits=args.bits) for t in args.point or ["1x16", "1x8192", "8x32768"]]
+    except ValueError as e:
+        ap.error(f"--point: {e}")
     defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
     if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
         os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])
@@ -201,13 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
         return 2
-    for batch, context in args.point or [(1, 16), (1, 8192), (8, 32768)]:
-        err, timelines, records = profile_point(batch, context, args.bits, args.group_size, args.num_qo_heads,
-                                                args.num_kv_heads, args.head_dim)
+    for pp in points:
+        err, timelines, records = profile_point(pp, args.group_size, args.num_qo_heads, args.num_kv_heads,
+                                                args.head_dim)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
-            np.save(os.path.join(args.save, f"timeline-{batch}x{context}.npy"), records)
-        print(f"INT{args.bits} {batch} x {context} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
+            np.save(os.path.join(args.save, record_file(pp)), records)
+        where = f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
+            " paged" if pp.paged else "")
+        print(f"INT{pp.bits} {where} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
         print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap")
         for i, t in enumerate(timelines):
             gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11

@@ -11,6 +11,8 @@ def test_parse_point_forms():
     assert ab.parse_point("4x64x8192:paged") == ab.ProbePoint(4, 64, 8192, paged=True)
     assert ab.parse_point("2x8x32768:lognormal:paged") == ab.ProbePoint(2, 8, 32768, "lognormal", True)
     assert ab.parse_point("2x8x32768:lognormal:paged").label == "2x8x32768:lognormal:paged"
+    assert ab.parse_point("8x32768:paged", bits=4) == ab.ProbePoint(4, 8, 32768, paged=True)  # bench.timeline's form
+    assert ab.parse_point("2x8x32768", bits=4) == ab.ProbePoint(2, 8, 32768)  # the point's own bits win
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),

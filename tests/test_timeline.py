@@ -57,9 +57,15 @@ def test_summarize_refuses_bad_input():
 
 
 def test_point_argument():
-    assert timeline._parse_point("8x32768") == (8, 32768)
-    with pytest.raises(Exception, match="BATCHxCONTEXT"):
-        timeline._parse_point("8,32768")
+    # bench.ab's point syntax, the bit width of a point without one from --bits (bench.ab.parse_point)
+    assert timeline.parse_point("8x32768", bits=4) == timeline.ProbePoint(4, 8, 32768)
+    assert timeline.parse_point("2x8x32768:paged", bits=4) == timeline.ProbePoint(2, 8, 32768, paged=True)
+    assert timeline.record_file(timeline.parse_point("1x16:lognormal:paged", bits=2)) == \
+        "timeline-2x1x16-lognormal-paged.npy"
+    with pytest.raises(ValueError, match=r"BITSxBATCHxCONTEXT \(or BATCHxCONTEXT\)"):
+        timeline.parse_point("8,32768", bits=2)
+    with pytest.raises(SystemExit):  # argparse's error: the message names the point
+        timeline.main(["--point", "8x0"])
 
 
 def test_timeline_build_compiles(tmp_path):
@@ -90,7 +96,7 @@ def test_timeline_profile_on_the_gpu(tmp_path):
                           cwd=Path(__file__).resolve().parents[1])
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ep_merge" in proc.stdout
-    for name in ("timeline-1x16.npy", "timeline-2x4096.npy"):
+    for name in ("timeline-2x1x16.npy", "timeline-2x2x4096.npy"):
         rec = np.load(tmp_path / name)
         assert rec.shape[1] == len(timeline.FIELDS)
         f = {k: i for i, k in enumerate(timeline.FIELDS)}
