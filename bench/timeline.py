@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.ab import ProbePoint, build_point, parse_point
+
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
           "meta", "tokens", "clk_cut1", "clk_cut2", "clk_cut3")
@@ -187,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-qo-heads", type=int, default=32)
     ap.add_argument("--num-kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
-    ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-BxC.npy")
+    ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-POINT.npy "
+                    "(record_file)")
     args = ap.parse_args(argv)
     try:
         points = [parse_point(t, bits=args.bits) for t in args.point or ["1x16", "1x8192", "8x32768"]]
