@@ -2456,15 +2456,24 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
 // What launch() has done to one kernel instance, per device (index = device ordinal; devices past kMaxDevices are
 // not cached): the max-dynamic-shared-memory attribute as last raised, and the padded launch size per k (0: not
-// computed yet). The attribute is only ever raised, never set back down: a CUDA graph keeps each launch's
-// dynamicSmemBytes, so a padded launch captured in a graph must stay valid after another plan's unpadded launch of
-// the same instance. The cache also spares eager launches the ~8 runtime calls of the occupancy search.
+// computed yet). The attribute is only ever raised, never set back down, so that no thread's unpadded launch lowers
+// it between another thread's raise and padded launch, and so that a padded launch captured in a CUDA graph stays
+// within it (lowering it did not break such a replay on driver 580, bench/NOTES.md §74, but nothing documents that it
+// may not); the cache spares eager launches the ~8 runtime calls of the occupancy search. It assumes the device's
+// context lives as long as the process (a cudaDeviceReset would leave it stale; torch never resets).
 constexpr int kMaxDevices = 64;
 constexpr int kMaxCtasPerSm = 32;  // FOSCAR_MAX_CTAS_PER_SM's largest value (foscar/kernels/splits.py)
 struct LaunchCache {
   std::atomic<int> attr[kMaxDevices];
   std::atomic<int> padded[kMaxDevices][kMaxCtasPerSm + 1];
 };
+// one cache per instance and per shared library: internal linkage, so that two builds of the extension loaded in one
+// process (each its own kernels) do not share it, as a function-local static of launch() would (a GNU unique symbol)
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK>
+static LaunchCache& launch_cache() {
+  static LaunchCache cache;  // zero-initialised: nothing raised, nothing computed
+  return cache;
+}
 
 // Raise `kernel`'s max-dynamic-shared-memory attribute on `dev` to at least `bytes` (never lowers it; see LaunchCache).
 template <typename Kernel>
@@ -2529,7 +2538,7 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   constexpr int tiles = F::template KERNEL_SMEM_BYTES<PAGED, CH>;
   constexpr int smem = tiles > merge_bytes ? tiles : merge_bytes;
   auto kernel = folded_decode_kernel<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH, PK>;
-  static LaunchCache cache;  // one per instance (zero-initialised: nothing raised, nothing computed)
+  LaunchCache& cache = launch_cache<BITS, HEAD_DIM, GROUP, MODE, PAGED, CH, PK>();
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
