@@ -130,9 +130,9 @@ def test_gpu_graph_of_a_padded_launch_replays_after_an_unpadded_one(monkeypatch)
     """A plan held to one CTA an SM (its launch's dynamic shared memory padded, ``FOSCAR_MAX_CTAS_PER_SM``) captured
     in a CUDA graph replays correctly after another plan of the same kernel instance launched unpadded: ``launch()``
     only ever raises the kernel's max-dynamic-shared-memory attribute (``csrc/folded_decode_sm90.cuh``), so the
-    captured launch's size stays allowed. (The instance, INT2 G=64 D=128 with 4 query heads a KV head, fits 3 CTAs an
-    SM unpadded, ``splits.RESIDENT_CTAS_PER_SM``, so that k = 1 pads. The old launch, which lowered the attribute,
-    passed this test too on driver 580: bench/NOTES.md §74.)"""
+    captured launch's size stays allowed. (The instance, INT2 G=64 D=128 with 4 query heads a KV head, fits more than
+    one CTA an SM unpadded, by its registers and shared memory, so that k = 1 pads. The old launch, which lowered the
+    attribute, passed this test too on driver 580: bench/NOTES.md §74.)"""
     dev = torch.device("cuda")
     q, cache = _pair(dev, num_qo_heads=32, num_kv_heads=8, seq_lens=[4096, 1000])
     monkeypatch.setenv("FOSCAR_MAX_CTAS_PER_SM", "1")
