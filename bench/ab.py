@@ -96,12 +96,14 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
 
 def build_point(pp: ProbePoint, dev, *, group_size: int = GROUP_SIZE, num_qo_heads: int = NUM_QO_HEADS,
                 num_kv_heads: int = NUM_KV_HEADS, head_dim: int = HEAD_DIM):
-    """One probe point's data as ``foscar bench`` makes it: ``(workload, cache, bytes)``, the workload of
-    :func:`bench.workload.build_workload` (fresh random data, seed 0, with its fp64 reference; lengths from
-    ``pp.workload`` at a capacity of ``pp.context``), the cache FOSCAR reads (the bench's page-16 copy, pages shuffled,
-    where ``pp.paged``) and the bytes a decode reads (as the foscar-cuda backend counts them, :mod:`bench.backends`).
-    The shape is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128, group 128).
-    Used by :func:`run` and ``bench.timeline``.
+    """One probe point's data as ``foscar bench`` makes it, on ``dev`` (a ``torch.device``): ``(workload, cache,
+    bytes)``. ``workload``: the :class:`bench.workload.Workload` of :func:`bench.workload.build_workload` (fresh random
+    data, seed 0: the bf16 query ``[batch, num_qo_heads, head_dim]``, the contiguous cache, its fp64 reference; lengths
+    from ``pp.workload`` at a capacity of ``pp.context`` tokens). ``cache``: what FOSCAR reads, the contiguous
+    ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
+    ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
+    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128, group 128). Used by :func:`run`
+    and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
     from bench.backends import foscar_paged_cache
     from bench.workload import Point, build_workload
