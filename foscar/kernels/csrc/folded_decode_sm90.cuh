@@ -142,6 +142,18 @@ namespace foscar {
 #ifndef FOSCAR_QK_HALF
 #define FOSCAR_QK_HALF 1
 #endif
+// 1 (default): find_work's fixed path with one chunk a sequence (fixed_splits == 1: every 16-token bench point and
+// every plan of one chunk a sequence) takes slot b as sequence b, tokens [0, len), without the general fixed path's
+// run-time divisions (bench/NOTES.md §75); 0: the general fixed path (the same Work)
+#ifndef FOSCAR_ONE_CHUNK_PATH
+#define FOSCAR_ONE_CHUNK_PATH 1
+#endif
+// 1 (default): a step over a sub-tile that ends before its 64 tokens skips the QK of its m16 tiles past the end (their
+// scores are -inf, as the mask makes them) and the PV of its token blocks past the end (their P' is 0): a 16-token
+// sequence's one step computes one m16 tile of four (bench/NOTES.md §75); bit-identical; 0: every tile computed
+#ifndef FOSCAR_SKIP_DEAD_TILES
+#define FOSCAR_SKIP_DEAD_TILES 1
+#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -668,6 +680,17 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 template <bool PAGED>
 __device__ Work find_work(const Params& p, int slot) {
   Work w{0, 0, 0, 0, 0, 0, 0};
+#if FOSCAR_ONE_CHUNK_PATH
+  if (p.fixed_splits == 1) {  // one chunk a sequence: slot b is sequence b's tokens [0, len), no division
+    // (the lines below give the same Work: a chunk of len rounded up to 256, at least 256, so one chunk; the
+    // run-time divisions by fixed_splits and by the chunk were ~75 dependent instructions around the length's
+    // load, bench/NOTES.md §74, §75)
+    if (slot >= p.batch) return w;
+    w.end = seq_length<PAGED>(p, slot, &w.page0);
+    w.b = slot; w.count = 1; w.first = slot;
+    return w;
+  }
+#endif
   if (p.fixed_splits > 0) {
     const int b = slot / p.fixed_splits, i = slot % p.fixed_splits;
     if (b >= p.batch) return w;
@@ -1754,7 +1777,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     // 2^127 32639: any BF16 query with |sm_scale| <= 11000.)
     const float x = fmaxf(fmaxf(amax, 0x1p-90f) * (1.f / 32639.f) * fabsf(qk), 0x1p-126f);
     const float qk_h = qk == 0.f ? 1.f : __uint_as_float((__float_as_uint(x) + 0x7FFFFFu) & 0xFF800000u);
-    const float inv = qk == 0.f ? 0.f : qk / qk_h;  // 1 / d, exact (qk times a power of two)
+    // 1 / d = qk / qk_h, exact (qk times a power of two), as (qk 2^(1 - e)) / 2 for qk_h = 2^e, e in [-126, 127]:
+    // 2^(1 - e) is a normal float whose bits are 0x7F800000 - qk_h's, a power of two scales qk exactly (a subnormal
+    // qk too: there qk_h = 2^-126), and |qk / qk_h| in [2^-115, 2^106) is normal, so both products are exact and
+    // inv is the division's value (whose ~12-instruction IEEE sequence was on the query's chain, NOTES §74)
+    const float inv = qk == 0.f ? 0.f : (qk * __uint_as_float(0x7F800000u - __float_as_uint(qk_h))) * 0.5f;
     float qs[NG];
 #pragma unroll
     for (int gr = 0; gr < NG; ++gr) qs[gr] = 0.f;
@@ -1965,11 +1992,19 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const float* vs = ks + 2 * KM_BYTES / 4;
     const float* vz = vs + kTileTokens * NG;
     const int t0 = first + it * stride;
+    // m16 tiles of the sub-tile that hold a token before the end (tile 0 always does: t0 < end); the others' QK and
+    // PV are skipped (FOSCAR_SKIP_DEAD_TILES): their scores are the mask's -inf and their P' is 0
+    const int live_mt = FULL || !FOSCAR_SKIP_DEAD_TILES ? 4 : min(4, (end - t0 + 15) >> 4);
 
     // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i]
     float s[4][4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
+      if (!FULL && mt >= live_mt) {  // every token of the tile past the end
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[mt][i] = -INFINITY;
+        continue;
+      }
       // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
       const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
       if constexpr (CH && !PER_VALUE) {
@@ -2215,6 +2250,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
+            if (!FULL && kb == 1 && live_mt <= 2) continue;  // tokens 32-63 past the end: P' 0
             const uint32_t a[4] = {(xw[kb][0] >> sh) & F::MASK4, (xw[kb][1] >> sh) & F::MASK4,
                                    (xw[kb][2] >> sh) & F::MASK4, (xw[kb][3] >> sh) & F::MASK4};
             mma_fp8(tmp, a, pb8[gr][kb][0], pb8[gr][kb][1]);
@@ -2303,6 +2339,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           [[maybe_unused]] int dl[4];
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
+            if (!FULL && kb == 1 && live_mt <= 2) continue;  // tokens 32-63 past the end: P' 0
             const uint32_t a[4] = {xw[kb][0] & (F::MASK4 << sh), xw[kb][1] & (F::MASK4 << sh),
                                    xw[kb][2] & (F::MASK4 << sh), xw[kb][3] & (F::MASK4 << sh)};
             if constexpr (PK) {
@@ -2388,6 +2425,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
+          if (!FULL && mt >= live_mt) continue;  // tokens past the end: P' 0 (tile 0, which starts tmp, is live)
           uint32_t a[4];
           if constexpr (PER_VALUE) {  // tokens 2tig, 2tig+1 (a[0], a[1]) and +8, +9 (a[2], a[3])
             const int t0 = mt * 16 + 2 * tig;
