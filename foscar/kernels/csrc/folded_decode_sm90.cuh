@@ -148,12 +148,6 @@ namespace foscar {
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
-// 1 (default): a step over a sub-tile that ends before its 64 tokens skips the QK of its m16 tiles past the end (their
-// scores are -inf, as the mask makes them) and the PV of its token blocks past the end (their P' is 0): a 16-token
-// sequence's one step computes one m16 tile of four (bench/NOTES.md §75); bit-identical; 0: every tile computed
-#ifndef FOSCAR_SKIP_DEAD_TILES
-#define FOSCAR_SKIP_DEAD_TILES 1
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -1992,19 +1986,11 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const float* vs = ks + 2 * KM_BYTES / 4;
     const float* vz = vs + kTileTokens * NG;
     const int t0 = first + it * stride;
-    // m16 tiles of the sub-tile that hold a token before the end (tile 0 always does: t0 < end); the others' QK and
-    // PV are skipped (FOSCAR_SKIP_DEAD_TILES): their scores are the mask's -inf and their P' is 0
-    const int live_mt = FULL || !FOSCAR_SKIP_DEAD_TILES ? 4 : min(4, (end - t0 + 15) >> 4);
 
     // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i]
     float s[4][4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt) {
-      if (!FULL && mt >= live_mt) {  // every token of the tile past the end
-#pragma unroll
-        for (int i = 0; i < 4; ++i) s[mt][i] = -INFINITY;
-        continue;
-      }
       // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
       const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
       if constexpr (CH && !PER_VALUE) {
@@ -2250,7 +2236,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
-            if (!FULL && kb == 1 && live_mt <= 2) continue;  // tokens 32-63 past the end: P' 0
             const uint32_t a[4] = {(xw[kb][0] >> sh) & F::MASK4, (xw[kb][1] >> sh) & F::MASK4,
                                    (xw[kb][2] >> sh) & F::MASK4, (xw[kb][3] >> sh) & F::MASK4};
             mma_fp8(tmp, a, pb8[gr][kb][0], pb8[gr][kb][1]);
@@ -2339,7 +2324,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
           [[maybe_unused]] int dl[4];
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
-            if (!FULL && kb == 1 && live_mt <= 2) continue;  // tokens 32-63 past the end: P' 0
             const uint32_t a[4] = {xw[kb][0] & (F::MASK4 << sh), xw[kb][1] & (F::MASK4 << sh),
                                    xw[kb][2] & (F::MASK4 << sh), xw[kb][3] & (F::MASK4 << sh)};
             if constexpr (PK) {
@@ -2425,7 +2409,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          if (!FULL && mt >= live_mt) continue;  // tokens past the end: P' 0 (tile 0, which starts tmp, is live)
           uint32_t a[4];
           if constexpr (PER_VALUE) {  // tokens 2tig, 2tig+1 (a[0], a[1]) and +8, +9 (a[2], a[3])
             const int t0 = mt * 16 + 2 * tig;
