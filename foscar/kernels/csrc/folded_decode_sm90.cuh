@@ -144,7 +144,7 @@ namespace foscar {
 #endif
 // 1 (default): find_work's fixed path with one chunk a sequence (fixed_splits == 1: every 16-token bench point and
 // every plan of one chunk a sequence) takes slot b as sequence b, tokens [0, len), without the general fixed path's
-// run-time divisions (bench/NOTES.md §75); 0: the general fixed path (the same Work)
+// run-time divisions (bench/NOTES.md §75); token-wise K only; 0: the general fixed path (the same Work)
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
@@ -671,11 +671,11 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 // in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
 // count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
 // sequence, which writes a zero row and LSE -inf), slots in sequence order.
-template <bool PAGED>
+// ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
+template <bool PAGED, bool ONE_CHUNK>
 __device__ Work find_work(const Params& p, int slot) {
   Work w{0, 0, 0, 0, 0, 0, 0};
-#if FOSCAR_ONE_CHUNK_PATH
-  if (p.fixed_splits == 1) {  // one chunk a sequence: slot b is sequence b's tokens [0, len), no division
+  if (ONE_CHUNK && p.fixed_splits == 1) {  // one chunk a sequence: slot b is sequence b's tokens [0, len), no division
     // (the lines below give the same Work: a chunk of len rounded up to 256, at least 256, so one chunk; the
     // run-time divisions by fixed_splits and by the chunk were ~75 dependent instructions around the length's
     // load, bench/NOTES.md §74, §75)
@@ -684,7 +684,6 @@ __device__ Work find_work(const Params& p, int slot) {
     w.b = slot; w.count = 1; w.first = slot;
     return w;
   }
-#endif
   if (p.fixed_splits > 0) {
     const int b = slot / p.fixed_splits, i = slot % p.fixed_splits;
     if (b >= p.batch) return w;
@@ -1319,7 +1318,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(2, clock64());
 #endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
-  const Work work = find_work<PAGED>(p, slot);
+  // (channel-wise K keeps the general fixed path: with the one-chunk path ptxas spilled 64 bytes in its FP8 INT2 G=32
+  // instance, bench/NOTES.md §75)
+  const Work work = find_work<PAGED, FOSCAR_ONE_CHUNK_PATH && !CH>(p, slot);
   FOSCAR_TL(3, clock64());
   if (work.count == 0) {
     FOSCAR_TL(7, clock64());
