@@ -1177,9 +1177,19 @@ __device__ __forceinline__ void one_warp_output(const Params& p, const int* s_wo
   constexpr int RB = F::RB, P = F::P, KSTEPS = F::KSTEPS;
   const int eb = s_work[0], first_slot = s_work[1];
   const int num_qo_heads = p.num_kv_heads * p.gqa;
-  float den[2];
+  // finalize_row's three cases per column head, its reciprocal and log2 once (computed per step, the divisions'
+  // slow-path branches made this 2.2 us at 1 x 16, NOTES §76): den > 0: o = num / den (as num * (1 / den)), LSE m +
+  // log2(den); den 0: o = 0, LSE -inf; else (NaN): NaN
+  float inv[2], lse2[2], fill[2];
+  bool pos[2];
 #pragma unroll
-  for (int j = 0; j < 2; ++j) den[j] = 0.f + warp_sum_over_rows(l_part[j]);  // the merge's den = 0 + 1 * l
+  for (int j = 0; j < 2; ++j) {
+    const float den = 0.f + warp_sum_over_rows(l_part[j]);  // the merge's den = 0 + 1 * l
+    pos[j] = den > 0.f;
+    inv[j] = 1.f / den;
+    lse2[j] = pos[j] ? m_run[j] + fast_log2(den) : den == 0.f ? -INFINITY : __int_as_float(0x7fffffff);
+    fill[j] = den == 0.f ? 0.f : __int_as_float(0x7fffffff);
+  }
 #pragma unroll
   for (int k = 0; k < KSTEPS; ++k) {
     const int c = k / P, pl = k % P;
@@ -1195,12 +1205,12 @@ __device__ __forceinline__ void one_warp_output(const Params& p, const int* s_wo
     for (int j = 0; j < 2; ++j) {
       const int head = 2 * tig + j;
       if ((PK && tig >= 2) || head >= p.gqa) continue;
-      float o[2], lse2;
-      finalize_row<2>({0.f + x[j], 0.f + x[j + 2]}, den[j], m_run[j], o, lse2);  // the merge's num = 0 + 1 * O
+      // the merge's num = 0 + 1 * O
+      const float o0 = pos[j] ? (0.f + x[j]) * inv[j] : fill[j], o1 = pos[j] ? (0.f + x[j + 2]) * inv[j] : fill[j];
       const long long row = (long long)eb * num_qo_heads + hkv * p.gqa + head;
-      const __nv_bfloat162 v = __floats2bfloat162_rn(o[0], o[1]);
+      const __nv_bfloat162 v = __floats2bfloat162_rn(o0, o1);
       *reinterpret_cast<uint32_t*>(p.out + row * HEAD_DIM + ch) = *reinterpret_cast<const uint32_t*>(&v);
-      if (k == 0 && g == 0) p.lse[row] = lse2 * kLn2;
+      if (k == 0 && g == 0) p.lse[row] = lse2[j] * kLn2;
     }
   }
   if (!p.fuse_merge && hkv == 0 && g == 0 && tig == 0) {  // as the merge path: the merge kernel skips the sequence
