@@ -148,12 +148,6 @@ namespace foscar {
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
-// 1 (default): a CTA whose work is a whole sequence of at most 64 tokens (one chunk, no fixed window: warp 0 alone
-// holds tokens) writes the output from warp 0's registers, without the 4 warps' rows in shared memory, the second
-// barrier and the merge over warps (bench/NOTES.md §76); the same output bit for bit; 0: the shared-memory merge
-#ifndef FOSCAR_ONE_WARP_EPILOGUE
-#define FOSCAR_ONE_WARP_EPILOGUE 1
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -1163,62 +1157,6 @@ __host__ __device__ constexpr int merge_row_floats() {
   return HEAD_DIM + 4;
 }
 
-// The output of a sequence that warp 0 decoded alone (at most 64 tokens, one chunk, no fixed window), from its
-// registers: what the merge over warps below computes when warps 1-3 hold no token (their rows m = -inf, l = 0, O = 0
-// weigh 2^-inf = 0; warp 0's weighs 2^0 = 1), in the same operations, so bit for bit the same output and LSE.
-// Accumulator i of step k: head 2tig + (i & 1), channels ch, ch + 1 (i >> 1): one 4-byte store of two BF16 a head
-// and step. PK: head h's other part is column h + 4, on lane ^ 2.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PK>
-__device__ __forceinline__ void one_warp_output(const Params& p, const int* s_work,
-                                                const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
-                                                const float (&m_run)[2], const float (&l_part)[2], int hkv, int g,
-                                                int tig) {
-  using F = Fmt<BITS, HEAD_DIM, GROUP>;
-  constexpr int RB = F::RB, P = F::P, KSTEPS = F::KSTEPS;
-  const int eb = s_work[0], first_slot = s_work[1];
-  const int num_qo_heads = p.num_kv_heads * p.gqa;
-  // finalize_row's three cases per column head, its reciprocal and log2 once (computed per step, the divisions'
-  // slow-path branches made this 2.2 us at 1 x 16, NOTES §76): den > 0: o = num / den (as num * (1 / den)), LSE m +
-  // log2(den); den 0: o = 0, LSE -inf; else (NaN): NaN
-  float inv[2], lse2[2], fill[2];
-  bool pos[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const float den = 0.f + warp_sum_over_rows(l_part[j]);  // the merge's den = 0 + 1 * l
-    pos[j] = den > 0.f;
-    inv[j] = 1.f / den;
-    lse2[j] = pos[j] ? m_run[j] + fast_log2(den) : den == 0.f ? -INFINITY : __int_as_float(0x7fffffff);
-    fill[j] = den == 0.f ? 0.f : __int_as_float(0x7fffffff);
-  }
-#pragma unroll
-  for (int k = 0; k < KSTEPS; ++k) {
-    const int c = k / P, pl = k % P;
-    const int ch = pl * RB + 16 * c + 2 * g;
-    const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
-    float x[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      x[i] = o_acc[k][i] * unscale;
-      if constexpr (PK) x[i] = x[i] + __shfl_xor_sync(0xffffffffu, x[i], 2);  // column h + column h + 4
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int head = 2 * tig + j;
-      if ((PK && tig >= 2) || head >= p.gqa) continue;
-      // the merge's num = 0 + 1 * O
-      const float o0 = pos[j] ? (0.f + x[j]) * inv[j] : fill[j], o1 = pos[j] ? (0.f + x[j + 2]) * inv[j] : fill[j];
-      const long long row = (long long)eb * num_qo_heads + hkv * p.gqa + head;
-      const __nv_bfloat162 v = __floats2bfloat162_rn(o0, o1);
-      *reinterpret_cast<uint32_t*>(p.out + row * HEAD_DIM + ch) = *reinterpret_cast<const uint32_t*>(&v);
-      if (k == 0 && g == 0) p.lse[row] = lse2[j] * kLn2;
-    }
-  }
-  if (!p.fuse_merge && hkv == 0 && g == 0 && tig == 0) {  // as the merge path: the merge kernel skips the sequence
-    p.seq_chunks[2 * eb] = first_slot;
-    p.seq_chunks[2 * eb + 1] = 1;
-  }
-}
-
 // ---- Phase: epilogue. The 4 warps merged through shared memory (the stages reused: all copies waited
 // for first), per (query head, channel) of this CTA: the output and LSE of a sequence of one chunk, else
 // this chunk's normalized partial and base-2 LSE in row `slot`; the sequence's chunk range for the merge
@@ -1237,14 +1175,6 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
   FOSCAR_TL_CUT(1);
-#if FOSCAR_ONE_WARP_EPILOGUE
-  if (s_work[2] < 0) {  // a whole sequence of at most 64 tokens (count -1, see the kernel): warp 0's rows are the output
-    if (warp == 0) one_warp_output<BITS, HEAD_DIM, GROUP, MODE, PK>(p, s_work, o_acc, m_run, l_part, hkv, g, tig);
-    FOSCAR_TL_CUT(2);
-    FOSCAR_TL_CUT(3);
-    return;
-  }
-#endif
   constexpr int OROW = merge_row_floats<HEAD_DIM>();
   float* sm_o = reinterpret_cast<float*>(smem);           // [kWarps][8][OROW]: rows of HEAD_DIM + 4
   float* sm_m = sm_o + kWarps * 8 * OROW;                 // [kWarps][8]
@@ -1407,10 +1337,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   if (threadIdx.x == 0) {
     s_work[0] = work.b;
     s_work[1] = work.first;
-    // -1: a whole sequence of at most 64 tokens (warp 0 alone holds tokens), whose output warp 0 writes from its
-    // registers (one_warp_output); else the work's chunk count
-    s_work[2] = FOSCAR_ONE_WARP_EPILOGUE && work.count == 1 && !p.fixed_window && work.end - work.start <= kTileTokens
-                    ? -1 : work.count;
+    s_work[2] = work.count;
     s_work[3] = slot;
   }
   const int b = work.b, bh = b * p.num_kv_heads + hkv;
