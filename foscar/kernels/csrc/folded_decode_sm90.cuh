@@ -2500,11 +2500,12 @@ static LaunchCache& launch_cache() {
 // Raise `kernel`'s max-dynamic-shared-memory attribute on `dev` to at least `bytes` (never lowers it; see LaunchCache).
 template <typename Kernel>
 cudaError_t raise_smem_attribute(Kernel kernel, LaunchCache& cache, int dev, int bytes) {
-  if (dev >= 0 && dev < kMaxDevices && cache.attr[dev].load(std::memory_order_acquire) >= bytes) return cudaSuccess;
+  const bool cached = dev >= 0 && dev < kMaxDevices;
+  if (cached && cache.attr[dev].load(std::memory_order_acquire) >= bytes) return cudaSuccess;
   static std::mutex lock;  // one raise at a time: the cached value is never above the attribute
   std::lock_guard<std::mutex> guard(lock);
   int now = 0;
-  if (dev >= 0 && dev < kMaxDevices) {
+  if (cached) {
     now = cache.attr[dev].load(std::memory_order_acquire);
   } else {  // not cached: read the attribute back
     cudaFuncAttributes attrs;
@@ -2514,7 +2515,7 @@ cudaError_t raise_smem_attribute(Kernel kernel, LaunchCache& cache, int dev, int
   }
   if (now >= bytes) return cudaSuccess;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (err == cudaSuccess && dev >= 0 && dev < kMaxDevices) cache.attr[dev].store(bytes, std::memory_order_release);
+  if (err == cudaSuccess && cached) cache.attr[dev].store(bytes, std::memory_order_release);
   return err;
 }
 
