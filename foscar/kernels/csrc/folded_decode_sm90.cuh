@@ -148,6 +148,13 @@ namespace foscar {
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
+// 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
+// block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
+// (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); a grid of
+// more than 65535 slots (gridDim.y's limit) stays one-dimensional; 0: one dimension always
+#ifndef FOSCAR_GRID_2D
+#define FOSCAR_GRID_2D 1
+#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -569,7 +576,7 @@ struct Params {
 // FOSCAR_TIMELINE builds: thread 0 of each CTA takes record i = atomicAdd(timeline[0], 1) (none past
 // timeline_records) and writes, as u64: 0 %globaltimer (ns) at entry, 1 %globaltimer at exit, 2 clock64 at entry,
 // 3 after find_work, 4 before the loops, 5 after step 0's wait (its first sub-tile landed; warp 0), 6 after the loops,
-// 7 after the epilogue (a CTA with no work: 3, then 7 and 1), 8 %smid | blockIdx.x << 8 | (b & 0xFFFF) << 24 | iters
+// 7 after the epilogue (a CTA with no work: 3, then 7 and 1), 8 %smid | cta_index() << 8 | (b & 0xFFFF) << 24 | iters
 // << 40 (warp 0's sub-tiles), 9 start | end << 32 (the chunk's tokens), 10-12 clock64 inside the epilogue
 // (FOSCAR_TL_CUT 1-3: its first barrier passed, the 4 warps' rows stored and the second barrier passed, the output or
 // partial written; a CTA with no work: 0). bench/timeline.py reads them (bench/NOTES.md §66, §72).
@@ -659,8 +666,24 @@ __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = n
   }
 }
 
+// The CTA's slot and KV head: blockIdx.y and blockIdx.x in a two-dimensional grid (launch(), FOSCAR_GRID_2D; its
+// gridDim.x is num_kv_heads), else blockIdx.x / num_kv_heads and its remainder (a one-dimensional grid: the same
+// order, block slot * num_kv_heads + hkv)
+__device__ __forceinline__ int cta_slot(const Params& p) {
+  if (FOSCAR_GRID_2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.y;
+  return (int)(blockIdx.x / p.num_kv_heads);
+}
+__device__ __forceinline__ int cta_kv_head(const Params& p) {
+  if (FOSCAR_GRID_2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.x;
+  return (int)(blockIdx.x % p.num_kv_heads);
+}
+// the CTA's block index in launch order (slot * num_kv_heads + hkv; the timeline's records)
+__device__ __forceinline__ unsigned long long cta_index() {
+  return blockIdx.x + (unsigned long long)blockIdx.y * gridDim.x;
+}
+
 __device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
-  return (int)(blockIdx.x / p.num_kv_heads) == first_slot;
+  return cta_slot(p) == first_slot;
 }
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
@@ -1303,8 +1326,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   extern __shared__ __align__(128) uint8_t smem[];
 
   // slot-major order: the chunks of all KV heads come first, empty slots (exiting at once) last
-  const int hkv = blockIdx.x % p.num_kv_heads;
-  const int slot = blockIdx.x / p.num_kv_heads;
+  const int hkv = cta_kv_head(p);
+  const int slot = cta_slot(p);
 #if FOSCAR_TIMELINE
   // before griddepcontrol.wait, on purpose: the entry stamps; the counter is only ever touched by atomics and each
   // record by its own CTA, and with PDL every CTA of the previous call has started (taken its record) before this
@@ -1325,7 +1348,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   if (work.count == 0) {
     FOSCAR_TL(7, clock64());
     FOSCAR_TL(1, global_timer());
-    FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8));
+    FOSCAR_TL(8, sm_id() | (cta_index() << 8));
     for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, 0);
     if (p.fixed_window && (int)threadIdx.x < p.gqa)  // an empty chunk of a fixed-path sequence: LSE -inf
       p.lse_part[(long long)slot * p.num_kv_heads * p.gqa + hkv * p.gqa + threadIdx.x] = -INFINITY;
@@ -2455,7 +2478,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
   FOSCAR_TL(4, clock64());
-  FOSCAR_TL(8, sm_id() | ((unsigned long long)blockIdx.x << 8) | ((unsigned long long)(b & 0xFFFF) << 24) |
+  FOSCAR_TL(8, sm_id() | (cta_index() << 8) | ((unsigned long long)(b & 0xFFFF) << 24) |
                    ((unsigned long long)iters << 40));
   FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
   for (; it < full_steps; ++it) step(it, std::true_type{});
@@ -2573,7 +2596,10 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(p.num_slots * p.num_kv_heads);
+  // num_kv_heads x num_slots (FOSCAR_GRID_2D: no division in the kernel, cta_slot), one dimension past gridDim.y's
+  // limit; either way block slot * num_kv_heads + hkv in launch order
+  cfg.gridDim = FOSCAR_GRID_2D && p.num_slots <= 65535 ? dim3(p.num_kv_heads, p.num_slots)
+                                                       : dim3(p.num_slots * p.num_kv_heads);
   cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = dyn;
   cfg.stream = stream;
