@@ -150,8 +150,8 @@ namespace foscar {
 #endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
-// (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); a grid of
-// more than 65535 slots (gridDim.y's limit) stays one-dimensional; 0: one dimension always
+// (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); token-wise
+// K only (grid_2d); a grid of more than 65535 slots (gridDim.y's limit) stays one-dimensional; 0: one dimension always
 #ifndef FOSCAR_GRID_2D
 #define FOSCAR_GRID_2D 1
 #endif
@@ -666,15 +666,22 @@ __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = n
   }
 }
 
-// The CTA's slot and KV head: blockIdx.y and blockIdx.x in a two-dimensional grid (launch(), FOSCAR_GRID_2D; its
+// Whether an instance's grid may be two-dimensional (FOSCAR_GRID_2D): token-wise K only; with it ptxas spilled 56
+// bytes in the FP8 paged channel-wise INT2 G=32 instance (bench/NOTES.md §77)
+template <bool CH>
+__host__ __device__ constexpr bool grid_2d() { return FOSCAR_GRID_2D && !CH; }
+
+// The CTA's slot and KV head: blockIdx.y and blockIdx.x in a two-dimensional grid (launch(), G2D = grid_2d; its
 // gridDim.x is num_kv_heads), else blockIdx.x / num_kv_heads and its remainder (a one-dimensional grid: the same
 // order, block slot * num_kv_heads + hkv)
+template <bool G2D>
 __device__ __forceinline__ int cta_slot(const Params& p) {
-  if (FOSCAR_GRID_2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.y;
+  if (G2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.y;
   return (int)(blockIdx.x / p.num_kv_heads);
 }
+template <bool G2D>
 __device__ __forceinline__ int cta_kv_head(const Params& p) {
-  if (FOSCAR_GRID_2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.x;
+  if (G2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.x;
   return (int)(blockIdx.x % p.num_kv_heads);
 }
 // the CTA's block index in launch order (slot * num_kv_heads + hkv; the timeline's records)
@@ -682,8 +689,9 @@ __device__ __forceinline__ unsigned long long cta_index() {
   return blockIdx.x + (unsigned long long)blockIdx.y * gridDim.x;
 }
 
+template <bool G2D>
 __device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
-  return cta_slot(p) == first_slot;
+  return cta_slot<G2D>(p) == first_slot;
 }
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
@@ -1286,7 +1294,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
                                        num_qo_heads, p.gqa, count, tiles > merge_bytes ? tiles : merge_bytes});
     } else
 #endif
-    if (slot_is_first(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
+    if (slot_is_first<grid_2d<CH>()>(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
       p.seq_chunks[2 * eb] = first_slot;
       p.seq_chunks[2 * eb + 1] = count;
     }
@@ -1326,8 +1334,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   extern __shared__ __align__(128) uint8_t smem[];
 
   // slot-major order: the chunks of all KV heads come first, empty slots (exiting at once) last
-  const int hkv = cta_kv_head(p);
-  const int slot = cta_slot(p);
+  const int hkv = cta_kv_head<grid_2d<CH>()>(p);
+  const int slot = cta_slot<grid_2d<CH>()>(p);
 #if FOSCAR_TIMELINE
   // before griddepcontrol.wait, on purpose: the entry stamps; the counter is only ever touched by atomics and each
   // record by its own CTA, and with PDL every CTA of the previous call has started (taken its record) before this
@@ -2598,7 +2606,7 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   cudaLaunchConfig_t cfg = {};
   // num_kv_heads x num_slots (FOSCAR_GRID_2D: no division in the kernel, cta_slot), one dimension past gridDim.y's
   // limit; either way block slot * num_kv_heads + hkv in launch order
-  cfg.gridDim = FOSCAR_GRID_2D && p.num_slots <= 65535 ? dim3(p.num_kv_heads, p.num_slots)
+  cfg.gridDim = grid_2d<CH>() && p.num_slots <= 65535 ? dim3(p.num_kv_heads, p.num_slots)
                                                        : dim3(p.num_slots * p.num_kv_heads);
   cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = dyn;
