@@ -388,3 +388,24 @@ def test_every_tail_of_the_last_sub_tile(operand, method, bits, group_size, layo
             if operand == "bf16" and method == "folded":
                 lse_err = float((lse[b].double() - ref_lse[b]).abs().max())
                 assert lse_err < 3e-3, f"length {length}, num_splits {num_splits}: LSE off by {lse_err:.3g}"
+
+
+def test_more_slots_than_a_grid_dimension_holds():
+    """70000 sequences of 1..16 tokens over one KV head: one chunk each, so 70000 slots, past gridDim.y's 65535; the
+    decode grid falls back to one dimension, where a CTA divides its block index by num_kv_heads (FOSCAR_GRID_2D,
+    bench/NOTES.md §77). Rows on both sides of slot 65535 against the fp64 reference, no NaN anywhere."""
+    from foscar.kernels import decode_cuda
+
+    batch = 70000
+    lens = [(b * 7) % 16 + 1 for b in range(batch)]
+    q, cache = _case(_cuda(), batch=batch, num_qo_heads=4, num_kv_heads=1, head_dim=128, seq_lens=lens, bits=2,
+                     group_size=128)
+    slots, _, _ = decode_cuda.plan_splits(cache, q.device)
+    assert slots > 65535, slots
+    out = foscar.decode(q, cache, backend="cuda")
+    assert not torch.isnan(out).any()
+    rows = [0, 1, 65534, 65535, 65536, batch - 1]
+    ref = foscar.reference_decode(q, cache, batch_indices=rows)
+    for b in rows:
+        err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
+        assert err < 1e-2, (b, lens[b], err)
