@@ -3,6 +3,8 @@ split merge inside the kernel, and lengths past what the cache holds (clamped in
 against the fp64 reference on the dequantized cache. GPU only; the schedule itself is checked on the
 CPU in tests/test_splits.py."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -352,6 +354,53 @@ def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, 
     if operand == "bf16" and method == "folded":
         _check(q, clean, backend="cuda", num_splits=num_splits)
 
+
+
+@pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
+@pytest.mark.parametrize("bits, group_size", [(2, 128), (4, 64)])
+@pytest.mark.parametrize("lens, num_splits", [([40, 200, 0, 64, 1, 255], None), ([700, 5], 3)])
+def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, method, lens, num_splits):
+    """The paged form of the test above: the rows of each sequence's last page past ``kv_last_page_len`` and the pool's
+    unlisted pages hold NaN scales and offsets and all-ones codes (pages of 16, shuffled). The output and LSE are
+    those of the same pool with those rows zero, bit for bit, and none is NaN."""
+    cap = 256 if max(lens) <= 256 else 1024
+    q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=16, num_kv_heads=4, head_dim=128,
+                          seq_lens=[cap] + lens[1:], bits=bits, group_size=group_size, seed=sum(lens) + 1)
+    contiguous.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+    clean = foscar.paginate(contiguous, 16, shuffle=True, extra_pages=3, fill=0.0,
+                            generator=torch.Generator().manual_seed(7))
+    names = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
+    listed = set(clean.kv_indices.tolist())
+    indptr, indices, last = clean.kv_indptr.tolist(), clean.kv_indices.tolist(), clean.kv_last_page_len.tolist()
+    for name in names:  # the clean pool: zero past each length and on unlisted pages
+        t = getattr(clean, name)
+        for page in range(t.shape[0]):
+            if page not in listed:
+                t[page] = 0
+        for b in range(len(lens)):
+            if indptr[b + 1] > indptr[b]:
+                t[indices[indptr[b + 1] - 1], :, last[b]:] = 0
+    dirty = dataclasses.replace(clean, **{name: getattr(clean, name).clone() for name in names})
+    for name in names:
+        t = getattr(dirty, name)
+        junk = 0xFF if t.dtype == torch.uint8 else float("nan")
+        for page in range(t.shape[0]):
+            if page not in listed:
+                t[page] = junk
+        for b in range(len(lens)):
+            if indptr[b + 1] > indptr[b] and last[b] < 16:
+                t[indices[indptr[b + 1] - 1], :, last[b]:] = junk
+    want = foscar.decode(q, clean, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                         return_lse=True)
+    got = foscar.decode(q, dirty, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                        return_lse=True)
+    assert not torch.isnan(got[0]).any()
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    if operand == "bf16" and method == "folded":
+        ref = foscar.reference_decode(q, contiguous)
+        for b, n in enumerate(lens):
+            if n:
+                assert float((got[0][b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, (b, n)
 
 # tails of a sequence's last 64-token sub-tile, on its first step (lengths 1..256) and after full sub-tiles (512 +),
 # on both sides of each m16 tile's bound (16, 32, 48, 64 tokens)
