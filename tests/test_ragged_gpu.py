@@ -355,7 +355,6 @@ def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, 
         _check(q, clean, backend="cuda", num_splits=num_splits)
 
 
-
 @pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
 @pytest.mark.parametrize("bits, group_size", [(2, 128), (4, 64)])
 @pytest.mark.parametrize("lens, num_splits", [([40, 200, 0, 64, 1, 255], None), ([700, 5], 3)])
@@ -401,6 +400,7 @@ def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, me
         for b, n in enumerate(lens):
             if n:
                 assert float((got[0][b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, (b, n)
+
 
 # tails of a sequence's last 64-token sub-tile, on its first step (lengths 1..256) and after full sub-tiles (512 +),
 # on both sides of each m16 tile's bound (16, 32, 48, 64 tokens)
