@@ -322,6 +322,22 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens)
     assert float((results[1][0].float() - ref.float()).norm() / ref.float().norm()) < 1e-3
 
 
+# the fields of a quantized cache, contiguous or paged, that hold per-token data
+_CACHE_FIELDS = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
+
+
+def _decode_matches_clean(q, clean, dirty, operand, method, num_splits):
+    """Decode ``clean`` and ``dirty`` (the same cache with junk where no token is) with the CUDA kernel: the output and
+    LSE bit for bit the same, no NaN in the output. Returns the dirty cache's ``(out, lse)``."""
+    want = foscar.decode(q, clean, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                         return_lse=True)
+    got = foscar.decode(q, dirty, backend="cuda", operand=operand, method=method, num_splits=num_splits,
+                        return_lse=True)
+    assert not torch.isnan(got[0]).any()
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    return got
+
+
 @pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
 @pytest.mark.parametrize("bits, group_size", [(2, 128), (4, 64), (2, 32)])
 @pytest.mark.parametrize("lens, num_splits", [([40, 200, 0, 64, 1, 255], None), ([100], None), ([3000], None),
@@ -339,18 +355,13 @@ def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, 
     dirty = foscar.quantize_kv(torch.zeros(len(lens), 4, cap, 128, device="cuda"),
                                torch.zeros(len(lens), 4, cap, 128, device="cuda"), bits, group_size,
                                seq_lens=clean.seq_lens.clone())
-    for name in ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset"):
+    for name in _CACHE_FIELDS:
         t, src = getattr(dirty, name), getattr(clean, name)
         t.copy_(src)
         for b, n in enumerate(lens):
             t[b, :, n:] = 0xFF if t.dtype == torch.uint8 else float("nan")
             src[b, :, n:] = 0
-    want = foscar.decode(q, clean, backend="cuda", operand=operand, method=method, num_splits=num_splits,
-                         return_lse=True)
-    got = foscar.decode(q, dirty, backend="cuda", operand=operand, method=method, num_splits=num_splits,
-                        return_lse=True)
-    assert not torch.isnan(got[0]).any()
-    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    _decode_matches_clean(q, clean, dirty, operand, method, num_splits)
     if operand == "bf16" and method == "folded":
         _check(q, clean, backend="cuda", num_splits=num_splits)
 
@@ -368,10 +379,9 @@ def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, me
     contiguous.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
     clean = foscar.paginate(contiguous, 16, shuffle=True, extra_pages=3, fill=0.0,
                             generator=torch.Generator().manual_seed(7))
-    names = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
     listed = set(clean.kv_indices.tolist())
     indptr, indices, last = clean.kv_indptr.tolist(), clean.kv_indices.tolist(), clean.kv_last_page_len.tolist()
-    for name in names:  # the clean pool: zero past each length and on unlisted pages
+    for name in _CACHE_FIELDS:  # the clean pool: zero past each length and on unlisted pages
         t = getattr(clean, name)
         for page in range(t.shape[0]):
             if page not in listed:
@@ -379,8 +389,8 @@ def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, me
         for b in range(len(lens)):
             if indptr[b + 1] > indptr[b]:
                 t[indices[indptr[b + 1] - 1], :, last[b]:] = 0
-    dirty = dataclasses.replace(clean, **{name: getattr(clean, name).clone() for name in names})
-    for name in names:
+    dirty = dataclasses.replace(clean, **{name: getattr(clean, name).clone() for name in _CACHE_FIELDS})
+    for name in _CACHE_FIELDS:
         t = getattr(dirty, name)
         junk = 0xFF if t.dtype == torch.uint8 else float("nan")
         for page in range(t.shape[0]):
@@ -389,12 +399,7 @@ def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, me
         for b in range(len(lens)):
             if indptr[b + 1] > indptr[b] and last[b] < 16:
                 t[indices[indptr[b + 1] - 1], :, last[b]:] = junk
-    want = foscar.decode(q, clean, backend="cuda", operand=operand, method=method, num_splits=num_splits,
-                         return_lse=True)
-    got = foscar.decode(q, dirty, backend="cuda", operand=operand, method=method, num_splits=num_splits,
-                        return_lse=True)
-    assert not torch.isnan(got[0]).any()
-    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    got = _decode_matches_clean(q, clean, dirty, operand, method, num_splits)
     if operand == "bf16" and method == "folded":
         ref = foscar.reference_decode(q, contiguous)
         for b, n in enumerate(lens):
