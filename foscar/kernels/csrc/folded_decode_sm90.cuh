@@ -675,14 +675,16 @@ __host__ __device__ constexpr bool grid_2d() { return FOSCAR_GRID_2D && !CH; }
 // gridDim.x is num_kv_heads), else blockIdx.x / num_kv_heads and its remainder (a one-dimensional grid: the same
 // order, block slot * num_kv_heads + hkv)
 template <bool G2D>
+__device__ __forceinline__ bool launched_2d(const Params& p) {
+  return G2D && gridDim.x == (unsigned)p.num_kv_heads;
+}
+template <bool G2D>
 __device__ __forceinline__ int cta_slot(const Params& p) {
-  if (G2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.y;
-  return (int)(blockIdx.x / p.num_kv_heads);
+  return launched_2d<G2D>(p) ? (int)blockIdx.y : (int)(blockIdx.x / p.num_kv_heads);
 }
 template <bool G2D>
 __device__ __forceinline__ int cta_kv_head(const Params& p) {
-  if (G2D && gridDim.x == (unsigned)p.num_kv_heads) return (int)blockIdx.x;
-  return (int)(blockIdx.x % p.num_kv_heads);
+  return launched_2d<G2D>(p) ? (int)blockIdx.x : (int)(blockIdx.x % p.num_kv_heads);
 }
 // the CTA's block index in launch order (slot * num_kv_heads + hkv; the timeline's records)
 __device__ __forceinline__ unsigned long long cta_index() {
