@@ -463,51 +463,12 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
     monkeypatch.setenv("FOSCAR_PV_PACK", "0")
     out0, lse0 = foscar.decode(q, target, return_lse=True, backend="cuda")
     assert foscar.plan_decode(target, qo, backend="cuda").pv_pack is False
-    if bits == 4 and qo // kv <= 4 and not paged:  # the packed integer PV against the BF16 PV: with
-        # FOSCAR_LAZY_RESCALE only the first keeps its running max lazily, so the same LSE up to its rounding
-        assert torch.allclose(lse1, lse0, rtol=0, atol=1e-5), float((lse1 - lse0).abs().max())
-    else:  # the same softmax in both launches
-        assert torch.equal(lse1, lse0)
+    assert torch.equal(lse1, lse0)
     if qo // kv > 4:
         assert torch.equal(out1, out0)
     elif bits == 2:
         gap = (out1.float() - out0.float()).abs()
         assert bool((gap <= out0.float().abs() * 2.0 ** -7 + 1e-6).all()), float(gap.max())
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("channel_k", [False, True])
-@pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("bits, group_size", [(2, 128), (2, 32), (4, 128)])
-def test_gpu_scores_that_grow_along_the_sequence(paged, channel_k, bits, group_size):
-    """K rows scaled up by a factor that grows every 64 tokens (x1, x4, x7, ...), so that a sub-tile's largest score
-    passes the running max by more than FOSCAR_LAZY_RESCALE's 8 (log2 units) again and again, mid-chunk: the lazy
-    rescale's branch runs inside the loop, not only at a chunk's first sub-tile, where random data takes it (and with
-    the scores' spread shrinking relative to their size, also sub-tiles that pass the max by less). Against the fp64
-    reference, one chunk and several, gqa 4 (the packed integer PV) and 2, the bench's shape; every form's running
-    max is checked, lazy or not (paged token-wise instances and the BF16 PV keep the per-sub-tile rescale)."""
-    import foscar
-    from tests.test_paged import _check_paged
-
-    if channel_k and (bits != 2 or group_size != 128):
-        pytest.skip("channel-wise K: one format is enough here")
-    dev = torch.device("cuda")
-    g = torch.Generator(device="cpu").manual_seed(bits * 31 + group_size)
-    lens = [1500, 4096 + 17, 64]
-    for qo, kv in ((32, 8), (4, 2)):
-        t = torch.arange(max(lens))
-        ramp = (1 + 3 * (t // 64)).float().view(1, 1, -1, 1)  # x1 .. x70 at 4113 tokens
-        k = (torch.randn(len(lens), kv, max(lens), 128, generator=g) * 0.5 + 0.1) * ramp
-        v = torch.randn(len(lens), kv, max(lens), 128, generator=g)
-        q = torch.randn(len(lens), qo, 128, generator=g).to(torch.bfloat16).to(dev)
-        cache = foscar.quantize_kv(k.to(dev), v.to(dev), bits, group_size,
-                                   seq_lens=torch.tensor(lens, dtype=torch.int32, device=dev),
-                                   k_layout="channel" if channel_k else "token")
-        if paged:
-            _check_paged(q, cache, foscar.paginate(cache, 64), backend="cuda")
-        else:
-            _check(q, cache, backend="cuda")
-            _check(q, cache, num_splits=4, backend="cuda")
 
 
 @pytest.mark.gpu

@@ -155,14 +155,6 @@ namespace foscar {
 #ifndef FOSCAR_GRID_2D
 #define FOSCAR_GRID_2D 1
 #endif
-// 1: with the integer PV (imma_pv, packed or not), the running max is kept while a sub-tile's max stays within
-// kLazyMax (log2 units) of it, so P <= 2^kLazyMax, and the output accumulators are rescaled only in the sub-tiles that
-// pass it (one warp vote a sub-tile, the rescale behind a warp-uniform branch): the PV's fold is then one FFMA per
-// accumulator, o += dot / f, where two ran (o alpha + dot / f + sum P z), and sum P z runs beside it per (group,
-// column), added to the accumulators after the loop (softmax_update_lazy; bench/NOTES.md §78); 0: rescaled every sub-tile
-#ifndef FOSCAR_LAZY_RESCALE
-#define FOSCAR_LAZY_RESCALE 0
-#endif
 // > 0: instantiate the formats of this head_dim only (the other head_dims' launches return
 // cudaErrorInvalidValue). For the CPU CI's compile test (tests/test_decode_cuda.py), which checks the
 // head_dim 128 instances in a third of the nvcc time; the extension is always built with 0 (all).
@@ -1190,61 +1182,6 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
   }
 }
 
-// How far (log2 units) a sub-tile's max may pass the running max before FOSCAR_LAZY_RESCALE rescales: P <= 2^8
-// (FlashAttention-4 keeps its max the same way). Exact in exact arithmetic: the output and LSE do not depend on the
-// reference the probabilities are taken from.
-constexpr float kLazyMax = 8.f;
-
-// ---- Phase: the online softmax with a lazily kept running max (FOSCAR_LAZY_RESCALE; softmax_update's arguments
-// but alpha): the running max m_run moves only where some column's sub-tile max passes it by more than kLazyMax
-// or is NaN (one vote, so the branch is warp-uniform); there alpha = 2^(m_old - m_new) rescales l_part here and the
-// caller's accumulators through rescale(alpha). Elsewhere pr = 2^(s - m_run) <= 2^kLazyMax and l_part += sum pr.
-// A column with no token yet (m_run -inf) rescales at its first finite score (alpha 0); a sub-tile that is all
-// masked while m_run is -inf (general steps only) takes its probabilities from 0, which gives 0, not NaN.
-template <bool IMMA, bool FULL, class Rescale>
-__device__ __forceinline__ void softmax_update_lazy(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
-                                                    float (&l_part)[2], float (&pr)[4][4], float (&ptile)[2],
-                                                    Rescale&& rescale) {
-  float mx[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float m = fmaxf(s[0][j], s[0][j + 2]);
-#pragma unroll
-    for (int mt = 1; mt < 4; ++mt) m = fmaxf(m, fmaxf(s[mt][j], s[mt][j + 2]));
-    m = warp_max_over_rows(m);
-    mx[j] = IMMA ? m * qkh[j] : m;  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
-  }
-  if (__any_sync(0xffffffffu, !(mx[0] <= m_run[0] + kLazyMax) || !(mx[1] <= m_run[1] + kLazyMax))) {
-    float alpha[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float m_new = fmaxf(m_run[j], mx[j]);
-      alpha[j] = fast_exp2(m_run[j] - (m_new != -INFINITY ? m_new : 0.f));
-      l_part[j] *= alpha[j];
-      m_run[j] = m_new;
-    }
-    rescale(alpha);
-  }
-  float m_use[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    m_use[j] = (FULL || m_run[j] != -INFINITY) ? m_run[j] : 0.f;
-    ptile[j] = fast_exp2(mx[j] - m_use[j]);  // the sub-tile's largest P, rounded as its token's pr; 0 if all masked
-  }
-#pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      pr[mt][i] = fast_exp2(IMMA ? fmaf(s[mt][i], qkh[i & 1], -m_use[i & 1]) : s[mt][i] - m_use[i & 1]);
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float sum = 0.f;
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
-    l_part[j] += sum;
-  }
-}
-
 // The epilogue's rows of the 4 warps' outputs in shared memory, floats: HEAD_DIM + 4 (16-byte aligned rows for its
 // float4 reads; 4 mod 16 spreads its 8-byte stores over all banks, bench/NOTES.md §69)
 template <int HEAD_DIM>
@@ -1392,10 +1329,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
   constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>() || PK;  // PV on integer tensor cores (INT4: packed only)
   static_assert(!PK || (pv_packable<MODE, BITS, HEAD_DIM, CH>() && IMMA), "PK: integer token-wise QK only");
-  // the running max kept within kLazyMax (softmax_update_lazy); not in the paged token-wise instances, whose loops it
-  // lengthened (register allocation: INT2 G=128 packed-PV 739 -> 756 instructions a sub-tile on the common path, INT4
-  // 839 -> 868; contiguous 679 -> 658 and 755 -> 730, channel-wise K INT2 -29..-44; bench/NOTES.md §78)
-  constexpr bool LAZY = IPV && FOSCAR_LAZY_RESCALE && (CH || !PAGED);
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
@@ -2068,10 +2001,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     for (int i = 0; i < 4; ++i) o_acc[k][i] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_part[2] = {0.f, 0.f};
-  // LAZY: sum P z per (group, column), rescaled with o_acc and added to it after the loop
-  [[maybe_unused]] float pz_run[LAZY ? NG : 1][2];
-#pragma unroll
-  for (int gr = 0; gr < (LAZY ? NG : 1); ++gr) pz_run[gr][0] = pz_run[gr][1] = 0.f;
 
 
   // One step: issue sub-tile it + kStages - 1, compute sub-tile it. FULL: both are full and the copies
@@ -2288,20 +2217,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
     // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
     float alpha[2], pr[4][4], ptile[2];
-    if constexpr (LAZY) {
-      softmax_update_lazy<IMMA, FULL>(s, qkh, m_run, l_part, pr, ptile, [&](const float (&a)[2]) {
-#pragma unroll
-        for (int k = 0; k < KSTEPS; ++k)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) o_acc[k][i] *= a[i & 1];
-#pragma unroll
-        for (int gr = 0; gr < NG; ++gr)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) pz_run[gr][j] *= a[j];
-      });
-    } else {
-      softmax_update<IMMA, IPV, FULL>(s, qkh, m_run, l_part, alpha, pr, ptile);
-    }
+    softmax_update<IMMA, IPV, FULL>(s, qkh, m_run, l_part, alpha, pr, ptile);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -2421,7 +2337,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
-          if constexpr (LAZY) pz_run[gr][j] += pz[gr][j];  // (PK: the low bytes' columns drop it after the loop)
           if constexpr (PK) {  // the high bytes' columns carry 256 dot_hi and sum P z, the low bytes' dot_lo
             wsc[gr][j] *= pk_hi ? 256.f : 1.f;
             pz[gr][j] = pk_hi ? pz[gr][j] : 0.f;
@@ -2463,10 +2378,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const float dot = PK ? (float)dh[i] : (float)(dh[i] * 256 + dl[i]);  // PK: wsc carries the 256
-            if constexpr (LAZY)
-              o_acc[k][i] = fmaf(dot, wsc[gr][i & 1] * e, o_acc[k][i]);
-            else
-              o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(dot, wsc[gr][i & 1] * e, pz[gr][i & 1]));
+            o_acc[k][i] = fmaf(o_acc[k][i], alpha[i & 1], fmaf(dot, wsc[gr][i & 1] * e, pz[gr][i & 1]));
           }
         }
       }
@@ -2581,16 +2493,6 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
-  if constexpr (LAZY) {  // sum P z of every sub-tile, per (group, column), into the accumulators
-    if constexpr (PK) {  // the high bytes' columns (tig < 2) carry it, the low bytes' do not
-#pragma unroll
-      for (int gr = 0; gr < NG; ++gr) pz_run[gr][0] = tig < 2 ? pz_run[gr][0] : 0.f, pz_run[gr][1] = tig < 2 ? pz_run[gr][1] : 0.f;
-    }
-#pragma unroll
-    for (int k = 0; k < KSTEPS; ++k)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) o_acc[k][i] += pz_run[((k % P) * RB + 16 * (k / P)) / GROUP][i & 1];  // step k = c P + pl
-  }
 
   // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
