@@ -7,6 +7,7 @@ decode kernel's grid (batch x KV heads x splits programs), timed the same way (b
 §29).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
+    python scripts/latency_floor.py OUT_DIR 1x8192 8x32768    (only these BATCHxCONTEXT points, both bit widths)
     FOSCAR_MERGE=fused python scripts/latency_floor.py OUT_DIR    (both merges from one build: NOTES §29)
 
 Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits, merge and part; microseconds from
@@ -104,7 +105,22 @@ def _parts(w, merge: str) -> dict[str, Prepared]:
     return out
 
 
-def main(out_dir: str) -> int:
+def parse_points(specs: list[str]) -> list[tuple[int, int]]:
+    """``BATCHxCONTEXT`` strings (``"8x32768"``) as (batch, context) pairs; none given: :data:`POINTS`.
+
+    Raises:
+        ValueError: a spec that is not two positive integers joined by ``x``.
+    """
+    points = []
+    for spec in specs:
+        parts = spec.lower().split("x")
+        if len(parts) != 2 or not all(x.isdigit() and int(x) > 0 for x in parts):
+            raise ValueError(f"latency_floor: point {spec!r}: expected BATCHxCONTEXT, two positive integers (8x32768)")
+        points.append((int(parts[0]), int(parts[1])))
+    return points or list(POINTS)
+
+
+def main(out_dir: str, points: list[tuple[int, int]] | None = None) -> int:
     dev = torch.device("cuda")
     why = decode_cuda.unavailable(dev, SHAPE[0] // SHAPE[1])
     if why:
@@ -115,7 +131,7 @@ def main(out_dir: str) -> int:
     rows = []
     merges = ("kernel", "kernel-speculate") + (("fused",) if decode_cuda.FUSED_MERGE_BUILT else ())
     for bits in (2, 4):
-        for batch, context in POINTS:
+        for batch, context in points or POINTS:
             pt = Point(batch, context, bits, 128, *SHAPE, 16)
             w = build_workload(pt, dev, seed=0, full_check_max_tokens=0)
             plan = foscar.plan_decode(w.cache, SHAPE[0], backend="cuda")
@@ -137,7 +153,12 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         raise SystemExit(2)
-    raise SystemExit(main(sys.argv[1]))
+    try:
+        chosen = parse_points(sys.argv[2:])
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(main(sys.argv[1], chosen))
