@@ -920,11 +920,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 // the main loops (NOTES §17: spills in three channel-wise instances); called, it moves them less (NOTES
 // §29: 110 of 184 loop counts identical, the bench's D=128 G=128 folded instances in every number).
 //
-// One L2 round per pass: the merging CTA copies every partial of its (sequence, KV head), count x gqa x
-// HEAD_DIM fp32, into shared memory with 16-byte cp.async (all issued, then one wait) while its threads
-// load the LSEs, then reduces from shared memory. The kernel's dynamic shared memory (its tiles) is free
-// by then; where the chunks do not fit, passes of as many chunks as fit, rescaled between passes as in
-// the online softmax (weights relative to the running max).
+// One L2 round a batch of kMergeBatch chunks, straight into registers: each thread owns 4 adjacent outputs (a float4)
+// of the gqa x HEAD_DIM block, loads its head's LSE and its float4 of every chunk of the batch at once (__ldcg, 8 + 8
+// loads in flight), and keeps the merge's running max, denominator and sums itself, rescaled between batches as in
+// the online softmax. No shared memory, no barrier, no division: session 10's form staged every partial in shared
+// memory with cp.async (a runtime division per 16-byte piece), took each head's weights with warp reductions, then
+// summed one output per thread from shared memory, ~1000 dependent instructions a thread after the last chunk, which
+// made every split decode 2.4-5 us slower at batch 1 than the merge kernel (bench/NOTES.md §78, §79).
 //
 // Ordering (PTX ISA, "Memory Consistency Model": "Release and Acquire Patterns", "Causality Order",
 // and bar.sync's "Memory ordering"): each thread's partial stores precede, in program order, its
@@ -933,7 +935,7 @@ constexpr float kLn2 = 0.6931471805599453f;
 // written by (the release sequence of) every other CTA's atom and is an acquire, so it synchronizes with
 // each of them; its bar.red then orders every thread's reads after it. That is the message-passing
 // pattern the model guarantees without a fence.sc (the two __threadfence() of session 6, MEMBAR.SC.GPU
-// each). The partials are read with cp.async.cg / ld.global.cg (L2, not L1) besides.
+// each). The partials are read with ld.global.cg (L2, not L1) besides.
 struct MergeArgs {        // one (sequence, KV head), by value: no reference to the kernel's parameters
   const float* o_part;    // chunk 0's [gqa, HEAD_DIM] block; chunk i at + i * row_stride * HEAD_DIM
   const float* lse_part;  // chunk 0's [gqa] base-2 LSEs; chunk i at + i * row_stride
@@ -942,13 +944,12 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
   unsigned* counter;      // arrivals of this (sequence, KV head) in this launch
   int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
   int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
-  int smem_bytes;         // the kernel's dynamic shared memory
 };
-constexpr int kMergeHeader = 32 * 4;  // bytes: per head the running max, denominator, rescale factor, NaN flag
+constexpr int kMergeBatch = 8;  // chunks a thread loads at once
 
 template <int HEAD_DIM>
 __device__ __noinline__ void merge_chunks(MergeArgs a) {
-  extern __shared__ __align__(128) uint8_t merge_smem[];  // the kernel's dynamic shared memory
+  static_assert(HEAD_DIM % 4 == 0, "merge_chunks: float4 units of a head's row");
   __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
   int last = 0;
   if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
@@ -959,109 +960,53 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
   }
   if (!__syncthreads_or(last)) return;
 
-  constexpr int kThreads = kWarps * 32, J = (8 * HEAD_DIM + kThreads - 1) / kThreads;
-  float* sm_run = reinterpret_cast<float*>(merge_smem);  // [8] max, [8] den, [8] alpha, [8] NaN (0 / 1)
-  float* sm_w = sm_run + kMergeHeader / 4;                // [n * gqa] LSEs of the pass, then their weights
-  const int row = a.gqa * HEAD_DIM;                       // floats of one chunk's block
-  const int cap = (a.smem_bytes - kMergeHeader - 16) / ((row + a.gqa) * 4);  // chunks per pass (>= 9 here)
-  float* sm_o = reinterpret_cast<float*>(merge_smem + kMergeHeader + ((cap * a.gqa * 4 + 15) & ~15));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x < 8) {
-    sm_run[threadIdx.x] = -INFINITY;
-    sm_run[8 + threadIdx.x] = 0.f;
-    sm_run[24 + threadIdx.x] = 0.f;
-  }
-  float acc[J];
-#pragma unroll
-  for (int j = 0; j < J; ++j) acc[j] = 0.f;
+  constexpr int kThreads = kWarps * 32;
+  const int row = a.gqa * HEAD_DIM;  // floats of one chunk's block
   const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
-  for (int i0 = 0; i0 < a.count; i0 += cap) {
-    const int n = min(cap, a.count - i0);
-    // one L2 round: the partials (16-byte cp.async, all issued) and the LSEs (4 loads per thread at most
-    // in flight: cap * gqa fits the shared memory, <= 4 x 128 entries for the sizes here; a loop beyond)
-    const int pieces = row / 4, total = n * pieces;
-    const float* src = a.o_part + i0 * chunk_floats;
-    for (int k = threadIdx.x; k < total; k += kThreads) {
-      const int i = k / pieces, r = k - i * pieces;
-      cp_async16_full(smem_u32(sm_o + 4 * k), src + i * chunk_floats + 4 * r);
-    }
-    cp_async_commit();
-    const float* lsrc = a.lse_part + (long long)i0 * a.row_stride;
-    for (int e0 = 0; e0 < n * a.gqa; e0 += 4 * kThreads) {
-      float l[4];
+  for (int idx = 4 * threadIdx.x; idx < row; idx += 4 * kThreads) {
+    const int head = idx / HEAD_DIM;
+    const float* lp = a.lse_part + head;
+    const float* op = a.o_part + idx;
+    float m = -INFINITY, den = 0.f, num[4] = {0.f, 0.f, 0.f, 0.f};
+    bool nan = false;
+    for (int i0 = 0; i0 < a.count; i0 += kMergeBatch) {
+      float l[kMergeBatch];
+      float4 o[kMergeBatch];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int e = e0 + u * kThreads + threadIdx.x;
-        l[u] = e < n * a.gqa ? __ldcg(lsrc + (long long)(e / a.gqa) * a.row_stride + e % a.gqa) : 0.f;
+      for (int u = 0; u < kMergeBatch; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
+        const bool live = i0 + u < a.count;
+        const long long i = live ? i0 + u : 0;
+        l[u] = live ? __ldcg(lp + i * a.row_stride) : -INFINITY;
+        o[u] = live ? __ldcg(reinterpret_cast<const float4*>(op + i * chunk_floats)) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
+      float mx = m;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int e = e0 + u * kThreads + threadIdx.x;
-        if (e < n * a.gqa) sm_w[e] = l[u];
+      for (int u = 0; u < kMergeBatch; ++u) {
+        nan |= l[u] != l[u];
+        mx = fmaxf(mx, l[u]);
       }
-    }
-    cp_async_wait<0>();
-    __syncthreads();
-    // per query head (a warp each): the pass's max, weights 2^(lse_i - m) relative to the running max,
-    // the rescale of what earlier passes accumulated
-    for (int head = warp; head < a.gqa; head += kWarps) {
-      float mx = -INFINITY;
-      bool nan = false;
-      for (int i = lane; i < n; i += 32) {
-        const float l = sm_w[i * a.gqa + head];
-        nan |= l != l;
-        mx = fmaxf(mx, l);
-      }
+      const float m_safe = mx == -INFINITY ? 0.f : mx;
+      const float alpha = fast_exp2(m - m_safe);  // 0 while nothing was accumulated (m -inf)
+      den *= alpha;
 #pragma unroll
-      for (int d = 16; d > 0; d >>= 1) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
-        nan |= __shfl_xor_sync(0xffffffffu, (int)nan, d);
-      }
-      const float m_old = sm_run[head];
-      const float m_new = fmaxf(m_old, mx);
-      const float m_safe = m_new == -INFINITY ? 0.f : m_new;
-      float den = 0.f;
-      for (int i = lane; i < n; i += 32) {
-        const float w = fast_exp2(sm_w[i * a.gqa + head] - m_safe);  // 0 for an empty chunk (-inf)
-        sm_w[i * a.gqa + head] = w;
+      for (int c = 0; c < 4; ++c) num[c] *= alpha;
+#pragma unroll
+      for (int u = 0; u < kMergeBatch; ++u) {
+        const float w = fast_exp2(l[u] - m_safe);  // 0 for an empty chunk (-inf)
         den += w;
+        num[0] = fmaf(w, o[u].x, num[0]);
+        num[1] = fmaf(w, o[u].y, num[1]);
+        num[2] = fmaf(w, o[u].z, num[2]);
+        num[3] = fmaf(w, o[u].w, num[3]);
       }
-#pragma unroll
-      for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
-      if (lane == 0) {
-        const float alpha = fast_exp2(m_old - m_safe);  // 0 while nothing was accumulated (m_old -inf)
-        sm_run[head] = m_new;
-        sm_run[8 + head] = fmaf(sm_run[8 + head], alpha, den);
-        sm_run[16 + head] = alpha;
-        if (nan) sm_run[24 + head] = 1.f;
-      }
+      m = mx;
     }
-    __syncthreads();
-    // each thread owns outputs idx = threadIdx.x + j * 128 of the gqa x HEAD_DIM block
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const int idx = threadIdx.x + j * kThreads;
-      if (idx < row) {
-        const int head = idx / HEAD_DIM;
-        float s = acc[j] * sm_run[16 + head];
-#pragma unroll 4
-        for (int i = 0; i < n; ++i) s = fmaf(sm_w[i * a.gqa + head], sm_o[i * row + idx], s);
-        acc[j] = s;
-      }
-    }
-    __syncthreads();  // the pass's shared memory read before the next pass refills it
-  }
-#pragma unroll
-  for (int j = 0; j < J; ++j) {
-    const int idx = threadIdx.x + j * kThreads;
-    if (idx < row) {
-      const int head = idx / HEAD_DIM, ch = idx % HEAD_DIM;
-      const float den = sm_run[24 + head] != 0.f ? __int_as_float(0x7fffffff) : sm_run[8 + head];
-      float o[1], lse2;
-      finalize_row<1>({acc[j]}, den, sm_run[head], o, lse2);
-      a.out[idx] = __float2bfloat16(o[0]);
-      if (ch == 0) a.lse[head] = lse2 * kLn2;
-    }
+    float o[4], lse2;
+    finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, m, o, lse2);  // a NaN LSE makes the row NaN
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
+    *reinterpret_cast<uint2*>(a.out + idx) =
+        make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+    if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
   }
 }
 #endif  // FOSCAR_FUSED_MERGE
@@ -1287,13 +1232,11 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   if (count > 1) {
 #if FOSCAR_FUSED_MERGE
     if (p.fuse_merge) {
-      constexpr int merge_bytes = (kWarps * 8 * merge_row_floats<HEAD_DIM>() + 2 * kWarps * 8) * 4;  // as launch() below
-      constexpr int tiles = F::template SMEM_BYTES<CH>;
       const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
       merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
                                        p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
-                                       num_qo_heads, p.gqa, count, tiles > merge_bytes ? tiles : merge_bytes});
+                                       num_qo_heads, p.gqa, count});
     } else
 #endif
     if (slot_is_first<grid_2d<CH>()>(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
