@@ -945,7 +945,7 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
   int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
   int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
 };
-constexpr int kMergeBatch = 8;  // chunks a thread loads at once
+constexpr int kMergeBatch = 16;  // chunks a thread loads at once
 
 template <int HEAD_DIM>
 __device__ __noinline__ void merge_chunks(MergeArgs a) {
