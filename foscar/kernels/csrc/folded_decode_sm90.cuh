@@ -920,9 +920,9 @@ constexpr float kLn2 = 0.6931471805599453f;
 // the main loops (NOTES §17: spills in three channel-wise instances); called, it moves them less (NOTES
 // §29: 110 of 184 loop counts identical, the bench's D=128 G=128 folded instances in every number).
 //
-// One L2 round a batch of kMergeBatch chunks, straight into registers: each thread owns 4 adjacent outputs (a float4)
-// of the gqa x HEAD_DIM block, loads its head's LSE and its float4 of every chunk of the batch at once (__ldcg, 8 + 8
-// loads in flight), and keeps the merge's running max, denominator and sums itself, rescaled between batches as in
+// One L2 round a batch of 8 or 16 chunks (merge_rows), straight into registers: each thread owns 4 adjacent outputs (a
+// float4) of the gqa x HEAD_DIM block, loads its head's LSE and its float4 of every chunk of the batch at once (__ldcg,
+// 2 x 8 or 2 x 16 loads in flight), and keeps the merge's running max, denominator and sums itself, rescaled between batches as in
 // the online softmax. No shared memory, no barrier, no division: session 10's form staged every partial in shared
 // memory with cp.async (a runtime division per 16-byte piece), took each head's weights with warp reductions, then
 // summed one output per thread from shared memory, ~1000 dependent instructions a thread after the last chunk, which
@@ -945,21 +945,15 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
   int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
   int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
 };
-constexpr int kMergeBatch = 16;  // chunks a thread loads at once
+// chunks a thread loads at once: 8 where a sequence has at most 8 chunks (16 measured 2-3% slower at batch 8, its
+// weights and sums for 16 slots), else 16 (one L2 round trip fewer a batch: 2-3% faster at batch 1, 16-32 chunks;
+// bench/NOTES.md §79)
+constexpr int kMergeBatchSmall = 8, kMergeBatchLarge = 16;
 
-template <int HEAD_DIM>
-__device__ __noinline__ void merge_chunks(MergeArgs a) {
-  static_assert(HEAD_DIM % 4 == 0, "merge_chunks: float4 units of a head's row");
-  __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
-  int last = 0;
-  if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
-    unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
-                 : "=r"(old) : "l"(a.counter), "r"((unsigned)(a.count - 1)) : "memory");
-    last = old == (unsigned)(a.count - 1);
-  }
-  if (!__syncthreads_or(last)) return;
-
+// The merge of one (sequence, KV head) by the last CTA (merge_chunks): BATCH chunks a thread in flight
+template <int HEAD_DIM, int BATCH>
+__device__ __forceinline__ void merge_rows(const MergeArgs& a) {
+  static_assert(HEAD_DIM % 4 == 0, "merge_rows: float4 units of a head's row");
   constexpr int kThreads = kWarps * 32;
   const int row = a.gqa * HEAD_DIM;  // floats of one chunk's block
   const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
@@ -969,11 +963,11 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
     const float* op = a.o_part + idx;
     float m = -INFINITY, den = 0.f, num[4] = {0.f, 0.f, 0.f, 0.f};
     bool nan = false;
-    for (int i0 = 0; i0 < a.count; i0 += kMergeBatch) {
-      float l[kMergeBatch];
-      float4 o[kMergeBatch];
+    for (int i0 = 0; i0 < a.count; i0 += BATCH) {
+      float l[BATCH];
+      float4 o[BATCH];
 #pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
+      for (int u = 0; u < BATCH; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
         const bool live = i0 + u < a.count;
         const long long i = live ? i0 + u : 0;
         l[u] = live ? __ldcg(lp + i * a.row_stride) : -INFINITY;
@@ -981,7 +975,7 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
       }
       float mx = m;
 #pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u) {
+      for (int u = 0; u < BATCH; ++u) {
         nan |= l[u] != l[u];
         mx = fmaxf(mx, l[u]);
       }
@@ -991,7 +985,7 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) num[c] *= alpha;
 #pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u) {
+      for (int u = 0; u < BATCH; ++u) {
         const float w = fast_exp2(l[u] - m_safe);  // 0 for an empty chunk (-inf)
         den += w;
         num[0] = fmaf(w, o[u].x, num[0]);
@@ -1008,6 +1002,24 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
         make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
     if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
   }
+}
+
+template <int HEAD_DIM>
+__device__ __noinline__ void merge_chunks(MergeArgs a) {
+  __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
+  int last = 0;
+  if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
+                 : "=r"(old) : "l"(a.counter), "r"((unsigned)(a.count - 1)) : "memory");
+    last = old == (unsigned)(a.count - 1);
+  }
+  if (!__syncthreads_or(last)) return;
+
+  if (a.count <= kMergeBatchSmall)
+    merge_rows<HEAD_DIM, kMergeBatchSmall>(a);
+  else
+    merge_rows<HEAD_DIM, kMergeBatchLarge>(a);
 }
 #endif  // FOSCAR_FUSED_MERGE
 
