@@ -189,19 +189,20 @@ def _ragged_lengths(batch, seed, longest):
 ], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty", "33-uniform", "64-uniform", "64-short",
         "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129"])
 @pytest.mark.parametrize("paged", [False, True])
-def test_the_kernel_schedule_is_the_host_mirror(lengths, paged):
+def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
     chunk count in the plan's seq_chunks), equal splits.schedule's, on both sides of the one-pass path
     (batches of up to 128 whose first chunk fits, NOTES §30, §39) and the general one; outputs as the
-    reference, contiguous and paged (the paged one pass reads kv_indptr pairs)."""
+    reference, contiguous and paged (the paged one pass reads kv_indptr pairs). The merge kernel's table is what
+    this reads, so its plans take the merge kernel whatever FOSCAR_MERGE says (fused plans have no table)."""
     from foscar.kernels import decode_cuda
+
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
 
     q, cache = _case(_cuda(), batch=len(lengths), num_qo_heads=8, num_kv_heads=2, head_dim=64,
                      seq_lens=lengths, bits=2, group_size=32)
     run_cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
     plan = foscar.plan_decode(run_cache, 8, backend="cuda")
-    if plan.merge != "kernel":
-        pytest.skip("the merge kernel's table is what this reads (FOSCAR_MERGE=fused plans have none)")
     slots, fixed, target = decode_cuda.plan_splits(run_cache, q.device)
     if fixed:  # one slot per sequence: planned as one fixed split since NOTES §48; run the length-aware
         fixed, target = 0, slots  # schedule over the same slots (these plans before §48), which is what this tests
@@ -224,18 +225,18 @@ def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
     """Batch 20 over 8 KV heads at a capacity of 8K (the H200's fit: one chunk per sequence, no room) and any
     batch at a capacity of at most 512: the plan is one fixed split, the decode kernel writes every row and
     no merge kernel is launched (bench/NOTES.md §48); the outputs are the reference's, also in a captured
-    graph replayed over other lengths."""
+    graph replayed over other lengths. Plans take the merge kernel whatever FOSCAR_MERGE says (a fused plan never
+    launches it)."""
     from foscar.kernels import merge_triton, splits
 
     for batch, capacity in ((20, 8192), (3, 512)):
+        monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # (again each round: the round's end undoes the patches)
         lens = _ragged_lengths(batch, batch, capacity)
         lens[0], lens[-1] = capacity, 0
         q, cache = _case(_cuda(), batch=batch, num_qo_heads=32, num_kv_heads=8, head_dim=128,
                          seq_lens=lens, bits=bits, group_size=128)
         run_cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
         plan = foscar.plan_decode(run_cache, 32, backend="cuda")
-        if plan.merge != "kernel":
-            pytest.skip("FOSCAR_MERGE=fused plans have no merge kernel to skip")
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         if splits.merges(batch, splits.plan_work(batch, 8, capacity, sms, bits=bits)[0]):
             pytest.skip(f"on this GPU ({sms} SMs) batch {batch} x 8 KV heads at {capacity} can split a sequence")
@@ -282,7 +283,9 @@ def test_one_chunk_per_sequence_plans_launch_no_merge(monkeypatch, bits, paged):
 def test_merge_programs_of_several_rows(monkeypatch, rows):
     """``FOSCAR_MERGE_ROWS`` (query heads of a sequence per merge program, bench/NOTES.md §61) on a ragged batch
     of 64 whose plan has room: a 12K sequence in 24 chunks (the merge's loop: rounds of 16 slots at 4 rows, 8 at
-    8), eight of 2 chunks (one round), the rest of one chunk and one empty; against the fp64 reference."""
+    8), eight of 2 chunks (one round), the rest of one chunk and one empty; against the fp64 reference. The merge
+    kernel's own test: its plans take it whatever FOSCAR_MERGE says."""
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     monkeypatch.setenv("FOSCAR_MERGE_ROWS", rows)
     g = torch.Generator().manual_seed(4)
     lens = [12000] + torch.randint(0, 400, (55,), generator=g).tolist() + torch.randint(513, 1000, (8,), generator=g).tolist()
@@ -305,7 +308,9 @@ def test_merge_programs_of_several_rows(monkeypatch, rows):
 def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens):
     """``FOSCAR_MERGE_FROM_LENGTHS`` (bench/NOTES.md §61): the merge deriving every sequence's chunk range from the
     lengths gives the outputs and LSEs of the merge reading the kernel's chunk table, bit for bit; contiguous and
-    paged, a batch whose chunk grows to fit the slots and one whose first chunk fits."""
+    paged, a batch whose chunk grows to fit the slots and one whose first chunk fits. The merge kernel's own test: its
+    plans take it whatever FOSCAR_MERGE says."""
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=lens,
                           bits=2, group_size=128)
     cache = foscar.paginate(contiguous, 16, shuffle=True) if paged else contiguous
