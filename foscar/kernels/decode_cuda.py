@@ -46,7 +46,7 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
-# Where the split-KV merge runs (bench/NOTES.md §17, §29): "kernel" (merge_triton.merge_slots after the
+# Where the split-KV merge runs (bench/NOTES.md §17, §29, §79): "kernel" (merge_triton.merge_slots after the
 # decode kernel; the default) or "fused" (the last CTA of each sequence, in the decode kernel). The
 # fused merge needs the kernel built with -DFOSCAR_FUSED_MERGE=1 (another extension name): set by
 # FOSCAR_MERGE=fused at import, or by FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=1" (the same flags, so the

@@ -8,8 +8,9 @@
 // A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
 // partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (default), or, built
 // with FOSCAR_FUSED_MERGE=1, by the last CTA of the sequence (an atomic counter per (sequence, KV
-// head), reset by that CTA); both measured slower on the H200 (bench/NOTES.md §17, §29), the fused
-// merge is off by default. The merge kernel is launched with programmatic dependent launch
+// head), reset by that CTA); off by default: since session 36 (bench/NOTES.md §79) it is faster than the merge
+// kernel at batch 8 and for empty sequences, slower at batch 1 with 32 chunks a sequence (§17, §29: its earlier
+// forms, slower). The merge kernel is launched with programmatic dependent launch
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
 // where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
@@ -91,7 +92,7 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
-#ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §17: slower)
+#ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §79)
 #define FOSCAR_FUSED_MERGE 0
 #endif
 
@@ -922,11 +923,12 @@ constexpr float kLn2 = 0.6931471805599453f;
 //
 // One L2 round a batch of 8 or 16 chunks (merge_rows), straight into registers: each thread owns 4 adjacent outputs (a
 // float4) of the gqa x HEAD_DIM block, loads its head's LSE and its float4 of every chunk of the batch at once (__ldcg,
-// 2 x 8 or 2 x 16 loads in flight), and keeps the merge's running max, denominator and sums itself, rescaled between batches as in
-// the online softmax. No shared memory, no barrier, no division: session 10's form staged every partial in shared
-// memory with cp.async (a runtime division per 16-byte piece), took each head's weights with warp reductions, then
-// summed one output per thread from shared memory, ~1000 dependent instructions a thread after the last chunk, which
-// made every split decode 2.4-5 us slower at batch 1 than the merge kernel (bench/NOTES.md §78, §79).
+// 2 x 8 or 2 x 16 loads in flight), and keeps the merge's running max, denominator and sums itself, rescaled between
+// batches as in the online softmax. No shared memory, no barrier, no division: session 10's form staged every partial
+// in shared memory with cp.async (a runtime division per 16-byte piece), took each head's weights with warp
+// reductions, then summed one output per thread from shared memory, ~1000 dependent instructions a thread after the
+// last chunk, which made every split decode 2.4-5 us slower at batch 1 than the merge kernel (bench/NOTES.md §78,
+// §79).
 //
 // Ordering (PTX ISA, "Memory Consistency Model": "Release and Acquire Patterns", "Causality Order",
 // and bar.sync's "Memory ordering"): each thread's partial stores precede, in program order, its
