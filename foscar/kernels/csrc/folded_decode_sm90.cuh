@@ -947,9 +947,9 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
   int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
   int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
 };
-// chunks a thread loads at once: 8 where a sequence has at most 8 chunks (16 measured 2-3% slower at batch 8, its
-// weights and sums for 16 slots), else 16 (one L2 round trip fewer a batch: 2-3% faster at batch 1, 16-32 chunks;
-// bench/NOTES.md §79)
+// chunks a thread loads at once: 8 where a sequence has at most 8 chunks (16 measured 2-3% slower at uniform batches
+// of 8, its weights and sums for 16 slots), else 16 (one L2 round trip fewer a batch: 2-3% faster at batch 1, 16-32
+// chunks, ~1% on ragged batches of 8; bench/NOTES.md §79)
 constexpr int kMergeBatchSmall = 8, kMergeBatchLarge = 16;
 
 // The merge of one (sequence, KV head) by the last CTA (merge_chunks): BATCH chunks a thread in flight
