@@ -1,6 +1,6 @@
 """The split merge inside the CUDA kernel (``FOSCAR_MERGE=fused``, bench/NOTES.md §29) against the fp64
 reference: ragged lengths with empty sequences, sequences of one chunk and of many (more chunks than
-the merging CTA's shared memory holds at once: several passes), contiguous and paged caches, a NaN
+one batch of loads, 8 or 16: several batches, bench/NOTES.md §79), contiguous and paged caches, a NaN
 partial, and the counters left at zero. GPU only, and only in a process whose build has the fused
 merge: ``FOSCAR_MERGE=fused python -m pytest -m gpu tests/test_fused_merge_gpu.py`` (each plan reads
 FOSCAR_MERGE, so these tests also run the merge kernel from the same build to compare)."""
@@ -84,7 +84,7 @@ def test_fused_and_kernel_merge_agree(monkeypatch):
 
 
 def test_a_nan_partial_makes_its_rows_nan_and_leaves_the_others(monkeypatch):
-    """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five passes): that chunk's partial and LSE are NaN, so the
+    """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five batches of 16 loads): that chunk's partial and LSE are NaN, so the
     merged rows of its KV head's query heads are NaN (LSE too); every other row as the merge kernel's."""
     q, cache = _case(torch.device("cuda"), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
                      seq_lens=[40000, 17], bits=2, group_size=128)

@@ -355,10 +355,12 @@ def test_negative_prediction_is_refused():
 def _two_plans_agree(monkeypatch, lengths, knob, first, second):
     """Two CUDA plans of one INT2 batch (32 query heads, 8 KV heads, head_dim 128) made with the environment
     variable ``knob`` at ``first`` and at ``second``: both run, and their outputs agree to a bf16 ulp (sums in
-    another order) and their LSEs to 1e-5. Returns the two plans."""
+    another order) and their LSEs to 1e-5. The merge kernel's knobs: both plans take it whatever FOSCAR_MERGE says.
+    Returns the two plans."""
     import foscar
     from tests.test_decode_triton import _case
 
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     q, cache = _case(torch.device("cuda"), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
                      seq_lens=lengths, bits=2, group_size=128)
     if knob != "FOSCAR_MERGE_FIXED_WINDOW":  # the other knobs of the merge: with the chunk table at batch 1 too
@@ -380,8 +382,7 @@ def test_plans_with_and_without_speculation_agree(monkeypatch, lengths):
     """A CUDA plan made with FOSCAR_MERGE_SPECULATE=1 predicts the uniform batch's chunks; one made with 0
     does not; both give the same output (uniform: hit; ragged: misses)."""
     spec, base = _two_plans_agree(monkeypatch, lengths, "FOSCAR_MERGE_SPECULATE", "1", "0")
-    if spec.merge == "kernel":
-        assert spec.merge_predicted >= 2
+    assert spec.merge == "kernel" and spec.merge_predicted >= 2
     assert base.merge_predicted == 0
 
 
@@ -408,10 +409,12 @@ def test_plans_with_and_without_pdl_agree(monkeypatch, lengths):
 def test_plans_with_and_without_the_fixed_window_agree(monkeypatch, lengths):
     """A batch of one (fixed chunks) planned with FOSCAR_MERGE_FIXED_WINDOW=1 (every slot written, merged
     without the chunk table) and =0 (the table, then the partials) agree, for lengths that leave most chunks
-    empty or one chunk live (bench/NOTES.md §58); an 8K capacity, so that the plan has 16 chunks."""
+    empty or one chunk live (bench/NOTES.md §58); an 8K capacity, so that the plan has 16 chunks. The merge kernel's
+    knob: both plans take it whatever FOSCAR_MERGE says."""
     import foscar
     from tests.test_decode_triton import _case
 
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=32, num_kv_heads=8, head_dim=128,
                      seq_lens=[8192], bits=2, group_size=128)
     cache.seq_lens.fill_(lengths[0])
