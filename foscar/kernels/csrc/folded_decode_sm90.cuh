@@ -909,6 +909,13 @@ __device__ __forceinline__ void finalize_row(const float (&num)[V], float den, f
 
 constexpr float kLn2 = 0.6931471805599453f;
 
+// 4 output values, rounded to BF16, as one 8-byte store at dst (8-byte aligned: 4 adjacent channels of a row)
+__device__ __forceinline__ void store_bf16x4(__nv_bfloat16* dst, const float (&o)[4]) {
+  const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
+  *reinterpret_cast<uint2*>(dst) =
+      make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+}
+
 #if FOSCAR_FUSED_MERGE
 // Split-KV merge inside the decode kernel (flash-decoding's second pass, fused; FOSCAR_MERGE=fused,
 // bench/NOTES.md §17 and §29): every CTA of a sequence of several chunks has written its partial; the CTA
@@ -999,9 +1006,7 @@ __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
     }
     float o[4], lse2;
     finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, m, o, lse2);  // a NaN LSE makes the row NaN
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
-    *reinterpret_cast<uint2*>(a.out + idx) =
-        make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+    store_bf16x4(a.out + idx, o);
     if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
   }
 }
@@ -1232,9 +1237,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     const int hq = hkv * p.gqa + head;
     if (count == 1 && !p.fixed_window) {  // the whole sequence: final output
       const long long row = (long long)eb * num_qo_heads + hq;
-      const __nv_bfloat162 lo = __floats2bfloat162_rn(o[0], o[1]), hi = __floats2bfloat162_rn(o[2], o[3]);
-      *reinterpret_cast<uint2*>(p.out + row * HEAD_DIM + ch) =
-          make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+      store_bf16x4(p.out + row * HEAD_DIM + ch, o);
       if (ch == 0) p.lse[row] = lse2 * kLn2;
     } else {  // this chunk's partial, in row `slot` (= first_slot + chunk index)
       const long long row = (long long)slot * num_qo_heads + hq;
