@@ -157,9 +157,9 @@ class DecodePlan:
             batch of one, which the CUDA kernel cuts by its own length (bench/NOTES.md §54).
         out: ``[batch, num_qo_heads, head_dim]`` bfloat16, the output buffer ``run`` returns.
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
-        merge: the CUDA kernel's split merge, ``"kernel"`` (a merge kernel after the decode kernel,
-            the default) or ``"fused"`` (in the decode kernel; ``FOSCAR_MERGE=fused`` when the plan
-            was made, :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
+        merge: the CUDA kernel's split merge, ``"fused"`` (in the decode kernel, the default) or ``"kernel"``
+            (a merge kernel after the decode kernel; ``FOSCAR_MERGE=kernel`` when the plan was made,
+            :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
@@ -308,8 +308,8 @@ def plan_decode(
 
     Raises:
         ValueError: everything :func:`decode` raises for the cache and the options; for the CUDA
-            kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``"fused"`` in a
-            process whose build lacks the fused merge (:func:`foscar.kernels.decode_cuda.merge_choice`,
+            kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``"fused"`` (the default) in
+            a process whose build lacks the fused merge (:func:`foscar.kernels.decode_cuda.merge_choice`,
             read when the plan is made); a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``
             (:func:`foscar.kernels.merge_triton.speculate_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_D_SLICES`` other than ``"auto"`` / ``"1"`` / ``"2"`` / ``"4"`` / ``"8"``
@@ -394,7 +394,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                   lse=torch.empty(batch, num_qo_heads, **f32))
     if why_not_cuda is None:  # partials per work slot
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
-        # the split merge: in the kernel (FOSCAR_MERGE=fused, read per plan) or the merge kernel after it
+        # the split merge: in the kernel (the default) or the merge kernel after it (FOSCAR_MERGE=kernel, read per plan)
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0

@@ -675,6 +675,11 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
+        assert s["merge"] == "fused" and s["fused_merge_built"] is True
+        monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
+        s = decode_cuda.build_settings()
+        assert s["default_build"] is False and s["merge"] == "kernel"
+        monkeypatch.delenv("FOSCAR_MERGE")
         assert s["pv_pack"] is True and s["max_ctas_per_sm"] == "auto" and s["pdl"] is True
         monkeypatch.setenv("FOSCAR_PDL", "0")  # the decode kernel launched without PDL (read when a plan is made)
         s = decode_cuda.build_settings()
@@ -713,17 +718,19 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
 
 
 def test_merge_choice_is_read_per_plan_and_names_bad_values(monkeypatch):
-    """FOSCAR_MERGE is read whenever a plan is made, so a build with the fused merge runs both merges."""
+    """FOSCAR_MERGE is read whenever a plan is made (default: the fused merge), so one build runs both merges."""
     monkeypatch.delenv("FOSCAR_MERGE", raising=False)
-    assert decode_cuda.merge_choice() == "kernel"
-    monkeypatch.setenv("FOSCAR_MERGE", "fused")
-    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)
-    with pytest.raises(ValueError, match="built without the fused merge.*FOSCAR_FUSED_MERGE=1"):
-        decode_cuda.merge_choice()
     monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", True)
     assert decode_cuda.merge_choice() == "fused"
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)  # a FOSCAR_FUSED_MERGE=0 build
+    with pytest.raises(ValueError, match="built without the fused merge.*FOSCAR_FUSED_MERGE=0.*FOSCAR_MERGE=kernel"):
+        decode_cuda.merge_choice()
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     assert decode_cuda.merge_choice() == "kernel"
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", True)
+    assert decode_cuda.merge_choice() == "kernel"
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    assert decode_cuda.merge_choice() == "fused"
     monkeypatch.setenv("FOSCAR_MERGE", "Fused")
     with pytest.raises(ValueError, match="expected 'fused' or 'kernel', got 'Fused'"):
         decode_cuda.merge_choice()
@@ -741,29 +748,33 @@ def test_merge_buffers_are_sized_for_the_merge():
 
 
 def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
-    """FOSCAR_MERGE=fused and FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1 give the same flags (one cached build);
-    a bad FOSCAR_MERGE stops the import with the allowed values."""
+    """Every build holds the fused merge unless FOSCAR_FUSED_MERGE=0 leaves it out (other flags: another cached
+    build); FOSCAR_MERGE, read per plan, does not change the build; a bad FOSCAR_MERGE stops the import with the
+    allowed values."""
     import importlib
 
     before = decode_cuda.build_settings()
     try:
         monkeypatch.delenv("FOSCAR_NVCC_DEFINES", raising=False)
-        monkeypatch.setenv("FOSCAR_MERGE", "fused")
+        monkeypatch.delenv("FOSCAR_MERGE", raising=False)
         fused = importlib.reload(decode_cuda)
         flags, digest = fused.NVCC_FLAGS, fused.source_hash()
-        assert fused.FUSED_MERGE_BUILT and "-DFOSCAR_FUSED_MERGE=1" in flags
-        assert fused.build_settings()["default_build"] is False
+        assert fused.FUSED_MERGE_BUILT and flags == fused.BASE_NVCC_FLAGS
+        assert fused.build_settings()["merge"] == "fused"
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")
-        monkeypatch.setenv("FOSCAR_NVCC_DEFINES", "FOSCAR_FUSED_MERGE=1")
         same = importlib.reload(decode_cuda)
         assert same.FUSED_MERGE_BUILT and same.NVCC_FLAGS == flags and same.source_hash() == digest
-        assert same.merge_choice() == "kernel"
+        assert same.merge_choice() == "kernel" and same.build_settings()["default_build"] is False
         monkeypatch.setenv("FOSCAR_MERGE", "fused")
         assert same.merge_choice() == "fused"
+        monkeypatch.setenv("FOSCAR_NVCC_DEFINES", "FOSCAR_FUSED_MERGE=0")
+        without = importlib.reload(decode_cuda)
+        assert not without.FUSED_MERGE_BUILT and "-DFOSCAR_FUSED_MERGE=0" in without.NVCC_FLAGS
+        assert without.source_hash() != digest
         monkeypatch.setenv("FOSCAR_MERGE", "both")
         with pytest.raises(ValueError, match="FOSCAR_MERGE: expected 'fused' or 'kernel', got 'both'"):
             importlib.reload(decode_cuda)
-    finally:  # the process's own environment and module state back (a FOSCAR_MERGE=fused run keeps its build)
+    finally:  # the process's own environment and module state back
         monkeypatch.undo()
         importlib.reload(decode_cuda)
     assert decode_cuda.build_settings() == before

@@ -1,9 +1,8 @@
-"""The split merge inside the CUDA kernel (``FOSCAR_MERGE=fused``, bench/NOTES.md §29) against the fp64
-reference: ragged lengths with empty sequences, sequences of one chunk and of many (more chunks than
-one batch of loads, 8 or 16: several batches, bench/NOTES.md §79), contiguous and paged caches, a NaN
-partial, and the counters left at zero. GPU only, and only in a process whose build has the fused
-merge: ``FOSCAR_MERGE=fused python -m pytest -m gpu tests/test_fused_merge_gpu.py`` (each plan reads
-FOSCAR_MERGE, so these tests also run the merge kernel from the same build to compare)."""
+"""The split merge inside the CUDA kernel (``FOSCAR_MERGE=fused``, the default; bench/NOTES.md §29, §79) against
+the fp64 reference: ragged lengths with empty sequences, sequences of one chunk and of many (more chunks than one
+batch of loads, 8 or 16: several batches), contiguous and paged caches, a NaN partial, and the counters left at
+zero. GPU only, in a build that holds the fused merge (every build but ``FOSCAR_FUSED_MERGE=0``); each plan reads
+FOSCAR_MERGE, so these tests also run the merge kernel from the same build to compare."""
 
 import pytest
 import torch
@@ -15,7 +14,7 @@ from tests.test_decode_triton import _case, _check
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not decode_cuda.FUSED_MERGE_BUILT,
-                       reason="the build lacks the fused merge: run with FOSCAR_MERGE=fused"),
+                       reason="the build lacks the fused merge (FOSCAR_FUSED_MERGE=0)"),
 ]
 
 

@@ -14,8 +14,8 @@ Supported: INT2/INT4, head_dim 64/128/256, group_size 32/64/128, 1 <= GQA <= 8,
 token-wise or channel-wise K (k_block 32/64/128), contiguous or paged caches (page sizes
 that are powers of two), compute capability 9.x. Split-KV chunks are sized on the device from
 the actual lengths (:func:`foscar.kernels.splits.plan_work`, DESIGN §10); sequences of one chunk are
-written by the kernel, the others merged by :func:`foscar.kernels.merge_triton.merge_slots` (or, built
-with the fused merge, by the last CTA of each sequence inside the kernel: :func:`merge_choice`).
+written by the kernel, the others merged by the last CTA of each sequence inside the kernel (the default), or
+by :func:`foscar.kernels.merge_triton.merge_slots` after it (``FOSCAR_MERGE=kernel``: :func:`merge_choice`).
 """
 
 from __future__ import annotations
@@ -46,20 +46,16 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
-# Where the split-KV merge runs (bench/NOTES.md §17, §29, §79): "kernel" (merge_triton.merge_slots after the
-# decode kernel; the default) or "fused" (the last CTA of each sequence, in the decode kernel). The
-# fused merge needs the kernel built with -DFOSCAR_FUSED_MERGE=1 (another extension name): set by
-# FOSCAR_MERGE=fused at import, or by FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=1" (the same flags, so the
-# same cached build). Such a build runs both merges: each plan reads FOSCAR_MERGE when it is made
-# (:func:`merge_choice`), so one build (one process, or several sharing TORCH_EXTENSIONS_DIR) times both.
+# Where the split-KV merge runs (bench/NOTES.md §17, §29, §79): "fused" (the last CTA of each sequence, in the
+# decode kernel; the default since session 36) or "kernel" (merge_triton.merge_slots after the decode kernel). Every
+# build holds both unless FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0" (another extension name) leaves the fused merge
+# out; each plan reads FOSCAR_MERGE when it is made (:func:`merge_choice`), so one build times both.
 MERGES = ("kernel", "fused")
-MERGE = os.environ.get("FOSCAR_MERGE", "kernel")  # at import: chooses the build
+MERGE = os.environ.get("FOSCAR_MERGE", "fused")  # at import: only checked (plans read it again when made)
 if MERGE not in MERGES:
     raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
 _DEFINES = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
-if MERGE == "fused" and "FOSCAR_FUSED_MERGE=1" not in _DEFINES:
-    _DEFINES.append("FOSCAR_FUSED_MERGE=1")
-FUSED_MERGE_BUILT = "FOSCAR_FUSED_MERGE=1" in _DEFINES  # the extension holds the in-kernel merge
+FUSED_MERGE_BUILT = "FOSCAR_FUSED_MERGE=0" not in _DEFINES  # the extension holds the in-kernel merge
 BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")  # the shipped build
 NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
 
@@ -67,20 +63,21 @@ NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.envi
 def merge_choice() -> str:
     """Where a plan made now merges the split-KV partials: ``"kernel"`` or ``"fused"``.
 
-    Reads ``FOSCAR_MERGE`` at every call (default ``"kernel"``), so that a build with the fused
-    merge compiled in (:data:`FUSED_MERGE_BUILT`) can make plans of either kind.
+    Reads ``FOSCAR_MERGE`` at every call (default ``"fused"``), so that one build (which holds both merges
+    unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind.
 
     Raises:
-        ValueError: ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or it is ``"fused"``
-            and this process's build lacks the fused merge (it was imported without
-            ``FOSCAR_MERGE=fused`` or ``FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=1"``).
+        ValueError: ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or the fused merge is chosen
+            (``FOSCAR_MERGE=fused`` or unset) and this process's build left it out
+            (``FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0"``; set ``FOSCAR_MERGE=kernel`` with that build).
     """
-    merge = os.environ.get("FOSCAR_MERGE", "kernel")
+    merge = os.environ.get("FOSCAR_MERGE", "fused")
     if merge not in MERGES:
         raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
     if merge == "fused" and not FUSED_MERGE_BUILT:
-        raise ValueError("FOSCAR_MERGE=fused: this process's CUDA kernel is built without the fused merge; set "
-                         "FOSCAR_MERGE=fused (or FOSCAR_NVCC_DEFINES=\"FOSCAR_FUSED_MERGE=1\") before importing foscar")
+        raise ValueError("FOSCAR_MERGE=fused (the default): this process's CUDA kernel is built without the fused "
+                         "merge (FOSCAR_NVCC_DEFINES has FOSCAR_FUSED_MERGE=0); set FOSCAR_MERGE=kernel, or build "
+                         "without that define")
     return merge
 
 
@@ -120,7 +117,7 @@ def build_settings() -> dict[str, object]:
 
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
-        "fused" (``FOSCAR_MERGE`` at import), "fused_merge_built": bool, "merge_speculate": bool
+        "fused" (``FOSCAR_MERGE`` now, default ``"fused"``: what plans made now take), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
@@ -130,15 +127,16 @@ def build_settings() -> dict[str, object]:
         ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "pdl": bool (``FOSCAR_PDL``
         now, :func:`pdl_wanted`), "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
-        ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=fused``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
+        ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE_SPECULATE``, ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``,
-            ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK`` or ``FOSCAR_PDL`` other than ``"1"`` / ``"0"``; a
-            ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32.
+        ValueError: a ``FOSCAR_MERGE`` other than ``"fused"`` / ``"kernel"``; a ``FOSCAR_MERGE_SPECULATE``,
+            ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``
+            or ``FOSCAR_PDL`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or
+            an integer 0..32.
     """
     from foscar.kernels import merge_triton
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, speculate_choice
@@ -147,12 +145,15 @@ def build_settings() -> dict[str, object]:
     speculate, pdl, fixed_window = speculate_choice(), merge_triton.pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
-    return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": MERGE,
+    merge = os.environ.get("FOSCAR_MERGE", "fused")
+    if merge not in MERGES:
+        raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
+    return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "source_hash": source_hash(),
-            "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and not speculate and pdl
-                              and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
+            "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
+                              and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl)}
 
 
@@ -229,8 +230,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
            pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
-    with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``,
-    the default), without it the last CTA of each sequence merges (``"fused"``; needs
+    with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
+    without it the last CTA of each sequence merges (``"fused"``, the default; needs
     :data:`FUSED_MERGE_BUILT`). The buffers: :func:`merge_buffers`.
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,

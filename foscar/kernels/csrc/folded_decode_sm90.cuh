@@ -6,11 +6,11 @@
 // [start + (4 * it + warp) * 64, +64)) through a private two-stage cp.async pipeline in shared
 // memory, with its own online softmax; the 4 warps are merged through shared memory at the end.
 // A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
-// partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (default), or, built
-// with FOSCAR_FUSED_MERGE=1, by the last CTA of the sequence (an atomic counter per (sequence, KV
-// head), reset by that CTA); off by default: since session 36 (bench/NOTES.md §79) it is faster than the merge
-// kernel at batch 8 and for empty sequences, slower at batch 1 with 32 chunks a sequence (§17, §29: its earlier
-// forms, slower). The merge kernel is launched with programmatic dependent launch
+// partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel), or,
+// by default by the last CTA of the sequence (an atomic counter per (sequence, KV head), reset by that CTA): since
+// session 36 (bench/NOTES.md §79) faster than the merge kernel at batch 8 and for empty sequences, slower at batch 1
+// with 32 chunks a sequence (§17, §29: its earlier forms, slower); FOSCAR_MERGE=kernel plans take the merge kernel
+// instead. The merge kernel is launched with programmatic dependent launch
 // (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
 // where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
@@ -92,8 +92,8 @@ namespace foscar {
 #define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
 #endif
 
-#ifndef FOSCAR_FUSED_MERGE  // 1: compile the in-kernel split merge (FOSCAR_MERGE=fused; NOTES §79)
-#define FOSCAR_FUSED_MERGE 0
+#ifndef FOSCAR_FUSED_MERGE  // 1 (default): compile the in-kernel split merge (plans take it unless FOSCAR_MERGE=kernel;
+#define FOSCAR_FUSED_MERGE 1  // NOTES §79); 0: only the merge kernel (foscar/kernels/merge_triton.py) can merge
 #endif
 
 #ifndef FOSCAR_PLANE_SCALE  // 0: every plane shifted down to bits 0.. (the layout before 2026-11-30 session 3)
