@@ -174,7 +174,7 @@ def test_smoke_run_writes_results(tmp_path):
     assert {"commit", "dirty"} <= set(meta["git"])
     assert meta["command"].startswith("foscar bench --smoke")
     build = meta["cuda_kernel_build"]  # how the CUDA kernel is (or would be) built: no experiment knob here
-    assert build["default_build"] is True and build["csrc"] is None and build["merge"] == "kernel"
+    assert build["default_build"] is True and build["csrc"] is None and build["merge"] == "fused"
     assert "-O3" in build["nvcc_flags"] and len(build["source_hash"]) == 12
     if meta["gpu"] is None:
         assert meta["triton_interpreter"] is True
