@@ -234,30 +234,35 @@ def _cuda_unavailable(device: torch.device) -> str | None:
 
 @register_backend(FOSCAR_TRITON, quantized=True)
 def foscar_triton(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode(backend="triton"): the folded Triton split-KV kernel on the quantized cache."""
+    """foscar.plan_decode(backend="triton") and its run: the folded Triton split-KV kernel on the quantized cache."""
     return _foscar(w, operand, "triton")
 
 
 @register_backend(FOSCAR_CUDA, quantized=True, unavailable=_cuda_unavailable)
 def foscar_cuda(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode(backend="cuda"): the folded sm_90 CUDA C++ split-KV kernel (mma.sync) on the quantized cache."""
+    """foscar.plan_decode(backend="cuda") and its run: the folded sm_90 CUDA C++ split-KV kernel (mma.sync) on the quantized cache."""
     return _foscar(w, operand, "cuda")
 
 
 @register_backend(FOSCAR_CUDA_PER_VALUE, quantized=True, unavailable=_cuda_unavailable)
 def foscar_cuda_per_value(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode(backend="cuda", method="per-value"): the same CUDA kernel reconstructing every value as bf16(s*q+z) (ablation baseline)."""
+    """foscar.plan_decode(backend="cuda", method="per-value") and its run: the same CUDA kernel reconstructing every value as bf16(s*q+z) (ablation baseline)."""
     return _foscar(w, operand, "cuda", method="per-value")
 
 
 @register_backend(FOSCAR_CUDA_PAGED, quantized=True, unavailable=_cuda_unavailable)
 def foscar_cuda_paged(w: Workload, operand: str | None) -> Prepared:
-    """foscar.decode(backend="cuda") on a paged copy of the cache (the point's page_size and page_order)."""
+    """foscar.plan_decode(backend="cuda") and its run on a paged copy of the cache (the point's page_size and page_order)."""
     return _foscar(w, operand, "cuda", paged=True)
 
 
 def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folded", paged: bool = False) -> Prepared:
-    """``paged``: time a :func:`foscar.paginate` copy of the point's cache (``page_size`` of
+    """A :func:`foscar.plan_decode` plan made here, once per input copy, and its ``run`` timed: what a serving
+    engine does (plan once a step, run every layer, captured in a CUDA graph), and how the FlashInfer baselines
+    are timed (their ``plan`` outside the timed call). The CUDA kernel's plans merge split-KV partials in the
+    decode kernel; a one-shot ``foscar.decode`` would take the merge kernel instead (bench/NOTES.md §80).
+
+    ``paged``: time a :func:`foscar.paginate` copy of the point's cache (``page_size`` of
     the point, pages in a random order in memory where its ``page_order`` is ``shuffled``, as
     FlashInfer's pages then are; only the pages of the lengths) instead of
     the contiguous cache; the same tokens, so the same bytes and the same reference. Its
@@ -271,8 +276,11 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
     last: dict[str, torch.Tensor] = {}
 
     def make(q, cache, keep: bool):
+        plan = foscar.plan_decode(cache, q.shape[1], operand=operand, sm_scale=sm_scale, backend=backend,
+                                  method=method)  # checks the cache (one sync): here, not in fn
+
         def fn():
-            out = foscar.decode(q, cache, operand=operand, sm_scale=sm_scale, backend=backend, method=method)
+            out = plan.run(q, cache)
             if keep:
                 last["out"] = out
 

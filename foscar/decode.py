@@ -37,7 +37,11 @@ def decode(
     partial-output + LSE merge. ``cache.validate()`` reads the lengths (or the page
     table) on the host once per call to check them, except while a CUDA graph is being
     captured, where only shapes, dtypes and contiguity are checked (capturable then; a
-    decode loop should use :func:`plan_decode`, whose ``run`` never syncs).
+    decode loop should use :func:`plan_decode`, whose ``run`` never syncs). The CUDA kernel's
+    split-KV partials are merged here by the merge kernel after it (``FOSCAR_MERGE=fused`` to
+    merge in the decode kernel); :func:`plan_decode`'s plans merge in the decode kernel by
+    default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
+    time: one more launch, bench/NOTES.md §80).
 
     Args:
         q: ``[batch, num_qo_heads, head_dim]`` bfloat16, last dim contiguous, on
@@ -105,7 +109,9 @@ def decode(
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
     if q.stride(-1) != 1:
         raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
-    plan = _plan(cache, q.shape[1], operand, sm_scale, num_splits, backend, method)
+    # a plan for this one call: the CUDA kernel's split merge in the merge kernel unless FOSCAR_MERGE says otherwise
+    # (the fused merge's counters would need a memset at every call, bench/NOTES.md §80)
+    plan = _plan(cache, q.shape[1], operand, sm_scale, num_splits, backend, method, merge_default="kernel")
     return plan.run(q, cache, return_lse=return_lse)
 
 
@@ -340,8 +346,9 @@ def plan_decode(
 
 
 def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_splits: int | None,
-          backend: str, method: str) -> DecodePlan:
-    """:func:`plan_decode` for a cache already validated."""
+          backend: str, method: str, merge_default: str = "fused") -> DecodePlan:
+    """:func:`plan_decode` for a cache already validated; ``merge_default``: the CUDA kernel's split merge where
+    ``FOSCAR_MERGE`` is unset (:func:`foscar.kernels.decode_cuda.merge_choice`)."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
     from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
                                        plan_chunks_per_sequence)
@@ -394,8 +401,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                   lse=torch.empty(batch, num_qo_heads, **f32))
     if why_not_cuda is None:  # partials per work slot
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
-        # the split merge: in the kernel (the default) or the merge kernel after it (FOSCAR_MERGE=kernel, read per plan)
-        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, decode_cuda.merge_choice())
+        # the split merge: in the kernel (plans' default) or the merge kernel after it (FOSCAR_MERGE, read per plan)
+        merge = decode_cuda.merge_choice(merge_default)
+        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0
         # FOSCAR_MERGE_SPECULATE=1 (read now; off by default, NOTES §32): the merge kernel loads a uniform

@@ -107,7 +107,12 @@ def test_foscar_cuda_paged_rows_share_one_paged_copy(monkeypatch):
     point = Point(batch=2, context=40, bits=2, group_size=64, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16)
     w = build_workload(point, torch.device("cpu"), seed=0, full_check_max_tokens=1 << 20)
     seen = []
-    monkeypatch.setattr(foscar, "decode", lambda q, cache, **kw: seen.append((cache, kw["operand"])) or q)
+
+    class Plan:
+        def run(self, q, cache):
+            return q
+
+    monkeypatch.setattr(foscar, "plan_decode", lambda cache, num_qo_heads, **kw: seen.append((cache, kw["operand"])) or Plan())
     for op in ("bf16", "fp8"):
         backends.foscar_cuda_paged(w, op).fn()
     (a, op_a), (b, op_b) = seen

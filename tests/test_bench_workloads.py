@@ -276,10 +276,19 @@ def test_paged_foscar_copy_keeps_the_capacity_bound(monkeypatch):
     p = tiny_point(workload=WorkloadSpec("capacity", capacity=64), context=17)
     w = build_workload(p, torch.device("cpu"), seed=0, full_check_max_tokens=1 << 20)
     seen = []
-    monkeypatch.setattr(foscar, "decode", lambda q, cache, **kw: seen.append(cache) or q)
+
+    class Plan:  # what foscar.plan_decode returns: the bench makes it once, then times its run
+        def run(self, q, cache):
+            runs.append(cache)
+            return q
+
+    runs = []
+    monkeypatch.setattr(foscar, "plan_decode", lambda cache, num_qo_heads, **kw: seen.append(cache) or Plan())
     prep = backends.foscar_cuda_paged(w, "bf16")
     prep.fn()
-    (paged,) = seen
+    prep.fn()
+    (paged,) = seen  # planned once (outside the timed call), run twice
+    assert runs == [paged, paged]
     assert paged.max_seq_len == 64  # the host bound a serving engine passes: the capacity
     assert paged.k_codes.shape[0] == 3 * 2  # the pages of the lengths: ceil(17 / 16) per sequence
     assert torch.equal(paged.lengths(), w.cache.seq_lens)

@@ -736,6 +736,20 @@ def test_merge_choice_is_read_per_plan_and_names_bad_values(monkeypatch):
         decode_cuda.merge_choice()
 
 
+def test_merge_choice_default_is_the_callers_where_foscar_merge_is_unset(monkeypatch):
+    """A one-shot foscar.decode passes default="kernel" (no counters to zero at every call, NOTES §80): taken
+    where FOSCAR_MERGE is unset, also in a FOSCAR_FUSED_MERGE=0 build; FOSCAR_MERGE, where set, wins."""
+    monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)
+    assert decode_cuda.merge_choice("kernel") == "kernel"
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", True)
+    assert decode_cuda.merge_choice("kernel") == "kernel" and decode_cuda.merge_choice("fused") == "fused"
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    assert decode_cuda.merge_choice("kernel") == "fused"
+    with pytest.raises(ValueError, match="default: expected 'fused' or 'kernel', got 'both'"):
+        decode_cuda.merge_choice("both")
+
+
 def test_merge_buffers_are_sized_for_the_merge():
     counters, seq_chunks = decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused")
     assert counters.shape == (3, 2) and counters.dtype == torch.int32 and not counters.any()  # zero: the kernel counts

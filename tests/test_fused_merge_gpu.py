@@ -82,6 +82,28 @@ def test_fused_and_kernel_merge_agree(monkeypatch):
     assert torch.allclose(la, lb, rtol=0, atol=1e-4, equal_nan=True)
 
 
+def test_one_shot_decode_takes_the_merge_kernel_and_plans_the_fused_merge(monkeypatch):
+    """With FOSCAR_MERGE unset, foscar.decode (a plan for one call) merges split sequences with the merge kernel,
+    whose buffers need no zeroing, and plan_decode's plans merge in the decode kernel (NOTES §80); same result."""
+    from foscar.kernels import merge_triton
+
+    monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+    calls = []
+    real = merge_triton.merge_slots
+    monkeypatch.setattr(merge_triton, "merge_slots", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    q, cache = _case(torch.device("cuda"), batch=2, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=[40000, 300], bits=2, group_size=128)
+    one_shot = foscar.decode(q, cache, backend="cuda")
+    torch.cuda.synchronize()
+    assert calls == [1]
+    plan = foscar.plan_decode(cache, 32, backend="cuda")
+    assert plan.merge == "fused"
+    planned = plan.run(q, cache)
+    torch.cuda.synchronize()
+    assert calls == [1]
+    assert float((planned.float() - one_shot.float()).norm() / one_shot.float().norm()) < 1e-3
+
+
 def test_a_nan_partial_makes_its_rows_nan_and_leaves_the_others(monkeypatch):
     """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five batches of 16 loads): that chunk's partial and LSE are NaN, so the
     merged rows of its KV head's query heads are NaN (LSE too); every other row as the merge kernel's."""

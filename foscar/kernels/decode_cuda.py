@@ -60,22 +60,28 @@ BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
 NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
 
 
-def merge_choice() -> str:
+def merge_choice(default: str = "fused") -> str:
     """Where a plan made now merges the split-KV partials: ``"kernel"`` or ``"fused"``.
 
-    Reads ``FOSCAR_MERGE`` at every call (default ``"fused"``), so that one build (which holds both merges
-    unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind.
+    Reads ``FOSCAR_MERGE`` at every call, ``default`` where it is unset, so that one build (which holds both
+    merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind.
+    :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
+    its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
+    launch between two decode kernels, which also ends their programmatic dependent launch overlap: 2.5-3.3 us
+    more a call at the bench's batch-1 and batch-8 points, bench/NOTES.md §80).
 
     Raises:
-        ValueError: ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or the fused merge is chosen
-            (``FOSCAR_MERGE=fused`` or unset) and this process's build left it out
+        ValueError: ``default`` or ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or the fused merge is
+            chosen (``FOSCAR_MERGE=fused``, or unset with ``default="fused"``) and this process's build left it out
             (``FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0"``; set ``FOSCAR_MERGE=kernel`` with that build).
     """
-    merge = os.environ.get("FOSCAR_MERGE", "fused")
+    if default not in MERGES:
+        raise ValueError(f"default: expected 'fused' or 'kernel', got {default!r}")
+    merge = os.environ.get("FOSCAR_MERGE", default)
     if merge not in MERGES:
         raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
     if merge == "fused" and not FUSED_MERGE_BUILT:
-        raise ValueError("FOSCAR_MERGE=fused (the default): this process's CUDA kernel is built without the fused "
+        raise ValueError("FOSCAR_MERGE=fused (the default for plans): this process's CUDA kernel is built without the fused "
                          "merge (FOSCAR_NVCC_DEFINES has FOSCAR_FUSED_MERGE=0); set FOSCAR_MERGE=kernel, or build "
                          "without that define")
     return merge
