@@ -1,24 +1,22 @@
-"""Where the time of a small decode goes: a decode (``plan.run``: the CUDA decode kernel, then the
-Triton split merge ``merge_slots`` unless the build fuses it, ``FOSCAR_MERGE=fused``), the same
-decode on a cache of the same shapes whose sequences are all empty (the fixed cost: launches,
-prologue, partial writes, merge; no KV read), and the launch floor of the timing method itself:
-one and two launches of a kernel that does nothing but store one value per program, with the
-decode kernel's grid (batch x KV heads x splits programs), timed the same way (bench/NOTES.md §16,
-§29).
+"""Where the time of a small decode goes: a decode (``plan.run``: the CUDA decode kernel, whose last CTA of each
+sequence merges the split-KV partials, or the decode kernel then the Triton merge kernel ``merge_slots``), the
+same decode on a cache of the same shapes whose sequences are all empty (the fixed cost: launches, prologue,
+partial writes, merge; no KV read), and the launch floor of the timing method itself: one and two launches of a
+kernel that does nothing but store one value per program, with the decode kernel's grid (batch x KV heads x
+splits programs), timed the same way (bench/NOTES.md §16, §29, §79).
 
     python scripts/latency_floor.py OUT_DIR     (a GPU with the CUDA kernel; FOSCAR_CSRC etc. as usual)
     python scripts/latency_floor.py OUT_DIR 1x8192 8x32768    (only these BATCHxCONTEXT points, both bit widths)
-    FOSCAR_MERGE=fused python scripts/latency_floor.py OUT_DIR    (both merges from one build: NOTES §29)
 
 Writes ``OUT_DIR/latency_floor.csv`` (one row per point, bits, merge and part; microseconds from
 CUDA-graph replay over rotating input copies, as ``foscar bench`` times) and prints a table.
 Qwen3-8B shape (32 query heads, 8 KV heads, head_dim 128), group 128, the split-KV heuristic.
-A build with the fused merge compiled in (``FOSCAR_MERGE=fused``, or
-``FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=1``) times the two decode parts with each merge ("kernel",
-"fused"; plans read FOSCAR_MERGE when made), side by side in one process; the default build times the
-merge kernel only, in both its forms: "kernel" (the default: the chunk table in one load, then the
-partials) and "kernel-speculate" (``FOSCAR_MERGE_SPECULATE=1``: a uniform batch's predicted partials loaded
-with the table; NOTES §32). The null launches do not depend on the merge (their rows: merge "-").
+The two decode parts are timed with each split merge, side by side in one process (plans read FOSCAR_MERGE and
+FOSCAR_MERGE_SPECULATE when made): "fused" (in the decode kernel: plans' default), "kernel" (the merge kernel: the
+chunk table in one load, then the partials) and "kernel-speculate" (``FOSCAR_MERGE_SPECULATE=1``: a uniform batch's
+predicted partials loaded with the table; NOTES §32); a build without the fused merge
+(``FOSCAR_NVCC_DEFINES=FOSCAR_FUSED_MERGE=0``) times the last two only. The null launches do not depend on the
+merge (their rows: merge "-").
 """
 
 from __future__ import annotations
