@@ -63,7 +63,7 @@ def _null_parts(programs: int, dev: torch.device) -> dict[str, Prepared]:
 
 
 # the split merges a plan can have: label -> the environment it is made under (plans read both when made)
-MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # the default (NOTES §32)
+MERGE_ENV = {"kernel": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "0"},  # the merge kernel as it ships (NOTES §32)
              "kernel-speculate": {"FOSCAR_MERGE": "kernel", "FOSCAR_MERGE_SPECULATE": "1"},
              "fused": {"FOSCAR_MERGE": "fused", "FOSCAR_MERGE_SPECULATE": "0"}}
 
