@@ -22,8 +22,9 @@ label's, the points whose outputs differ between builds or rounds (a SHA-1 of th
 label and whether any output held a NaN.
 
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
-:data:`bench.lengths.WORKLOAD_NAMES`, default uniform) and ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
-the bench). The shape is the bench's: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128), group 128.
+:data:`bench.lengths.WORKLOAD_NAMES`, default uniform), ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
+the bench) and ``:gN`` (quantization group size N: 32, 64 or 128, default 128). The shape is the bench's: Qwen3-8B
+(32 query heads, 8 KV heads, head_dim 128).
 
 ``--query-copy``: each timed call first writes the query with a plain torch copy kernel (launched without
 programmatic dependent launch, so it never triggers its dependents early), as a serving step's kernel before the
@@ -43,34 +44,39 @@ import pandas as pd
 from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
-KEYS = ["bits", "batch", "context", "workload", "paged"]  # a point's columns in the CSV
+KEYS = ["bits", "batch", "context", "workload", "paged", "group_size"]  # a point's columns in the CSV
+GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 
 
 @dataclass(frozen=True)
 class ProbePoint:
-    """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous."""
+    """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous, the
+    quantization group size."""
 
     bits: int
     batch: int
     context: int
     workload: str = "uniform"
     paged: bool = False
+    group_size: int = GROUP_SIZE
 
     @property
     def label(self) -> str:
-        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged``)."""
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
-            f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "")
+            f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
+            f":g{self.group_size}" if self.group_size != GROUP_SIZE else "")
 
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``;
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``,
+    ``4x8x32768:g64`` (group size 64);
     where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged]`` too, at that
     bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
-            or 4, or an unknown suffix (the allowed ones are named).
+            or 4, a group size other than 32, 64 or 128, or an unknown suffix (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -83,18 +89,24 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
-    workload, paged = "uniform", False
+    workload, paged, group_size = "uniform", False, GROUP_SIZE
     for s in suffixes:
         if s == "paged":
             paged = True
         elif s in WORKLOAD_NAMES:
             workload = s
+        elif s[:1] == "g" and s[1:].isdigit():
+            group_size = int(s[1:])
+            if group_size not in GROUP_SIZES:
+                raise ValueError(f"point {text!r}: group size {group_size}, expected one of "
+                                 f"{', '.join(map(str, GROUP_SIZES))}")
         else:
-            raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged' or one of {', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged)
+            raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size) or one of "
+                             f"{', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size)
 
 
-def build_point(pp: ProbePoint, dev, *, group_size: int = GROUP_SIZE, num_qo_heads: int = NUM_QO_HEADS,
+def build_point(pp: ProbePoint, dev, *, group_size: int | None = None, num_qo_heads: int = NUM_QO_HEADS,
                 num_kv_heads: int = NUM_KV_HEADS, head_dim: int = HEAD_DIM):
     """One probe point's data as ``foscar bench`` makes it, on ``dev`` (a ``torch.device``): ``(workload, cache,
     bytes)``. ``workload``: the :class:`bench.workload.Workload` of :func:`bench.workload.build_workload` (fresh random
@@ -102,12 +114,14 @@ def build_point(pp: ProbePoint, dev, *, group_size: int = GROUP_SIZE, num_qo_hea
     from ``pp.workload`` at a capacity of ``pp.context`` tokens). ``cache``: what FOSCAR reads, the contiguous
     ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
     ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
-    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128, group 128). Used by :func:`run`
+    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128), the group size the point's
+    unless given. Used by :func:`run`
     and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
     from bench.backends import foscar_paged_cache
     from bench.workload import Point, build_workload
 
+    group_size = pp.group_size if group_size is None else group_size
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE,
                workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
@@ -144,6 +158,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     rows: list[dict] = []
     for pp in points:
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
+                   group_size=pp.group_size,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy))
         try:
@@ -188,6 +203,8 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
     if d.empty:
         raise ValueError("ab table: no rows")
     d["m"] = d["m"].astype(str)
+    # rows written before the group size was a point's key (sessions up to 37) are group 128
+    d["group_size"] = d["group_size"].fillna(GROUP_SIZE).astype(int) if "group_size" in d else GROUP_SIZE
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
@@ -222,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("label")
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
-    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged]")
+    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]")
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")

@@ -32,13 +32,14 @@ default build's from above. Needs a CUDA GPU (sm_90) and nvcc.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from bench.ab import ProbePoint, build_point, parse_point
+from bench.ab import GROUP_SIZE, ProbePoint, build_point, parse_point
 
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
@@ -181,10 +182,11 @@ def record_file(pp: ProbePoint) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged] as python -m bench.ab "
+    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN] as python -m bench.ab "
                     "reads it, or BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
-    ap.add_argument("--group-size", type=int, default=128)
+    ap.add_argument("--group-size", type=int, default=None,
+                    help="the group size of points without a :gN suffix (default 128)")
     ap.add_argument("--num-qo-heads", type=int, default=32)
     ap.add_argument("--num-kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
@@ -195,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         points = [parse_point(t, bits=args.bits) for t in args.point or ["1x16", "1x8192", "8x32768"]]
     except ValueError as e:
         ap.error(f"--point: {e}")
+    if args.group_size is not None:  # points without a :gN suffix take --group-size
+        clash = [pp.label for pp in points if pp.group_size not in (GROUP_SIZE, args.group_size)]
+        if clash:
+            ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
+        points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]
     defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
     if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
         os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])
@@ -204,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
         return 2
     for pp in points:
-        err, timelines, records = profile_point(pp, args.group_size, args.num_qo_heads, args.num_kv_heads,
+        err, timelines, records = profile_point(pp, pp.group_size, args.num_qo_heads, args.num_kv_heads,
                                                 args.head_dim)
         if args.save:
             os.makedirs(args.save, exist_ok=True)

@@ -13,10 +13,14 @@ def test_parse_point_forms():
     assert ab.parse_point("2x8x32768:lognormal:paged").label == "2x8x32768:lognormal:paged"
     assert ab.parse_point("8x32768:paged", bits=4) == ab.ProbePoint(4, 8, 32768, paged=True)  # bench.timeline's form
     assert ab.parse_point("2x8x32768", bits=4) == ab.ProbePoint(2, 8, 32768)  # the point's own bits win
+    assert ab.parse_point("4x8x32768:paged:g64") == ab.ProbePoint(4, 8, 32768, paged=True, group_size=64)
+    assert ab.parse_point("4x8x32768:g64:paged").label == "4x8x32768:paged:g64"
+    assert ab.parse_point("4x8x32768:g128") == ab.ProbePoint(4, 8, 32768)  # the default group, unlabelled
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
-                                         ("2x1x16:zipf", "'paged' or one of"), ("2x1xk", "BITSxBATCHxCONTEXT")])
+                                         ("2x1x16:zipf", "'paged', 'gN' \\(group size\\) or one of"),
+                                         ("2x1xk", "BITSxBATCHxCONTEXT"), ("2x1x16:g48", "group size 48, expected one of 32, 64, 128")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -56,6 +60,15 @@ def test_main_table_from_csv(tmp_path, capsys):
     assert "b/a" in capsys.readouterr().out
     assert ab.main(["run", "x", "0", str(tmp_path / "o.csv"), "--point", "5x1x16"]) == 2
     assert "bits 5, expected 2 or 4" in capsys.readouterr().err
+
+
+def test_table_keeps_group_sizes_apart_and_reads_older_rows_as_group_128():
+    old = _rows("a", 0, 4.0)  # a CSV of before the group size was a key: no column
+    g64 = _rows("a", 0, 6.0).assign(group_size=64)
+    new = pd.concat([_rows("b", 0, 3.0).assign(group_size=128), _rows("b", 0, 5.0).assign(group_size=64)])
+    text = ab.table([pd.concat([old, g64]), new])
+    assert "0.75" in text and "0.83" in text  # 3 / 4 at group 128, 5 / 6 at group 64: matched within the group
+    assert "differ between builds or rounds: 0 of 2" in text
 
 
 def test_table_base_with_failed_rows_only():

@@ -68,6 +68,12 @@ def test_point_argument():
         timeline.main(["--point", "8x0"])
 
 
+def test_group_size_flag_and_point_suffix_must_agree(capsys):
+    with pytest.raises(SystemExit):
+        timeline.main(["--point", "1x16:g64", "--group-size", "32"])
+    assert "--group-size 32 and the points' own group sizes differ: 2x1x16:g64" in capsys.readouterr().err
+
+
 def test_timeline_build_compiles(tmp_path):
     # the profiling build (FOSCAR_TIMELINE=1) of the contiguous folded-BF16 instances at head_dim 128; the default
     # build's SASS does not change with it (bench/data/sass_loop_counts.json, test_decode_cuda.py)
