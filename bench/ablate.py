@@ -3,7 +3,7 @@
 Axes (each compared with its reference setting, everything else held fixed):
 
 * ``reconstruction``: folded vs per-value reconstruction in the *same* CUDA kernel
-  (``foscar.decode(method=...)``); reference ``per-value``, so the folded row's
+  (``foscar.plan_decode(method=...)``, its ``run`` timed); reference ``per-value``, so the folded row's
   speed-up is what folding buys.
 * ``group_size``: 32 / 64 / 128 channels per scale and offset (folded); reference 128.
   Smaller groups move more scale bytes and do more fold work per token.
@@ -75,9 +75,12 @@ def _prepared(w, s: Setting, backend: str) -> Prepared:
                          lambda: foscar.paginate(w.cache, page_size=s.page_size, shuffle=True, generator=gen))
 
     def make(q, c, keep: bool):
+        # planned here, its run timed, as foscar bench times (bench/NOTES.md §80: the split merge a plan takes)
+        plan = foscar.plan_decode(c, q.shape[1], sm_scale=sm_scale, num_splits=s.num_splits, backend=backend,
+                                  method=s.method, operand=s.operand)
+
         def fn():
-            out = foscar.decode(q, c, sm_scale=sm_scale, num_splits=s.num_splits, backend=backend, method=s.method,
-                                operand=s.operand)
+            out = plan.run(q, c)
             if keep:
                 last["out"] = out
 
