@@ -174,6 +174,13 @@ def profile_point(pp: ProbePoint, group_size: int, num_qo_heads: int, num_kv_hea
     return err, summarize(records, len(fns)), records
 
 
+def describe(pp: ProbePoint) -> str:
+    """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
+    ``paged``, the group size where not the bench's 128)."""
+    return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
+        " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "")
+
+
 def record_file(pp: ProbePoint) -> str:
     """The file name of a point's raw records (``--save``): ``timeline-2x8x32768-lognormal-paged.npy``."""
     return f"timeline-{pp.label.replace(':', '-')}.npy"
@@ -216,9 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)
-        where = f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
-            " paged" if pp.paged else "")
-        print(f"INT{pp.bits} {where} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
+        print(f"INT{pp.bits} {describe(pp)} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
         print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap")
         for i, t in enumerate(timelines):
             gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11

@@ -68,6 +68,12 @@ def test_point_argument():
         timeline.main(["--point", "8x0"])
 
 
+def test_describe_names_workload_paging_and_group():
+    assert timeline.describe(timeline.parse_point("2x8x32768")) == "8 x 32768"
+    assert timeline.describe(timeline.parse_point("4x8x32768:lognormal:paged:g64")) == "8 x 32768 lognormal paged G=64"
+    assert timeline.record_file(timeline.parse_point("4x8x32768:paged:g64")) == "timeline-4x8x32768-paged-g64.npy"
+
+
 def test_group_size_flag_and_point_suffix_must_agree(capsys):
     with pytest.raises(SystemExit):
         timeline.main(["--point", "1x16:g64", "--group-size", "32"])
