@@ -71,7 +71,7 @@ class ProbePoint:
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``,
     ``4x8x32768:g64`` (group size 64);
-    where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged]`` too, at that
+    where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged][:gN]`` too, at that
     bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
@@ -227,7 +227,8 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
     failed = d[d["error"].fillna("") != ""] if "error" in d else d.iloc[:0]
     for _, r in failed.iterrows():
-        where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"])).label
+        where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
+                           int(r["group_size"])).label
         lines.append(f"failed: {r['m']} round {r['rnd']} {where}: {r['error']}")
     return "\n".join(lines)
 

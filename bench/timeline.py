@@ -1,7 +1,8 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
 ``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
-``BITSxBATCHxCONTEXT[:WORKLOAD][:paged]``, or without the bits at ``--bits``) builds the extension with
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, or without the bits at ``--bits``; the group size of points without
+``:gN`` at ``--group-size``, default 128) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
 against the fp64 reference, replays a CUDA graph of up to 8 decodes over rotating copies of the
 cache (the bench's timing, :mod:`bench.timing`), and prints each phase's median over the CTAs
@@ -19,8 +20,9 @@ of one call (us):
   warps' row sums and output rows stored, the second barrier), ``ep_merge`` (the merge over the warps and the output
   or partial written), ``ep_end`` (the rest: the chunk bookkeeping for the split merge, the fused merge); each a
   median of its own over the CTAs, so the parts need not add up to the ``epilogue`` median exactly;
-* ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the split
-  merge kernel and the launches; negative where the next call's CTAs enter, with PDL, before this call has ended).
+* ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the launches, and the split
+  merge kernel where the plan takes it, ``FOSCAR_MERGE=kernel``; the in-kernel merge is inside ``ep_end``; negative
+  where the next call's CTAs enter, with PDL, before this call has ended).
 
 The record layout (13 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
@@ -205,10 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(f"--point: {e}")
     if args.group_size is not None:  # points without a :gN suffix take --group-size
-        clash = [pp.label for pp in points if pp.group_size not in (GROUP_SIZE, args.group_size)]
+        own = [t for t in args.point or [] if any(x[:1] == "g" and x[1:].isdigit() for x in t.split(":")[1:])]
+        clash = [t for t, pp in zip(own, [parse_point(t, bits=args.bits) for t in own])
+                 if pp.group_size != args.group_size]
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
-        points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]
+        points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)
     defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
     if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
         os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])

@@ -82,7 +82,7 @@ def main(out_dir: str) -> int:
             read = cache.bytes_read()
             for kind in ("contiguous", "paged 16"):
                 c = cache if kind == "contiguous" else foscar.paginate(cache, 16, shuffle=True)
-                ref = foscar.decode(q, cache, backend="cuda")
+                ref = foscar.plan_decode(cache, SHAPE[0], backend="cuda").run(q, cache)  # the same merge as got's
                 got = foscar.plan_decode(c, SHAPE[0], backend="cuda").run(q, c)
                 ok = bool(torch.equal(got, ref)) if kind == "paged 16" else True
                 t = time_fn(rotation(_prepared(q, c), dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1)

@@ -69,6 +69,8 @@ def test_table_keeps_group_sizes_apart_and_reads_older_rows_as_group_128():
     text = ab.table([pd.concat([old, g64]), new])
     assert "0.75" in text and "0.83" in text  # 3 / 4 at group 128, 5 / 6 at group 64: matched within the group
     assert "differ between builds or rounds: 0 of 2" in text
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(group_size=32, paged=1)
+    assert "failed: c round 0 2x1x16:paged:g32: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

@@ -722,7 +722,9 @@ def test_merge_choice_is_read_per_plan_and_names_bad_values(monkeypatch):
     monkeypatch.delenv("FOSCAR_MERGE", raising=False)
     monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", True)
     assert decode_cuda.merge_choice() == "fused"
-    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)  # a FOSCAR_FUSED_MERGE=0 build
+    monkeypatch.setattr(decode_cuda, "FUSED_MERGE_BUILT", False)  # a FOSCAR_FUSED_MERGE=0 build: the merge kernel
+    assert decode_cuda.merge_choice() == "kernel"
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")  # asked for by name: refused with what to do
     with pytest.raises(ValueError, match="built without the fused merge.*FOSCAR_FUSED_MERGE=0.*FOSCAR_MERGE=kernel"):
         decode_cuda.merge_choice()
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
@@ -785,6 +787,12 @@ def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
         without = importlib.reload(decode_cuda)
         assert not without.FUSED_MERGE_BUILT and "-DFOSCAR_FUSED_MERGE=0" in without.NVCC_FLAGS
         assert without.source_hash() != digest
+        monkeypatch.delenv("FOSCAR_MERGE")
+        assert without.merge_choice() == "kernel" and without.build_settings()["merge"] == "kernel"
+        monkeypatch.delenv("FOSCAR_NVCC_DEFINES")
+        monkeypatch.setenv("FOSCAR_NVCC_FLAGS", "-DFOSCAR_FUSED_MERGE=0")  # the same define through the flags
+        assert not importlib.reload(decode_cuda).FUSED_MERGE_BUILT
+        monkeypatch.delenv("FOSCAR_NVCC_FLAGS")
         monkeypatch.setenv("FOSCAR_MERGE", "both")
         with pytest.raises(ValueError, match="FOSCAR_MERGE: expected 'fused' or 'kernel', got 'both'"):
             importlib.reload(decode_cuda)

@@ -8,6 +8,16 @@ import foscar
 from tests.test_decode_triton import _case
 
 
+@pytest.fixture(autouse=True)
+def _one_merge(monkeypatch):
+    """One split merge for plans and one-shot decodes alike (a one-shot decode takes the merge kernel where
+    FOSCAR_MERGE is unset, plans the in-kernel merge: bench/NOTES.md §80), so that their outputs compare bit for bit;
+    a test may set another; a build without the in-kernel merge runs the merge kernel for both."""
+    from foscar.kernels import decode_cuda
+
+    monkeypatch.setenv("FOSCAR_MERGE", "fused" if decode_cuda.FUSED_MERGE_BUILT else "kernel")
+
+
 def _pair(device, **kw):
     args = dict(batch=2, num_qo_heads=4, num_kv_heads=2, head_dim=128, seq_lens=[150, 33], bits=2, group_size=64)
     args.update(kw)

@@ -77,7 +77,10 @@ def test_describe_names_workload_paging_and_group():
 def test_group_size_flag_and_point_suffix_must_agree(capsys):
     with pytest.raises(SystemExit):
         timeline.main(["--point", "1x16:g64", "--group-size", "32"])
-    assert "--group-size 32 and the points' own group sizes differ: 2x1x16:g64" in capsys.readouterr().err
+    assert "--group-size 32 and the points' own group sizes differ: 1x16:g64" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an explicit :g128 is a group size of its own too
+        timeline.main(["--point", "1x16:g128", "--group-size", "64"])
+    assert "differ: 1x16:g128" in capsys.readouterr().err
 
 
 def test_timeline_build_compiles(tmp_path):

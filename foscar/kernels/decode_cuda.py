@@ -46,44 +46,45 @@ SOURCES = (CSRC / "binding.cpp", CSRC / "folded_decode_sm90.cu") + tuple(  # one
     CSRC / f"decode_mode_{mode}{cache}{k}.cu" for mode in ("bf16", "per_value", "fp8") for cache in ("", "_paged")
     for k in ("", "_channel"))
 HEADERS = (CSRC / "folded_decode_sm90.cuh", CSRC / "folded_decode_sm90.h")  # the kernel; the C entry point
-# Where the split-KV merge runs (bench/NOTES.md §17, §29, §79): "fused" (the last CTA of each sequence, in the
-# decode kernel; the default since session 36) or "kernel" (merge_triton.merge_slots after the decode kernel). Every
-# build holds both unless FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0" (another extension name) leaves the fused merge
-# out; each plan reads FOSCAR_MERGE when it is made (:func:`merge_choice`), so one build times both.
+# Where the split-KV merge runs (bench/NOTES.md §17, §29, §79, §80): "fused" (the last CTA of each sequence, in the
+# decode kernel; plans' default since session 37) or "kernel" (merge_triton.merge_slots after the decode kernel).
+# Every build holds both unless -DFOSCAR_FUSED_MERGE=0 (FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0", another extension
+# name) leaves the fused merge out; each plan reads FOSCAR_MERGE when it is made (:func:`merge_choice`), so one build
+# times both.
 MERGES = ("kernel", "fused")
-MERGE = os.environ.get("FOSCAR_MERGE", "fused")  # at import: only checked (plans read it again when made)
-if MERGE not in MERGES:
-    raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {MERGE!r}")
+if os.environ.get("FOSCAR_MERGE", "fused") not in MERGES:  # checked at import too: a typo stops it early
+    raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {os.environ['FOSCAR_MERGE']!r}")
 _DEFINES = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
-FUSED_MERGE_BUILT = "FOSCAR_FUSED_MERGE=0" not in _DEFINES  # the extension holds the in-kernel merge
 BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")  # the shipped build
 NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
+# the extension holds the in-kernel merge: unless -DFOSCAR_FUSED_MERGE=0 came through FOSCAR_NVCC_DEFINES or _FLAGS
+FUSED_MERGE_BUILT = "-DFOSCAR_FUSED_MERGE=0" not in NVCC_FLAGS
 
 
 def merge_choice(default: str = "fused") -> str:
     """Where a plan made now merges the split-KV partials: ``"kernel"`` or ``"fused"``.
 
     Reads ``FOSCAR_MERGE`` at every call, ``default`` where it is unset, so that one build (which holds both
-    merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind.
+    merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind. A
+    build without the fused merge takes ``"kernel"`` where ``FOSCAR_MERGE`` is unset, whatever ``default`` says.
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
-    launch between two decode kernels, which also ends their programmatic dependent launch overlap: 2.5-3.3 us
+    launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
     more a call at the bench's batch-1 and batch-8 points, bench/NOTES.md §80).
 
     Raises:
-        ValueError: ``default`` or ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or the fused merge is
-            chosen (``FOSCAR_MERGE=fused``, or unset with ``default="fused"``) and this process's build left it out
-            (``FOSCAR_NVCC_DEFINES="FOSCAR_FUSED_MERGE=0"``; set ``FOSCAR_MERGE=kernel`` with that build).
+        ValueError: ``default`` or ``FOSCAR_MERGE`` is neither ``"kernel"`` nor ``"fused"``, or ``FOSCAR_MERGE=fused``
+            in a process whose build left the fused merge out (``FOSCAR_FUSED_MERGE=0``).
     """
     if default not in MERGES:
         raise ValueError(f"default: expected 'fused' or 'kernel', got {default!r}")
-    merge = os.environ.get("FOSCAR_MERGE", default)
+    merge = os.environ.get("FOSCAR_MERGE", default if FUSED_MERGE_BUILT else "kernel")
     if merge not in MERGES:
         raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
     if merge == "fused" and not FUSED_MERGE_BUILT:
-        raise ValueError("FOSCAR_MERGE=fused (the default for plans): this process's CUDA kernel is built without the fused "
-                         "merge (FOSCAR_NVCC_DEFINES has FOSCAR_FUSED_MERGE=0); set FOSCAR_MERGE=kernel, or build "
-                         "without that define")
+        raise ValueError("FOSCAR_MERGE=fused: this process's CUDA kernel is built without the fused merge "
+                         "(-DFOSCAR_FUSED_MERGE=0 in FOSCAR_NVCC_DEFINES or FOSCAR_NVCC_FLAGS); set FOSCAR_MERGE=kernel "
+                         "or leave it unset, or build without that define")
     return merge
 
 
@@ -123,7 +124,7 @@ def build_settings() -> dict[str, object]:
 
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
-        "fused" (``FOSCAR_MERGE`` now, default ``"fused"``: what plans made now take), "fused_merge_built": bool, "merge_speculate": bool
+        "fused" (what plans made now take: :func:`merge_choice`), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
@@ -139,7 +140,7 @@ def build_settings() -> dict[str, object]:
         numbers are not those of the shipped kernel.
 
     Raises:
-        ValueError: a ``FOSCAR_MERGE`` other than ``"fused"`` / ``"kernel"``; a ``FOSCAR_MERGE_SPECULATE``,
+        ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``
             or ``FOSCAR_PDL`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or
             an integer 0..32.
@@ -151,9 +152,7 @@ def build_settings() -> dict[str, object]:
     speculate, pdl, fixed_window = speculate_choice(), merge_triton.pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
-    merge = os.environ.get("FOSCAR_MERGE", "fused")
-    if merge not in MERGES:
-        raise ValueError(f"FOSCAR_MERGE: expected 'fused' or 'kernel', got {merge!r}")
+    merge = merge_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
