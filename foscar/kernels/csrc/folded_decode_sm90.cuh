@@ -6,12 +6,12 @@
 // [start + (4 * it + warp) * 64, +64)) through a private two-stage cp.async pipeline in shared
 // memory, with its own online softmax; the 4 warps are merged through shared memory at the end.
 // A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
-// partial and base-2 LSE, merged by foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel), or,
-// by default by the last CTA of the sequence (an atomic counter per (sequence, KV head), reset by that CTA): since
-// session 36 (bench/NOTES.md §79) faster than the merge kernel at batch 8 and for empty sequences, slower at batch 1
-// with 32 chunks a sequence (§17, §29: its earlier forms, slower); FOSCAR_MERGE=kernel plans take the merge kernel
-// instead. The merge kernel is launched with programmatic dependent launch
-// (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this kernel's tail, as every CTA
+// partial and base-2 LSE, merged by default by the last CTA of the sequence (an atomic counter per (sequence, KV
+// head), reset by that CTA; plans' default since session 37, bench/NOTES.md §79-§80: faster than the merge kernel at
+// batch 8 and for empty sequences, slower at batch 1 with 32 chunks a sequence; §17, §29: its earlier forms, slower),
+// or by foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel, and one-shot foscar.decode calls). The
+// merge kernel is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch
+// overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
 // where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
 // that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
