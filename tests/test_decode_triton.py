@@ -26,7 +26,10 @@ def _case(device, *, batch, num_qo_heads, num_kv_heads, head_dim, seq_lens, bits
 
 
 def _check(q, cache, num_splits=None, tol=TOL, backend="triton", method="folded", check_lse=True):
-    out, lse = foscar.decode(q, cache, num_splits=num_splits, return_lse=True, backend=backend, method=method)
+    # through a plan, as a decode loop and foscar bench run it: the CUDA kernel's split merge is then the plans'
+    # (in the kernel by default; a one-shot foscar.decode takes the merge kernel, bench/NOTES.md §80)
+    plan = foscar.plan_decode(cache, q.shape[1], num_splits=num_splits, backend=backend, method=method)
+    out, lse = plan.run(q, cache, return_lse=True)
     assert out.shape == q.shape and out.dtype == torch.bfloat16
     assert not torch.isnan(out).any() and not torch.isnan(lse).any()
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
