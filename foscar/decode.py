@@ -314,8 +314,9 @@ def plan_decode(
 
     Raises:
         ValueError: everything :func:`decode` raises for the cache and the options; for the CUDA
-            kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``"fused"`` (the default) in
-            a process whose build lacks the fused merge (:func:`foscar.kernels.decode_cuda.merge_choice`,
+            kernel, a ``FOSCAR_MERGE`` other than ``"kernel"`` / ``"fused"``, or ``FOSCAR_MERGE=fused`` in a
+            process whose build lacks the fused merge (unset, such a build takes the merge kernel;
+            :func:`foscar.kernels.decode_cuda.merge_choice`,
             read when the plan is made); a ``FOSCAR_MERGE_SPECULATE`` other than ``"1"`` / ``"0"``
             (:func:`foscar.kernels.merge_triton.speculate_choice`, read when the plan is made); a
             ``FOSCAR_MERGE_D_SLICES`` other than ``"auto"`` / ``"1"`` / ``"2"`` / ``"4"`` / ``"8"``
