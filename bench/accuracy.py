@@ -132,14 +132,16 @@ def variant_unavailable(variant: Variant, device, gqa: int) -> str | None:
 
 
 def _decode_fn(variant: Variant) -> Callable:
-    """``f(q, cache, sm_scale) -> (out, lse)`` for a quantized cache."""
-    from foscar import decode, reference_decode
+    """``f(q, cache, sm_scale) -> (out, lse)`` for a quantized cache. FOSCAR's kernels through a plan made for the
+    call and its ``run``, as a decode loop and ``foscar bench`` run them (the CUDA kernel's split merge is then the
+    plans', in the decode kernel; a one-shot ``foscar.decode`` takes the merge kernel, bench/NOTES.md §80)."""
+    from foscar import plan_decode, reference_decode
 
     if variant.backend is None:
         return lambda q, cache, scale: reference_decode(q, cache, sm_scale=scale, return_lse=True)
     extra = {"method": variant.method} if variant.method else {}
-    return lambda q, cache, scale: decode(q, cache, sm_scale=scale, return_lse=True, backend=variant.backend,
-                                          operand=variant.operand, **extra)
+    return lambda q, cache, scale: plan_decode(cache, q.shape[1], sm_scale=scale, backend=variant.backend,
+                                               operand=variant.operand, **extra).run(q, cache, return_lse=True)
 
 
 def _metrics(out, ref_bf16, ref_deq) -> dict[str, float]:
