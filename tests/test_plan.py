@@ -37,6 +37,22 @@ def test_run_matches_decode_and_reuses_its_buffers(device):
     assert torch.equal(again, foscar.decode(q2, cache2, num_splits=3))
 
 
+def test_one_shot_decode_plans_with_the_merge_kernel_by_default(device, monkeypatch):
+    """foscar.decode makes its one-call plan with merge_default="kernel" (a fused plan made for one call would zero
+    its counters with a memset every call, bench/NOTES.md §80); plan_decode keeps the fused default."""
+    import importlib
+
+    decode_mod = importlib.import_module("foscar.decode")  # the module (foscar.decode the attribute is the function)
+
+    seen = []
+    real = decode_mod._plan
+    monkeypatch.setattr(decode_mod, "_plan", lambda *a, **kw: seen.append(kw.get("merge_default", "fused")) or real(*a, **kw))
+    q, cache = _pair(device)
+    foscar.decode(q, cache)
+    foscar.plan_decode(cache, q.shape[1])
+    assert seen == ["kernel", "fused"]
+
+
 def test_run_on_paged_and_channel_wise_caches(device):
     q, cache = _pair(device, seed=2)
     paged = foscar.paginate(cache, page_size=16, shuffle=True, generator=torch.Generator().manual_seed(0))
