@@ -53,7 +53,7 @@ from bench.ablate_grid import (  # noqa: F401  (re-exported: bench.ablate.AXES, 
     setting_dicts,
     summarize_ablation,
 )
-from bench.backends import Prepared, clone_cache
+from bench.backends import Prepared, planned_decode
 from bench.engine import OutputFormat, Study, StudyOptions
 from bench.lazy import torch  # imported at first use: `--axis` is checked before it
 from bench.timing import DEVICE_TIMINGS, time_fn
@@ -64,34 +64,17 @@ FULL_CHECK_MAX_TOKENS = 262144
 
 
 def _prepared(w, s: Setting, backend: str) -> Prepared:
+    """The setting's decode, planned once per input copy and its ``run`` timed, as ``foscar bench`` times
+    (:func:`bench.backends.planned_decode`; bench/NOTES.md §80: the split merge a plan takes)."""
     import foscar
 
-    last: dict[str, torch.Tensor] = {}
-    sm_scale = w.sm_scale
     cache = w.cache
     if s.page_size is not None:
         gen = torch.Generator().manual_seed(0)
         cache = w.shared(("ablate-paged", s.page_size),
                          lambda: foscar.paginate(w.cache, page_size=s.page_size, shuffle=True, generator=gen))
-
-    def make(q, c, keep: bool):
-        # planned here, its run timed, as foscar bench times (bench/NOTES.md §80: the split merge a plan takes)
-        plan = foscar.plan_decode(c, q.shape[1], sm_scale=sm_scale, num_splits=s.num_splits, backend=backend,
-                                  method=s.method, operand=s.operand)
-
-        def fn():
-            out = plan.run(q, c)
-            if keep:
-                last["out"] = out
-
-        return fn
-
-    return Prepared(
-        fn=make(w.q, cache, True),
-        output=lambda: last["out"],
-        bytes=w.cache.bytes_read() + w.io_bytes(),  # the same tokens either way
-        replica=lambda: make(w.q.clone(), clone_cache(cache), False),
-    )
+    # the same tokens either way: the bytes of the contiguous cache
+    return planned_decode(w, cache, num_splits=s.num_splits, backend=backend, method=s.method, operand=s.operand)
 
 
 def _unavailable(s: Setting, device: torch.device, backend: str, gqa: int) -> str | None:

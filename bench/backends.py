@@ -268,28 +268,38 @@ def _foscar(w: Workload, operand: str | None, backend: str, method: str = "folde
     the contiguous cache; the same tokens, so the same bytes and the same reference. Its
     ``max_seq_len`` (the host-side bound that sizes the split plan) is the point's
     capacity, as a serving engine that allocates for the capacity passes it."""
+    cache = foscar_paged_cache(w) if paged else w.cache
+    return planned_decode(w, cache, operand=operand, backend=backend, method=method)
+
+
+def planned_decode(w: Workload, cache, **plan_options) -> Prepared:
+    """Time ``plan.run(q, cache)`` of a :func:`foscar.plan_decode` plan made here (outside the timed call, once per
+    input copy) over ``cache``, a cache of the point's tokens (``w.cache`` or a paged copy), with the point's query
+    and softmax scale; ``plan_options`` go to ``plan_decode`` (``operand``, ``backend``, ``method``,
+    ``num_splits``). ``bytes``: the point's tokens and query/output (``w.cache.bytes_read() + w.io_bytes()``, which
+    syncs on the lengths: here, not in the timed call). The output check reads the first copy's last output. Used by
+    ``foscar bench`` (:func:`_foscar`) and ``foscar ablate``.
+
+    Raises:
+        ValueError: what :func:`foscar.plan_decode` raises for the cache and the options.
+    """
     import foscar
 
-    sm_scale = w.sm_scale
-    nbytes = w.cache.bytes_read() + w.io_bytes()  # syncs on seq_lens: here, not in fn
-    cache = foscar_paged_cache(w) if paged else w.cache
+    nbytes = w.cache.bytes_read() + w.io_bytes()
     last: dict[str, torch.Tensor] = {}
 
-    def make(q, cache, keep: bool):
-        plan = foscar.plan_decode(cache, q.shape[1], operand=operand, sm_scale=sm_scale, backend=backend,
-                                  method=method)  # checks the cache (one sync): here, not in fn
+    def make(q, c, keep: bool):
+        plan = foscar.plan_decode(c, q.shape[1], sm_scale=w.sm_scale, **plan_options)  # checks the cache (one sync)
 
         def fn():
-            out = plan.run(q, cache)
+            out = plan.run(q, c)
             if keep:
                 last["out"] = out
 
         return fn
 
-    def replica():
-        return make(w.q.clone(), clone_cache(cache), keep=False)
-
-    return Prepared(fn=make(w.q, cache, keep=True), output=lambda: last["out"], bytes=nbytes, replica=replica)
+    return Prepared(fn=make(w.q, cache, keep=True), output=lambda: last["out"], bytes=nbytes,
+                    replica=lambda: make(w.q.clone(), clone_cache(cache), keep=False))
 
 
 def foscar_paged_cache(w: Workload):

@@ -207,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(f"--point: {e}")
     if args.group_size is not None:  # points without a :gN suffix take --group-size
-        own = [t for t in args.point or [] if any(x[:1] == "g" and x[1:].isdigit() for x in t.split(":")[1:])]
-        clash = [t for t, pp in zip(own, [parse_point(t, bits=args.bits) for t in own])
-                 if pp.group_size != args.group_size]
+        # (args.point, when given, is the points' text one to one; the defaults have no :gN)
+        clash = [t for t, pp in zip(args.point or [], points) if pp.group_size != args.group_size
+                 and any(x[:1] == "g" and x[1:].isdigit() for x in t.split(":")[1:])]
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
         points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)

@@ -372,6 +372,22 @@ def test_rows_past_the_length_are_never_used(bits, group_size, operand, method, 
         _check(q, clean, backend="cuda", num_splits=num_splits)
 
 
+def _fill_rows_without_tokens(pool, value):
+    """Set, in every per-token field of the paged ``pool``, the rows that hold no token (each sequence's last page
+    past ``kv_last_page_len``, and the pages ``kv_indices`` does not list) to ``value(tensor)``."""
+    listed = set(pool.kv_indices.tolist())
+    indptr, indices, last = pool.kv_indptr.tolist(), pool.kv_indices.tolist(), pool.kv_last_page_len.tolist()
+    for name in _CACHE_FIELDS:
+        t = getattr(pool, name)
+        v = value(t)
+        for page in range(t.shape[0]):
+            if page not in listed:
+                t[page] = v
+        for b in range(len(indptr) - 1):
+            if indptr[b + 1] > indptr[b]:  # a full last page: an empty slice
+                t[indices[indptr[b + 1] - 1], :, last[b]:] = v
+
+
 @pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
 @pytest.mark.parametrize("bits, group_size", [(2, 128), (4, 64)])
 @pytest.mark.parametrize("lens, num_splits", [([40, 200, 0, 64, 1, 255], None), ([700, 5], 3)])
@@ -385,26 +401,9 @@ def test_paged_rows_past_the_length_are_never_used(bits, group_size, operand, me
     contiguous.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
     clean = foscar.paginate(contiguous, 16, shuffle=True, extra_pages=3, fill=0.0,
                             generator=torch.Generator().manual_seed(7))
-    listed = set(clean.kv_indices.tolist())
-    indptr, indices, last = clean.kv_indptr.tolist(), clean.kv_indices.tolist(), clean.kv_last_page_len.tolist()
-    for name in _CACHE_FIELDS:  # the clean pool: zero past each length and on unlisted pages
-        t = getattr(clean, name)
-        for page in range(t.shape[0]):
-            if page not in listed:
-                t[page] = 0
-        for b in range(len(lens)):
-            if indptr[b + 1] > indptr[b]:
-                t[indices[indptr[b + 1] - 1], :, last[b]:] = 0
+    _fill_rows_without_tokens(clean, lambda t: 0)  # the clean pool: zero past each length and on unlisted pages
     dirty = dataclasses.replace(clean, **{name: getattr(clean, name).clone() for name in _CACHE_FIELDS})
-    for name in _CACHE_FIELDS:
-        t = getattr(dirty, name)
-        junk = 0xFF if t.dtype == torch.uint8 else float("nan")
-        for page in range(t.shape[0]):
-            if page not in listed:
-                t[page] = junk
-        for b in range(len(lens)):
-            if indptr[b + 1] > indptr[b] and last[b] < 16:
-                t[indices[indptr[b + 1] - 1], :, last[b]:] = junk
+    _fill_rows_without_tokens(dirty, lambda t: 0xFF if t.dtype == torch.uint8 else float("nan"))
     got = _decode_matches_clean(q, clean, dirty, operand, method, num_splits)
     if operand == "bf16" and method == "folded":
         ref = foscar.reference_decode(q, contiguous)
