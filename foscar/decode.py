@@ -165,7 +165,9 @@ class DecodePlan:
         lse: ``[batch, num_qo_heads]`` fp32 natural-log LSE buffer.
         merge: the CUDA kernel's split merge, ``"fused"`` (in the decode kernel, the default) or ``"kernel"``
             (a merge kernel after the decode kernel; ``FOSCAR_MERGE=kernel`` when the plan was made,
-            :func:`foscar.kernels.decode_cuda.merge_choice`); ``None`` for the Triton kernel.
+            :func:`foscar.kernels.decode_cuda.merge_choice`, and always for a kernel instance built without the
+            in-kernel merge, :func:`foscar.kernels.decode_cuda.fused_merge_in`: INT2 head_dim 128 group_size 32
+            ``"bf16"`` on a paged cache, bench/NOTES.md §81); ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
@@ -404,6 +406,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         slots, fixed, target = decode_cuda.plan_splits(cache, device, num_splits)
         # the split merge: in the kernel (plans' default) or the merge kernel after it (FOSCAR_MERGE, read per plan)
         merge = decode_cuda.merge_choice(merge_default)
+        if merge == "fused" and not decode_cuda.fused_merge_in(cache.bits, head_dim, cache.group_size, common["mode"],
+                                                               paged, getattr(cache, "k_block", None) is not None):
+            merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0

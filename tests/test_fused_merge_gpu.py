@@ -35,9 +35,12 @@ def _decode(q, cache, merge, monkeypatch, **kw):
 
 
 def _against_reference(q, cache, lens, num_splits=None, tol=1e-2):
-    """Decode ``cache`` (contiguous or paged) with a new plan; every sequence against the fp64 reference."""
+    """Decode ``cache`` (contiguous or paged) with a new plan; every sequence against the fp64 reference. The plan
+    merges in the kernel where the instance holds the fused merge, else with the merge kernel (NOTES §81)."""
     plan = foscar.plan_decode(cache, q.shape[1], backend="cuda", num_splits=num_splits)
-    assert plan.merge == "fused"
+    holds = decode_cuda.fused_merge_in(cache.bits, cache.head_dim, cache.group_size, "bf16",
+                                       hasattr(cache, "kv_indptr"), False)
+    assert plan.merge == ("fused" if holds else "kernel")
     out, lse = plan.run(q, cache, return_lse=True)
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
     torch.cuda.synchronize()
@@ -62,6 +65,30 @@ def test_ragged_lengths_against_the_reference(fused, bits, group_size, num_qo_he
     q, cache = _case(torch.device("cuda"), batch=6, num_qo_heads=num_qo_heads, num_kv_heads=8, head_dim=128,
                      seq_lens=lens, bits=bits, group_size=group_size)
     _against_reference(q, foscar.paginate(cache, 16, shuffle=True) if paged else cache, lens, num_splits)
+
+
+def test_int2_group_32_paged_holds_no_fused_merge_and_plans_the_merge_kernel(fused):
+    """INT2 D=128 G=32 folded BF16 on a paged cache is built without the in-kernel merge (its main loop lost 5-7%
+    with the merge's call compiled in, NOTES §80, §81): its plans take the merge kernel even with
+    FOSCAR_MERGE=fused, and a launch without seq_chunks is refused, not run; the other instances hold it."""
+    assert not decode_cuda.fused_merge_in(2, 128, 32, "bf16", True, False)
+    for args in [(2, 128, 32, "bf16", False, False), (2, 128, 128, "bf16", True, False),
+                 (4, 128, 32, "bf16", True, False), (2, 128, 32, "per-value", True, False),
+                 (2, 128, 32, "fp8", True, False), (2, 128, 32, "bf16", True, True), (2, 64, 32, "bf16", True, False)]:
+        assert decode_cuda.fused_merge_in(*args), args
+    with pytest.raises(ValueError, match="mode"):
+        decode_cuda.fused_merge_in(2, 128, 32, "int8", True, False)
+    lens = [40000, 17, 0]
+    q, cache = _case(torch.device("cuda"), batch=3, num_qo_heads=32, num_kv_heads=8, head_dim=128,
+                     seq_lens=lens, bits=2, group_size=32)
+    paged = foscar.paginate(cache, 16, shuffle=True)
+    _against_reference(q, paged, lens)
+    plan = foscar.plan_decode(paged, 32, backend="cuda")
+    assert plan.merge == "kernel"
+    counters, _ = decode_cuda.merge_buffers(3, 8, q.device, "fused")
+    with pytest.raises(RuntimeError, match="invalid argument"):  # no seq_chunks: the fused merge asked for
+        decode_cuda.launch(q, paged, plan._sm_scale, plan._o_part, plan._lse_part, plan.out, plan.lse, counters,
+                           *plan._schedule)
 
 
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])

@@ -67,6 +67,7 @@ def merge_choice(default: str = "fused") -> str:
     Reads ``FOSCAR_MERGE`` at every call, ``default`` where it is unset, so that one build (which holds both
     merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind. A
     build without the fused merge takes ``"kernel"`` where ``FOSCAR_MERGE`` is unset, whatever ``default`` says.
+    A plan whose kernel instance lacks the fused merge (:func:`fused_merge_in`) takes ``"kernel"`` whatever this says.
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -124,7 +125,8 @@ def build_settings() -> dict[str, object]:
 
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
-        "fused" (what plans made now take: :func:`merge_choice`), "fused_merge_built": bool, "merge_speculate": bool
+        "fused" (what plans made now take: :func:`merge_choice`; an instance without the fused merge,
+        :func:`fused_merge_in`, takes "kernel"), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
@@ -218,6 +220,26 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
 
 
+def fused_merge_in(bits: int, head_dim: int, group_size: int, mode: str, paged: bool, channel_k: bool) -> bool:
+    """Whether this build's kernel instance for the format, operand mode and cache kind holds the in-kernel split
+    merge (the extension's answer: the rule is ``fused_merge_in`` in ``csrc/folded_decode_sm90.cuh``).
+
+    Every instance does in a default build but INT2 head_dim 128 group_size 32 ``"bf16"`` on a paged cache with
+    token-wise K: compiling the merge's call into it moved ptxas's register allocation of the main loop, and it ran
+    5-7% slower at batch 8 and 64 with either merge (bench/NOTES.md §80, §81). A build with ``FOSCAR_FUSED_MERGE=0``
+    holds it in none. Builds the extension on first use.
+
+    Args:
+        mode: a key of :data:`MODES` (``"bf16"``, ``"per-value"``, ``"fp8"``).
+
+    Raises:
+        ValueError: ``mode`` is not a key of :data:`MODES`.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {sorted(MODES)}, got {mode!r}")
+    return bool(extension().fused_merge_in(bits, head_dim, group_size, MODES[mode], paged, channel_k))
+
+
 def fp8_unsupported(head_dim: int, bits: int) -> str | None:
     """Why the FP8 operand mode cannot take this format, or ``None``.
 
@@ -236,8 +258,9 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
-    without it the last CTA of each sequence merges (``"fused"``, the default; needs
-    :data:`FUSED_MERGE_BUILT`). The buffers: :func:`merge_buffers`.
+    without it the last CTA of each sequence merges (``"fused"``, the default; needs an instance that holds it,
+    :func:`fused_merge_in`, else the extension raises ``RuntimeError``: invalid argument). The buffers:
+    :func:`merge_buffers`.
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
     num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 (the fused

@@ -148,7 +148,14 @@ bool set_timeline(std::optional<torch::Tensor> buffer) {
   return foscar_set_timeline(t.data_ptr(), (int)((t.numel() - 1) / F)) != 0;
 }
 
+// Whether this build's instance for the format, mode and cache kind holds the in-kernel split merge
+// (foscar_fused_merge_in); without it a launch needs seq_chunks (the merge kernel).
+bool fused_merge_in(int64_t bits, int64_t head_dim, int64_t group_size, int64_t mode, bool paged, bool channel_k) {
+  return foscar_fused_merge_in((int)bits, (int)head_dim, (int)group_size, (int)mode, paged, channel_k) != 0;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("fused_merge_in", &fused_merge_in, "whether the kernel instance holds the in-kernel split merge");
   m.def("set_timeline", &set_timeline, "profiling builds (FOSCAR_TIMELINE): per-CTA timelines into a buffer");
   m.def("folded_decode", &folded_decode, "FOSCAR INT2/INT4 split-KV decode (sm_90, mma.sync); mode 0: folded BF16, 1: per-value reconstruction, 2: folded FP8");
 }

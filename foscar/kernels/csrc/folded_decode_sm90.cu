@@ -24,6 +24,11 @@ extern "C" int foscar_set_timeline(void* buffer, int records) {
 #endif
 }
 
+// Contract in folded_decode_sm90.h.
+extern "C" int foscar_fused_merge_in(int bits, int head_dim, int group_size, int mode, int paged, int channel_k) {
+  return foscar::fused_merge_in(bits, head_dim, group_size, mode, paged != 0, channel_k != 0) ? 1 : 0;
+}
+
 // The C entry point (the torch binding's, and anything else's): contract in folded_decode_sm90.h.
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
@@ -73,8 +78,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.out = static_cast<__nv_bfloat16*>(out);
   p.lse = lse;
   p.counters = counters;
-  p.fuse_merge = seq_chunks == nullptr;
-  if (p.fuse_merge && !FOSCAR_FUSED_MERGE) return cudaErrorInvalidValue;  // built without it: seq_chunks needed
+  p.fuse_merge = seq_chunks == nullptr;  // launch() refuses it for an instance without the merge (fused_merge_in)
   p.seq_chunks = seq_chunks;
   p.fixed_window = fixed_window;
   p.batch = batch;

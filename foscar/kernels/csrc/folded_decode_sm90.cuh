@@ -1072,6 +1072,16 @@ __host__ __device__ constexpr bool pv_packable() {
          (BITS == 2 || (FOSCAR_PV_PACK_INT4 && FOSCAR_IMMA_QK_INT4));
 }
 
+// Whether an instance holds the in-kernel split merge (Params::fuse_merge): every instance of a build with
+// FOSCAR_FUSED_MERGE but INT2 D=128 G=32 folded BF16 on a paged cache with token-wise K. The merge's call
+// there moved ptxas's register allocation of the main loop (182 registers and 1363 SASS instructions a
+// sub-tile, 236 and 1333 without it), and the instance ran 5-7% slower at batch 8 and 64 whichever merge ran
+// (bench/NOTES.md §80, §81); its plans take the merge kernel. One rule for the kernel (the epilogue, the
+// launch's check) and the host (foscar_fused_merge_in, which plan_decode asks).
+__host__ __device__ constexpr bool fused_merge_in(int bits, int head_dim, int group_size, int mode, bool paged, bool ch) {
+  return FOSCAR_FUSED_MERGE && !(mode == kFoldedBf16 && bits == 2 && head_dim == 128 && group_size == 32 && paged && !ch);
+}
+
 // Channel-wise K (CH; KIVI style, foscar/quant.py): K's scale s_c and offset z_c per channel c and
 // block of 2^k_block_shift tokens (32, 64 or 128; V stays token-wise). A 64-token sub-tile starts
 // at a multiple of 64, so it lies in one block, or in two (m16 tiles 0-1 and 2-3) at k_block 32;
@@ -1161,7 +1171,8 @@ __host__ __device__ constexpr int merge_row_floats() {
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count, this CTA's slot), parked in shared
 // memory across the loop. PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK>
+// FM: the instance holds the in-kernel merge (fused_merge_in).
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK, bool FM>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
                                          const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
                                          const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp, int g,
@@ -1248,7 +1259,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   FOSCAR_TL_CUT(3);
   if (count > 1) {
 #if FOSCAR_FUSED_MERGE
-    if (p.fuse_merge) {
+    if (FM && p.fuse_merge) {
       const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
       merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
@@ -2461,7 +2472,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(6, clock64());
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
-  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
+  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK, fused_merge_in(BITS, HEAD_DIM, GROUP, MODE, PAGED, CH)>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
   FOSCAR_TL(7, clock64());
 #if FOSCAR_TIMELINE
   for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, tl_epilogue_cuts()[c]);
@@ -2558,6 +2569,8 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
+  if (p.fuse_merge && !fused_merge_in(BITS, HEAD_DIM, GROUP, MODE, PAGED, CH))  // the merge kernel's seq_chunks needed
+    return cudaErrorInvalidValue;
   if ((err = raise_smem_attribute(kernel, cache, dev, smem)) != cudaSuccess) return err;
   if (p.num_slots * p.num_kv_heads == 0) return cudaSuccess;  // nothing to decode (batch 0)
   int dyn = smem;

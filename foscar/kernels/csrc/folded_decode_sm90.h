@@ -14,7 +14,7 @@
 // Output: out [batch, num_qo_heads, head_dim] bf16 and lse [batch, num_qo_heads] fp32 (natural
 // log), through the split partials o_part [num_slots, num_qo_heads, head_dim] / lse_part
 // [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads] int32, zero before the first
-// launch (the kernel leaves them zero); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
+// launch (the kernel leaves them zero; only where foscar_fused_merge_in says 1); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
 // kernel: each sequence's first slot and chunk count go to seq_chunks for a merge kernel
 // (foscar/kernels/merge_triton.py merge_slots; sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that
 // many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill
@@ -43,6 +43,13 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
+
+// 1 where the instance for (bits, head_dim, group_size, mode, paged, channel_k: k_block != 0) holds the in-kernel
+// split merge (counters, seq_chunks nullptr), 0 where its launches need seq_chunks and the merge kernel: a build
+// with -DFOSCAR_FUSED_MERGE=0, and INT2 D=128 G=32 mode 0 paged token-wise (fused_merge_in in
+// folded_decode_sm90.cuh; bench/NOTES.md §81). foscar_folded_decode_sm90 returns cudaErrorInvalidValue for a
+// launch with seq_chunks nullptr on such an instance.
+extern "C" int foscar_fused_merge_in(int bits, int head_dim, int group_size, int mode, int paged, int channel_k);
 
 // u64 fields of one CTA's timeline record (the layout: kTimelineFields in folded_decode_sm90.cuh; the reader's
 // FIELDS in bench/timeline.py, which the binding's buffer check holds to this count)
