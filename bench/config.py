@@ -36,6 +36,7 @@ default)::
     rep_ms = 100
     cpu_reps = 3                        # interpreter: median of this many perf_counter calls
     seed = 0                            # the random K/V and q
+    sustain_s = 0                       # seconds of untimed calls before each row: the power state of sustained decoding
 
     [workload]                          # the [sweep] grid's sequence lengths and cache capacity
     name = "uniform"                    # uniform | one-long | lognormal | capacity (bench/lengths.py)
@@ -108,6 +109,7 @@ SUPPORTED_HEAD_DIMS = (64, 128, 256)
 UNBUILT_OPERANDS = {
     "fp4": "FP4 tensor-core operands need sm_100 (Blackwell) and are not implemented in FOSCAR yet",
 }
+MAX_SUSTAIN_S = 60  # sustain_s's largest value: a minute of untimed calls before every row
 GRIDS = ("sweep", "ragged")  # the [sweep] grid and the [[ragged]] grid (results.csv column grid)
 WORKLOAD_KEYS = tuple(f.name for f in dataclasses.fields(WorkloadSpec))
 RAGGED_KEYS = ("batch", "context", "workload")
@@ -154,6 +156,8 @@ class BenchConfig:
     rep_ms: float = 100.0
     cpu_reps: int = 3
     seed: int = 0
+    # seconds of untimed back-to-back calls before each row's timing (bench.timing.sustain; 0: none)
+    sustain_s: float = 0.0
     # [workload]: lengths and capacity of the [sweep] grid
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     # [[ragged]]: the ragged grid
@@ -198,7 +202,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "shape": SHAPE_TABLE_FIELDS,
     "sweep": (*SWEEP_TABLE_FIELDS, "operand", "kernels"),
     "check": ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand", "full_check_max_tokens"),
-    "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed"),
+    "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed", "sustain_s"),
 }
 _LIST_FIELDS = (*SWEPT_FIELDS, "operand", "kernels")
 
@@ -457,6 +461,9 @@ def validate(cfg: BenchConfig) -> None:
         raise FoscarError(f"cpu_reps: expected >= 1, got {cfg.cpu_reps}")
     if cfg.warmup_ms <= 0 or cfg.rep_ms <= 0:
         raise FoscarError(f"warmup_ms/rep_ms: expected positive numbers, got {cfg.warmup_ms}/{cfg.rep_ms}")
+    sustain = cfg.sustain_s
+    if isinstance(sustain, bool) or not (isinstance(sustain, (int, float)) and 0 <= sustain <= MAX_SUSTAIN_S):
+        raise FoscarError(f"sustain_s: expected seconds from 0 to {MAX_SUSTAIN_S}, got {sustain!r}")
 
 
 def _validate_workloads(cfg: BenchConfig) -> None:

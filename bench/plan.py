@@ -13,7 +13,7 @@ setup constants are :data:`GPU_SETUP` or :data:`INTERPRETER_SETUP`):
   (random K/V, quantization in chunks, FlashInfer's BF16 paged cache, the fp64
   reference of the checked rows);
 * each row that runs: ``row_s`` (build, the checked first call, rotation copies,
-  graph capture), plus its timing:
+  graph capture), plus ``sustain_s`` (``--sustain-s``), plus its timing:
 
   - GPU (CUDA-graph timing, :func:`bench.timing.time_graph`): ``GRAPH_REPLAYS``
     replays (one probe, one untimed, 15 timed), each lasting ``REPLAY_S`` or one
@@ -110,12 +110,13 @@ def setup_costs(interpreter: bool) -> SetupCosts:
     return INTERPRETER_SETUP if interpreter else GPU_SETUP
 
 
-def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int) -> float:
-    """Estimated wall time of one row that runs (see the module docstring)."""
+def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int, sustain_s: float = 0.0) -> float:
+    """Estimated wall time of one row that runs (see the module docstring); ``sustain_s``: the config's untimed
+    seconds before the row's timing (``--sustain-s``), counted in full."""
     if interpreter:
-        return INTERPRETER_SETUP.row_s + (1 + cpu_reps) * INTERPRETER_CALL_S
+        return INTERPRETER_SETUP.row_s + (1 + cpu_reps) * INTERPRETER_CALL_S + sustain_s
     call_s = nbytes / (ASSUMED_TBPS * 1e12)
-    return GPU_SETUP.row_s + GRAPH_REPLAYS * max(REPLAY_S, call_s)
+    return GPU_SETUP.row_s + GRAPH_REPLAYS * max(REPLAY_S, call_s) + sustain_s
 
 
 def plan_points(
@@ -140,7 +141,8 @@ def plan_points(
         if run:
             kv_bf16 = point.num_kv_heads * point.kv_tokens * point.head_dim * 2 * 2
             seconds = setup_costs(interpreter).point_s + kv_bf16 / SETUP_BYTES_PER_S
-            seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps) for be, _ in run)
+            seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps, cfg.sustain_s)
+                           for be, _ in run)
         plans.append(
             PointPlan(
                 point=point,

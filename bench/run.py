@@ -84,6 +84,7 @@ class BenchOptions(StudyOptions):
     workload_seed: int | None = None
     short_len: int | None = None
     grids: list[str] = field(default_factory=list)  # "sweep", "ragged" (empty: both)
+    sustain_s: float | None = None  # seconds of untimed calls before each row (BenchConfig.sustain_s)
     dry_run: bool = False
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
 

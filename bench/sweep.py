@@ -62,7 +62,7 @@ from bench.results import (
     to_frame,
 )
 from bench.tables import point_table
-from bench.timing import time_fn
+from bench.timing import sustain, time_fn
 from bench.workload import Point, build_workload, describe_rows, estimate_bytes, max_rel_err
 
 GIB = float(1 << 30)
@@ -261,6 +261,7 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
             row.update(status="failed", error=f"max_rel_err {err:.3g} > {key} {tolerance:g}; not timed")
             return
         fns = rotation(prep, dev)
+        sustain(fns, cfg.sustain_s, dev.type)  # --sustain-s: timed in sustained decoding's power state (0: none)
         before = sweep.clocks.read() if sweep.clocks else None
         timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)
         after = sweep.clocks.read() if sweep.clocks else None

@@ -150,6 +150,60 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
     return summarize(samples, GRAPH_TIMING)
 
 
+def sustain(fns: list[Callable[[], object]], seconds: float, device_type: str, *, replay_ms: float = 10.0) -> int:
+    """Run ``fns`` (each called in turn, as timed) back to back for about ``seconds`` of wall time, untimed, so that the
+    row that follows is timed in the power and clock state of sustained decoding (``foscar bench --sustain-s``).
+
+    Within a second of sustained decoding an H200 draws its 700 W limit and lowers its SM clock (``sw_power_cap``):
+    INT2 at the large points slowed 5-6% from the first 0.3 s to 4-10 s, INT4 and the memory-bound FlashInfer rows
+    not at all (bench/NOTES.md §77). A row timed right after the GPU idled reads its first ~100 ms only.
+
+    ``cuda``: replays of a CUDA graph of whole rounds over ``fns`` lasting about ``replay_ms`` each (one stream of
+    launches, as the timing itself), until ``seconds`` have passed; the eager calls of ``fns`` where capture fails.
+    Other devices: eager calls. Returns the calls made (0 for ``seconds <= 0``).
+
+    Raises:
+        RuntimeError: what a callable raises.
+    """
+    import time
+
+    if seconds <= 0:
+        return 0
+    calls, end = 0, time.perf_counter() + seconds
+    if device_type == "cuda":
+        import torch
+
+        try:
+            warm_for_capture(fns)
+            probe = capture_graph(fns, 1)
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            probe.replay()
+            stop.record()
+            stop.synchronize()
+            rounds = max(1, round(replay_ms / max(start.elapsed_time(stop), 1e-3)))
+            del probe
+            graph = capture_graph(fns, rounds)
+        except RuntimeError:  # not capturable: eager calls below
+            torch.cuda.synchronize()
+            graph = None
+        while time.perf_counter() < end:
+            if graph is not None:
+                graph.replay()
+                calls += rounds * len(fns)
+            else:
+                for f in fns:
+                    f()
+                calls += len(fns)
+            torch.cuda.synchronize()  # one replay (~replay_ms) in flight at a time: the wall clock stays honest
+        return calls
+    while time.perf_counter() < end:
+        for f in fns:
+            f()
+        calls += len(fns)
+    return calls
+
+
 def time_cpu(fn: Callable[[], object], reps: int) -> Timing:
     """``perf_counter`` samples of ``fn`` (the caller has already run it once)."""
     samples = []

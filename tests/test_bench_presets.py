@@ -218,3 +218,26 @@ def test_page_size_flag_overrides_the_preset():
     cfg, _ = resolve_config(BenchOptions(arch=Arch.h200, page_size=1, page_order="in-order"), "h200")
     assert (cfg.page_size, cfg.page_order) == (1, "in-order")
     assert resolve_config(BenchOptions(arch=Arch.h200), "h200")[0].page_size == load_config(preset_path("h200")).page_size
+
+
+@pytest.mark.parametrize("value, ok", [("0", True), ("2.5", True), ("60", True), ("-1", False), ("61", False),
+                                       ("nan", False), ("true", False)])
+def test_sustain_s_from_the_timing_table(tmp_path, value, ok):
+    """``[timing] sustain_s`` (``--sustain-s``): seconds from 0 to 60, else a one-line error naming the key."""
+    text = preset_path("smoke").read_text()
+    assert "sustain_s" not in text.split("[timing]")[1].split("\n[")[0]  # the presets leave the default, 0
+    path = tmp_path / "t.toml"
+    path.write_text(text.replace("[timing]", f"[timing]\nsustain_s = {value}", 1))
+    if ok:
+        assert load_config(path).sustain_s == float(value)
+    else:
+        with pytest.raises(FoscarError, match=r"sustain_s: expected seconds from 0 to 60, got"):
+            load_config(path)
+    assert load_config(preset_path("smoke")).sustain_s == 0
+
+
+def test_sustain_s_flag_overrides_the_preset_and_adds_to_the_estimate():
+    cfg, _ = resolve_config(BenchOptions(arch="h200", sustain_s=1.5), "h200")
+    assert cfg.sustain_s == 1.5
+    assert resolve_config(BenchOptions(arch="h200"), "h200")[0].sustain_s == 0
+    assert row_seconds(10**9, False, 3, 1.5) == pytest.approx(row_seconds(10**9, False, 3) + 1.5)

@@ -132,3 +132,29 @@ def test_a_sweep_where_every_row_is_skipped_says_so(capsys, tmp_path):
     assert "problem: no FOSCAR row was timed (10 skipped)" in err
     assert "no row ran: every row was skipped" in out + err
     assert "exists in the folded CUDA kernel (foscar-cuda) only" in out + err
+
+
+def test_sustain_s_runs_each_checked_row_untimed_before_its_timing(cfg, tmp_path):
+    """``sustain_s`` (``--sustain-s``): every row that passed its check is called back to back for that long before it
+    is timed (bench.timing.sustain); rows that failed their check are not; 0 (the default) adds no call."""
+    import dataclasses
+
+    calls: dict[str, int] = {}
+    backends = [fake("good", lambda r: r, calls=calls), fake("off", lambda r: r * 1.1, calls=calls)]
+    run_sweep(Sweep(dataclasses.replace(cfg, sustain_s=0.05), backends, torch.device("cpu"), None,
+                    tmp_path / "r.csv", console=None))
+    assert calls["good"] > 2 * (1 + cfg.cpu_reps)  # per point: the checked call, the sustained ones, the timed ones
+    assert calls["off"] == 2  # failed the check: neither sustained nor timed
+
+
+def test_sustain_calls_for_the_time_asked_and_none_for_zero():
+    from time import perf_counter
+
+    from bench.timing import sustain
+
+    seen = []
+    assert sustain([lambda: seen.append(1)], 0, "cpu") == 0 and not seen
+    t0 = perf_counter()
+    n = sustain([lambda: seen.append(1), lambda: seen.append(2)], 0.02, "cpu")
+    assert perf_counter() - t0 >= 0.02
+    assert n == len(seen) >= 2 and n % 2 == 0  # whole rounds over the rotating copies

@@ -108,6 +108,12 @@ GridOpt = Annotated[
                  "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
                  "flag is given."),
 ]  # fmt: skip
+SustainOpt = Annotated[
+    Optional[float],
+    typer.Option("--sustain-s", min=0, max=60, help="Before timing each row, call it back to back, untimed, for this "
+                 "many seconds, so that every row is timed in the power and clock state of sustained decoding (an H200 "
+                 "reaches its 700 W cap within a second; bench/NOTES.md §77). Default: the preset's [timing] sustain_s, 0."),
+]  # fmt: skip
 NearestOpt = Annotated[
     bool,
     typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
@@ -142,6 +148,7 @@ def bench(
     workload_seed: WorkloadSeedOpt = None,
     short_len: ShortLenOpt = None,
     grids: GridOpt = None,
+    sustain_s: SustainOpt = None,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
     shard: ShardOpt = None,
