@@ -62,7 +62,7 @@ from bench.results import (
     to_frame,
 )
 from bench.tables import point_table
-from bench.timing import sustain, time_fn
+from bench.timing import time_fn
 from bench.workload import Point, build_workload, describe_rows, estimate_bytes, max_rel_err
 
 GIB = float(1 << 30)
@@ -261,11 +261,16 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
             row.update(status="failed", error=f"max_rel_err {err:.3g} > {key} {tolerance:g}; not timed")
             return
         fns = rotation(prep, dev)
-        sustain(fns, cfg.sustain_s, dev.type)  # --sustain-s: timed in sustained decoding's power state (0: none)
-        before = sweep.clocks.read() if sweep.clocks else None
-        timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps)
+        before = [sweep.clocks.read() if sweep.clocks else None]
+
+        def sustained() -> None:  # --sustain-s: the reading just before the timed calls, in the sustained state
+            if sweep.clocks:
+                before[0] = sweep.clocks.read()
+
+        timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps,
+                         sustain_s=cfg.sustain_s, on_sustained=sustained if cfg.sustain_s > 0 else None)
         after = sweep.clocks.read() if sweep.clocks else None
-        row.update(clock_fields(before, after))
+        row.update(clock_fields(before[0], after))
         set_timing(row, timing, prep.bytes, sweep.hbm_tbps)
         row["working_set_bytes"] = prep.bytes * len(fns)
         del fns

@@ -111,7 +111,8 @@ def capture_graph(fns: list[Callable[[], object]], rounds: int = 1):
     return graph
 
 
-def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, replays: int = 15) -> Timing:
+def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, replays: int = 15, sustain_s: float = 0.0,
+               on_sustained: Callable[[], object] | None = None) -> Timing:
     """Median time of one call, from CUDA-graph replays of ``fns`` (each called in turn).
 
     Args:
@@ -120,6 +121,12 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
         replay_ms: rounds over ``fns`` are captured until one replay lasts about this
             long (at least one round), estimated from a one-round graph.
         replays: timed replays (after one untimed replay); the statistics are over these.
+        sustain_s: before the timed replays, untimed replays of the same graph back to back for this many seconds
+            (``foscar bench --sustain-s``), so that the timed ones run in the power and clock state of sustained
+            decoding: an H200 reaches its 700 W cap within a second, and INT2 at the large points slows with the
+            clock (bench/NOTES.md §77, §82). The timed replays follow at once (no capture in between, in which an
+            idle GPU's clock would recover).
+        on_sustained: called between those and the timed replays (the harness reads the SM clock there).
 
     Returns:
         :class:`Timing` in microseconds per call, mode :data:`GRAPH_TIMING`.
@@ -145,62 +152,25 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
     rounds = max(1, round(replay_ms / max(one_round, 1e-3)))
     graph = capture_graph(fns, rounds)
     calls = rounds * len(fns)
+    if sustain_s > 0:
+        call_for([graph.replay], sustain_s, torch.cuda.synchronize)
+    if on_sustained is not None:
+        on_sustained()
     samples = [replay_ms_of(graph) * 1e3 / calls for _ in range(replays)]
     del graph
     return summarize(samples, GRAPH_TIMING)
 
 
-def sustain(fns: list[Callable[[], object]], seconds: float, device_type: str, *, replay_ms: float = 10.0) -> int:
-    """Run ``fns`` (each called in turn, as timed) back to back for about ``seconds`` of wall time, untimed, so that the
-    row that follows is timed in the power and clock state of sustained decoding (``foscar bench --sustain-s``).
-
-    Within a second of sustained decoding an H200 draws its 700 W limit and lowers its SM clock (``sw_power_cap``):
-    INT2 at the large points slowed 5-6% from the first 0.3 s to 4-10 s, INT4 and the memory-bound FlashInfer rows
-    not at all (bench/NOTES.md §77). A row timed right after the GPU idled reads its first ~100 ms only.
-
-    ``cuda``: replays of a CUDA graph of whole rounds over ``fns`` lasting about ``replay_ms`` each (one stream of
-    launches, as the timing itself), until ``seconds`` have passed; the eager calls of ``fns`` where capture fails.
-    Other devices: eager calls. Returns the calls made (0 for ``seconds <= 0``).
-
-    Raises:
-        RuntimeError: what a callable raises.
-    """
-    import time
-
-    if seconds <= 0:
-        return 0
+def call_for(fns: list[Callable[[], object]], seconds: float, sync: Callable[[], object] | None = None) -> int:
+    """Call ``fns`` in turn, whole rounds, until ``seconds`` of wall time have passed (``sync`` after each round, so
+    that the work is done, not only queued); untimed. Returns the calls made (0 for ``seconds <= 0``)."""
     calls, end = 0, time.perf_counter() + seconds
-    if device_type == "cuda":
-        import torch
-
-        try:
-            warm_for_capture(fns)
-            probe = capture_graph(fns, 1)
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            probe.replay()
-            stop.record()
-            stop.synchronize()
-            rounds = max(1, round(replay_ms / max(start.elapsed_time(stop), 1e-3)))
-            del probe
-            graph = capture_graph(fns, rounds)
-        except RuntimeError:  # not capturable: eager calls below
-            torch.cuda.synchronize()
-            graph = None
-        while time.perf_counter() < end:
-            if graph is not None:
-                graph.replay()
-                calls += rounds * len(fns)
-            else:
-                for f in fns:
-                    f()
-                calls += len(fns)
-            torch.cuda.synchronize()  # one replay (~replay_ms) in flight at a time: the wall clock stays honest
-        return calls
-    while time.perf_counter() < end:
+    while seconds > 0 and time.perf_counter() < end:
         for f in fns:
             f()
         calls += len(fns)
+        if sync is not None:
+            sync()
     return calls
 
 
@@ -215,19 +185,29 @@ def time_cpu(fn: Callable[[], object], reps: int) -> Timing:
 
 
 def time_fn(
-    fns: list[Callable[[], object]], device_type: str, *, warmup_ms: float, rep_ms: float, cpu_reps: int
+    fns: list[Callable[[], object]], device_type: str, *, warmup_ms: float, rep_ms: float, cpu_reps: int,
+    sustain_s: float = 0.0, on_sustained: Callable[[], object] | None = None,
 ) -> Timing:
     """Dispatch on the device.
 
     ``cuda``: :func:`time_graph` over the rotating copies ``fns``; if capture fails,
     :func:`time_gpu` (do_bench with L2 flush) on ``fns[0]``. Otherwise perf_counter.
+    ``sustain_s`` (``foscar bench --sustain-s``): that many seconds of untimed calls right before the timed ones
+    (:func:`time_graph`'s replays; eager calls, synchronized, on the do_bench fallback and the CPU), then
+    ``on_sustained()``.
     """
     if device_type == "cuda":
         try:
-            return time_graph(fns)
+            return time_graph(fns, sustain_s=sustain_s, on_sustained=on_sustained)
         except Exception:  # not capturable: time it eagerly with the L2 flushed
             import torch
 
             torch.cuda.synchronize()
+            call_for(fns, sustain_s, torch.cuda.synchronize)
+            if on_sustained is not None:
+                on_sustained()
             return time_gpu(fns[0], warmup_ms, rep_ms)
+    call_for(fns, sustain_s)
+    if on_sustained is not None:
+        on_sustained()
     return time_cpu(fns[0], cpu_reps)

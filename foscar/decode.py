@@ -39,7 +39,8 @@ def decode(
     captured, where only shapes, dtypes and contiguity are checked (capturable then; a
     decode loop should use :func:`plan_decode`, whose ``run`` never syncs). The CUDA kernel's
     split-KV partials are merged here by the merge kernel after it (``FOSCAR_MERGE=fused`` to
-    merge in the decode kernel); :func:`plan_decode`'s plans merge in the decode kernel by
+    merge in the decode kernel, where the kernel instance holds that merge:
+    :func:`foscar.kernels.decode_cuda.fused_merge_in`); :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
     time: one more launch, bench/NOTES.md §80).
 
@@ -312,7 +313,10 @@ def plan_decode(
     Arguments as :func:`decode` (``num_qo_heads`` is ``q.shape[1]``). The plan allocates
     the split partials and the output; its :meth:`DecodePlan.run` takes any query of
     shape ``[cache.batch_size, num_qo_heads, cache.head_dim]`` and any cache of the same
-    layout.
+    layout. A CUDA plan that would merge in the kernel asks the CUDA extension whether the
+    kernel instance holds that merge (:func:`foscar.kernels.decode_cuda.fused_merge_in`), so
+    the first such plan of a process builds or loads the extension (about a minute on a cold
+    build cache; a compile error surfaces here, not at the first ``run``).
 
     Raises:
         ValueError: everything :func:`decode` raises for the cache and the options; for the CUDA

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,7 +222,7 @@ def test_page_size_flag_overrides_the_preset():
 
 
 @pytest.mark.parametrize("value, ok", [("0", True), ("2.5", True), ("60", True), ("-1", False), ("61", False),
-                                       ("nan", False), ("true", False)])
+                                       ("nan", False), ("inf", False), ("true", False)])
 def test_sustain_s_from_the_timing_table(tmp_path, value, ok):
     """``[timing] sustain_s`` (``--sustain-s``): seconds from 0 to 60, else a one-line error naming the key."""
     text = preset_path("smoke").read_text()
@@ -229,7 +230,8 @@ def test_sustain_s_from_the_timing_table(tmp_path, value, ok):
     path = tmp_path / "t.toml"
     path.write_text(text.replace("[timing]", f"[timing]\nsustain_s = {value}", 1))
     if ok:
-        assert load_config(path).sustain_s == float(value)
+        cfg = load_config(path)
+        assert cfg.sustain_s == float(value) and isinstance(cfg.sustain_s, float)  # TOML's 60 as 60.0: one hash
     else:
         with pytest.raises(FoscarError, match=r"sustain_s: expected seconds from 0 to 60, got"):
             load_config(path)
@@ -241,3 +243,22 @@ def test_sustain_s_flag_overrides_the_preset_and_adds_to_the_estimate():
     assert cfg.sustain_s == 1.5
     assert resolve_config(BenchOptions(arch="h200"), "h200")[0].sustain_s == 0
     assert row_seconds(10**9, False, 3, 1.5) == pytest.approx(row_seconds(10**9, False, 3) + 1.5)
+
+
+def test_older_runs_configs_still_hash_as_recorded():
+    """``sustain_s`` came after runs were recorded: at its default it is left out of the config dict and hash, so a
+    recorded run's meta.json (without it) still rebuilds to its own hash (resume, foscar merge, foscar compare);
+    set, it is in both."""
+    import dataclasses
+
+    from bench.config import config_from_meta, config_hash
+
+    root = Path(__file__).resolve().parent.parent
+    meta = json.loads((root / "results/2026-12-04-h200-s37/bench-fd1ad9f/meta.json").read_text())
+    assert "sustain_s" not in meta["config"]
+    cfg = config_from_meta(meta)
+    assert config_hash(cfg) == meta["config_hash"] and cfg.sustain_s == 0
+    sustained = dataclasses.replace(cfg, sustain_s=2.0)
+    assert sustained.to_dict()["sustain_s"] == 2.0 and config_hash(sustained) != meta["config_hash"]
+    assert resolve_config(BenchOptions(arch="h200", sustain_s=2), "h200")[0].to_dict() == \
+        resolve_config(BenchOptions(arch="h200", sustain_s=2.0), "h200")[0].to_dict()

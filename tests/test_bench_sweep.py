@@ -147,14 +147,22 @@ def test_sustain_s_runs_each_checked_row_untimed_before_its_timing(cfg, tmp_path
     assert calls["off"] == 2  # failed the check: neither sustained nor timed
 
 
-def test_sustain_calls_for_the_time_asked_and_none_for_zero():
+def test_sustained_calls_come_right_before_the_timed_ones():
+    """``time_fn(..., sustain_s=S)``: whole rounds over the rotating copies for S seconds, then ``on_sustained``,
+    then the timed calls; S = 0 adds no call and still calls ``on_sustained``."""
     from time import perf_counter
 
-    from bench.timing import sustain
+    from bench.timing import call_for, time_fn
 
-    seen = []
-    assert sustain([lambda: seen.append(1)], 0, "cpu") == 0 and not seen
+    seen: list[str] = []
+    fns = [lambda: seen.append("a"), lambda: seen.append("b")]
+    assert call_for(fns, 0) == 0 and not seen
     t0 = perf_counter()
-    n = sustain([lambda: seen.append(1), lambda: seen.append(2)], 0.02, "cpu")
+    time_fn(fns, "cpu", warmup_ms=1, rep_ms=1, cpu_reps=3, sustain_s=0.02, on_sustained=lambda: seen.append("|"))
     assert perf_counter() - t0 >= 0.02
-    assert n == len(seen) >= 2 and n % 2 == 0  # whole rounds over the rotating copies
+    cut = seen.index("|")
+    assert seen.count("|") == 1 and cut >= 2 and cut % 2 == 0  # whole rounds before it
+    assert seen[cut + 1:] == ["a"] * 3  # then the timed calls (time_cpu times fns[0])
+    seen.clear()
+    time_fn(fns, "cpu", warmup_ms=1, rep_ms=1, cpu_reps=2, on_sustained=lambda: seen.append("|"))
+    assert seen == ["|", "a", "a"]

@@ -56,9 +56,10 @@ def _against_reference(q, cache, lens, num_splits=None, tol=1e-2):
 
 @pytest.mark.parametrize("num_splits", [None, 40])
 @pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("bits, group_size, num_qo_heads", [(2, 128, 32), (4, 64, 32), (2, 32, 64)])
+@pytest.mark.parametrize("bits, group_size, num_qo_heads", [(2, 128, 32), (4, 64, 32), (2, 32, 64), (4, 32, 64)])
 def test_ragged_lengths_against_the_reference(fused, bits, group_size, num_qo_heads, paged, num_splits):
-    """gqa 4 and 8; a 70000-token sequence in 10-15 length-aware chunks or 40 fixed splits (the merging CTA
+    """gqa 4 and 8 (INT2 G=32 paged takes the merge kernel, NOTES §81; INT4 G=32 keeps gqa 8 paged in the kernel's
+    merge); a 70000-token sequence in 10-15 length-aware chunks or 40 fixed splits (the merging CTA
     holds 19 chunks per pass at INT2 D=128 G=128 gqa 4, 9 at gqa 8: one pass or several) beside
     one-chunk and empty sequences."""
     lens = [70000, 0, 4096, 1, 300, 20000]
@@ -86,9 +87,10 @@ def test_int2_group_32_paged_holds_no_fused_merge_and_plans_the_merge_kernel(fus
     plan = foscar.plan_decode(paged, 32, backend="cuda")
     assert plan.merge == "kernel"
     counters, _ = decode_cuda.merge_buffers(3, 8, q.device, "fused")
-    with pytest.raises(RuntimeError, match="invalid argument"):  # no seq_chunks: the fused merge asked for
-        decode_cuda.launch(q, paged, plan._sm_scale, plan._o_part, plan._lse_part, plan.out, plan.lse, counters,
-                           *plan._schedule)
+    for pv_pack in (True, False):  # both instances of the format (packed PV at gqa <= 4, and not)
+        with pytest.raises(RuntimeError, match="invalid argument"):  # no seq_chunks: the fused merge asked for
+            decode_cuda.launch(q, paged, plan._sm_scale, plan._o_part, plan._lse_part, plan.out, plan.lse, counters,
+                               *plan._schedule, pv_pack=pv_pack)
 
 
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])

@@ -31,6 +31,7 @@ from bench.cli.options import (
 )
 from bench.config import (
     GRIDS,
+    MAX_SUSTAIN_S,
     SUPPORTED_GROUP_SIZES,
     SUPPORTED_HEAD_DIMS,
     SUPPORTED_OPERANDS,
@@ -110,9 +111,10 @@ GridOpt = Annotated[
 ]  # fmt: skip
 SustainOpt = Annotated[
     Optional[float],
-    typer.Option("--sustain-s", min=0, max=60, help="Before timing each row, call it back to back, untimed, for this "
-                 "many seconds, so that every row is timed in the power and clock state of sustained decoding (an H200 "
-                 "reaches its 700 W cap within a second; bench/NOTES.md §77). Default: the preset's [timing] sustain_s, 0."),
+    typer.Option("--sustain-s", min=0, max=MAX_SUSTAIN_S, help="Before timing each row, replay it back to back, "
+                 "untimed, for this many seconds and time it right after, so that every row is timed in the power and "
+                 "clock state of sustained decoding (an H200 reaches its 700 W cap within a second and was still "
+                 "slowing after 2 s; bench/NOTES.md §77, §82). Default: the preset's [timing] sustain_s, 0."),
 ]  # fmt: skip
 NearestOpt = Annotated[
     bool,

@@ -47,8 +47,9 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
 // 1 where the instance for (bits, head_dim, group_size, mode, paged, channel_k: k_block != 0) holds the in-kernel
 // split merge (counters, seq_chunks nullptr), 0 where its launches need seq_chunks and the merge kernel: a build
 // with -DFOSCAR_FUSED_MERGE=0, and INT2 D=128 G=32 mode 0 paged token-wise (fused_merge_in in
-// folded_decode_sm90.cuh; bench/NOTES.md §81). foscar_folded_decode_sm90 returns cudaErrorInvalidValue for a
-// launch with seq_chunks nullptr on such an instance.
+// folded_decode_sm90.cuh; bench/NOTES.md §81). It answers for formats with no instance too (1 unless that rule
+// says 0). foscar_folded_decode_sm90 returns cudaErrorInvalidValue for a launch with seq_chunks nullptr on an
+// instance without the merge.
 extern "C" int foscar_fused_merge_in(int bits, int head_dim, int group_size, int mode, int paged, int channel_k);
 
 // u64 fields of one CTA's timeline record (the layout: kTimelineFields in folded_decode_sm90.cuh; the reader's
