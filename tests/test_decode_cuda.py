@@ -763,6 +763,15 @@ def test_merge_buffers_are_sized_for_the_merge():
         decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "both")
 
 
+def test_defined_value_reads_an_nvcc_define_in_either_spelling():
+    dv = decode_cuda.defined_value
+    assert dv(("-O3", "-DFOSCAR_FUSED_MERGE=0"), "FOSCAR_FUSED_MERGE") == "0"
+    assert dv(("-D", "FOSCAR_FUSED_MERGE=0", "-DX"), "FOSCAR_FUSED_MERGE") == "0"
+    assert dv(("-DFOSCAR_FUSED_MERGE",), "FOSCAR_FUSED_MERGE") == "1"
+    assert dv(("-DFOSCAR_FUSED_MERGE_X=0", "-D"), "FOSCAR_FUSED_MERGE") is None
+    assert dv(("-DA=1", "-DA=0"), "A") == "0"
+
+
 def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
     """Every build holds the fused merge unless FOSCAR_FUSED_MERGE=0 leaves it out (other flags: another cached
     build); FOSCAR_MERGE, read per plan, does not change the build; a bad FOSCAR_MERGE stops the import with the
@@ -792,6 +801,10 @@ def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
         monkeypatch.delenv("FOSCAR_NVCC_DEFINES")
         monkeypatch.setenv("FOSCAR_NVCC_FLAGS", "-DFOSCAR_FUSED_MERGE=0")  # the same define through the flags
         assert not importlib.reload(decode_cuda).FUSED_MERGE_BUILT
+        monkeypatch.setenv("FOSCAR_NVCC_FLAGS", "-D FOSCAR_FUSED_MERGE=0")  # spelled as two words
+        assert not importlib.reload(decode_cuda).FUSED_MERGE_BUILT
+        monkeypatch.setenv("FOSCAR_NVCC_FLAGS", "-DFOSCAR_FUSED_MERGE=0 -DFOSCAR_FUSED_MERGE=1")  # the last one wins
+        assert importlib.reload(decode_cuda).FUSED_MERGE_BUILT
         monkeypatch.delenv("FOSCAR_NVCC_FLAGS")
         monkeypatch.setenv("FOSCAR_MERGE", "both")
         with pytest.raises(ValueError, match="FOSCAR_MERGE: expected 'fused' or 'kernel', got 'both'"):

@@ -57,8 +57,27 @@ if os.environ.get("FOSCAR_MERGE", "fused") not in MERGES:  # checked at import t
 _DEFINES = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
 BASE_NVCC_FLAGS = ("-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo")  # the shipped build
 NVCC_FLAGS = BASE_NVCC_FLAGS + tuple(f"-D{d}" for d in _DEFINES) + tuple(os.environ.get("FOSCAR_NVCC_FLAGS", "").split())
-# the extension holds the in-kernel merge: unless -DFOSCAR_FUSED_MERGE=0 came through FOSCAR_NVCC_DEFINES or _FLAGS
-FUSED_MERGE_BUILT = "-DFOSCAR_FUSED_MERGE=0" not in NVCC_FLAGS
+
+
+def defined_value(flags: tuple[str, ...], name: str) -> str | None:
+    """The value the nvcc ``flags`` give macro ``name`` (``-DNAME=V`` or ``-D NAME=V``; ``"1"`` for a bare
+    ``-DNAME``; the last definition wins), or ``None`` where they define none."""
+    value = None
+    for i, flag in enumerate(flags):
+        if flag == "-D" and i + 1 < len(flags):
+            define = flags[i + 1]
+        elif flag.startswith("-D") and flag != "-D":
+            define = flag[2:]
+        else:
+            continue
+        key, eq, val = define.partition("=")
+        if key == name:
+            value = val if eq else "1"
+    return value
+
+
+# the extension holds the in-kernel merge: unless FOSCAR_FUSED_MERGE=0 came through FOSCAR_NVCC_DEFINES or _FLAGS
+FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
 
 
 def merge_choice(default: str = "fused") -> str:
