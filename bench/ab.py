@@ -68,6 +68,11 @@ class ProbePoint:
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "")
 
 
+def is_group_suffix(suffix: str) -> bool:
+    """Whether one ``:``-separated suffix of a point is a group size, ``gN`` (N digits; :func:`parse_point` checks N)."""
+    return suffix[:1] == "g" and suffix[1:].isdigit()
+
+
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``,
     ``4x8x32768:g64`` (group size 64);
@@ -95,7 +100,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             paged = True
         elif s in WORKLOAD_NAMES:
             workload = s
-        elif s[:1] == "g" and s[1:].isdigit():
+        elif is_group_suffix(s):
             group_size = int(s[1:])
             if group_size not in GROUP_SIZES:
                 raise ValueError(f"point {text!r}: group size {group_size}, expected one of "
@@ -106,23 +111,22 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     return ProbePoint(bits, batch, context, workload, paged, group_size)
 
 
-def build_point(pp: ProbePoint, dev, *, group_size: int | None = None, num_qo_heads: int = NUM_QO_HEADS,
-                num_kv_heads: int = NUM_KV_HEADS, head_dim: int = HEAD_DIM):
+def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
+                head_dim: int = HEAD_DIM):
     """One probe point's data as ``foscar bench`` makes it, on ``dev`` (a ``torch.device``): ``(workload, cache,
     bytes)``. ``workload``: the :class:`bench.workload.Workload` of :func:`bench.workload.build_workload` (fresh random
     data, seed 0: the bf16 query ``[batch, num_qo_heads, head_dim]``, the contiguous cache, its fp64 reference; lengths
     from ``pp.workload`` at a capacity of ``pp.context`` tokens). ``cache``: what FOSCAR reads, the contiguous
     ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
     ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
-    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128), the group size the point's
-    unless given. Used by :func:`run`
+    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128), the group size the point's.
+    Used by :func:`run`
     and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
     from bench.backends import foscar_paged_cache
     from bench.workload import Point, build_workload
 
-    group_size = pp.group_size if group_size is None else group_size
-    pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=group_size, num_qo_heads=num_qo_heads,
+    pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE,
                workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
     w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)

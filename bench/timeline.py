@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.ab import GROUP_SIZE, ProbePoint, build_point, parse_point
+from bench.ab import GROUP_SIZE, ProbePoint, build_point, is_group_suffix, parse_point
 
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
@@ -125,11 +125,11 @@ def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
     return [summarize_call(p, parts[i + 1] if i + 1 < len(parts) else None) for i, p in enumerate(parts)]
 
 
-def profile_point(pp: ProbePoint, group_size: int, num_qo_heads: int, num_kv_heads: int,
+def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
                   head_dim: int) -> tuple[float, list[CallTimeline], np.ndarray]:
     """``(max_rel_err, per-call timelines, raw records)`` of one point on the GPU: ``pp`` as ``bench.ab`` reads it
-    (bits, batch, context, the length distribution, paged or contiguous), its data as :func:`bench.ab.build_point`
-    makes it.
+    (bits, batch, context, the length distribution, paged or contiguous, the group size), its data as
+    :func:`bench.ab.build_point` makes it.
 
     Raises:
         RuntimeError: the extension was built without ``FOSCAR_TIMELINE`` (set it before importing
@@ -146,8 +146,7 @@ def profile_point(pp: ProbePoint, group_size: int, num_qo_heads: int, num_kv_hea
 
     ext = decode_cuda.extension()
     dev = torch.device("cuda")
-    w, cache, nbytes = build_point(pp, dev, group_size=group_size, num_qo_heads=num_qo_heads,
-                                   num_kv_heads=num_kv_heads, head_dim=head_dim)
+    w, cache, nbytes = build_point(pp, dev, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim)
 
     def make(q, c):
         plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
@@ -209,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.group_size is not None:  # points without a :gN suffix take --group-size
         # (args.point, when given, is the points' text one to one; the defaults have no :gN)
         clash = [t for t, pp in zip(args.point or [], points) if pp.group_size != args.group_size
-                 and any(x[:1] == "g" and x[1:].isdigit() for x in t.split(":")[1:])]
+                 and any(is_group_suffix(x) for x in t.split(":")[1:])]
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
         points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)
@@ -222,8 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
         return 2
     for pp in points:
-        err, timelines, records = profile_point(pp, pp.group_size, args.num_qo_heads, args.num_kv_heads,
-                                                args.head_dim)
+        err, timelines, records = profile_point(pp, args.num_qo_heads, args.num_kv_heads, args.head_dim)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)

@@ -152,18 +152,17 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
     rounds = max(1, round(replay_ms / max(one_round, 1e-3)))
     graph = capture_graph(fns, rounds)
     calls = rounds * len(fns)
-    if sustain_s > 0:
-        call_for([graph.replay], sustain_s, torch.cuda.synchronize)
-    if on_sustained is not None:
-        on_sustained()
+    sustain([graph.replay], sustain_s, torch.cuda.synchronize, on_sustained)
     samples = [replay_ms_of(graph) * 1e3 / calls for _ in range(replays)]
     del graph
     return summarize(samples, GRAPH_TIMING)
 
 
-def call_for(fns: list[Callable[[], object]], seconds: float, sync: Callable[[], object] | None = None) -> int:
+def sustain(fns: list[Callable[[], object]], seconds: float, sync: Callable[[], object] | None = None,
+            on_sustained: Callable[[], object] | None = None) -> int:
     """Call ``fns`` in turn, whole rounds, until ``seconds`` of wall time have passed (``sync`` after each round, so
-    that the work is done, not only queued); untimed. Returns the calls made (0 for ``seconds <= 0``)."""
+    that the work is done, not only queued), untimed; then ``on_sustained()``. Returns the calls made (0 for
+    ``seconds <= 0``)."""
     calls, end = 0, time.perf_counter() + seconds
     while seconds > 0 and time.perf_counter() < end:
         for f in fns:
@@ -171,6 +170,8 @@ def call_for(fns: list[Callable[[], object]], seconds: float, sync: Callable[[],
         calls += len(fns)
         if sync is not None:
             sync()
+    if on_sustained is not None:
+        on_sustained()
     return calls
 
 
@@ -203,11 +204,7 @@ def time_fn(
             import torch
 
             torch.cuda.synchronize()
-            call_for(fns, sustain_s, torch.cuda.synchronize)
-            if on_sustained is not None:
-                on_sustained()
+            sustain(fns, sustain_s, torch.cuda.synchronize, on_sustained)
             return time_gpu(fns[0], warmup_ms, rep_ms)
-    call_for(fns, sustain_s)
-    if on_sustained is not None:
-        on_sustained()
+    sustain(fns, sustain_s, on_sustained=on_sustained)
     return time_cpu(fns[0], cpu_reps)

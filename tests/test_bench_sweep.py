@@ -152,11 +152,11 @@ def test_sustained_calls_come_right_before_the_timed_ones():
     then the timed calls; S = 0 adds no call and still calls ``on_sustained``."""
     from time import perf_counter
 
-    from bench.timing import call_for, time_fn
+    from bench.timing import sustain, time_fn
 
     seen: list[str] = []
     fns = [lambda: seen.append("a"), lambda: seen.append("b")]
-    assert call_for(fns, 0) == 0 and not seen
+    assert sustain(fns, 0) == 0 and not seen
     t0 = perf_counter()
     time_fn(fns, "cpu", warmup_ms=1, rep_ms=1, cpu_reps=3, sustain_s=0.02, on_sustained=lambda: seen.append("|"))
     assert perf_counter() - t0 >= 0.02
