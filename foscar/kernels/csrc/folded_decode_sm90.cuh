@@ -82,6 +82,20 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
+#ifndef FOSCAR_BLOCKED  // 1: a probe build (issue 12) whose token-wise instances read a cache laid out block by block:
+#define FOSCAR_BLOCKED 0  // each block of rows (64 tokens contiguous, a page paged) of one (sequence, KV head) holds
+#endif                    // its K codes, V codes, then its four scale arrays, contiguous (bench/NOTES.md §83)
+// FOSCAR_BLOCKED: the byte (code) / float (scale) offset of row r from the views' bases (the default build: r * RB,
+// r * NG); a block is 1 << bshift rows
+#if FOSCAR_BLOCKED
+#define FOSCAR_CODE_OFF(r) (((long long)(r) >> bshift) * ((long long)(2 * RB + 16 * NG) << bshift) + \
+                            ((long long)(r) & ((1 << bshift) - 1)) * RB)
+#define FOSCAR_SCALE_OFF(r) (((long long)(r) >> bshift) * ((long long)(RB / 2 + 4 * NG) << bshift) + \
+                             ((long long)(r) & ((1 << bshift) - 1)) * NG)
+#else
+#define FOSCAR_CODE_OFF(r) ((long long)(r) * RB)
+#define FOSCAR_SCALE_OFF(r) ((long long)(r) * NG)
+#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -1362,12 +1376,16 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int page_mask = (1 << p.page_shift) - 1;
   const uint32_t page_rows = (uint32_t)p.num_kv_heads << p.page_shift;  // rows per page id
   const uint32_t head_row = (uint32_t)hkv << p.page_shift;  // row of this KV head's first token in a page
-  const uint8_t* kc = p.k_codes + row0 * RB;
-  const uint8_t* vc = p.v_codes + row0 * RB;
-  const float* ks_g = p.k_scale + row0 * NG;
-  const float* kz_g = p.k_offset + row0 * NG;
-  const float* vs_g = p.v_scale + row0 * NG;
-  const float* vz_g = p.v_offset + row0 * NG;
+#if FOSCAR_BLOCKED
+  static_assert(!CH, "FOSCAR_BLOCKED: token-wise K only");
+  const int bshift = PAGED ? p.page_shift : 6;
+#endif
+  const uint8_t* kc = p.k_codes + FOSCAR_CODE_OFF(row0);
+  const uint8_t* vc = p.v_codes + FOSCAR_CODE_OFF(row0);
+  const float* ks_g = p.k_scale + FOSCAR_SCALE_OFF(row0);
+  const float* kz_g = p.k_offset + FOSCAR_SCALE_OFF(row0);
+  const float* vs_g = p.v_scale + FOSCAR_SCALE_OFF(row0);
+  const float* vz_g = p.v_offset + FOSCAR_SCALE_OFF(row0);
 
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
@@ -1427,7 +1445,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       const int gt = t0 + tok;
       const bool live = gt < end;
       const long long row = PAGED ? (long long)id_row(idc[jj], gt) : (long long)gt;
-      const long long src = live ? row * RB + 16 * c : 0;
+      const long long src = live ? FOSCAR_CODE_OFF(row) + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
       cp_async16(st + dst, kc + src, live ? 16 : 0);
       cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
@@ -1443,7 +1461,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         if (i < SCALE_CHUNKS) {
           const int left = valid - f0;
           const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
-          const long long src = bytes ? row * NG + f0 % NG : 0;
+          const long long src = bytes ? FOSCAR_SCALE_OFF(row) + f0 % NG : 0;
           uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
           if constexpr (!CH) {
             cp_async16(base, ks_g + src, bytes);
@@ -1458,7 +1476,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         const int tok = f0 / NG;
         const long long row = row_at(ids, tok, t0 + tok);
         const int bytes = f0 < valid ? 4 : 0;
-        const long long src = bytes ? row * NG + f0 % NG : 0;
+        const long long src = bytes ? FOSCAR_SCALE_OFF(row) + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
         if constexpr (!CH) {
           cp_async4(base, ks_g + src, bytes);
@@ -1537,15 +1555,25 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
+#if FOSCAR_BLOCKED  // contiguous: t0 = first + it * stride, first a multiple of 64
+      const long long tb = (long long)(first >> 6) * ((2 * RB + 16 * NG) << 6) + (long long)it * (kWarps * ((2 * RB + 16 * NG) << 6));
+      const uint8_t* ksrc = kc + tb + 16 * lane;
+      const uint8_t* vsrc = vc + tb + 16 * lane;
+#else
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
       const uint8_t* vsrc = vc + trow * RB + 16 * lane;
+#endif
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, ksrc + 512 * jj);
         cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
       }
+#if FOSCAR_BLOCKED
+      const long long srow = tb / 4;
+#else
       const long long srow = trow * NG;  // float of token t0 in the scale rows
+#endif
       if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
         const int h = lane / 16, i = lane % 16;
         if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
@@ -1576,21 +1604,21 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int jj = 0; jj < ROUNDS; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
         const uint32_t rowj = id_row(idj[jj], t0 + tj);
-        const long long src = (long long)rowj * RB + 16 * lane;  // = issue's row * RB + 16 c
+        const long long src = FOSCAR_CODE_OFF(rowj) + 16 * lane;  // = issue's row * RB + 16 c
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, kc + src);
         cp_async16_full(dst + F::CODE_BYTES, vc + src);
       }
       if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_at)
         const int h = lane / 16, i = lane % 16, tok = 4 * i / NG;
-        const long long src = (long long)id_row(ids_q[0], t0 + tok) * NG + 4 * i % NG;
+        const long long src = FOSCAR_SCALE_OFF(id_row(ids_q[0], t0 + tok)) + 4 * i % NG;
         cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + src);
         cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + src);
       } else {
 #pragma unroll
         for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
           const int i = lane + 32 * q, tok = 4 * i / NG;
-          const long long src = (long long)id_row(ids_q[q], t0 + tok) * NG + 4 * i % NG;
+          const long long src = FOSCAR_SCALE_OFF(id_row(ids_q[q], t0 + tok)) + 4 * i % NG;
           cp_async16_full(sst + 16 * i, ks_g + src);
           cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + src);
           cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + src);
