@@ -88,10 +88,10 @@ namespace foscar {
 // FOSCAR_BLOCKED: the byte (code) / float (scale) offset of row r from the views' bases (the default build: r * RB,
 // r * NG); a block is 1 << bshift rows
 #if FOSCAR_BLOCKED
-#define FOSCAR_CODE_OFF(r) (((long long)(r) >> bshift) * ((long long)(2 * RB + 16 * NG) << bshift) + \
-                            ((long long)(r) & ((1 << bshift) - 1)) * RB)
-#define FOSCAR_SCALE_OFF(r) (((long long)(r) >> bshift) * ((long long)(RB / 2 + 4 * NG) << bshift) + \
-                             ((long long)(r) & ((1 << bshift) - 1)) * NG)
+#define FOSCAR_CODE_OFF(r) (!CH ? ((long long)(r) >> bshift) * ((long long)(2 * RB + 16 * NG) << bshift) + \
+                            ((long long)(r) & ((1 << bshift) - 1)) * RB : (long long)(r) * RB)
+#define FOSCAR_SCALE_OFF(r) (!CH ? ((long long)(r) >> bshift) * ((long long)(RB / 2 + 4 * NG) << bshift) + \
+                             ((long long)(r) & ((1 << bshift) - 1)) * NG : (long long)(r) * NG)
 #else
 #define FOSCAR_CODE_OFF(r) ((long long)(r) * RB)
 #define FOSCAR_SCALE_OFF(r) ((long long)(r) * NG)
@@ -1377,7 +1377,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const uint32_t page_rows = (uint32_t)p.num_kv_heads << p.page_shift;  // rows per page id
   const uint32_t head_row = (uint32_t)hkv << p.page_shift;  // row of this KV head's first token in a page
 #if FOSCAR_BLOCKED
-  static_assert(!CH, "FOSCAR_BLOCKED: token-wise K only");
+  // (channel-wise K instances: the usual layout)
   const int bshift = PAGED ? p.page_shift : 6;
 #endif
   const uint8_t* kc = p.k_codes + FOSCAR_CODE_OFF(row0);
@@ -1556,7 +1556,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
 #if FOSCAR_BLOCKED  // contiguous: t0 = first + it * stride, first a multiple of 64
-      const long long tb = (long long)(first >> 6) * ((2 * RB + 16 * NG) << 6) + (long long)it * (kWarps * ((2 * RB + 16 * NG) << 6));
+      const long long tb = !CH ? (long long)(first >> 6) * ((2 * RB + 16 * NG) << 6) +
+                                     (long long)it * (kWarps * ((2 * RB + 16 * NG) << 6)) : trow * RB;
       const uint8_t* ksrc = kc + tb + 16 * lane;
       const uint8_t* vsrc = vc + tb + 16 * lane;
 #else
@@ -1570,7 +1571,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
       }
 #if FOSCAR_BLOCKED
-      const long long srow = tb / 4;
+      const long long srow = !CH ? tb / 4 : trow * NG;
 #else
       const long long srow = trow * NG;  // float of token t0 in the scale rows
 #endif
