@@ -177,7 +177,10 @@ namespace foscar {
 #define FOSCAR_ONLY_HEAD_DIM 0
 #endif
 
-constexpr int kWarps = 4;
+#ifndef FOSCAR_WARPS  // warps a CTA: 4; other values for probes only (bench/NOTES.md §83)
+#define FOSCAR_WARPS 4
+#endif
+constexpr int kWarps = FOSCAR_WARPS;
 
 // Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
 // min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
@@ -633,7 +636,7 @@ __device__ __forceinline__ unsigned long long* tl_epilogue_cuts() {
 #endif
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
-constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
+constexpr int kChunkAlign = 4 * kTileTokens;  // 256 tokens: one CTA iteration of the default 4 warps
 // (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
 // MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
 constexpr int kMinChunk = 512;                     // at least two iterations per chunk
@@ -1121,9 +1124,18 @@ __host__ __device__ constexpr bool fused_merge_in(int bits, int head_dim, int gr
 // spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
 // 0: no bound.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-constexpr int min_blocks() {
+constexpr int min_blocks_4() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
+}
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
+constexpr int min_blocks() {
+  if constexpr (kWarps != 4) {  // a probe's CTA size: the same registers a thread (3 -> 2 CTAs at 6 warps)
+    constexpr int mb = min_blocks_4<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
+    return mb * 4 / kWarps > 0 ? mb * 4 / kWarps : (mb ? 1 : 0);
+  } else {
+    return min_blocks_4<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
+  }
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
