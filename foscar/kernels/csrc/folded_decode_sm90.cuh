@@ -82,20 +82,6 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
-#ifndef FOSCAR_BLOCKED  // 1: a probe build (issue 12) whose token-wise instances read a cache laid out block by block:
-#define FOSCAR_BLOCKED 0  // each block of rows (64 tokens contiguous, a page paged) of one (sequence, KV head) holds
-#endif                    // its K codes, V codes, then its four scale arrays, contiguous (bench/NOTES.md §83)
-// FOSCAR_BLOCKED: the byte (code) / float (scale) offset of row r from the views' bases (the default build: r * RB,
-// r * NG); a block is 1 << bshift rows
-#if FOSCAR_BLOCKED
-#define FOSCAR_CODE_OFF(r) (!CH ? ((long long)(r) >> bshift) * ((long long)(2 * RB + 16 * NG) << bshift) + \
-                            ((long long)(r) & ((1 << bshift) - 1)) * RB : (long long)(r) * RB)
-#define FOSCAR_SCALE_OFF(r) (!CH ? ((long long)(r) >> bshift) * ((long long)(RB / 2 + 4 * NG) << bshift) + \
-                             ((long long)(r) & ((1 << bshift) - 1)) * NG : (long long)(r) * NG)
-#else
-#define FOSCAR_CODE_OFF(r) ((long long)(r) * RB)
-#define FOSCAR_SCALE_OFF(r) ((long long)(r) * NG)
-#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -177,10 +163,7 @@ namespace foscar {
 #define FOSCAR_ONLY_HEAD_DIM 0
 #endif
 
-#ifndef FOSCAR_WARPS  // warps a CTA: 4; other values for probes only (bench/NOTES.md §83)
-#define FOSCAR_WARPS 4
-#endif
-constexpr int kWarps = FOSCAR_WARPS;
+constexpr int kWarps = 4;
 
 // Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
 // min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
@@ -636,7 +619,7 @@ __device__ __forceinline__ unsigned long long* tl_epilogue_cuts() {
 #endif
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
-constexpr int kChunkAlign = 4 * kTileTokens;  // 256 tokens: one CTA iteration of the default 4 warps
+constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
 // (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
 // MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
 constexpr int kMinChunk = 512;                     // at least two iterations per chunk
@@ -1124,18 +1107,9 @@ __host__ __device__ constexpr bool fused_merge_in(int bits, int head_dim, int gr
 // spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
 // 0: no bound.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-constexpr int min_blocks_4() {
+constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
-}
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-constexpr int min_blocks() {
-  if constexpr (kWarps != 4) {  // a probe's CTA size: the same registers a thread (3 -> 2 CTAs at 6 warps)
-    constexpr int mb = min_blocks_4<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
-    return mb * 4 / kWarps > 0 ? mb * 4 / kWarps : (mb ? 1 : 0);
-  } else {
-    return min_blocks_4<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
-  }
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
@@ -1388,16 +1362,12 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   const int page_mask = (1 << p.page_shift) - 1;
   const uint32_t page_rows = (uint32_t)p.num_kv_heads << p.page_shift;  // rows per page id
   const uint32_t head_row = (uint32_t)hkv << p.page_shift;  // row of this KV head's first token in a page
-#if FOSCAR_BLOCKED
-  // (channel-wise K instances: the usual layout)
-  const int bshift = PAGED ? p.page_shift : 6;
-#endif
-  const uint8_t* kc = p.k_codes + FOSCAR_CODE_OFF(row0);
-  const uint8_t* vc = p.v_codes + FOSCAR_CODE_OFF(row0);
-  const float* ks_g = p.k_scale + FOSCAR_SCALE_OFF(row0);
-  const float* kz_g = p.k_offset + FOSCAR_SCALE_OFF(row0);
-  const float* vs_g = p.v_scale + FOSCAR_SCALE_OFF(row0);
-  const float* vz_g = p.v_offset + FOSCAR_SCALE_OFF(row0);
+  const uint8_t* kc = p.k_codes + row0 * RB;
+  const uint8_t* vc = p.v_codes + row0 * RB;
+  const float* ks_g = p.k_scale + row0 * NG;
+  const float* kz_g = p.k_offset + row0 * NG;
+  const float* vs_g = p.v_scale + row0 * NG;
+  const float* vz_g = p.v_offset + row0 * NG;
 
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
@@ -1457,7 +1427,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       const int gt = t0 + tok;
       const bool live = gt < end;
       const long long row = PAGED ? (long long)id_row(idc[jj], gt) : (long long)gt;
-      const long long src = live ? FOSCAR_CODE_OFF(row) + 16 * c : 0;
+      const long long src = live ? row * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
       cp_async16(st + dst, kc + src, live ? 16 : 0);
       cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
@@ -1473,7 +1443,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         if (i < SCALE_CHUNKS) {
           const int left = valid - f0;
           const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
-          const long long src = bytes ? FOSCAR_SCALE_OFF(row) + f0 % NG : 0;
+          const long long src = bytes ? row * NG + f0 % NG : 0;
           uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
           if constexpr (!CH) {
             cp_async16(base, ks_g + src, bytes);
@@ -1488,7 +1458,7 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
         const int tok = f0 / NG;
         const long long row = row_at(ids, tok, t0 + tok);
         const int bytes = f0 < valid ? 4 : 0;
-        const long long src = bytes ? FOSCAR_SCALE_OFF(row) + f0 % NG : 0;
+        const long long src = bytes ? row * NG + f0 % NG : 0;
         uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
         if constexpr (!CH) {
           cp_async4(base, ks_g + src, bytes);
@@ -1567,26 +1537,15 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
     if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
-#if FOSCAR_BLOCKED  // contiguous: t0 = first + it * stride, first a multiple of 64
-      const long long tb = !CH ? (long long)(first >> 6) * ((2 * RB + 16 * NG) << 6) +
-                                     (long long)it * (kWarps * ((2 * RB + 16 * NG) << 6)) : trow * RB;
-      const uint8_t* ksrc = kc + tb + 16 * lane;
-      const uint8_t* vsrc = vc + tb + 16 * lane;
-#else
       const uint8_t* ksrc = kc + trow * RB + 16 * lane;
       const uint8_t* vsrc = vc + trow * RB + 16 * lane;
-#endif
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, ksrc + 512 * jj);
         cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
       }
-#if FOSCAR_BLOCKED
-      const long long srow = !CH ? tb / 4 : trow * NG;
-#else
       const long long srow = trow * NG;  // float of token t0 in the scale rows
-#endif
       if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
         const int h = lane / 16, i = lane % 16;
         if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
@@ -1617,21 +1576,21 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
       for (int jj = 0; jj < ROUNDS; ++jj) {
         const int tj = 32 * jj / NCH;  // first token of round jj, its page that of the whole round
         const uint32_t rowj = id_row(idj[jj], t0 + tj);
-        const long long src = FOSCAR_CODE_OFF(rowj) + 16 * lane;  // = issue's row * RB + 16 c
+        const long long src = (long long)rowj * RB + 16 * lane;  // = issue's row * RB + 16 c
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
         cp_async16_full(dst, kc + src);
         cp_async16_full(dst + F::CODE_BYTES, vc + src);
       }
       if constexpr (SCALE_CHUNKS == 16) {  // issue's chunk i = lane % 16, rows per lane (row_at)
         const int h = lane / 16, i = lane % 16, tok = 4 * i / NG;
-        const long long src = FOSCAR_SCALE_OFF(id_row(ids_q[0], t0 + tok)) + 4 * i % NG;
+        const long long src = (long long)id_row(ids_q[0], t0 + tok) * NG + 4 * i % NG;
         cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + src);
         cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + src);
       } else {
 #pragma unroll
         for (int q = 0; q < SCALE_CHUNKS / 32; ++q) {
           const int i = lane + 32 * q, tok = 4 * i / NG;
-          const long long src = FOSCAR_SCALE_OFF(id_row(ids_q[q], t0 + tok)) + 4 * i % NG;
+          const long long src = (long long)id_row(ids_q[q], t0 + tok) * NG + 4 * i % NG;
           cp_async16_full(sst + 16 * i, ks_g + src);
           cp_async16_full(sst + KM_BYTES + 16 * i, kz_g + src);
           cp_async16_full(sst + 2 * KM_BYTES + 16 * i, vs_g + src);
