@@ -1,6 +1,6 @@
 """The split merge inside the CUDA kernel (``FOSCAR_MERGE=fused``, the default; bench/NOTES.md §29, §79) against
 the fp64 reference: ragged lengths with empty sequences, sequences of one chunk and of many (more chunks than one
-batch of loads, 8 or 16: several batches), contiguous and paged caches, a NaN partial, and the counters left at
+batch of loads, 8 or 16: several batches; 17-32 chunks at head_dim 128 in one round), contiguous and paged caches, a NaN partial, and the counters left at
 zero. GPU only, in a build that holds the fused merge (every build but ``FOSCAR_FUSED_MERGE=0``); each plan reads
 FOSCAR_MERGE, so these tests also run the merge kernel from the same build to compare."""
 
@@ -93,6 +93,31 @@ def test_int2_group_32_paged_holds_no_fused_merge_and_plans_the_merge_kernel(fus
                                *plan._schedule, pv_pack=pv_pack)
 
 
+@pytest.mark.parametrize("num_splits", [17, 24, 32])
+@pytest.mark.parametrize("bits, num_qo_heads, operand", [(2, 32, "bf16"), (4, 64, "bf16"), (2, 8, "fp8"), (2, 16, "bf16")])
+def test_17_to_32_chunks_merge_in_one_round(monkeypatch, bits, num_qo_heads, operand, num_splits):
+    """17-32 chunks of a sequence at head_dim 128 in an instance bounded at 168 registers (G=128) take the merge in
+    one round of loads (merge_rows_warp, NOTES §83): gqa 1, 2, 4 (one head a warp, some warps idle) and 8 (two rows a
+    warp); fixed splits that leave a sequence 17-32 chunks (70000 tokens: 17, 23 or 31; 40000: 16, 23 or 32), fewer
+    (5000 tokens: 10 or 20), one, or none. Against the fp64 reference and against the merge kernel of the same build."""
+    lens = [70000, 0, 5000, 1, 300, 40000]
+    q, cache = _case(torch.device("cuda"), batch=6, num_qo_heads=num_qo_heads, num_kv_heads=8, head_dim=128,
+                     seq_lens=lens, bits=bits, group_size=128)
+    a, la = _decode(q, cache, "fused", monkeypatch, operand=operand, num_splits=num_splits)
+    b, lb = _decode(q, cache, "kernel", monkeypatch, operand=operand, num_splits=num_splits)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    for s, length in enumerate(lens):
+        if length == 0:
+            assert not a[s].any() and bool(torch.isneginf(la[s]).all())
+            continue
+        err = float((a[s].double() - ref[s]).norm() / ref[s].norm())
+        assert err < (1e-1 if operand == "fp8" else 1e-2), f"sequence {s} (length {length}): relative L2 error {err:.3g}"
+        assert float((a[s].float() - b[s].float()).norm() / b[s].float().norm()) < 1e-3, s
+        assert torch.allclose(la[s], lb[s], rtol=0, atol=1e-4), s
+        if operand == "bf16":
+            assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
+
+
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])
 def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
     q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=16, num_kv_heads=2, head_dim=head_dim,
@@ -133,14 +158,16 @@ def test_one_shot_decode_takes_the_merge_kernel_and_plans_the_fused_merge(monkey
     assert float((planned.float() - one_shot.float()).norm() / one_shot.float().norm()) < 1e-3
 
 
-def test_a_nan_partial_makes_its_rows_nan_and_leaves_the_others(monkeypatch):
-    """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five batches of 16 loads): that chunk's partial and LSE are NaN, so the
+@pytest.mark.parametrize("num_splits", [None, 24])
+def test_a_nan_partial_makes_its_rows_nan_and_leaves_the_others(monkeypatch, num_splits):
+    """A NaN K scale in one chunk of a many-chunk sequence (~79 chunks of 512: five batches of 16 loads; with 24
+    fixed splits 23 chunks, merged in one round, NOTES §83): that chunk's partial and LSE are NaN, so the
     merged rows of its KV head's query heads are NaN (LSE too); every other row as the merge kernel's."""
     q, cache = _case(torch.device("cuda"), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
                      seq_lens=[40000, 17], bits=2, group_size=128)
     cache.k_scale[0, 1, 30000] = float("nan")  # sequence 0, KV head 1 (query heads 4..7)
-    a, la = _decode(q, cache, "fused", monkeypatch)
-    b, lb = _decode(q, cache, "kernel", monkeypatch)
+    a, la = _decode(q, cache, "fused", monkeypatch, num_splits=num_splits)
+    b, lb = _decode(q, cache, "kernel", monkeypatch, num_splits=num_splits)
     assert torch.isnan(a[0, 4:]).all() and torch.isnan(la[0, 4:]).all()
     assert not torch.isnan(a[0, :4]).any() and not torch.isnan(a[1]).any()
     assert float((a[0, :4].float() - b[0, :4].float()).norm() / b[0, :4].float().norm()) < 1e-3

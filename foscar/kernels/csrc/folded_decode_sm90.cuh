@@ -82,6 +82,9 @@ namespace foscar {
 #ifndef FOSCAR_STAGES
 #define FOSCAR_STAGES 2
 #endif
+#ifndef FOSCAR_MERGE_WARP  // 1 (default): the in-kernel merge of 17-32 chunks at head_dim 128 in one round of loads
+#define FOSCAR_MERGE_WARP 1  // (merge_rows_warp; bench/NOTES.md §83); 0: two rounds of 16 (merge_rows)
+#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -168,7 +171,7 @@ constexpr int kWarps = 4;
 // Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
 // min_blocks' own: INT2 G=64 at head_dim 128 (186 registers unbounded; bench/NOTES.md §24).
 template <int MODE, bool CH, int BITS, int HEAD_DIM, int GROUP>
-constexpr int imma_min_blocks() {
+__host__ __device__ constexpr int imma_min_blocks() {
   return MODE == 0 && !CH && FOSCAR_IMMA_QK && BITS == 2 && HEAD_DIM == 128 && GROUP == 64 ? 3 : 0;
 }
 constexpr int kTileTokens = 64;  // tokens per warp per iteration (4 m16 tiles)
@@ -1011,7 +1014,54 @@ __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
   }
 }
 
+// The same merge in one round of loads for kMergeBatchLarge < count <= 32 at head_dim 128, where merge_rows takes two
+// (bench/NOTES.md §83): a warp's 32 lanes hold one head's row (a float4 each; the loop's idx / HEAD_DIM is uniform
+// over a warp, as rows of 128 floats are 32 lanes' float4s), each lane loads the head's LSE of chunk `lane` beside
+// its float4 of all chunks, the warp takes the max and the weights' sum by shuffles, and each chunk's weight goes to
+// the lanes from the lane that computed it. The sums run in another order than merge_rows' (fp32 rounding).
 template <int HEAD_DIM>
+__device__ __forceinline__ void merge_rows_warp(const MergeArgs& a) {
+  static_assert(HEAD_DIM == 128, "merge_rows_warp: one float4 a lane over a 128-float row");
+  constexpr int kThreads = kWarps * 32, kMax = 32;
+  const int lane = threadIdx.x % 32;
+  const int row = a.gqa * HEAD_DIM;
+  const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
+  for (int idx = 4 * threadIdx.x; idx < row; idx += 4 * kThreads) {  // warp-uniform: row is a multiple of 128
+    const int head = idx / HEAD_DIM;
+    const float l = lane < a.count ? __ldcg(a.lse_part + head + (long long)lane * a.row_stride) : -INFINITY;
+    float4 o[kMax];
+#pragma unroll
+    for (int u = 0; u < kMax; ++u)  // past the last chunk: zeros (weight 0 below)
+      o[u] = u < a.count ? __ldcg(reinterpret_cast<const float4*>(a.o_part + idx + u * chunk_floats))
+                         : make_float4(0.f, 0.f, 0.f, 0.f);
+    const bool nan = __any_sync(0xffffffffu, l != l);
+    float mx = l;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+    const float w = fast_exp2(l - (mx == -INFINITY ? 0.f : mx));  // 0 for an empty or absent chunk (-inf)
+    float den = w;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) den += __shfl_xor_sync(0xffffffffu, den, d);
+    float num[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int u = 0; u < kMax; ++u) {
+      const float wu = __shfl_sync(0xffffffffu, w, u);
+      num[0] = fmaf(wu, o[u].x, num[0]);
+      num[1] = fmaf(wu, o[u].y, num[1]);
+      num[2] = fmaf(wu, o[u].z, num[2]);
+      num[3] = fmaf(wu, o[u].w, num[3]);
+    }
+    float out[4], lse2;
+    finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, mx, out, lse2);  // a NaN LSE makes the row NaN
+    store_bf16x4(a.out + idx, out);
+    if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
+  }
+}
+
+// MW: the instance may take merge_rows_warp (its 32 float4 a thread in flight): those bounded at 168 registers
+// (min_blocks 3), which it leaves at 168 without spills; in an unbounded instance of 128 registers (INT4 G=64) it
+// raised the kernel's count to 168 (a noinline callee's registers count against its caller's) and moved its loop
+template <int HEAD_DIM, bool MW>
 __device__ __noinline__ void merge_chunks(MergeArgs a) {
   __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
   int last = 0;
@@ -1023,10 +1073,17 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
   }
   if (!__syncthreads_or(last)) return;
 
-  if (a.count <= kMergeBatchSmall)
+  if (a.count <= kMergeBatchSmall) {
     merge_rows<HEAD_DIM, kMergeBatchSmall>(a);
-  else
-    merge_rows<HEAD_DIM, kMergeBatchLarge>(a);
+    return;
+  }
+  if constexpr (HEAD_DIM == 128 && MW && FOSCAR_MERGE_WARP) {
+    if (a.count > kMergeBatchLarge && a.count <= 32) {
+      merge_rows_warp<HEAD_DIM>(a);
+      return;
+    }
+  }
+  merge_rows<HEAD_DIM, kMergeBatchLarge>(a);
 }
 #endif  // FOSCAR_FUSED_MERGE
 
@@ -1107,7 +1164,7 @@ __host__ __device__ constexpr bool fused_merge_in(int bits, int head_dim, int gr
 // spill; shared memory and registers held them at 2 CTAs per SM before too; bench/NOTES.md §38).
 // 0: no bound.
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
-constexpr int min_blocks() {
+__host__ __device__ constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
 }
@@ -1171,8 +1228,8 @@ __host__ __device__ constexpr int merge_row_floats() {
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count, this CTA's slot), parked in shared
 // memory across the loop. PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
-// FM: the instance holds the in-kernel merge (fused_merge_in).
-template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK, bool FM>
+// FM: the instance holds the in-kernel merge (fused_merge_in); MW: its merge may take merge_rows_warp (merge_chunks).
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK, bool FM, bool MW>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
                                          const float (&o_acc)[Fmt<BITS, HEAD_DIM, GROUP>::KSTEPS][4],
                                          const float (&m_run)[2], const float (&l_part)[2], int hkv, int warp, int g,
@@ -1262,7 +1319,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     if (FM && p.fuse_merge) {
       const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
-      merge_chunks<HEAD_DIM>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
+      merge_chunks<HEAD_DIM, MW>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
                                        p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
                                        num_qo_heads, p.gqa, count});
     } else
@@ -2472,7 +2529,9 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
   FOSCAR_TL(6, clock64());
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
-  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK, fused_merge_in(BITS, HEAD_DIM, GROUP, MODE, PAGED, CH)>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g, tig);
+  epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK, fused_merge_in(BITS, HEAD_DIM, GROUP, MODE, PAGED, CH),
+           min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>() == 3>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g,
+                                                                     tig);
   FOSCAR_TL(7, clock64());
 #if FOSCAR_TIMELINE
   for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, tl_epilogue_cuts()[c]);
