@@ -83,7 +83,8 @@ namespace foscar {
 #define FOSCAR_STAGES 2
 #endif
 #ifndef FOSCAR_MERGE_WARP  // 1 (default): the in-kernel merge of 17-32 chunks at head_dim 128 in one round of loads
-#define FOSCAR_MERGE_WARP 1  // (merge_rows_warp; bench/NOTES.md §83); 0: two rounds of 16 (merge_rows)
+#define FOSCAR_MERGE_WARP 1  // (merge_rows_warp; bench/NOTES.md §83); 0 (FOSCAR_NVCC_DEFINES="FOSCAR_MERGE_WARP=0", a
+                             // build setting, not read at plan time): two rounds of 16 (merge_rows)
 #endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
@@ -959,7 +960,8 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
 };
 // chunks a thread loads at once: 8 where a sequence has at most 8 chunks (16 measured 2-3% slower at uniform batches
 // of 8, its weights and sums for 16 slots), else 16 (one L2 round trip fewer a batch: 2-3% faster at batch 1, 16-32
-// chunks, ~1% on ragged batches of 8; bench/NOTES.md §79)
+// chunks, ~1% on ragged batches of 8; bench/NOTES.md §79). 17-32 chunks at head_dim 128 take merge_rows_warp where the
+// instance allows it (merge_chunks).
 constexpr int kMergeBatchSmall = 8, kMergeBatchLarge = 16;
 
 // The merge of one (sequence, KV head) by the last CTA (merge_chunks): BATCH chunks a thread in flight
@@ -1058,9 +1060,11 @@ __device__ __forceinline__ void merge_rows_warp(const MergeArgs& a) {
   }
 }
 
-// MW: the instance may take merge_rows_warp (its 32 float4 a thread in flight): those bounded at 168 registers
-// (min_blocks 3), which it leaves at 168 without spills; in an unbounded instance of 128 registers (INT4 G=64) it
-// raised the kernel's count to 168 (a noinline callee's registers count against its caller's) and moved its loop
+// MW: the instance may take merge_rows_warp (its 32 float4 a thread in flight): those compiled with a bound of 3
+// CTAs an SM, 168 registers (launch_min_blocks 3), where it changed no register count and added no spill (two FP8
+// channel-wise loops moved by register allocation, bench/NOTES.md §83); in an unbounded instance of 128 registers
+// (INT4 G=64) it raised the kernel's count to 168 (a noinline callee's registers count against its caller's) and
+// moved its loop
 template <int HEAD_DIM, bool MW>
 __device__ __noinline__ void merge_chunks(MergeArgs a) {
   __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
@@ -1167,6 +1171,17 @@ template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = fal
 __host__ __device__ constexpr int min_blocks() {
   return (HEAD_DIM == 128 && GROUP == 128 && MODE != kPerValue) || imma_min_blocks<MODE, CH, BITS, HEAD_DIM, GROUP>() ? 3
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
+}
+
+// The bound the kernel is compiled with (FOSCAR_LAUNCH_BOUNDS): FOSCAR_MIN_BLOCKS where a build defines it, else
+// min_blocks
+template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
+__host__ __device__ constexpr int launch_min_blocks() {
+#ifdef FOSCAR_MIN_BLOCKS
+  return FOSCAR_MIN_BLOCKS;
+#else
+  return min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>();
+#endif
 }
 
 // ---- Phase: online softmax of one 64-token sub-tile, per head (the lane's columns 2tig, 2tig+1), from
@@ -2530,8 +2545,8 @@ __global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
   epilogue<BITS, HEAD_DIM, GROUP, MODE, CH, PK, fused_merge_in(BITS, HEAD_DIM, GROUP, MODE, PAGED, CH),
-           min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>() == 3>(p, smem, s_work, o_acc, m_run, l_part, hkv, warp, g,
-                                                                     tig);
+           launch_min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>() == 3>(p, smem, s_work, o_acc, m_run, l_part, hkv,
+                                                                            warp, g, tig);
   FOSCAR_TL(7, clock64());
 #if FOSCAR_TIMELINE
   for (int c = 0; c < 3; ++c) FOSCAR_TL(10 + c, tl_epilogue_cuts()[c]);
