@@ -89,12 +89,8 @@ namespace foscar {
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
-#ifdef FOSCAR_MIN_BLOCKS  // cap registers so that this many CTAs fit on an SM (every instance)
-#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, FOSCAR_MIN_BLOCKS)
-#else  // per instance, min_blocks below (0: none; a min-blocks of 1 is not the same: ptxas then used
-       // 167 registers instead of 128)
-#define FOSCAR_LAUNCH_BOUNDS(MIN_BLOCKS) __launch_bounds__(kWarps * 32, MIN_BLOCKS)
-#endif
+// FOSCAR_MIN_BLOCKS (undefined by default): cap registers so that this many CTAs fit on an SM, every instance
+// (launch_min_blocks; without it, each instance's min_blocks)
 
 #ifndef FOSCAR_FUSED_MERGE  // 1 (default): compile the in-kernel split merge (plans take it unless FOSCAR_MERGE=kernel;
 #define FOSCAR_FUSED_MERGE 1  // NOTES §79); 0: only the merge kernel (foscar/kernels/merge_triton.py) can merge
@@ -964,6 +960,18 @@ struct MergeArgs {        // one (sequence, KV head), by value: no reference to 
 // instance allows it (merge_chunks).
 constexpr int kMergeBatchSmall = 8, kMergeBatchLarge = 16;
 
+// A merged row's 4 channels from float idx of the [gqa, HEAD_DIM] block (bf16) and, at channel 0 of query head
+// head (idx / HEAD_DIM), its LSE (natural log): finalize_row over the weighted sums num, den with the max m; nan (a NaN LSE among the chunks) makes
+// the row and its LSE NaN. merge_rows' and merge_rows_warp's end.
+template <int HEAD_DIM>
+__device__ __forceinline__ void write_merged(const MergeArgs& a, int idx, int head, const float (&num)[4], float den,
+                                             float m, bool nan) {
+  float o[4], lse2;
+  finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, m, o, lse2);
+  store_bf16x4(a.out + idx, o);
+  if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
+}
+
 // The merge of one (sequence, KV head) by the last CTA (merge_chunks): BATCH chunks a thread in flight
 template <int HEAD_DIM, int BATCH>
 __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
@@ -1009,10 +1017,7 @@ __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
       }
       m = mx;
     }
-    float o[4], lse2;
-    finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, m, o, lse2);  // a NaN LSE makes the row NaN
-    store_bf16x4(a.out + idx, o);
-    if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
+    write_merged<HEAD_DIM>(a, idx, head, num, den, m, nan);
   }
 }
 
@@ -1053,10 +1058,7 @@ __device__ __forceinline__ void merge_rows_warp(const MergeArgs& a) {
       num[2] = fmaf(wu, o[u].z, num[2]);
       num[3] = fmaf(wu, o[u].w, num[3]);
     }
-    float out[4], lse2;
-    finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, mx, out, lse2);  // a NaN LSE makes the row NaN
-    store_bf16x4(a.out + idx, out);
-    if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
+    write_merged<HEAD_DIM>(a, idx, head, num, den, mx, nan);
   }
 }
 
@@ -1173,8 +1175,8 @@ __host__ __device__ constexpr int min_blocks() {
          : PAGED && HEAD_DIM == 128 && !CH && ((BITS == 2 && GROUP == 32 && MODE == kFoldedFp8) || (BITS == 4 && GROUP == 64 && MODE == kFoldedBf16)) ? 2 : 0;
 }
 
-// The bound the kernel is compiled with (FOSCAR_LAUNCH_BOUNDS): FOSCAR_MIN_BLOCKS where a build defines it, else
-// min_blocks
+// The bound the kernel is compiled with (its __launch_bounds__' min-blocks; 0: none, which is not the same as 1:
+// ptxas then used 167 registers instead of 128): FOSCAR_MIN_BLOCKS where a build defines it, else min_blocks
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PAGED = false>
 __host__ __device__ constexpr int launch_min_blocks() {
 #ifdef FOSCAR_MIN_BLOCKS
@@ -1360,7 +1362,8 @@ __device__ __forceinline__ float tree_max(const float (&t)[M], int i0) {
 }
 
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool PAGED, bool CH, bool PK = false>
-__global__ void FOSCAR_LAUNCH_BOUNDS((min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>())) folded_decode_kernel(const Params p) {
+__global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM, GROUP, MODE, CH, PAGED>()))
+    folded_decode_kernel(const Params p) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, NCH = F::NCH, NG = F::NG, P = F::P, KSTEPS = F::KSTEPS;
   constexpr bool PER_VALUE = MODE == kPerValue;
