@@ -163,6 +163,24 @@ namespace foscar {
 #define FOSCAR_ONLY_HEAD_DIM 0
 #endif
 
+// 0 (default): the 16-byte cp.async copies of K/V codes and scales carry no L2 prefetch-size hint; 64, 128 or 256:
+// they carry `.L2::<N>B` (each copy asks L2 to fetch the N-byte block around it from DRAM; CUTLASS's SM80 copies
+// use 128). A probe knob for issue 12's one-wave points (bench/NOTES.md §84)
+#ifndef FOSCAR_CP_L2_PREFETCH
+#define FOSCAR_CP_L2_PREFETCH 0
+#endif
+#if FOSCAR_CP_L2_PREFETCH == 0
+#define FOSCAR_CP_L2_HINT ""
+#elif FOSCAR_CP_L2_PREFETCH == 64
+#define FOSCAR_CP_L2_HINT ".L2::64B"
+#elif FOSCAR_CP_L2_PREFETCH == 128
+#define FOSCAR_CP_L2_HINT ".L2::128B"
+#elif FOSCAR_CP_L2_PREFETCH == 256
+#define FOSCAR_CP_L2_HINT ".L2::256B"
+#else
+#error "FOSCAR_CP_L2_PREFETCH: 0, 64, 128 or 256"
+#endif
+
 constexpr int kWarps = 4;
 
 // Integer-QK instances held to 3 CTAs per SM (<= 168 registers) by their launch bounds besides
@@ -292,10 +310,11 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global" FOSCAR_CP_L2_HINT " [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async16_full(uint32_t smem, const void* gmem) {  // all 16 bytes
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
+  asm volatile("cp.async.cg.shared.global" FOSCAR_CP_L2_HINT " [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
