@@ -37,6 +37,7 @@ default)::
     cpu_reps = 3                        # interpreter: median of this many perf_counter calls
     seed = 0                            # the random K/V and q
     sustain_s = 0                       # seconds of untimed calls before each row: the power state of sustained decoding
+    read_floor = false                  # time a plain read of each row's bytes too: read_floor_us, floor_fraction
 
     [workload]                          # the [sweep] grid's sequence lengths and cache capacity
     name = "uniform"                    # uniform | one-long | lognormal | capacity (bench/lengths.py)
@@ -112,7 +113,7 @@ UNBUILT_OPERANDS = {
 MAX_SUSTAIN_S = 60  # sustain_s's largest value: a minute of untimed calls before every row
 # fields added after runs were recorded, left out of BenchConfig.to_dict (and so of the config hash) at their default:
 # an older run's meta.json, which lacks them, then still hashes as recorded (resume, foscar merge, foscar compare)
-OMITTED_AT_DEFAULT: dict[str, Any] = {"sustain_s": 0.0}
+OMITTED_AT_DEFAULT: dict[str, Any] = {"sustain_s": 0.0, "read_floor": False}
 GRIDS = ("sweep", "ragged")  # the [sweep] grid and the [[ragged]] grid (results.csv column grid)
 WORKLOAD_KEYS = tuple(f.name for f in dataclasses.fields(WorkloadSpec))
 RAGGED_KEYS = ("batch", "context", "workload")
@@ -161,6 +162,8 @@ class BenchConfig:
     seed: int = 0
     # seconds of untimed back-to-back calls before each row's timing (bench.timing.sustain; 0: none)
     sustain_s: float = 0.0
+    # time the read floor of every timed row too (bench.hbm.read_floor_us: results.csv read_floor_us, floor_fraction)
+    read_floor: bool = False
     # [workload]: lengths and capacity of the [sweep] grid
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     # [[ragged]]: the ragged grid
@@ -211,7 +214,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "shape": SHAPE_TABLE_FIELDS,
     "sweep": (*SWEEP_TABLE_FIELDS, "operand", "kernels"),
     "check": ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand", "full_check_max_tokens"),
-    "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed", "sustain_s"),
+    "timing": ("warmup_ms", "rep_ms", "cpu_reps", "seed", "sustain_s", "read_floor"),
 }
 _LIST_FIELDS = (*SWEPT_FIELDS, "operand", "kernels")
 
@@ -474,6 +477,8 @@ def validate(cfg: BenchConfig) -> None:
     if isinstance(sustain, bool) or not (isinstance(sustain, (int, float)) and 0 <= sustain <= MAX_SUSTAIN_S):
         raise FoscarError(f"sustain_s: expected seconds from 0 to {MAX_SUSTAIN_S}, got {sustain!r}")
     cfg.sustain_s = float(sustain)  # TOML's 2 and --sustain-s 2.0: one config, one hash
+    if not isinstance(cfg.read_floor, bool):
+        raise FoscarError(f"read_floor: expected true or false, got {cfg.read_floor!r}")
 
 
 def _validate_workloads(cfg: BenchConfig) -> None:

@@ -25,9 +25,15 @@ flagged ``suspect``, not dropped (bench/results.py). Achieved TB/s of every kern
 divided by it (``sol_fraction``): a kernel that claims more bandwidth than the memory
 can stream is mis-measured (DESIGN §6). Both figures are timed with
 :func:`bench.timing.time_gpu` (do_bench).
+
+The read floor (:func:`read_floor_us`, ``foscar bench --read-floor``) is the same read stream over exactly a row's
+bytes, timed as the row is (CUDA-graph replays over its rotating copies): what any kernel that reads those bytes
+can do at that size and with that timing.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -35,6 +41,7 @@ from bench.timing import time_gpu
 
 DEFAULT_BYTES = 16 << 30
 MIN_BYTES = 64 << 20
+READ_SHAPES = ((4096, 4), (16384, 8))  # the read stream's shapes: (int32 words a program, warps); the faster counts
 
 
 def measure_hbm(device: torch.device, nbytes: int = DEFAULT_BYTES) -> dict[str, float]:
@@ -59,7 +66,7 @@ def measure_hbm(device: torch.device, nbytes: int = DEFAULT_BYTES) -> dict[str, 
     copy = time_gpu(lambda: dst.copy_(src), warmup_ms=25, rep_ms=200)
     # two read shapes (more bytes in flight per thread in the second); the faster counts
     read = min(
-        (time_gpu(_read_stream(buf, block, warps), warmup_ms=25, rep_ms=200) for block, warps in ((4096, 4), (16384, 8))),
+        (time_gpu(_read_stream(buf, block, warps), warmup_ms=25, rep_ms=200) for block, warps in READ_SHAPES),
         key=lambda t: t.median_us,
     )
     del buf, src, dst
@@ -74,19 +81,62 @@ def measure_hbm_tbps(device: torch.device, nbytes: int = DEFAULT_BYTES) -> float
     return measure_hbm(device, nbytes)["ceiling_tbps"]
 
 
-def _read_stream(buf: torch.Tensor, block: int, num_warps: int):
-    """A callable that reads every byte of ``buf`` once (an int32 sum per ``block`` words)."""
+def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | None:
+    """The read floor of a row: the median time (us) of the faster of :data:`READ_SHAPES`' read streams over exactly
+    ``nbytes`` bytes, timed as ``foscar bench`` times a row (:func:`bench.timing.time_graph`: CUDA-graph replays
+    over ``copies`` buffers of ``nbytes`` each, called in turn; ``copies`` as the row's rotation,
+    :func:`bench.sweep.rotation`). What any kernel that must read those bytes can do at that size: a row's
+    ``floor_fraction`` is this over its median.
+
+    The ceiling (:func:`measure_hbm`) is a 16 GiB stream; a decode of 160 MiB lasts ~40 us, and the launch and the
+    first loads' latency are a larger share of that. Measured on an H200 (bench/NOTES.md §84): 94-95% of the ceiling
+    at 160 MiB, 97-98% at 320-640 MiB, 99-100% from 1.25 GiB.
+
+    Returns ``None`` where the buffers would take more than half the free device memory (nothing is read).
+
+    Raises:
+        ValueError: ``nbytes`` or ``copies`` below 1.
+    """
+    if nbytes < 1 or copies < 1:
+        raise ValueError(f"nbytes and copies: expected >= 1, got {nbytes} and {copies}")
+    words = -(-nbytes // 4)
+    free, _ = torch.cuda.mem_get_info(device)
+    if 4 * words * copies > free // 2:
+        return None
+    from bench.timing import time_graph
+
+    bufs = [torch.empty(4 * words, dtype=torch.uint8, device=device) for _ in range(copies)]
+    for b in bufs:
+        b.view(torch.int32).random_()
+    try:
+        return min(time_graph([_read_stream(b, block, warps) for b in bufs]).median_us for block, warps in READ_SHAPES)
+    finally:
+        del bufs
+        torch.cuda.empty_cache()
+
+
+@functools.lru_cache(maxsize=None)
+def _read_kernel():
+    """The read stream's Triton kernel (compiled once per process and shape)."""
     import triton
     import triton.language as tl
 
     @triton.jit
-    def _read_kernel(X, Out, n_words, BLOCK: tl.constexpr):
+    def read_kernel(X, Out, n_words, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(X + offs, mask=offs < n_words, other=0)
         tl.store(Out + pid, tl.sum(x, axis=0))
 
+    return read_kernel
+
+
+def _read_stream(buf: torch.Tensor, block: int, num_warps: int):
+    """A callable that reads every byte of ``buf`` once (an int32 sum per ``block`` words)."""
+    import triton
+
+    kernel = _read_kernel()
     words = buf.view(torch.int32)
     programs = triton.cdiv(words.numel(), block)
     out = torch.empty(programs, dtype=torch.int32, device=buf.device)
-    return lambda: _read_kernel[(programs,)](words, out, words.numel(), BLOCK=block, num_warps=num_warps)
+    return lambda: kernel[(programs,)](words, out, words.numel(), BLOCK=block, num_warps=num_warps)

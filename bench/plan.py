@@ -13,7 +13,8 @@ setup constants are :data:`GPU_SETUP` or :data:`INTERPRETER_SETUP`):
   (random K/V, quantization in chunks, FlashInfer's BF16 paged cache, the fp64
   reference of the checked rows);
 * each row that runs: ``row_s`` (build, the checked first call, rotation copies,
-  graph capture), plus ``sustain_s`` (``--sustain-s``), plus its timing:
+  graph capture), plus ``sustain_s`` (``--sustain-s``), plus its timing (three times with ``--read-floor``: the
+  row's read floor, two read shapes timed as the row is):
 
   - GPU (CUDA-graph timing, :func:`bench.timing.time_graph`): ``GRAPH_REPLAYS``
     replays (one probe, one untimed, 15 timed), each lasting ``REPLAY_S`` or one
@@ -110,13 +111,15 @@ def setup_costs(interpreter: bool) -> SetupCosts:
     return INTERPRETER_SETUP if interpreter else GPU_SETUP
 
 
-def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int, sustain_s: float = 0.0) -> float:
+def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int, sustain_s: float = 0.0, read_floor: bool = False) -> float:
     """Estimated wall time of one row that runs (see the module docstring); ``sustain_s``: the config's untimed
-    seconds before the row's timing (``--sustain-s``), counted in full."""
+    seconds before the row's timing (``--sustain-s``), counted in full; ``read_floor`` (``--read-floor``): the
+    row's read floor timed too, two read shapes timed as the row (an upper bound: rows of the same bytes share one)."""
     if interpreter:
         return INTERPRETER_SETUP.row_s + (1 + cpu_reps) * INTERPRETER_CALL_S + sustain_s
     call_s = nbytes / (ASSUMED_TBPS * 1e12)
-    return GPU_SETUP.row_s + GRAPH_REPLAYS * max(REPLAY_S, call_s) + sustain_s
+    timing_s = GRAPH_REPLAYS * max(REPLAY_S, call_s)
+    return GPU_SETUP.row_s + timing_s + sustain_s + (2 * timing_s if read_floor else 0.0)
 
 
 def plan_points(
@@ -141,8 +144,8 @@ def plan_points(
         if run:
             kv_bf16 = point.num_kv_heads * point.kv_tokens * point.head_dim * 2 * 2
             seconds = setup_costs(interpreter).point_s + kv_bf16 / SETUP_BYTES_PER_S
-            seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps, cfg.sustain_s)
-                           for be, _ in run)
+            seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps, cfg.sustain_s,
+                                       cfg.read_floor) for be, _ in run)
         plans.append(
             PointPlan(
                 point=point,

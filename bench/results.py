@@ -25,6 +25,10 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   ``sol_fraction`` (tbps / ``hbm_ceiling_tbps``), ``hbm_ceiling_tbps`` (the HBM ceiling
   measured on the GPU this row ran on, :mod:`bench.hbm`; a merged multi-GPU run keeps each
   row's own; empty on the CPU);
+* the read floor (``foscar bench --read-floor``; empty without it, on the CPU, and where its buffers did not fit):
+  ``read_floor_us`` (a plain read of exactly ``bytes``, timed as the row is, over as many copies as the row's
+  rotation: :func:`bench.hbm.read_floor_us`), ``floor_fraction`` (read_floor_us / median_us: 1.0 is as fast as
+  reading the row's bytes can be at that size, where ``sol_fraction`` compares with a 16 GiB stream);
 * speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
   the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
   median_us; the same against FlashInfer with an FP8 e4m3 cache:
@@ -70,6 +74,7 @@ COLUMNS = [
     *SHAPE_COLUMNS,
     *WORKLOAD_COLUMNS,
     "median_us", "p20_us", "p80_us", "reps", "bytes", "tbps", "sol_fraction", "hbm_ceiling_tbps",
+    "read_floor_us", "floor_fraction",
     "baseline_kernel", "baseline_us", "speedup_vs_flashinfer_bf16",
     "baseline_fp8_kernel", "baseline_fp8_us", "speedup_vs_flashinfer_fp8",
     "max_rel_err", "checked_rows", "status", "error", "timing_mode", "working_set_bytes", "gpu_uuid",
@@ -195,7 +200,8 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
               "sm_clock_after_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     _backfill_workload(df)
-    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "hbm_ceiling_tbps", "baseline_us", "baseline_fp8_us",
+    for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "hbm_ceiling_tbps", "read_floor_us",
+              "floor_fraction", "baseline_us", "baseline_fp8_us",
               "speedup_vs_flashinfer_bf16", "speedup_vs_flashinfer_fp8", "max_rel_err"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("float64")
     df["is_baseline"] = df["is_baseline"].astype(bool)

@@ -85,6 +85,7 @@ class BenchOptions(StudyOptions):
     short_len: int | None = None
     grids: list[str] = field(default_factory=list)  # "sweep", "ragged" (empty: both)
     sustain_s: float | None = None  # seconds of untimed calls before each row (BenchConfig.sustain_s)
+    read_floor: bool | None = None  # time each row's read floor too (BenchConfig.read_floor)
     dry_run: bool = False
     nearest_preset: bool = False  # an unknown GPU runs the nearest preset (only when asked)
 

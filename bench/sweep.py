@@ -15,7 +15,10 @@ then the ``[[ragged]]`` grid, :func:`bench.points.grid`):
    and a failed row is not timed); then time it: CUDA-graph replay over rotating
    input copies (:func:`rotation`, :mod:`bench.timing`), with the GPU's SM clock
    and clock event reasons read just before and just after (:mod:`bench.clocks`);
-4. add the point's speed-ups and the clock notes (over all rows so far), rewrite ``results.csv`` (so nothing measured is lost
+4. with ``--read-floor`` (``BenchConfig.read_floor``), once the point's inputs are freed: every timed row's read floor,
+   a plain read of its bytes over as many copies as its rotation, timed the same way (:func:`bench.hbm.read_floor_us`;
+   one measurement per byte count and copy count in a run): ``read_floor_us`` and ``floor_fraction``;
+5. add the point's speed-ups and the clock notes (over all rows so far), rewrite ``results.csv`` (so nothing measured is lost
    if a later point crashes the process), print the point's table, free memory.
 
 A point or row that raises (out of memory, compile error, unsupported shape) is
@@ -35,7 +38,7 @@ on stderr shows the current point where stderr is a terminal.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +50,14 @@ from bench.backends import Backend, Prepared, operand_unavailable
 from bench.clocks import ClockReader, add_clock_notes, clock_fields
 from bench.config import BenchConfig, config_from_meta
 from bench.engine import Site, Study, error_reason, run_points
+from bench.hbm import read_floor_us
 from bench.kinds import BENCH
 from bench.plan import plan_points
 from bench.points import grid, row_specs  # noqa: F401  (re-exported: bench.sweep.grid)
 from bench.resume import row_key
 from bench.results import (
     POINT_KEYS,
+    TIMED,
     add_speedups,
     new_row,
     read_results,
@@ -82,6 +87,7 @@ class Sweep:
     progress: bool = False  # a rich bar on stderr (where stderr is a terminal)
     clocks: ClockReader | None = None  # NVML reader of the GPU's clocks; None: none recorded
     indices: list[int] | None = None  # grid indices to run (a shard, bench.shard); None: every point
+    floors: dict[tuple[int, int], float | None] = field(default_factory=dict)  # (bytes, copies) -> read floor, us
 
 
 __all__ = ["BenchStudy", "Sweep", "error_reason", "grid", "row_specs", "run_point", "run_sweep"]
@@ -240,7 +246,28 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
         _run_row(be, op, row, w, checked, sweep)
         _free(dev, collect=False)
     del w
+    if cfg.read_floor and dev.type == "cuda":
+        _free(dev)
+        for row in rows:
+            _set_read_floor(row, sweep)
     return rows
+
+
+def _set_read_floor(row: dict[str, Any], sweep: Sweep) -> None:
+    """``read_floor_us`` and ``floor_fraction`` of a timed row (:func:`bench.hbm.read_floor_us` over its bytes and its
+    rotation's copies, measured once per pair in a run); left empty where the floor's buffers do not fit or its
+    timing raises (the row keeps its own numbers)."""
+    if row.get("status") not in TIMED or not row.get("bytes") or not row.get("working_set_bytes"):
+        return
+    key = (int(row["bytes"]), int(row["working_set_bytes"]) // int(row["bytes"]))
+    if key not in sweep.floors:
+        try:
+            sweep.floors[key] = read_floor_us(*key, sweep.device)
+        except Exception:  # a floor that cannot be timed leaves the row as it is
+            sweep.floors[key] = None
+    floor = sweep.floors[key]
+    if floor is not None:
+        row.update(read_floor_us=floor, floor_fraction=floor / row["median_us"])
 
 
 def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: str, sweep: Sweep) -> None:

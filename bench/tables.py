@@ -23,12 +23,14 @@ def _num(x: Any, fmt: str) -> str:
 
 
 def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
-    """One point's rows: time (p20-p80), TB/s, fraction of the HBM ceiling, speed-ups vs FlashInfer
-    BF16 and FP8-KV at their best (a column empty for the whole point is left out), error."""
+    """One point's rows: time (p20-p80), TB/s, fraction of the HBM ceiling (and of the read floor, where measured),
+    speed-ups vs FlashInfer BF16 and FP8-KV at their best (a column empty for the whole point is left out), error."""
     modes = set(df["timing_mode"].dropna())
     notes = [TIMING_LABELS[m] for m in sorted(modes) if m in TIMING_LABELS]
     if hbm_tbps:
         notes.append(f"SOL = TB/s / HBM ceiling {hbm_tbps:.2f} TB/s")
+    if "floor_fraction" in df and df["floor_fraction"].notna().any():
+        notes.append("floor = a plain read of the row's bytes, timed the same way / median (--read-floor)")
     checked = df["checked_rows"].dropna()
     if len(checked):
         title += f"  (checked rows: {checked.iloc[0]})"
@@ -41,6 +43,7 @@ def point_table(df: pd.DataFrame, title: str, hbm_tbps: float | None) -> Table:
         ("p20-p80 us", "right", [_spread(r) for r in records]),
         ("TB/s", "right", [_num(r["tbps"], ".2f") for r in records]),
         ("SOL", "right", [_num(r["sol_fraction"], ".0%") for r in records]),
+        ("floor", "right", [_num(r.get("floor_fraction"), ".0%") for r in records]),
         ("vs FI BF16", "right", [_num(r["speedup_vs_flashinfer_bf16"], ".2f") for r in records]),
         ("vs FI FP8", "right", [_num(r["speedup_vs_flashinfer_fp8"], ".2f") for r in records]),
         ("rel err", "right", [_num(r["max_rel_err"], ".1e") for r in records]),

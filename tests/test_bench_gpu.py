@@ -60,3 +60,22 @@ def test_cli_run_on_gpu(tmp_path):
     assert ok["tbps"].map(math.isfinite).all() and (ok["sol_fraction"] <= 1.0).all()
     summary = json.loads((out / "summary.json").read_text())
     assert "foscar-triton/int2/bf16" in summary["geomean_speedup"]
+
+
+def test_read_floor_of_a_run(tmp_path):
+    """``--read-floor``: every timed row of a CUDA-graph run gets its read floor (a plain read of its bytes over its
+    rotation, bench.hbm.read_floor_us) and floor_fraction = read_floor_us / median_us; rows of the same bytes and
+    copies share one measurement; the floor reads no faster than the ceiling allows."""
+    from bench.hbm import read_floor_us
+
+    cfg = small_config(batch=[2], context=[8192], bits=[2, 4], kernels=["foscar-triton"], read_floor=True)
+    sweep = Sweep(cfg, select_backends(cfg.kernels), torch.device("cuda"), None, tmp_path / "r.csv", console=None)
+    df = run_sweep(sweep)
+    ok = df[df["status"] == "ok"]
+    assert len(ok) == 2, df[["kernel", "cache_bits", "status", "error"]].to_string()
+    assert ok["read_floor_us"].gt(0).all() and ok["floor_fraction"].gt(0).all(), ok.to_string()
+    assert (ok["floor_fraction"] - ok["read_floor_us"] / ok["median_us"]).abs().max() < 1e-9
+    assert set(sweep.floors) == {(int(b), int(w) // int(b)) for b, w in zip(ok["bytes"], ok["working_set_bytes"])}
+    big = read_floor_us(256 << 20, 1, torch.device("cuda"))  # 256 MiB: far from L2, ~60 us on an H100 / H200
+    assert big is not None and (256 << 20) / (big * 1e-6) / 1e12 < 6.0  # TB/s: below any HBM3e part's peak
+    assert read_floor_us(1 << 50, 1, torch.device("cuda")) is None  # a petabyte does not fit: no floor

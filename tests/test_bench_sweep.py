@@ -166,3 +166,55 @@ def test_sustained_calls_come_right_before_the_timed_ones():
     seen.clear()
     time_fn(fns, "cpu", warmup_ms=1, rep_ms=1, cpu_reps=2, on_sustained=lambda: seen.append("|"))
     assert seen == ["|", "a", "a"]
+
+
+def test_read_floor_is_set_once_per_bytes_and_copies(monkeypatch):
+    """``_set_read_floor`` (``--read-floor``, GPU runs): a timed row gets ``read_floor_us`` from one measurement per
+    (bytes, rotation copies) and ``floor_fraction`` = read_floor_us / median_us; untimed rows, a floor that does not
+    fit (None) and one whose timing raises leave the row's floor empty."""
+    seen = []
+
+    def floor(nbytes, copies, device):
+        seen.append((nbytes, copies))
+        if nbytes == 3000:
+            raise RuntimeError("no graph")
+        return None if nbytes == 2000 else 5.0
+
+    monkeypatch.setattr(bench.sweep, "read_floor_us", floor)
+    sweep = Sweep(BenchConfig(read_floor=True), [], torch.device("cpu"), None, None, console=None)
+    rows = [dict(status="ok", bytes=1000, working_set_bytes=4000, median_us=10.0),
+            dict(status="suspect", bytes=1000, working_set_bytes=4000, median_us=4.0),
+            dict(status="ok", bytes=1000, working_set_bytes=2000, median_us=8.0),
+            dict(status="ok", bytes=2000, working_set_bytes=2000, median_us=8.0),
+            dict(status="ok", bytes=3000, working_set_bytes=3000, median_us=8.0),
+            dict(status="failed", bytes=None, working_set_bytes=None, median_us=None)]
+    for row in rows:
+        bench.sweep._set_read_floor(row, sweep)
+    assert seen == [(1000, 4), (1000, 2), (2000, 1), (3000, 1)]
+    assert [r.get("floor_fraction") for r in rows] == [0.5, 1.25, 0.625, None, None, None]
+    assert rows[0]["read_floor_us"] == 5.0 and "read_floor_us" not in rows[3]
+
+
+@pytest.mark.parametrize("value, ok", [("true", True), ("false", True), ("1", False), ('"yes"', False)])
+def test_read_floor_from_the_timing_table_and_the_flag(tmp_path, value, ok):
+    """``[timing] read_floor`` (``--read-floor``): true or false, else a one-line error naming the key; off in the
+    presets and left out of the config hash at that default (older runs still hash as recorded); the flag overrides the
+    preset and adds the floor's timing to the estimate."""
+    from bench.config import FoscarError, config_hash, load_config, preset_path
+    from bench.plan import row_seconds
+    from bench.run import BenchOptions, resolve_config
+
+    text = preset_path("smoke").read_text()
+    path = tmp_path / "t.toml"
+    path.write_text(text.replace("[timing]", f"[timing]\nread_floor = {value}", 1))
+    if ok:
+        assert load_config(path).read_floor is (value == "true")
+    else:
+        with pytest.raises(FoscarError, match=r"read_floor: expected true or false, got"):
+            load_config(path)
+    base = load_config(preset_path("smoke"))
+    assert base.read_floor is False and "read_floor" not in base.to_dict()
+    on, _ = resolve_config(BenchOptions(arch="h200", read_floor=True), "h200")
+    off, _ = resolve_config(BenchOptions(arch="h200"), "h200")
+    assert on.read_floor and not off.read_floor and config_hash(on) != config_hash(off)
+    assert row_seconds(10**9, False, 3, read_floor=True) > row_seconds(10**9, False, 3)

@@ -116,6 +116,14 @@ SustainOpt = Annotated[
                  "clock state of sustained decoding (an H200 reaches its 700 W cap within a second and was still "
                  "slowing after 2 s; bench/NOTES.md §77, §82). Default: the preset's [timing] sustain_s, 0."),
 ]  # fmt: skip
+ReadFloorOpt = Annotated[
+    Optional[bool],
+    typer.Option("--read-floor/--no-read-floor", help="Also time, for every timed row, a plain read of exactly its "
+                 "bytes over the same rotating copies and CUDA-graph replays (results.csv read_floor_us; "
+                 "floor_fraction = read_floor_us / median_us, 1.0 as fast as any kernel that reads those bytes): the "
+                 "HBM ceiling is a 16 GiB stream, and a 40 us call cannot reach it (bench/NOTES.md §84). Up to ~1 s "
+                 "more a row. Default: the preset's [timing] read_floor, off."),
+]  # fmt: skip
 NearestOpt = Annotated[
     bool,
     typer.Option("--nearest-preset", help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
@@ -151,6 +159,7 @@ def bench(
     short_len: ShortLenOpt = None,
     grids: GridOpt = None,
     sustain_s: SustainOpt = None,
+    read_floor: ReadFloorOpt = None,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
     shard: ShardOpt = None,
