@@ -10,7 +10,7 @@ reads 4x the L2, ``bench.sweep.ROTATE_L2_MULTIPLE``), and reports the fastest sh
 measured in the same process. Shapes:
 
 * ``blocks-B-W``: one program per ``B`` int32 words (16-byte loads), ``W`` warps: many short programs
-  (:mod:`bench.hbm`'s own two shapes);
+  (:mod:`bench.hbm`'s own two shapes, those of the ceiling and of ``foscar bench --read-floor``);
 * ``grid-P``: ``P`` programs, each streaming one contiguous ``1/P`` of the bytes in 8 KiB steps (4 warps, a
   software-pipelined loop of 3 stages): ``P`` 256 is the decode's own CTA count at INT2 8 x 32K and 32 x 8K, 264 and
   396 are 2 and 3 an SM on 132 SMs.
@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from bench.hbm import measure_hbm
+from bench.hbm import READ_SHAPES, _read_stream, measure_hbm
 from bench.sweep import MAX_COPIES, ROTATE_L2_MULTIPLE
 from bench.timing import time_graph
 
@@ -44,17 +44,8 @@ POINTS = {
     (4, 8, 32768): 302120960, (4, 8, 131072): 1208090624, (4, 32, 8192): 302514176, (4, 32, 32768): 1208483840,
     (4, 32, 131072): 4832362496, (4, 64, 8192): 605028352, (4, 64, 32768): 2416967680, (4, 64, 131072): 9664724992,
 }
-BLOCK_SHAPES = ((4096, 4), (16384, 8))
 GRID_SHAPES = (256, 264, 396, 528, 1056)
 GRID_STEP_WORDS = 2048  # 8 KiB a step of a grid-P program
-
-
-@triton.jit
-def _read_blocks(X, Out, n_words, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(X + offs, mask=offs < n_words, other=0)
-    tl.store(Out + pid, tl.sum(x, axis=0))
 
 
 @triton.jit
@@ -71,12 +62,9 @@ def _read_grid(X, Out, n_words, per_prog, BLOCK: tl.constexpr):
 def _reader(words: torch.Tensor, shape: str):
     """A callable that reads every word of ``words`` once with ``shape`` (see the module docstring)."""
     n = words.numel()
-    if shape.startswith("blocks"):
+    if shape.startswith("blocks"):  # the ceiling's own read stream (bench.hbm, also the read floor's)
         _, block, warps = shape.split("-")
-        block, warps = int(block), int(warps)
-        programs = triton.cdiv(n, block)
-        out = torch.empty(programs, dtype=torch.int32, device=words.device)
-        return lambda: _read_blocks[(programs,)](words, out, n, BLOCK=block, num_warps=warps)
+        return _read_stream(words.view(torch.uint8), int(block), int(warps))
     programs = int(shape.split("-")[1])
     per_prog = triton.cdiv(triton.cdiv(n, programs), GRID_STEP_WORDS) * GRID_STEP_WORDS
     out = torch.empty(programs, dtype=torch.int32, device=words.device)
@@ -84,7 +72,7 @@ def _reader(words: torch.Tensor, shape: str):
 
 
 def shapes() -> list[str]:
-    return [f"blocks-{b}-{w}" for b, w in BLOCK_SHAPES] + [f"grid-{p}" for p in GRID_SHAPES]
+    return [f"blocks-{b}-{w}" for b, w in READ_SHAPES] + [f"grid-{p}" for p in GRID_SHAPES]
 
 
 def main(out_dir: str, sizes: list[int] | None = None) -> int:
