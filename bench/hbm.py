@@ -88,9 +88,9 @@ def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | Non
     :func:`bench.sweep.rotation`). What any kernel that must read those bytes can do at that size: a row's
     ``floor_fraction`` is this over its median.
 
-    The ceiling (:func:`measure_hbm`) is a 16 GiB stream; a decode of 160 MiB lasts ~40 us, and the launch and the
-    first loads' latency are a larger share of that. Measured on an H200 (bench/NOTES.md §84): 94-95% of the ceiling
-    at 160 MiB, 97-98% at 320-640 MiB, 99-100% from 1.25 GiB.
+    The ceiling (:func:`measure_hbm`) is a 16 GiB stream; a decode of 160 MiB lasts ~45 us, and the launch and the
+    first loads' latency are a larger share of that. Measured on two H200s (bench/NOTES.md §84): 93.5-95% of the
+    ceiling at 160 MiB, 96-98% at 320-640 MiB, 99-100% from 1.25 GiB.
 
     Returns ``None`` where the buffers would take more than half the free device memory (nothing is read).
 

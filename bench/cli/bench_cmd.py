@@ -121,7 +121,7 @@ ReadFloorOpt = Annotated[
     typer.Option("--read-floor/--no-read-floor", help="Also time, for every timed row, a plain read of exactly its "
                  "bytes over the same rotating copies and CUDA-graph replays (results.csv read_floor_us; "
                  "floor_fraction = read_floor_us / median_us, 1.0 as fast as any kernel that reads those bytes): the "
-                 "HBM ceiling is a 16 GiB stream, and a 40 us call cannot reach it (bench/NOTES.md §84). Up to ~1 s "
+                 "HBM ceiling is a 16 GiB stream, and a ~45 us call cannot reach it (bench/NOTES.md §84). Up to ~1 s "
                  "more a row. Default: the preset's [timing] read_floor, off."),
 ]  # fmt: skip
 NearestOpt = Annotated[
