@@ -305,6 +305,10 @@ def _notes(base: Run, new: Run) -> list[str]:
     return notes
 
 
+# config fields that add results.csv columns and change no row's measurement (compare's notes name them apart)
+COLUMNS_ONLY_FIELDS = ("read_floor",)
+
+
 def _config_note(base: Any, new: Any) -> str | None:
     """``different configurations: page_size 16 -> 64, ...`` when both runs recorded a config
     (meta.json ``config``) and they differ; long values are named, not shown."""
@@ -312,14 +316,20 @@ def _config_note(base: Any, new: Any) -> str | None:
         return None
     from bench.resume import differing_fields
 
-    parts = []
+    parts, columns_only = [], []
     for k in differing_fields(base, new):
+        if k in COLUMNS_ONLY_FIELDS:
+            columns_only.append(k)
+            continue
         b, n = base.get(k, "(absent)"), new.get(k, "(absent)")
         shown = f"{k} {b!r} -> {n!r}"
         parts.append(shown if len(shown) <= 60 else k)
+    if not parts:
+        return f"{', '.join(columns_only)} differs (it adds columns; the rows are measured the same way)"
     return ("different configurations: " + ", ".join(parts)
             + "; rows are matched on their workload (shape, format, page size, lengths, capacity), the others are "
-            "listed as unmatched")  # fmt: skip
+            "listed as unmatched"
+            + (f"; {', '.join(columns_only)} differs too (it adds columns only)" if columns_only else ""))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

@@ -25,10 +25,12 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   ``sol_fraction`` (tbps / ``hbm_ceiling_tbps``), ``hbm_ceiling_tbps`` (the HBM ceiling
   measured on the GPU this row ran on, :mod:`bench.hbm`; a merged multi-GPU run keeps each
   row's own; empty on the CPU);
-* the read floor (``foscar bench --read-floor``; empty without it, on the CPU, and where its buffers did not fit):
-  ``read_floor_us`` (a plain read of exactly ``bytes``, timed as the row is, over as many copies as the row's
-  rotation: :func:`bench.hbm.read_floor_us`), ``floor_fraction`` (read_floor_us / median_us: 1.0 is as fast as
-  reading the row's bytes can be at that size, where ``sol_fraction`` compares with a 16 GiB stream);
+* the read floor (``foscar bench --read-floor``; empty without it, on the CPU, for rows timed by ``do_bench``, and
+  where its buffers did not fit or its timing raised: the console says which): ``read_floor_us`` (a plain read of
+  ``bytes``, timed as the row is, over as many copies as the row's rotation: :func:`bench.hbm.read_floor_us`),
+  ``floor_fraction`` (read_floor_us / median_us: 1.0 is as fast as that reference read of the row's bytes at its
+  size, where ``sol_fraction`` compares with a 16 GiB stream; above 1 is possible for a few MiB, where the read is
+  mostly launch and drain);
 * speed-up: ``baseline_kernel``, ``baseline_us`` (the fastest FlashInfer BF16 row of
   the point that passed its check), ``speedup_vs_flashinfer_bf16`` = baseline_us /
   median_us; the same against FlashInfer with an FP8 e4m3 cache:

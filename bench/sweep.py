@@ -67,7 +67,7 @@ from bench.results import (
     to_frame,
 )
 from bench.tables import point_table
-from bench.timing import time_fn
+from bench.timing import GRAPH_TIMING, time_fn
 from bench.workload import Point, build_workload, describe_rows, estimate_bytes, max_rel_err
 
 GIB = float(1 << 30)
@@ -125,6 +125,8 @@ class BenchStudy(Study):
         self.cfg, self.backends, self.sweep = cfg, backends, sweep
         self.timing_mode, self.smoke = timing_mode, smoke
         self._points = grid(cfg)
+        if sweep is not None and cfg.read_floor and sweep.device.type != "cuda" and sweep.console is not None:
+            sweep.console.print("--read-floor: no read floors without a CUDA GPU (read_floor_us stays empty)")
 
     def points(self) -> list[Point]:
         return self._points
@@ -246,7 +248,7 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
         _run_row(be, op, row, w, checked, sweep)
         _free(dev, collect=False)
     del w
-    if cfg.read_floor and dev.type == "cuda":
+    if cfg.read_floor and dev.type == "cuda":  # (on the CPU: BenchStudy says once that there are none)
         _free(dev)
         for row in rows:
             _set_read_floor(row, sweep)
@@ -254,17 +256,25 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
 
 
 def _set_read_floor(row: dict[str, Any], sweep: Sweep) -> None:
-    """``read_floor_us`` and ``floor_fraction`` of a timed row (:func:`bench.hbm.read_floor_us` over its bytes and its
-    rotation's copies, measured once per pair in a run); left empty where the floor's buffers do not fit or its
-    timing raises (the row keeps its own numbers)."""
-    if row.get("status") not in TIMED or not row.get("bytes") or not row.get("working_set_bytes"):
+    """``read_floor_us`` and ``floor_fraction`` of a row timed by CUDA-graph replay (:func:`bench.hbm.read_floor_us`
+    over its bytes and its rotation's copies, measured once per pair in a run). Rows timed otherwise (the do_bench
+    fallback times one copy eagerly) get none. Where the floor's buffers do not fit or its timing raises, the row keeps
+    its own numbers, the floor stays empty, and the console says why (once per pair)."""
+    if (row.get("status") not in TIMED or row.get("timing_mode") != GRAPH_TIMING or not row.get("bytes")
+            or not row.get("working_set_bytes")):  # fmt: skip
         return
     key = (int(row["bytes"]), int(row["working_set_bytes"]) // int(row["bytes"]))
     if key not in sweep.floors:
+        why = None
         try:
             sweep.floors[key] = read_floor_us(*key, sweep.device)
-        except Exception:  # a floor that cannot be timed leaves the row as it is
+            if sweep.floors[key] is None:
+                why = "its buffers would leave less than 1 GiB of device memory free"
+        except Exception as e:  # a floor that cannot be timed leaves the row as it is
             sweep.floors[key] = None
+            why = error_reason(e)
+        if why and sweep.console is not None:
+            sweep.console.print(f"read floor of {key[0]} B x {key[1]} copies not measured: {why}")
     floor = sweep.floors[key]
     if floor is not None:
         row.update(read_floor_us=floor, floor_fraction=floor / row["median_us"])

@@ -182,12 +182,13 @@ def test_read_floor_is_set_once_per_bytes_and_copies(monkeypatch):
 
     monkeypatch.setattr(bench.sweep, "read_floor_us", floor)
     sweep = Sweep(BenchConfig(read_floor=True), [], torch.device("cpu"), None, None, console=None)
-    rows = [dict(status="ok", bytes=1000, working_set_bytes=4000, median_us=10.0),
-            dict(status="suspect", bytes=1000, working_set_bytes=4000, median_us=4.0),
-            dict(status="ok", bytes=1000, working_set_bytes=2000, median_us=8.0),
-            dict(status="ok", bytes=2000, working_set_bytes=2000, median_us=8.0),
-            dict(status="ok", bytes=3000, working_set_bytes=3000, median_us=8.0),
-            dict(status="failed", bytes=None, working_set_bytes=None, median_us=None)]
+    g = "cuda_graph"
+    rows = [dict(status="ok", timing_mode=g, bytes=1000, working_set_bytes=4000, median_us=10.0),
+            dict(status="suspect", timing_mode=g, bytes=1000, working_set_bytes=4000, median_us=4.0),
+            dict(status="ok", timing_mode=g, bytes=1000, working_set_bytes=2000, median_us=8.0),
+            dict(status="ok", timing_mode=g, bytes=2000, working_set_bytes=2000, median_us=8.0),
+            dict(status="ok", timing_mode=g, bytes=3000, working_set_bytes=3000, median_us=8.0),
+            dict(status="failed", timing_mode=None, bytes=None, working_set_bytes=None, median_us=None)]
     for row in rows:
         bench.sweep._set_read_floor(row, sweep)
     assert seen == [(1000, 4), (1000, 2), (2000, 1), (3000, 1)]
@@ -218,3 +219,58 @@ def test_read_floor_from_the_timing_table_and_the_flag(tmp_path, value, ok):
     off, _ = resolve_config(BenchOptions(arch="h200"), "h200")
     assert on.read_floor and not off.read_floor and config_hash(on) != config_hash(off)
     assert row_seconds(10**9, False, 3, read_floor=True) > row_seconds(10**9, False, 3)
+
+
+def test_read_floor_skips_rows_not_timed_by_graph_replay_and_says_why_a_floor_is_missing(monkeypatch):
+    """A row timed by the do_bench fallback (one copy, eager, L2 flushed) gets no floor (the floor is graph-timed over
+    the rotation); a floor that does not fit or raises is named on the console once per (bytes, copies)."""
+    import io
+
+    from rich.console import Console
+
+    calls = []
+
+    def floor(nbytes, copies, device):
+        calls.append(nbytes)
+        if nbytes == 3000:
+            raise RuntimeError("capture failed")
+        return None
+
+    monkeypatch.setattr(bench.sweep, "read_floor_us", floor)
+    out = io.StringIO()
+    sweep = Sweep(BenchConfig(read_floor=True), [], torch.device("cpu"), None, None, console=Console(file=out, width=200))
+    eager = dict(status="ok", timing_mode="do_bench", bytes=1000, working_set_bytes=4000, median_us=10.0)
+    bench.sweep._set_read_floor(eager, sweep)
+    assert not calls and "floor_fraction" not in eager
+    for nbytes in (2000, 2000, 3000, 3000):
+        row = dict(status="ok", timing_mode="cuda_graph", bytes=nbytes, working_set_bytes=nbytes, median_us=1.0)
+        bench.sweep._set_read_floor(row, sweep)
+        assert "floor_fraction" not in row
+    assert calls == [2000, 3000]
+    text = out.getvalue()
+    assert text.count("read floor of 2000 B x 1 copies not measured: its buffers would leave less than 1 GiB") == 1
+    assert text.count("read floor of 3000 B x 1 copies not measured: RuntimeError: capture failed") == 1
+
+
+def test_point_table_shows_the_floor_column_only_with_floors():
+    from bench.results import new_row, to_frame
+    from bench.tables import point_table
+    from bench.workload import Point
+
+    p = Point(batch=1, context=64, bits=2, group_size=32, num_qo_heads=4, num_kv_heads=2, head_dim=64, page_size=16)
+    row = new_row(p, "foscar-cuda", 2, "bf16", False, kv_dtype="int2")
+    row.update(status="ok", median_us=10.0, timing_mode="cuda_graph", bytes=1000)
+
+    def render(df):
+        import io
+
+        from rich.console import Console
+
+        buf = io.StringIO()
+        Console(file=buf, width=250).print(point_table(df, "p", None))
+        return buf.getvalue()
+
+    assert "floor" not in render(to_frame([row]))
+    row.update(read_floor_us=5.0, floor_fraction=0.5)
+    text = render(to_frame([row]))
+    assert "floor" in text and "50%" in text

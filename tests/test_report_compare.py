@@ -272,3 +272,15 @@ def test_export_gab(capsys, tmp_path):
     target = tmp_path / "gab" / "out.json"
     code, out, err = run_main(capsys, "export-gab", run, "--out", target)
     assert code == 0 and json.loads(target.read_text()) == entries
+
+
+def test_config_note_names_read_floor_apart_as_columns_only():
+    """``read_floor`` adds columns and changes no row's measurement: ``foscar compare`` says so instead of calling the
+    runs different configurations; with another difference it is named after it."""
+    from bench.compare import _config_note
+
+    assert _config_note({"page_size": 16}, {"page_size": 16, "read_floor": True}) == \
+        "read_floor differs (it adds columns; the rows are measured the same way)"
+    note = _config_note({"page_size": 16}, {"page_size": 64, "read_floor": True})
+    assert note.startswith("different configurations: page_size 16 -> 64;") and "read_floor differs too" in note
+    assert _config_note({"page_size": 16}, {"page_size": 16}) is None
