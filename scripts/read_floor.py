@@ -16,7 +16,7 @@ measured in the same process. Shapes:
   396 are 2 and 3 an SM on 132 SMs.
 
     python scripts/read_floor.py OUT_DIR                      (the bench's points >= 256K tokens, INT2 and INT4)
-    python scripts/read_floor.py OUT_DIR 167903232 302120960  (these byte counts)
+    python scripts/read_floor.py OUT_DIR 2x8x32768 167903232  (INT2 8 x 32K's bytes, then a byte count)
 
 Writes ``OUT_DIR/read_floor.csv`` (one row per size and shape: us, TB/s, share of the ceiling) and prints the best
 shape per size. Needs a CUDA GPU.
@@ -36,14 +36,19 @@ from bench.hbm import READ_SHAPES, _read_stream, measure_hbm
 from bench.sweep import MAX_COPIES, ROTATE_L2_MULTIPLE
 from bench.timing import time_graph
 
-# bytes a call of the INT2 / INT4 G=128 decode moves at the bench's points of >= 256K tokens (Qwen3-8B shape: the
-# `bytes` column of results/2026-12-04-h200-s39/bench-8eb65aa/results.csv), with their (bits, batch, context)
-POINTS = {
-    (2, 8, 32768): 167903232, (2, 8, 131072): 671219712, (2, 32, 8192): 168296448, (2, 32, 32768): 671612928,
-    (2, 32, 131072): 2684878848, (2, 64, 8192): 336592896, (2, 64, 32768): 1343225856, (2, 64, 131072): 5369757696,
-    (4, 8, 32768): 302120960, (4, 8, 131072): 1208090624, (4, 32, 8192): 302514176, (4, 32, 32768): 1208483840,
-    (4, 32, 131072): 4832362496, (4, 64, 8192): 605028352, (4, 64, 32768): 2416967680, (4, 64, 131072): 9664724992,
-}
+# the bench's uniform points of >= 256K tokens, (bits, batch, context): bytes from bench.plan.call_bytes at the h100 /
+# h200 presets' shape (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128, G=128), the bench's own `bytes` column
+POINTS = [(bits, batch, context) for bits in (2, 4) for batch in (8, 32, 64) for context in (8192, 32768, 131072)
+          if batch * context >= 262144]
+
+
+def point_bytes(bits: int, batch: int, context: int) -> int:
+    """Bytes one FOSCAR decode call moves at a uniform point of the presets' shape (:func:`bench.plan.call_bytes`)."""
+    from bench.plan import call_bytes
+    from bench.workload import Point
+
+    return call_bytes(Point(batch=batch, context=context, bits=bits, group_size=128, num_qo_heads=32, num_kv_heads=8,
+                            head_dim=128, page_size=16), True)
 GRID_SHAPES = (256, 264, 396, 528, 1056)
 GRID_STEP_WORDS = 2048  # 8 KiB a step of a grid-P program
 
@@ -75,7 +80,8 @@ def shapes() -> list[str]:
     return [f"blocks-{b}-{w}" for b, w in READ_SHAPES] + [f"grid-{p}" for p in GRID_SHAPES]
 
 
-def main(out_dir: str, sizes: list[int] | None = None) -> int:
+def main(out_dir: str, args: list[str] | None = None) -> int:
+    """Time every size (``BITSxBATCHxCONTEXT`` points or byte counts; default :data:`POINTS`); see the module doc."""
     dev = torch.device("cuda")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,7 +90,8 @@ def main(out_dir: str, sizes: list[int] | None = None) -> int:
     print(f"ceiling {ceiling:.3f} TB/s (read {hbm['read_tbps']:.3f}, copy {hbm['copy_tbps']:.3f}) over {hbm['bytes']} B",
           flush=True)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    points = [((None, None, None), s) for s in sizes] if sizes else list(POINTS.items())
+    keys = [tuple(int(v) for v in a.split("x")) if "x" in a else (None, None, None, int(a)) for a in args or []]
+    points = [(k[:3], k[3] if len(k) == 4 else point_bytes(*k)) for k in keys] or [(k, point_bytes(*k)) for k in POINTS]
     rows = []
     for key, nbytes in points:
         copies = min(MAX_COPIES, max(1, -(-ROTATE_L2_MULTIPLE * l2 // nbytes)))
@@ -109,4 +116,4 @@ def main(out_dir: str, sizes: list[int] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
-    raise SystemExit(main(sys.argv[1], [int(s) for s in sys.argv[2:]] or None))
+    raise SystemExit(main(sys.argv[1], sys.argv[2:]))
