@@ -118,7 +118,7 @@ SustainOpt = Annotated[
 ]  # fmt: skip
 ReadFloorOpt = Annotated[
     Optional[bool],
-    typer.Option("--read-floor/--no-read-floor", help="Also time, for every timed row, a plain read of exactly its "
+    typer.Option("--read-floor/--no-read-floor", help="Also time, for every timed row, a plain read of its "
                  "bytes over the same rotating copies and CUDA-graph replays (results.csv read_floor_us; "
                  "floor_fraction = read_floor_us / median_us, 1.0 as fast as that reference read; meaningful from ~100 "
                  "MiB up): the HBM ceiling is a 16 GiB stream, and a ~45 us call cannot reach it (bench/NOTES.md "
