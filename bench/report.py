@@ -102,7 +102,8 @@ def write_report(runs: list[Run], out: Path) -> Written:
     for heading, draw, name, title, caption, why_empty in (
         ("Bandwidth against the HBM ceiling", plot_bandwidth, "bandwidth", "Achieved bandwidth",
          "Achieved bandwidth in TB/s (1e12 B/s; bytes one call must move / median time) per point and kernel; "
-         "horizontal line: measured HBM ceiling (speed of light); right axis: fraction of it.",
+         "horizontal line: measured HBM ceiling (speed of light); right axis: fraction of it; black ticks (runs with "
+         "--read-floor): each bar's read floor, a plain read of the same bytes timed the same way.",
          "No bandwidth to plot (interpreter timing or no timed rows)"),
         ("Speed-up heatmap", plot_heatmap, "heatmap", "Speed-up heatmap",
          "Speed-up vs FlashInfer BF16 at its best (x) per batch size (rows) and context length in tokens "
@@ -256,15 +257,18 @@ def _suspect_handle() -> Line2D:
 
 def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
     """Achieved TB/s of the ``[sweep]`` grid against the measured HBM ceiling: one panel per batch size, bars
-    grouped by context length, one bar per kernel; fixed width (:data:`FIGURE_WIDTH`)."""
+    grouped by context length, one bar per kernel; fixed width (:data:`FIGURE_WIDTH`). A run with read floors
+    (``foscar bench --read-floor``) marks each bar's floor, the TB/s of a plain read of its bytes, with a black tick."""
     t = _sweep(timed_rows(run.df))
     t = _with_series(t[t["tbps"].notna()])
     if t.empty:
         return None
+    t = t.assign(floor_tbps=t["bytes"].astype("float64") / (t["read_floor_us"] * 1e-6) / 1e12)
     # BF16 baselines run once per cache bit width at the same (batch, context): average those repeats
     agg = (
         t.groupby(["series", "is_baseline", "batch", "context"], sort=True)
-        .agg(tbps=("tbps", "mean"), suspect=("status", lambda s: bool((s == "suspect").any())))
+        .agg(tbps=("tbps", "mean"), floor_tbps=("floor_tbps", "mean"),
+             suspect=("status", lambda s: bool((s == "suspect").any())))
         .reset_index()
     )
     batches = sorted({int(b) for b in agg["batch"]})
@@ -272,7 +276,8 @@ def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
     order = sorted(agg.loc[~agg["is_baseline"], "series"].unique()) + sorted(agg.loc[agg["is_baseline"], "series"].unique())
     width = 0.84 / len(order)
     hbm = run.hbm_tbps
-    top = max(float(agg["tbps"].max()), hbm or 0.0) * 1.12
+    floors = agg["floor_tbps"].notna().any()
+    top = max(float(agg["tbps"].max()), float(agg["floor_tbps"].max()) if floors else 0.0, hbm or 0.0) * 1.12
     fig = Figure(figsize=(FIGURE_WIDTH, 2.3 * len(batches) + 1.0), layout="constrained")
     axes = fig.subplots(len(batches), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
     pos = {c: i for i, c in enumerate(contexts)}
@@ -285,6 +290,9 @@ def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
             xs = np.array([pos[int(c)] for c in g["context"]], dtype=float) + (j - (len(order) - 1) / 2) * width
             bars = ax.bar(xs, g["tbps"], width=width, color=colors[series], label=series)
             handles.setdefault(series, bars)
+            fl = g["floor_tbps"].to_numpy()
+            if floors and np.isfinite(fl).any():
+                ax.hlines(fl, xs - width / 2, xs + width / 2, colors="black", linewidth=1.4)
             for bar, sus in zip(bars, g["suspect"]):
                 if sus:
                     bar.set_edgecolor(SUSPECT_COLOR)
@@ -307,6 +315,8 @@ def plot_bandwidth(run: Run, colors: dict[str, Any]) -> Figure | None:
     items = [handles[s] for s in order if s in handles]
     if hbm:
         items.append(Line2D([], [], color="black", linewidth=1.6, label=f"measured HBM ceiling {hbm:.2f} TB/s"))
+    if floors:
+        items.append(Line2D([], [], color="black", linewidth=1.4, label="tick: read floor (a plain read of the bytes)"))
     if agg["suspect"].any():
         items.append(Patch(facecolor="white", edgecolor=SUSPECT_COLOR, hatch="///", label="suspect: above the HBM ceiling"))
     fig.legend(handles=items, loc="outside right upper", fontsize=8, frameon=False)

@@ -101,3 +101,23 @@ def test_error_vs_speed_draws_each_row_against_its_own_tolerance():
             assert (ys <= tol_y).all(), ax.get_title()  # every row passed its own check: none above its line
             drawn += len(ys)
     assert drawn == len(t)  # every timed row, once
+
+
+def test_bandwidth_marks_read_floors_where_the_run_has_them():
+    """``--read-floor`` runs: one black tick per bar at the TB/s of a plain read of its bytes, and a legend entry; runs
+    without floors draw none."""
+    run = make_run([8], [32768])
+    fig = plot_bandwidth(run, series_colors([run]))
+    ax = [a for a in fig.axes if a.get_title(loc="left") == "batch 8"][0]
+    assert not ax.collections  # no ticks
+    df = run.df.copy()
+    timed = df["status"] == "ok"
+    df.loc[timed, "bytes"] = 10**8
+    df.loc[timed, "read_floor_us"] = 10**8 / 4.5e6  # 4.5 TB/s
+    floored = Run(path=run.path, label=run.label, df=df, meta=run.meta, summary={})
+    fig = plot_bandwidth(floored, series_colors([floored]))
+    ax = [a for a in fig.axes if a.get_title(loc="left") == "batch 8"][0]
+    segs = [s for c in ax.collections for s in c.get_segments()]
+    assert len(segs) == len(ax.patches) and all(abs(s[0][1] - 4.5) < 1e-9 for s in segs)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any(lbl.startswith("tick: read floor") for lbl in labels)
