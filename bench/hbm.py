@@ -37,7 +37,7 @@ import functools
 
 import torch
 
-from bench.timing import time_gpu
+from bench.timing import time_gpu, time_graph
 
 DEFAULT_BYTES = 16 << 30
 MIN_BYTES = 64 << 20
@@ -105,8 +105,6 @@ def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | Non
     free, _ = torch.cuda.mem_get_info(device)
     if 4 * words * copies > free - (1 << 30):
         return None
-    from bench.timing import time_graph
-
     bufs = [torch.empty(4 * words, dtype=torch.uint8, device=device) for _ in range(copies)]
     for b in bufs:
         b.view(torch.int32).random_()

@@ -321,6 +321,12 @@ ROTATE_L2_MULTIPLE = 4  # rotating copies until their bytes exceed 4x the L2
 MAX_COPIES = 64
 
 
+def rotation_copies(nbytes: int, l2_bytes: int) -> int:
+    """How many input copies :func:`rotation` times over for a call of ``nbytes`` bytes on a device with ``l2_bytes``
+    of L2: enough that one round reads ``ROTATE_L2_MULTIPLE`` times the L2, at least 1, at most ``MAX_COPIES``."""
+    return min(MAX_COPIES, max(1, -(-ROTATE_L2_MULTIPLE * l2_bytes // max(nbytes, 1))))
+
+
 def rotation(prep: Prepared, dev: torch.device) -> list:
     """``prep.fn`` plus enough replicas over their own input copies that one round of
     calls reads ``ROTATE_L2_MULTIPLE`` times the device's L2 (60 MB on the H200): every
@@ -328,8 +334,7 @@ def rotation(prep: Prepared, dev: torch.device) -> list:
     that, or on the CPU."""
     if dev.type != "cuda" or prep.replica is None:
         return [prep.fn]
-    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    copies = min(MAX_COPIES, max(1, -(-ROTATE_L2_MULTIPLE * l2 // max(prep.bytes, 1))))
+    copies = rotation_copies(prep.bytes, torch.cuda.get_device_properties(dev).L2_cache_size)
     return [prep.fn] + [prep.replica() for _ in range(copies - 1)]
 
 

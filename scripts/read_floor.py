@@ -6,7 +6,7 @@ timed by ``do_bench``). A decode of 160 MiB (INT2 8 x 32K) lasts ~40 us, and its
 and the last CTAs' tail are a share of that which a 16 GiB stream does not have. This script reads exactly a
 point's bytes with read-only Triton kernels of several shapes (no arithmetic but an int32 sum per program), over
 the same rotating copies and CUDA-graph replays as the bench (:func:`bench.timing.time_graph`, copies until a round
-reads 4x the L2, ``bench.sweep.ROTATE_L2_MULTIPLE``), and reports the fastest shape's share of the ceiling
+reads 4x the L2, ``bench.sweep.rotation_copies``), and reports the fastest shape's share of the ceiling
 measured in the same process. Shapes:
 
 * ``blocks-B-W``: one program per ``B`` int32 words (16-byte loads), ``W`` warps: many short programs
@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from bench.hbm import READ_SHAPES, _read_stream, measure_hbm
-from bench.sweep import MAX_COPIES, ROTATE_L2_MULTIPLE
+from bench.sweep import rotation_copies
 from bench.timing import time_graph
 
 # the bench's uniform points of >= 256K tokens, (bits, batch, context): bytes from bench.plan.call_bytes at the h100 /
@@ -94,7 +94,7 @@ def main(out_dir: str, args: list[str] | None = None) -> int:
     points = [(k[:3], k[3] if len(k) == 4 else point_bytes(*k)) for k in keys] or [(k, point_bytes(*k)) for k in POINTS]
     rows = []
     for key, nbytes in points:
-        copies = min(MAX_COPIES, max(1, -(-ROTATE_L2_MULTIPLE * l2 // nbytes)))
+        copies = rotation_copies(nbytes, l2)
         bufs = [torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device=dev) for _ in range(copies)]
         for shape in shapes():
             t = time_graph([_reader(b, shape) for b in bufs])

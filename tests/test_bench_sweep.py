@@ -274,3 +274,15 @@ def test_point_table_shows_the_floor_column_only_with_floors():
     row.update(read_floor_us=5.0, floor_fraction=0.5)
     text = render(to_frame([row]))
     assert "floor" in text and "50%" in text
+
+
+def test_rotation_copies_read_four_l2s_a_round_within_bounds():
+    """The bench's rotation (and the read floor's, ``scripts/read_floor.py``'s): copies until a round reads 4x the
+    L2, at least one, at most 64."""
+    from bench.sweep import rotation_copies
+
+    l2 = 60 << 20
+    assert rotation_copies(167903232, l2) == 2  # INT2 8 x 32K: 160 MiB, two copies (the bench's working set)
+    assert rotation_copies(5 << 20, l2) == 48
+    assert rotation_copies(1000, l2) == 64 and rotation_copies(0, l2) == 64
+    assert rotation_copies(1 << 30, l2) == 1
