@@ -10,7 +10,6 @@ import math
 import pandas as pd
 import pytest
 import torch
-from rich.console import Console
 
 from bench.backends import BASELINE_KINDS, Backend, Prepared, registered_backends
 from bench.config import BenchConfig, load_config, preset_path
@@ -20,6 +19,7 @@ from bench.results import COLUMNS, add_speedups, read_results, summarize, to_fra
 from bench.sweep import Sweep, run_sweep
 from bench.tables import point_table, summary_table, summary_tables
 from bench.workload import Point, Workload, build_cache, estimate_bytes
+from tests.cli_helpers import render_table
 from tests.test_bench_results import point, row
 
 FP8_KERNELS = ("flashinfer-fa2-fp8", "flashinfer-fa2-tc-fp8", "flashinfer-xqa-fp8")
@@ -240,12 +240,6 @@ def test_a_run_from_before_fp8_baselines_reads_as_bf16(tmp_path):
 # tables
 
 
-def _render(table) -> str:
-    console = Console(width=200, record=True)
-    console.print(table)
-    return console.export_text()
-
-
 def test_summary_tables_add_the_fp8_table_when_the_run_had_fp8_rows():
     rows = point_rows(point(), {2: 20.0, 4: 25.0}, bf16=(100.0,) * 3, fp8=(50.0,) * 3)
     s = summarize(add_speedups(to_frame(rows)))
@@ -254,10 +248,10 @@ def test_summary_tables_add_the_fp8_table_when_the_run_had_fp8_rows():
         "Geomean speed-up vs FlashInfer BF16 at its best",
         "Geomean speed-up vs FlashInfer FP8-KV at its best",
     ]
-    text = _render(tables[1])
+    text = render_table(tables[1])
     assert "foscar-cuda/int2/bf16" in text and "2.500" in text and "2.000" in text
-    assert "5.000" in _render(tables[0])
-    assert _render(summary_table(s, interpreter=False)) == _render(tables[0])  # the default stays BF16
+    assert "5.000" in render_table(tables[0])
+    assert render_table(summary_table(s, interpreter=False)) == render_table(tables[0])  # the default stays BF16
     with pytest.raises(ValueError, match="baseline"):
         summary_table(s, interpreter=False, baseline="int8")
 
@@ -269,23 +263,23 @@ def test_summary_tables_without_fp8_rows_and_with_failed_fp8_rows():
     s = summarize(add_speedups(to_frame(all_failed)))
     tables = summary_tables(s, interpreter=False)
     assert len(tables) == 2  # shown, with "-": the FP8 rows ran and failed
-    assert "foscar-cuda/int2/bf16 │                -" in _render(tables[1])
+    assert "foscar-cuda/int2/bf16 │                -" in render_table(tables[1])
 
 
 def test_summary_table_reads_an_old_summary_without_fp8_keys():
     old = {"geomean_speedup": {"k/int2/bf16": 2.0}, "geomean_ci95": {"k/int2/bf16": [1.5, 2.5]},
            "num_points": {"k/int2/bf16": 3}}  # fmt: skip
     tables = summary_tables(old, interpreter=False)
-    assert len(tables) == 1 and "1.500-2.500" in _render(tables[0])
+    assert len(tables) == 1 and "1.500-2.500" in render_table(tables[0])
 
 
 def test_point_table_shows_the_fp8_column_only_when_there_is_one():
     p = point()
     df = add_speedups(to_frame(point_rows(p, {2: 20.0}, bf16=(100.0,) * 3, fp8=(50.0,) * 3)))
-    text = _render(point_table(df, p.label(), hbm_tbps=None))
+    text = render_table(point_table(df, p.label(), hbm_tbps=None))
     assert "vs FI FP8" in text and "vs FI BF16" in text and "fp8_e4m3" in text
     df = add_speedups(to_frame(point_rows(p, {2: 20.0}, bf16=(100.0,) * 3, fp8=())))
-    assert "vs FI FP8" not in _render(point_table(df, p.label(), hbm_tbps=None))
+    assert "vs FI FP8" not in render_table(point_table(df, p.label(), hbm_tbps=None))
 
 
 # ---------------------------------------------------------------------------

@@ -261,18 +261,11 @@ def test_point_table_shows_the_floor_column_only_with_floors():
     row = new_row(p, "foscar-cuda", 2, "bf16", False, kv_dtype="int2")
     row.update(status="ok", median_us=10.0, timing_mode="cuda_graph", bytes=1000)
 
-    def render(df):
-        import io
+    from tests.cli_helpers import render_table
 
-        from rich.console import Console
-
-        buf = io.StringIO()
-        Console(file=buf, width=250).print(point_table(df, "p", None))
-        return buf.getvalue()
-
-    assert "floor" not in render(to_frame([row]))
+    assert "floor" not in render_table(point_table(to_frame([row]), "p", None))
     row.update(read_floor_us=5.0, floor_fraction=0.5)
-    text = render(to_frame([row]))
+    text = render_table(point_table(to_frame([row]), "p", None))
     assert "floor" in text and "50%" in text
 
 
