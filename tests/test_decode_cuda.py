@@ -13,9 +13,9 @@ from foscar.kernels import decode_cuda
 from tests.test_decode_triton import TOL, _case, _check
 
 
-# CI (2 cores) compiles the head_dim 128 instances, 72 of the 184 (FOSCAR_ONLY_HEAD_DIM, a third of the
+# CI (2 cores) compiles the head_dim 128 instances, 84 of the 204 (FOSCAR_ONLY_HEAD_DIM, a third of the
 # nvcc time): every operand mode, bit width, group size, paged and channel-wise K, the formats the bench
-# runs. All 184 compile in the GPU machine's suite (`pytest -m gpu`: 16 cores, ~1 min beside the GPU
+# runs. All 204 compile in the GPU machine's suite (`pytest -m gpu`: 16 cores, ~1 min beside the GPU
 # tests), which is why that case carries the gpu mark although it needs no GPU (bench/NOTES.md §30).
 @pytest.mark.parametrize("head_dim", [pytest.param(128, id="head_dim128"),
                                       pytest.param(0, id="all_head_dims", marks=pytest.mark.gpu)])

@@ -40,8 +40,10 @@ def compare(
 
     bench and ablate runs, on the median time: slower/faster: it changed by more than
     the threshold and the p20-p80 spreads do not overlap; noisy: it changed by more, but
-    the spreads overlap; same: within the threshold. Each series' geometric mean gets the
-    same verdict; any slower is a regression. accuracy runs, on the error metrics (larger
+    the spreads overlap; same: within the threshold; ambiguous: timed at a held-down GPU clock
+    (a clock note) in either run, or beside such a row at its point: never a regression, and left
+    out of the geometric means. Each series' geometric mean gets the same verdict; any slower is a
+    regression. accuracy runs, on the error metrics (larger
     is worse): worse/better/same by the threshold; any worse is a regression. Rows
     measured in only one run are listed (a failure with --strict).
     """

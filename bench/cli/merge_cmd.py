@@ -16,7 +16,7 @@ from bench.engine import OutputFormat
 @app.command()
 def merge(
     ctx: typer.Context,
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench|ablate|accuracy --shard K/N).")],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench|ablate|accuracy|eval-model|model-speed --shard K/N).")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
         bool, typer.Option("--allow-partial", help="Merge even when shards (or points of a shard) are missing; they are listed.")
@@ -24,7 +24,7 @@ def merge(
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
-    """Combine shard runs of one study (bench, ablate or accuracy) into one run: rows in grid order,
+    """Combine shard runs of one study (bench, ablate, accuracy, eval-model or model-speed) into one run: rows in grid order,
     manifests merged, summary.json (and the study's report files) recomputed.
 
     Refuses shards whose study kind, config fingerprint, git commit, shard count, GPU model or timing

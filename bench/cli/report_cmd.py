@@ -13,7 +13,7 @@ from bench.cli.options import DebugOpt
 
 RunDirsArg = Annotated[
     list[Path],
-    typer.Argument(metavar="RUN_DIR...", help="A run directory of foscar bench, ablate, accuracy or eval-model; "
+    typer.Argument(metavar="RUN_DIR...", help="A run directory of foscar bench, ablate, accuracy, eval-model or model-speed; "
                    "or several bench runs."),
 ]
 ReportOutOpt = Annotated[
