@@ -96,6 +96,15 @@ def same_device(a: torch.device, b: torch.device) -> bool:
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed``.
+
+    Where every allowed value is an ``int``, ``value`` must be a Python ``int`` too: ``2.0 in (2, 4)`` and
+    ``True in (1, 2)`` hold in Python, but a float or bool bit width or group size would fail later, deep inside
+    the packing or a kernel (a numpy integer is refused as well: pass ``int(x)``).
+    """
+    ints = all(isinstance(a, int) and not isinstance(a, bool) for a in allowed)
+    if ints and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{name}: expected one of {list(allowed)} (a Python int), got {value!r} "
+                         f"({type(value).__name__})")
     if value not in allowed:
         raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")

@@ -4,6 +4,7 @@ the same split in two, :func:`plan_decode` + :meth:`DecodePlan.run`."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -81,7 +82,8 @@ def decode(
 
     Raises:
         ValueError: wrong shapes/dtypes/devices, unsupported head_dim or operand
-            mode, ``num_qo_heads`` not a multiple of ``num_kv_heads``, a CPU tensor
+            mode, ``num_qo_heads`` not a multiple of ``num_kv_heads``, an ``sm_scale`` that is
+            not a finite float (a tensor, NaN, Inf), a ``num_splits`` that is not a positive int, a CPU tensor
             without ``TRITON_INTERPRET=1``, ``backend="cuda"`` where it cannot run
             (the message says why); everything ``cache.validate()`` raises: a cache or
             index tensor that is not contiguous, a length the cache cannot hold
@@ -106,6 +108,7 @@ def decode(
         >>> torch.equal(foscar.decode(q, paged), out)
         True
     """
+    _check_cache(cache)
     cache.validate()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
     if q.stride(-1) != 1:
@@ -259,8 +262,9 @@ class DecodePlan:
             ``run`` (clone to keep a result); empty at batch 0.
 
         ``run`` reads no tensor values on the host, so it does not check the lengths
-        (``cache.validate()`` does); the Triton kernel clamps each length to the
-        sequence's rows (``max_seq_len``; paged: its listed pages).
+        (``cache.validate()`` does); both kernels clamp each length to the sequence's
+        rows: ``max_seq_len`` on a contiguous cache, its listed pages on a paged one, which
+        they read whole even where they pass the planned ``max_seq_len``.
 
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message
@@ -346,10 +350,18 @@ def plan_decode(
         >>> out.shape, lse.shape, lse.dtype  # natural-log LSE per query head
         (torch.Size([1, 4, 64]), torch.Size([1, 4]), torch.float32)
     """
+    _check_cache(cache)
     cache.validate()
     if isinstance(num_qo_heads, bool) or not isinstance(num_qo_heads, int) or num_qo_heads < 1:
         raise ValueError(f"num_qo_heads: expected a positive int, got {num_qo_heads!r}")
     return _plan(cache, num_qo_heads, operand, sm_scale, num_splits, backend, method)
+
+
+def _check_cache(cache) -> None:
+    """Raise ``ValueError`` unless ``cache`` is a :class:`QuantizedKVCache` or :class:`PagedQuantizedKVCache`."""
+    if not isinstance(cache, (QuantizedKVCache, PagedQuantizedKVCache)):
+        raise ValueError(f"cache: expected a QuantizedKVCache or PagedQuantizedKVCache (foscar.quantize_kv, "
+                         f"foscar.paginate), got {type(cache).__name__}")
 
 
 def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_splits: int | None,
@@ -366,8 +378,14 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     check_choice("backend", backend, BACKENDS)
     check_choice("method", method, METHODS)
     gqa = gqa_ratio(num_qo_heads, cache.num_kv_heads)
-    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+    if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
+    if sm_scale is not None and (isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real)
+                                 or not math.isfinite(sm_scale)):
+        # a tensor (model code often keeps the scale as one) would reach the kernels' scalar arguments; NaN or Inf
+        # would make every output NaN
+        raise ValueError(f"sm_scale: expected a finite float or None, got {sm_scale!r} ({type(sm_scale).__name__}); "
+                         "pass float(sm_scale)")
     if device.type != "cuda" and backend != "cuda":
         if not decode_triton.interpreter_enabled():
             raise ValueError(
@@ -375,7 +393,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                 "set TRITON_INTERPRET=1 before importing foscar to run it in the CPU interpreter"
             )
         decode_triton.check_interpreter_support()
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
+    scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
     paged = hasattr(cache, "kv_indptr")
     if operand == "fp8":
         if method == "per-value":

@@ -130,6 +130,7 @@ def check_lengths(name: str, lens: torch.Tensor, max_seq_len: int, what: str = "
             allowed range (``what`` follows the length, e.g. how it was derived; ``hint``
             ends the message).
     """
+    lens = lens.to(torch.int64)  # a bound past 2^31 against int32 lengths
     bad = ((lens < 0) | (lens > max_seq_len)).nonzero()
     if bad.numel():
         b = int(bad[0, 0])
@@ -535,9 +536,13 @@ def quantize_kv(
         group_size: 32, 64 or 128, dividing ``head_dim``: V's channel group, and K's
             with ``k_layout="token"``.
         seq_lens: ``[batch]`` int32 valid lengths (default: all ``max_seq_len``);
-            each in ``[0, max_seq_len]``.
-        check_finite: raise on NaN/Inf in ``k``/``v``, and on float64 values past fp32's
-            largest (3.40e38, the format's largest magnitude) (device syncs).
+            each in ``[0, max_seq_len]``. The cache holds a copy: :func:`foscar.append_kv`
+            advances the cache's own ``seq_lens``, never the tensor passed here (caches of
+            several layers made from one ``seq_lens`` stay apart).
+        check_finite: raise on NaN/Inf in ``k``/``v`` at the valid tokens (``t < seq_lens[b]``;
+            the padding past them is never read, and may hold anything, e.g. a
+            ``torch.empty`` buffer's bits), and on float64 values past fp32's largest
+            (3.40e38, the format's largest magnitude) (device syncs).
         k_layout: ``"token"`` (K in per-token groups of ``group_size`` channels) or
             ``"channel"`` (KIVI-style: K per channel over blocks of ``k_block`` tokens,
             min/max over the valid tokens only; module docstring).
@@ -553,7 +558,9 @@ def quantize_kv(
     Raises:
         ValueError: bad shapes/dtypes, unsupported bits/group size/k_layout/k_block,
             ``k_block`` given with ``k_layout="token"``, lengths out of range,
-            non-finite values, or float64 values past fp32's range (naming the position).
+            non-finite values at a valid token, or float64 values past fp32's range (both
+            naming the position ``[b, h, t, c]``); a ``bits`` or ``group_size`` that is not
+            a Python int (``2.0``).
 
     Example (CPU, through the Triton interpreter: ``TRITON_INTERPRET=1``; on a GPU pass CUDA tensors)::
 
@@ -585,12 +592,16 @@ def quantize_kv(
             f"seq_lens: expected values in [0, max_seq_len={max_seq_len}], "
             f"got min {int(seq_lens.min())}, max {int(seq_lens.max())}"
         )
-    if check_finite:
+    if check_finite and batch:
+        valid = (torch.arange(max_seq_len, device=k.device)[None, :] < seq_lens[:, None].to(torch.int64))[:, None, :, None]
         for name, x in (("k", k), ("v", v)):
-            if not bool(torch.isfinite(x).all()):
-                raise ValueError(f"{name}: expected finite values, got NaN or Inf")
+            bad = ~torch.isfinite(x) & valid
+            if bool(bad.any()):
+                pos = [int(i) for i in bad.nonzero()[0]]
+                raise ValueError(f"{name}: expected finite values at the valid tokens (t < seq_lens[b]), got "
+                                 f"{float(x[tuple(pos)])} at [b, h, t, c] = {pos}")
             if x.dtype == torch.float64:  # finite in fp64 but past fp32 (the format's arithmetic)
-                big = x.abs() > FP32_MAX
+                big = (x.abs() > FP32_MAX) & valid
                 if bool(big.any()):
                     pos = [int(i) for i in big.nonzero()[0]]
                     raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at {pos} is past the format's largest "
@@ -607,7 +618,7 @@ def quantize_kv(
         k_offset=ko.contiguous(),
         v_scale=vs.contiguous(),
         v_offset=vo.contiguous(),
-        seq_lens=seq_lens.contiguous(),
+        seq_lens=seq_lens.clone(),  # the cache's own: append_kv advances it in place (docstring)
         bits=bits,
         group_size=group_size,
         head_dim=head_dim,
@@ -623,20 +634,38 @@ def dequantize_kv(
     """Reconstruct ``x_hat`` for K and V.
 
     Args:
-        cache: the quantized cache.
-        dtype: float32 or float64.
-        batch_index: if given, only that sequence (first ``seq_lens[b]`` tokens).
+        cache: the quantized cache (contiguous: for a :class:`~foscar.paged.PagedQuantizedKVCache`
+            take ``cache.to_contiguous()`` first).
+        dtype: a floating dtype, float32 (default) or float64 for references; float16 / bfloat16
+            round the values once more.
+        batch_index: if given, only that sequence (first ``seq_lens[b]`` tokens), an int in
+            ``[0, batch)``.
 
     Returns:
         ``(k, v)``, each ``[batch, num_kv_heads, max_seq_len, head_dim]`` (padding
         positions included), or ``[num_kv_heads, seq_lens[b], head_dim]`` with
         ``batch_index``. Channel-wise K is expanded block by block
         (:func:`dequantize_channels`).
+
+    Raises:
+        ValueError: a cache that is not a :class:`QuantizedKVCache` (a paged one: the message says
+            to take ``to_contiguous()``), a ``dtype`` that is not floating, a ``batch_index`` that is
+            not an int in ``[0, batch)``, a ``seq_lens[batch_index]`` outside ``[0, max_seq_len]``.
     """
+    if not isinstance(cache, QuantizedKVCache):
+        hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
+        raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype: expected a floating torch.dtype (float32, float64, ...), got {dtype!r}")
     sl = slice(None)
     sel = (sl,)
     if batch_index is not None:
+        if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not 0 <= batch_index < cache.batch_size:
+            raise ValueError(f"batch_index: expected an int in [0, {cache.batch_size}), got {batch_index!r}")
         length = int(cache.seq_lens[batch_index])
+        if not 0 <= length <= cache.max_seq_len:
+            raise ValueError(f"seq_lens: sequence {batch_index} has length {length}, expected 0 <= length <= "
+                             f"max_seq_len={cache.max_seq_len}")
         sel = (batch_index, sl, slice(0, length))
     kq = unpack_codes(cache.k_codes[sel], cache.bits)
     if cache.k_block is None:

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import torch
 
-from foscar._validate import check_tensor
-from foscar.quant import QuantizedKVCache, dequantize_kv, unpack_codes
+from foscar._validate import check_choice, check_tensor
+from foscar.quant import QuantizedKVCache, check_lengths, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
 OPERAND_ENCODINGS: dict[str, tuple[float, float]] = {
@@ -65,12 +65,22 @@ def attention_reference(
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` in ``dtype`` (and the LSE).
+
+    Raises:
+        ValueError: ``k`` / ``v`` not ``[batch, *, *, head_dim]`` of ``q``'s batch and head_dim, or of
+            different shapes; ``seq_lens`` not ``[batch]`` integers in ``[0, max_seq_len]`` (a reference
+            must not cut a sequence or leave one out silently); ``num_qo_heads`` not a multiple of
+            ``num_kv_heads``.
     """
     check_tensor("q", q, ndim=3)
-    check_tensor("k", k, ndim=4)
     batch, num_qo_heads, head_dim = q.shape
-    num_kv_heads = k.shape[1]
+    check_tensor("k", k, shape=(batch, None, None, head_dim))
+    num_kv_heads, max_seq_len = k.shape[1], k.shape[2]
     check_tensor("v", v, shape=tuple(k.shape))
+    check_tensor("seq_lens", seq_lens, shape=(batch,))
+    if seq_lens.dtype.is_floating_point or seq_lens.dtype == torch.bool:
+        raise ValueError(f"seq_lens: expected an integer dtype, got {str(seq_lens.dtype).replace('torch.', '')}")
+    check_lengths("seq_lens", seq_lens.cpu(), max_seq_len, hint=" (k's rows per sequence)")
     group = gqa_ratio(num_qo_heads, num_kv_heads)
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
     out = torch.zeros(batch, num_qo_heads, head_dim, dtype=dtype, device=q.device)
@@ -122,15 +132,23 @@ def reference_decode(
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype`` (and the LSE).
+
+    Raises:
+        ValueError: everything ``cache.validate(check_values=True)`` raises (a length the cache cannot
+            hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``.
     """
     if hasattr(cache, "to_contiguous"):  # paged
         cache = cache.to_contiguous()
+    cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     group = gqa_ratio(q.shape[1], cache.num_kv_heads)
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
     out = torch.zeros(q.shape, dtype=dtype, device=q.device)
     lse = torch.full(q.shape[:2], -math.inf, dtype=dtype, device=q.device)
-    rows = range(cache.batch_size) if batch_indices is None else batch_indices
+    rows = range(cache.batch_size) if batch_indices is None else list(batch_indices)
+    for b in rows:
+        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < cache.batch_size:
+            raise ValueError(f"batch_indices: expected ints in [0, {cache.batch_size}), got {b!r}")
     for b in rows:
         if int(cache.seq_lens[b]) == 0:
             continue
@@ -171,7 +189,18 @@ def folded_decode_torch(
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype``.
+
+    Raises:
+        ValueError: an ``operand`` other than ``"bf16"`` / ``"fp8"``; a cache that is not a contiguous
+            :class:`QuantizedKVCache` (a paged one: take ``to_contiguous()``) or fails its ``validate``;
+            ``q`` not ``[batch, *, head_dim]``; ``num_qo_heads`` not a multiple of ``num_kv_heads``.
     """
+    check_choice("operand", operand, tuple(OPERAND_ENCODINGS))
+    if not isinstance(cache, QuantizedKVCache):
+        hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
+        raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
+    cache.validate(check_values=True)
+    check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     a, c = OPERAND_ENCODINGS[operand]
     batch, num_qo_heads, head_dim = q.shape
     hkv, gs, ng = cache.num_kv_heads, cache.group_size, cache.num_groups

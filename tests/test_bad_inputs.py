@@ -395,3 +395,145 @@ def test_gpu_decode_and_append_capture_without_host_checks(paged):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, want) and room.seq_lens.tolist() == [2, 2]
+
+
+# ---------------------------------------------------------------------------
+# 6. a review's findings (session 41): silent wrong numbers and crashes deep inside the API
+
+
+def test_quantize_kv_keeps_its_own_seq_lens(device):
+    """Two layers quantized from one seq_lens tensor: appending to one must not move the other's lengths
+    (the cache aliased the caller's tensor, and append_kv advanced it in place for both)."""
+    lens = torch.tensor([30, 17], dtype=torch.int32, device=device)
+    g = torch.Generator(device="cpu").manual_seed(3)
+    layers = [foscar.quantize_kv(*(torch.randn(2, 1, 40, 64, generator=g).to(device) for _ in range(2)), bits=2,
+                                 group_size=32, seq_lens=lens) for _ in range(2)]
+    assert layers[0].seq_lens is not lens and layers[0].seq_lens.data_ptr() != layers[1].seq_lens.data_ptr()
+    new = [torch.randn(2, 1, 1, 64, generator=g).to(device) for _ in range(2)]
+    foscar.append_kv(layers[0], *new)
+    foscar.append_kv(layers[1], *new)
+    assert lens.tolist() == [30, 17]
+    assert layers[0].seq_lens.tolist() == layers[1].seq_lens.tolist() == [31, 18]
+    # the appended token sits at position 30 of sequence 0 in both layers
+    for cache in layers:
+        k, _ = foscar.dequantize_kv(cache, batch_index=0)
+        assert k.shape[1] == 31 and torch.isfinite(k).all()
+
+
+@pytest.mark.parametrize("value,kind", [(2.0, "float"), (True, "bool")])
+def test_float_or_bool_bits_are_refused(value, kind):
+    k = torch.randn(1, 1, 8, 64)
+    with pytest.raises(ValueError, match=rf"^bits: expected one of \[2, 4\] \(a Python int\), got .* \({kind}\)"):
+        foscar.quantize_kv(k, k, bits=value, group_size=32)
+    with pytest.raises(ValueError, match=r"^group_size: expected one of \[32, 64, 128\] \(a Python int\)"):
+        foscar.quantize_kv(k, k, bits=2, group_size=32.0)
+
+
+def test_nan_in_padding_is_accepted_and_named_at_a_valid_token(device):
+    """check_finite looks at the valid tokens only (a torch.empty buffer's padding may hold anything) and names
+    the position of the first bad value; decode over such a cache equals decode over a clean one."""
+    q, cache = _issue_case(device)
+    k, v = foscar.dequantize_kv(cache)
+    lens = cache.seq_lens.clone()
+    k_pad, v_pad = k.clone(), v.clone()
+    k_pad[1, :, 17:] = float("nan")  # sequence 1 holds 17 tokens
+    v_pad[1, :, 30:] = float("inf")
+    clean = foscar.quantize_kv(k, v, bits=2, group_size=32, seq_lens=lens)
+    padded = foscar.quantize_kv(k_pad, v_pad, bits=2, group_size=32, seq_lens=lens)
+    assert torch.equal(foscar.decode(q, padded), foscar.decode(q, clean))
+    k_pad[1, 0, 16, 5] = float("nan")  # the last valid token of sequence 1
+    with pytest.raises(ValueError, match=r"^k: expected finite values at the valid tokens .* at \[b, h, t, c\] = \[1, 0, 16, 5\]"):
+        foscar.quantize_kv(k_pad, v_pad, bits=2, group_size=32, seq_lens=lens)
+
+
+def test_dequantize_kv_refuses_a_paged_cache_a_bad_dtype_and_a_bad_index(device):
+    _, cache = _issue_case(device)
+    paged = foscar.paginate(cache, page_size=16)
+    with pytest.raises(ValueError, match=r"^cache: expected a QuantizedKVCache, got PagedQuantizedKVCache; take "
+                                         r"cache.to_contiguous\(\) first"):
+        foscar.dequantize_kv(paged)
+    with pytest.raises(ValueError, match="^dtype: expected a floating torch.dtype"):
+        foscar.dequantize_kv(cache, dtype=torch.int32)
+    for index in (2, -1, True, 0.0):
+        with pytest.raises(ValueError, match=r"^batch_index: expected an int in \[0, 2\)"):
+            foscar.dequantize_kv(cache, batch_index=index)
+    k, _ = foscar.dequantize_kv(paged.to_contiguous(), batch_index=1)
+    assert k.shape == (1, 17, 64)
+
+
+def test_attention_reference_refuses_lengths_it_would_cut_or_drop():
+    q, k = torch.randn(2, 4, 64), torch.randn(2, 1, 40, 64)
+    with pytest.raises(ValueError, match=r"^seq_lens: expected shape \[2\], got \[1\]"):
+        foscar.attention_reference(q, k, k, torch.tensor([40]))
+    with pytest.raises(ValueError, match=r"^seq_lens: sequence 0 has length 99, expected 0 <= length <= max_seq_len=40"):
+        foscar.attention_reference(q, k, k, torch.tensor([99, 17]))
+    with pytest.raises(ValueError, match=r"^k: expected shape \[2, \*, \*, 64\], got \[3, 1, 40, 64\]"):
+        foscar.attention_reference(q, torch.randn(3, 1, 40, 64), torch.randn(3, 1, 40, 64), torch.tensor([4, 4]))
+    with pytest.raises(ValueError, match="^seq_lens: expected an integer dtype, got float32"):
+        foscar.attention_reference(q, k, k, torch.tensor([4.0, 4.0]))
+    out = foscar.attention_reference(q, k, k, torch.tensor([40, 0]))
+    assert torch.isfinite(out).all() and not out[1].any()
+
+
+def test_reference_decode_refuses_lengths_and_indices_out_of_range(device):
+    q, cache = _issue_case(device)
+    with pytest.raises(ValueError, match=r"^batch_indices: expected ints in \[0, 2\), got 5"):
+        foscar.reference_decode(q, cache, batch_indices=[5])
+    long = dataclasses.replace(cache, seq_lens=torch.tensor([41, 17], dtype=torch.int32, device=device))
+    with pytest.raises(ValueError, match="^seq_lens: sequence 0 has length 41"):
+        foscar.reference_decode(q, long)
+    from foscar.reference import folded_decode_torch
+    with pytest.raises(ValueError, match=r"^operand: expected one of \['bf16', 'fp8'\], got 'int8'"):
+        folded_decode_torch(q, cache, operand="int8")
+    with pytest.raises(ValueError, match="^cache: expected a QuantizedKVCache, got PagedQuantizedKVCache"):
+        folded_decode_torch(q, foscar.paginate(cache, page_size=16))
+
+
+@pytest.mark.parametrize("sm_scale", [torch.tensor(0.125), float("nan"), float("inf"), "0.1", True])
+def test_sm_scale_must_be_a_finite_float(device, sm_scale):
+    q, cache = _issue_case(device)
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None, got .*; pass float"):
+        foscar.decode(q, cache, sm_scale=sm_scale)
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
+        foscar.plan_decode(cache, q.shape[1], sm_scale=sm_scale)
+
+
+def test_num_splits_true_is_refused(device):
+    q, cache = _issue_case(device)
+    with pytest.raises(ValueError, match="^num_splits: expected a positive int or None, got True"):
+        foscar.decode(q, cache, num_splits=True)
+
+
+def test_lengths_past_2_31_compare_in_int64():
+    from foscar.quant import check_lengths
+    check_lengths("seq_lens", torch.tensor([40], dtype=torch.int32), 2**31)  # fits: no error
+    with pytest.raises(ValueError, match=r"sequence 0 has length -1"):
+        check_lengths("seq_lens", torch.tensor([-1], dtype=torch.int32), 2**31)
+
+
+def test_paged_run_past_the_planned_capacity_reads_every_listed_page(device):
+    """plan.run checks no lengths: a paged sequence whose pages pass the plan's max_seq_len is read whole by
+    both kernels (the Triton kernel's splits covered only the planned capacity and cut it silently)."""
+    q, cache = _issue_case(device, seq_lens=(300, 17))
+    paged = foscar.paginate(cache, page_size=16)  # sequence 0 in 19 pages
+    stale = dataclasses.replace(paged, max_seq_len=40)  # the bound the plan below was made for
+    pages0 = paged.kv_indices[:3]
+    small = dataclasses.replace(paged, kv_indptr=torch.tensor([0, 3, 5], dtype=torch.int32, device=device),
+                                kv_indices=torch.cat([pages0, paged.kv_indices[19:21]]),
+                                kv_last_page_len=torch.tensor([8, 1], dtype=torch.int32, device=device),
+                                max_seq_len=40)
+    ref = foscar.reference_decode(q, paged).float()
+    for backend in ("triton", "auto"):
+        plan = foscar.plan_decode(small, q.shape[1], backend=backend)
+        out = plan.run(q, stale).float()
+        err = ((out - ref).norm(dim=(1, 2)) / ref.norm(dim=(1, 2))).max()
+        assert err < 1e-2, (backend, float(err))
+
+
+@pytest.mark.parametrize("bad", [None, torch.zeros(2)])
+def test_decode_refuses_what_is_not_a_cache(device, bad):
+    q, _ = _issue_case(device)
+    with pytest.raises(ValueError, match="^cache: expected a QuantizedKVCache or PagedQuantizedKVCache"):
+        foscar.decode(q, bad)
+    with pytest.raises(ValueError, match="^cache: expected a QuantizedKVCache or PagedQuantizedKVCache"):
+        foscar.plan_decode(bad, 4)

@@ -307,6 +307,9 @@ def _folded_decode_split_kernel(
         seq_len = tl.minimum(seq_len, stride_ch // PACKED)  # max_seq_len (contiguous rows)
     start = split * tokens_per_split
     end = tl.minimum(start + tokens_per_split, seq_len)
+    if PAGED:  # a sequence whose pages pass the planned capacity (run checks no lengths): the last split reads the
+        # rest, as the CUDA kernel, whose chunks come from the lengths, does
+        end = tl.where(split == tl.num_programs(1) - 1, seq_len, end)
 
     offs_h = tl.arange(0, BLOCK_H)
     h_mask = offs_h < GQA
