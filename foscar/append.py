@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from foscar._validate import check_tensor
+from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import FLOAT_DTYPES, QuantizedKVCache
 
 
@@ -26,17 +27,24 @@ def append_kv(
             on the cache's device, finite (not checked: a NaN/Inf gives NaN scales; every
             finite value gives finite scales, :mod:`foscar.quant` "Largest magnitude").
         check_capacity: check the lengths (``cache.validate()``) and raise if a sequence
-            would pass ``max_seq_len`` (device syncs). Pass False inside a CUDA graph or
-            to avoid the syncs: the caller then guarantees the room, nothing reads
-            ``seq_lens`` on the host, and tokens past ``max_seq_len`` are not written.
+            would pass ``max_seq_len`` (device syncs). Pass False inside a CUDA graph (True
+            raises there) or to avoid the syncs: the caller then guarantees the room, nothing
+            reads ``seq_lens`` on the host, and tokens past ``max_seq_len`` are not written.
+
+    Any ``n_new`` works: past 65535 tokens (CUDA's grid limit) the kernel is launched in pieces,
+    with the same result.
 
     Returns:
         ``cache`` (the same object).
 
     Raises:
-        ValueError: what ``cache.validate()`` raises (a strided tensor; with
-            ``check_capacity``, a ``seq_lens[b]`` outside ``[0, max_seq_len]``); shapes,
-            dtypes or device that do not match the cache; no room left;
+        ValueError: ``cache`` not a :class:`QuantizedKVCache` (a paged cache has no append:
+            append to the contiguous cache, then paginate it again); ``check_capacity`` while
+            the current CUDA stream is capturing a graph (the check reads ``seq_lens`` on the
+            host, which would invalidate the capture); what ``cache.validate()`` raises (a
+            strided tensor; with ``check_capacity``, a ``seq_lens[b]`` outside
+            ``[0, max_seq_len]``); shapes, dtypes or device that do not match the cache; no
+            room left;
             a channel-wise K cache (its block scales would change as tokens arrive;
             re-quantize with :func:`foscar.quantize_kv` instead).
 
@@ -49,7 +57,16 @@ def append_kv(
         >>> cache.seq_lens.tolist()
         [101]
     """
-    cache.validate(check_values=None if check_capacity else False)
+    if not isinstance(cache, QuantizedKVCache):
+        if isinstance(cache, PagedQuantizedKVCache):
+            raise ValueError(f"cache: expected a contiguous QuantizedKVCache, got {type(cache).__name__} "
+                             "(append_kv has no paged version); append to the contiguous cache, then paginate it again")
+        raise ValueError(f"cache: expected a QuantizedKVCache (foscar.quantize_kv), got {type(cache).__name__}")
+    cache.validate(check_values=None if check_capacity else False)  # no host read while a graph is captured
+    if check_capacity and _capturing(cache.device):
+        raise ValueError("check_capacity: expected False while a CUDA graph is being captured (the capacity check "
+                         "reads seq_lens on the host, which would invalidate the capture), got True; pass "
+                         "check_capacity=False and guarantee the room yourself")
     if cache.k_block is not None:
         raise ValueError("cache: append_kv supports token-wise K only; a channel-wise K cache "
                          "(k_layout='channel') must be re-quantized with quantize_kv")
@@ -76,3 +93,8 @@ def append_kv(
 
     append_kv_(cache, k_new.contiguous(), v_new.contiguous())
     return cache
+
+
+def _capturing(device: torch.device) -> bool:
+    """Whether the current CUDA stream of ``device`` is capturing a graph (a host read would break it)."""
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()

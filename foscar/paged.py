@@ -222,9 +222,10 @@ def paginate(
     (``kv_indptr = [0]``, no pages listed).
 
     Raises:
-        ValueError: what ``cache.validate(check_values=True)`` raises; ``page_size`` not
-            an int >= 1; a channel-wise K cache whose ``k_block`` does not divide
-            ``page_size``.
+        ValueError: ``cache`` not a :class:`QuantizedKVCache` (a paged one: take
+            ``to_contiguous()`` first); what ``cache.validate(check_values=True)`` raises;
+            ``page_size`` not an int >= 1; ``extra_pages`` not an int >= 0; a channel-wise
+            K cache whose ``k_block`` does not divide ``page_size``.
 
     Example (FlashInfer's page-table layout: ``kv_indptr``, ``kv_indices``, ``kv_last_page_len``)::
 
@@ -235,9 +236,16 @@ def paginate(
         >>> paged.kv_indptr.tolist(), paged.kv_indices.tolist(), paged.kv_last_page_len.tolist()
         ([0, 4, 7], [0, 1, 2, 3, 4, 5, 6], [16, 8])
     """
+    if isinstance(cache, PagedQuantizedKVCache):
+        raise ValueError(f"cache: expected a contiguous QuantizedKVCache, got {type(cache).__name__} "
+                         "(already paged); take cache.to_contiguous() first to page it again")
+    if not isinstance(cache, QuantizedKVCache):
+        raise ValueError(f"cache: expected a QuantizedKVCache (foscar.quantize_kv), got {type(cache).__name__}")
     cache.validate(check_values=True)
     if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
         raise ValueError(f"page_size: expected >= 1 (an int), got {page_size!r}")
+    if isinstance(extra_pages, bool) or not isinstance(extra_pages, int) or extra_pages < 0:
+        raise ValueError(f"extra_pages: expected >= 0 (an int), got {extra_pages!r}")
     if cache.k_block is not None and page_size % cache.k_block:
         raise ValueError(f"page_size: a page must hold whole channel-wise K blocks; k_block={cache.k_block} "
                          f"does not divide page_size={page_size} (use a multiple of it)")

@@ -9,6 +9,12 @@ fp32 for the values ``0 .. 2^b - 1`` seen here), clamp, then plane-split packing
 writes codes, scale and offset at position ``seq_lens[b] + t``. A group whose range
 passes fp32's largest value is computed on halved operands, as in ``foscar.quant``
 (finite scale and codes; bit for bit ``quantize_kv`` there too).
+
+The grid is ``(batch * num_kv_heads, tokens)``; CUDA caps a grid's axis 1 at 65535, so a
+longer append (a long prefill) is launched in pieces of at most :data:`MAX_TOKENS_PER_LAUNCH`
+tokens, piece ``i`` covering tokens ``t0 = i * MAX_TOKENS_PER_LAUNCH ..`` (every token is
+quantized on its own: the result is the one launch's, bit for bit), and ``seq_lens``
+advances once, after the last piece.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
+MAX_TOKENS_PER_LAUNCH = 65535  # CUDA's limit on a grid's axis 1 (gridDim.y)
 RNE_MAGIC = 12582912.0  # 1.5 * 2^23: x + M - M rounds x (0 <= x < 2^22) to the nearest integer, ties to even
 
 
@@ -56,14 +63,14 @@ def _append_kernel(
     K_codes, V_codes,  # [batch, num_kv_heads, max_seq_len, W] uint8
     K_scale, K_offset, V_scale, V_offset,  # [batch, num_kv_heads, max_seq_len, NG] fp32
     Seq_lens,  # [batch] int32, lengths before the append
-    num_kv_heads, n_new, max_seq_len,
+    num_kv_heads, t0, max_seq_len,  # t0: the first new token of this launch (a piece of a long append)
     stride_nb, stride_nh, stride_nt,  # of K_new / V_new (last dim contiguous)
     BITS: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr,
 ):
     NG: tl.constexpr = HEAD_DIM // GROUP
     W: tl.constexpr = HEAD_DIM * BITS // 8
     bh = tl.program_id(0)
-    t = tl.program_id(1)
+    t = t0 + tl.program_id(1)
     b = bh // num_kv_heads
     h = bh % num_kv_heads
     pos = tl.sum(tl.load(Seq_lens + b + tl.arange(0, 1)), axis=0) + t
@@ -81,16 +88,19 @@ def _append_kernel(
 
 
 def append_kv_(cache, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
-    """Launch the append kernel (inputs validated by :func:`foscar.append_kv`), then
-    advance ``cache.seq_lens`` by ``n_new`` on the device (stream-ordered, no sync)."""
+    """Launch the append kernel (inputs validated by :func:`foscar.append_kv`; in pieces of at
+    most :data:`MAX_TOKENS_PER_LAUNCH` tokens), then advance ``cache.seq_lens`` by ``n_new``
+    on the device (stream-ordered, no sync)."""
     batch, hkv, n_new, head_dim = k_new.shape
     if batch * hkv == 0 or n_new == 0:
         return
-    _append_kernel[(batch * hkv, n_new)](
-        k_new, v_new, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
-        cache.seq_lens, hkv, n_new, cache.max_seq_len,
-        k_new.stride(0), k_new.stride(1), k_new.stride(2),
-        BITS=cache.bits, HEAD_DIM=head_dim, GROUP=cache.group_size,
-        num_warps=1,
-    )
+    piece = MAX_TOKENS_PER_LAUNCH
+    for t0 in range(0, n_new, piece):  # every piece reads the lengths before the append
+        _append_kernel[(batch * hkv, min(piece, n_new - t0))](
+            k_new, v_new, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
+            cache.seq_lens, hkv, t0, cache.max_seq_len,
+            k_new.stride(0), k_new.stride(1), k_new.stride(2),
+            BITS=cache.bits, HEAD_DIM=head_dim, GROUP=cache.group_size,
+            num_warps=1,
+        )
     cache.seq_lens.add_(n_new)
