@@ -604,7 +604,7 @@ def quantize_kv(
                 big = (x.abs() > FP32_MAX) & valid
                 if bool(big.any()):
                     pos = [int(i) for i in big.nonzero()[0]]
-                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at {pos} is past the format's largest "
+                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at [b, h, t, c] = {pos} is past the format's largest "
                                      f"magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest magnitude')")
     if k_block is None:
         kc, ks, ko = quantize_groups(k, bits, group_size)
@@ -636,8 +636,8 @@ def dequantize_kv(
     Args:
         cache: the quantized cache (contiguous: for a :class:`~foscar.paged.PagedQuantizedKVCache`
             take ``cache.to_contiguous()`` first).
-        dtype: a floating dtype, float32 (default) or float64 for references; float16 / bfloat16
-            round the values once more.
+        dtype: float32 (default), float64 for references, or float16 / bfloat16 (which round the
+            values once more).
         batch_index: if given, only that sequence (first ``seq_lens[b]`` tokens), an int in
             ``[0, batch)``.
 
@@ -649,19 +649,20 @@ def dequantize_kv(
 
     Raises:
         ValueError: a cache that is not a :class:`QuantizedKVCache` (a paged one: the message says
-            to take ``to_contiguous()``), a ``dtype`` that is not floating, a ``batch_index`` that is
+            to take ``to_contiguous()``), a ``dtype`` other than those four, a ``batch_index`` that is
             not an int in ``[0, batch)``, a ``seq_lens[batch_index]`` outside ``[0, max_seq_len]``.
     """
     if not isinstance(cache, QuantizedKVCache):
         hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
         raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype: expected a floating torch.dtype (float32, float64, ...), got {dtype!r}")
+    if dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype: expected one of float16, bfloat16, float32, float64, got {dtype!r}")
     sl = slice(None)
     sel = (sl,)
     if batch_index is not None:
         if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not 0 <= batch_index < cache.batch_size:
-            raise ValueError(f"batch_index: expected an int in [0, {cache.batch_size}), got {batch_index!r}")
+            raise ValueError(f"batch_index: expected a Python int in [0, {cache.batch_size}), got {batch_index!r} "
+                             f"({type(batch_index).__name__}); pass int(x)")
         length = int(cache.seq_lens[batch_index])
         if not 0 <= length <= cache.max_seq_len:
             raise ValueError(f"seq_lens: sequence {batch_index} has length {length}, expected 0 <= length <= "

@@ -148,7 +148,8 @@ def reference_decode(
     rows = range(cache.batch_size) if batch_indices is None else list(batch_indices)
     for b in rows:
         if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < cache.batch_size:
-            raise ValueError(f"batch_indices: expected ints in [0, {cache.batch_size}), got {b!r}")
+            raise ValueError(f"batch_indices: expected Python ints in [0, {cache.batch_size}), got {b!r} "
+                             f"({type(b).__name__}); pass int(x)")
     for b in rows:
         if int(cache.seq_lens[b]) == 0:
             continue

@@ -210,7 +210,7 @@ def test_float64_past_fp32_is_refused_naming_the_position(device):
     # e.g. a Hadamard rotation (fp64) of bf16-max values: finite in fp64, past the format's fp32
     k = foscar.rotation.rotate(_huge_k(device), foscar.rotation.random_signs(64))
     assert bool(torch.isfinite(k).all()) and float(k.abs().max()) > torch.finfo(torch.float32).max
-    with pytest.raises(ValueError, match=r"^k: value -?[0-9.e+]+ at \[0, 0, 0, [0-9]+\] is past the format's largest "
+    with pytest.raises(ValueError, match=r"^k: value -?[0-9.e+]+ at \[b, h, t, c\] = \[0, 0, 0, [0-9]+\] is past the format's largest "
                                          r"magnitude 3.403e\+38"):
         foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
 
@@ -414,7 +414,7 @@ def test_quantize_kv_keeps_its_own_seq_lens(device):
     foscar.append_kv(layers[1], *new)
     assert lens.tolist() == [30, 17]
     assert layers[0].seq_lens.tolist() == layers[1].seq_lens.tolist() == [31, 18]
-    # the appended token sits at position 30 of sequence 0 in both layers
+    # each layer's sequence 0 now reads 31 tokens, all written
     for cache in layers:
         k, _ = foscar.dequantize_kv(cache, batch_index=0)
         assert k.shape[1] == 31 and torch.isfinite(k).all()
@@ -452,10 +452,10 @@ def test_dequantize_kv_refuses_a_paged_cache_a_bad_dtype_and_a_bad_index(device)
     with pytest.raises(ValueError, match=r"^cache: expected a QuantizedKVCache, got PagedQuantizedKVCache; take "
                                          r"cache.to_contiguous\(\) first"):
         foscar.dequantize_kv(paged)
-    with pytest.raises(ValueError, match="^dtype: expected a floating torch.dtype"):
+    with pytest.raises(ValueError, match="^dtype: expected one of float16, bfloat16, float32, float64"):
         foscar.dequantize_kv(cache, dtype=torch.int32)
     for index in (2, -1, True, 0.0):
-        with pytest.raises(ValueError, match=r"^batch_index: expected an int in \[0, 2\)"):
+        with pytest.raises(ValueError, match=r"^batch_index: expected a Python int in \[0, 2\)"):
             foscar.dequantize_kv(cache, batch_index=index)
     k, _ = foscar.dequantize_kv(paged.to_contiguous(), batch_index=1)
     assert k.shape == (1, 17, 64)
@@ -477,7 +477,7 @@ def test_attention_reference_refuses_lengths_it_would_cut_or_drop():
 
 def test_reference_decode_refuses_lengths_and_indices_out_of_range(device):
     q, cache = _issue_case(device)
-    with pytest.raises(ValueError, match=r"^batch_indices: expected ints in \[0, 2\), got 5"):
+    with pytest.raises(ValueError, match=r"^batch_indices: expected Python ints in \[0, 2\), got 5"):
         foscar.reference_decode(q, cache, batch_indices=[5])
     long = dataclasses.replace(cache, seq_lens=torch.tensor([41, 17], dtype=torch.int32, device=device))
     with pytest.raises(ValueError, match="^seq_lens: sequence 0 has length 41"):
