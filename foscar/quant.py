@@ -626,6 +626,14 @@ def quantize_kv(
     )
 
 
+def check_contiguous_cache(cache: object) -> None:
+    """Raise ``ValueError`` unless ``cache`` is a :class:`QuantizedKVCache`; for a paged cache the message says to
+    take ``cache.to_contiguous()`` first (:func:`dequantize_kv`, :func:`foscar.reference.folded_decode_torch`)."""
+    if not isinstance(cache, QuantizedKVCache):
+        hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
+        raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
+
+
 def dequantize_kv(
     cache: QuantizedKVCache,
     dtype: torch.dtype = torch.float32,
@@ -652,9 +660,7 @@ def dequantize_kv(
             to take ``to_contiguous()``), a ``dtype`` other than those four, a ``batch_index`` that is
             not an int in ``[0, batch)``, a ``seq_lens[batch_index]`` outside ``[0, max_seq_len]``.
     """
-    if not isinstance(cache, QuantizedKVCache):
-        hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
-        raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
+    check_contiguous_cache(cache)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype: expected one of float16, bfloat16, float32, float64, got {dtype!r}")
     sl = slice(None)

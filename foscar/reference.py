@@ -21,7 +21,7 @@ from typing import Sequence
 import torch
 
 from foscar._validate import check_choice, check_tensor
-from foscar.quant import QuantizedKVCache, check_lengths, dequantize_kv, unpack_codes
+from foscar.quant import QuantizedKVCache, check_contiguous_cache, check_lengths, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
 OPERAND_ENCODINGS: dict[str, tuple[float, float]] = {
@@ -197,9 +197,7 @@ def folded_decode_torch(
             ``q`` not ``[batch, *, head_dim]``; ``num_qo_heads`` not a multiple of ``num_kv_heads``.
     """
     check_choice("operand", operand, tuple(OPERAND_ENCODINGS))
-    if not isinstance(cache, QuantizedKVCache):
-        hint = "; take cache.to_contiguous() first" if hasattr(cache, "to_contiguous") else ""
-        raise ValueError(f"cache: expected a QuantizedKVCache, got {type(cache).__name__}{hint}")
+    check_contiguous_cache(cache)
     cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     a, c = OPERAND_ENCODINGS[operand]
