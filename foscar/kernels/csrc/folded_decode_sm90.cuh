@@ -134,6 +134,12 @@ namespace foscar {
 #ifndef FOSCAR_PV_PACK_INT4
 #define FOSCAR_PV_PACK_INT4 1
 #endif
+// 1 (default): in the packed-column instances (PK, gqa <= 4) the QK's columns 4-7 hold another m16 token tile
+// instead of repeating heads 0-3 (pk_tokens below): a sub-tile's fold, softmax and P' take 8 scores a lane where 16
+// ran, half of them copies; 0: columns 4-7 repeat heads 0-3 (bench/NOTES.md §62)
+#ifndef FOSCAR_PK_TOKENS
+#define FOSCAR_PK_TOKENS 1
+#endif
 // 1 (default): the integer QK where a K group spans several planes (INT2, G > packed bytes per row: the planes
 // cannot be folded out through the group's scale, Fmt::IMMA_IN_PLACE false) and the row is an even number of 16-byte
 // chunks (head_dim >= 128; Fmt::IMMA_HALF) keeps INT2's odd planes at bits 2..3 of each byte (code 4, mask
@@ -535,17 +541,24 @@ __device__ __forceinline__ float warp_sum_over_rows(float v) {
 // The V scales of group gr of this lane's 8 tokens of a 64-token tile (rows g, g + 8 of m16 tile mt: sv[mt][half])
 // and the largest over the tile (zero-filled tokens past the end have s_v = 0). ABS_NAN: the largest |s_v|, NaN
 // if any is (the integer PV); else the largest s_v (FP8 PV: quantize_kv's scales are >= 0).
-template <int NG, bool ABS_NAN>
-__device__ __forceinline__ float tile_v_scales(float (&sv)[4][2], const float* vs, int gr, int g) {
+// TP (pk_tokens): the lane's 4 tokens of the two tile pairs, 32 mt + 16 (tig >> 1) + g + 8 half (sv[mt][half]).
+template <int NG, bool ABS_NAN, int NT = 4, bool TP = false>
+__device__ __forceinline__ float tile_v_scales(float (&sv)[NT][2], const float* vs, int gr, int g, int tig = 0) {
   float smax = 0.f;
 #pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
+  for (int mt = 0; mt < NT; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      sv[mt][half] = vs[(mt * 16 + g + 8 * half) * NG + gr];
+      const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
+      sv[mt][half] = vs[tl * NG + gr];
       smax = ABS_NAN ? fmax_nan(smax, fabsf(sv[mt][half])) : fmaxf(smax, sv[mt][half]);
     }
-  return warp_max_over_rows<ABS_NAN>(smax);
+  smax = warp_max_over_rows<ABS_NAN>(smax);
+  if constexpr (TP) {
+    const float o = __shfl_xor_sync(0xffffffffu, smax, 2);
+    smax = ABS_NAN ? fmax_nan(smax, o) : fmaxf(smax, o);
+  }
+  return smax;
 }
 
 struct Params {
@@ -1153,6 +1166,19 @@ __host__ __device__ constexpr bool pv_packable() {
   return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK &&
          (BITS == 2 || (FOSCAR_PV_PACK_INT4 && FOSCAR_IMMA_QK_INT4));
 }
+// Token pairs in the packed QK (PK and FOSCAR_PK_TOKENS; bench/NOTES.md §86). With columns 4-7 repeating heads 0-3,
+// the lanes that hold them (tig 2, 3) folded, exponentiated and scaled copies of columns 0-3: half of every score's
+// work. Instead, m16 token tiles 2pt and 2pt + 1 share one s32 accumulator: tile 2pt's mma reads a query that is zero
+// in columns 4-7, tile 2pt + 1's one that is zero in columns 0-3, so column h holds tile 2pt's score of head h and
+// column h + 4 tile 2pt + 1's (the same integers; two mma as before, one accumulator). A lane (g, tig) then holds the
+// scores of tokens 32pt + 16 (tig >> 1) + g (+ 8) for heads 2 (tig & 1) + {0, 1}: 8 where 16 were, every one its own.
+// Each head's tokens lie on lanes tig and tig ^ 2, so its sums and maxima take one shuffle more. P' reaches the PV's B
+// layout (column h: high bytes of x + 128 of tile 2pt and 2pt + 1; column h + 4: their low bytes of x) by one
+// movmatrix per 8 x 8 block and one exchange between lanes g and g ^ 4 (lane ^ 16).
+template <bool PK>
+__host__ __device__ constexpr bool pk_tokens() {
+  return PK && FOSCAR_PK_TOKENS;
+}
 
 // Whether an instance holds the in-kernel split merge (Params::fuse_merge): every instance of a build with
 // FOSCAR_FUSED_MERGE but INT2 D=128 G=32 folded BF16 on a paged cache with token-wise K. The merge's call
@@ -1213,10 +1239,12 @@ __host__ __device__ constexpr int launch_min_blocks() {
 // gives 0, not NaN. FULL (a sub-tile of 64 tokens of the sequence, none masked): the tile's max is a score, finite
 // for finite data, so the running max after it is too and the test for -inf is left out (a row of -inf scores, which
 // finite data within the documented magnitude cannot give, then makes the output NaN while the running max is still
-// -inf, where the test dropped the tile; a NaN score gives NaN either way).
-template <bool IMMA, bool PTILE = false, bool FULL = false>
-__device__ __forceinline__ void softmax_update(const float (&s)[4][4], const float (&qkh)[2], float (&m_run)[2],
-                                               float (&l_part)[2], float (&alpha)[2], float (&pr)[4][4],
+// -inf, where the test dropped the tile; a NaN score gives NaN either way). NT: score tiles (4 m16 tiles, or TP's 2
+// pairs, pk_tokens); TP: a head's tokens also lie on lane tig ^ 2 (its max takes one shuffle more; l_part stays
+// per lane, summed in the epilogue).
+template <bool IMMA, bool PTILE = false, bool FULL = false, int NT = 4, bool TP = false>
+__device__ __forceinline__ void softmax_update(const float (&s)[NT][4], const float (&qkh)[2], float (&m_run)[2],
+                                               float (&l_part)[2], float (&alpha)[2], float (&pr)[NT][4],
                                                float (&ptile)[2]) {
   float m_use[2];
 #pragma unroll
@@ -1225,8 +1253,9 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
     // whose probabilities are NaN either way)
     float mx = fmaxf(s[0][j], s[0][j + 2]);
 #pragma unroll
-    for (int mt = 1; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
+    for (int mt = 1; mt < NT; ++mt) mx = fmaxf(mx, fmaxf(s[mt][j], s[mt][j + 2]));
     mx = warp_max_over_rows(mx);
+    if constexpr (TP) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     if constexpr (IMMA) mx *= qkh[j];  // IMMA: s in units of d, qk_h > 0 a power of two: exact (-inf stays -inf)
     const float m_new = fmaxf(m_run[j], mx);
     m_use[j] = (FULL || m_new != -INFINITY) ? m_new : 0.f;
@@ -1236,7 +1265,7 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
     m_run[j] = m_new;
   }
 #pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
+  for (int mt = 0; mt < NT; ++mt)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       pr[mt][i] = fast_exp2(IMMA ? fmaf(s[mt][i], qkh[i & 1], -m_use[i & 1]) : s[mt][i] - m_use[i & 1]);
@@ -1244,7 +1273,7 @@ __device__ __forceinline__ void softmax_update(const float (&s)[4][4], const flo
   for (int j = 0; j < 2; ++j) {
     float sum = 0.f;
 #pragma unroll
-    for (int mt = 0; mt < 4; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
+    for (int mt = 0; mt < NT; ++mt) sum += pr[mt][j] + pr[mt][j + 2];
     l_part[j] = l_part[j] * alpha[j] + sum;
   }
 }
@@ -1282,7 +1311,8 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
   float* sm_l = sm_m + kWarps * 8;                        // [kWarps][8]
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const float l = warp_sum_over_rows(l_part[j]);
+    float l = warp_sum_over_rows(l_part[j]);
+    if constexpr (pk_tokens<PK>()) l += __shfl_xor_sync(0xffffffffu, l, 2);  // the head's other lanes (tig ^ 2)
     if (g == 0) {
       sm_m[warp * 8 + 2 * tig + j] = m_run[j];
       sm_l[warp * 8 + 2 * tig + j] = l;
@@ -1397,6 +1427,9 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
+  constexpr bool TP = pk_tokens<PK>();  // token pairs in the packed QK's columns (pk_tokens)
+  constexpr int NT = TP ? 2 : 4;        // score tiles a sub-tile: m16 tiles, or TP's pairs of them
+  static_assert(!TP || !EARLY_FOLD, "TP: the fold after all steps");
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -1922,6 +1955,27 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
     for (int j = 0; j < 2; ++j) qkh[j] = __shfl_sync(0xffffffffu, qk_h, (2 * tig + j) * 4);
   }
+  // TP: the query of a pair's first tile (qth[0], qtl[0]: columns 0-3, zero in 4-7) and of its second (qth[1],
+  // qtl[1]: columns 4-7); column n = g of the B layout
+  uint32_t qth[TP ? 2 : 1][TP ? KS32 : 1][2], qtl[TP ? 2 : 1][TP ? KS32 : 1][2];
+  if constexpr (TP) {
+    // (volatile: built here once; as plain selects, cicc moved 32 of them into the loop, one per use)
+    const uint32_t m0 = g < 4 ? 0xFFFFFFFFu : 0u, m1 = ~m0;
+    auto masked = [](uint32_t x, uint32_t m) {
+      uint32_t r;
+      asm volatile("and.b32 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(m));
+      return r;
+    };
+#pragma unroll
+    for (int k = 0; k < KS32; ++k)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        qth[0][k][r] = masked(qih[k][r], m0);
+        qtl[0][k][r] = masked(qil[k][r], m0);
+        qth[1][k][r] = masked(qih[k][r], m1);
+        qtl[1][k][r] = masked(qil[k][r], m1);
+      }
+  }
   // FP8: query fragments (B of QK, k32 step (cp, pl): channels pl*RB + 32cp + 4tig + {0..3} | +16),
   // per head sigma; per group and column head: sum(Q) * qk, C0 * sum(q8/sigma - q) * qk; 2^9/sigma * qk
   uint32_t qf8[KS8][2];
@@ -2086,10 +2140,11 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     const float* vz = vs + kTileTokens * NG;
     const int t0 = first + it * stride;
 
-    // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i]
-    float s[4][4];
+    // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i] (TP: mt a pair of m16 tiles,
+    // 2mt and 2mt + 1, in columns 0-3 and 4-7)
+    float s[NT][4];
 #pragma unroll
-    for (int mt = 0; mt < 4; ++mt) {
+    for (int mt = 0; mt < NT; ++mt) {
       // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
       const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
       if constexpr (CH && !PER_VALUE) {
@@ -2111,14 +2166,21 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
           for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
         }
-        auto imma_step = [&](int k, const uint32_t (&a)[4]) {
+        // the B fragments of step k (TP: of the pair's tile sub)
+        auto qb = [&](int sub, int k, int r, bool hi) -> uint32_t {
+          if constexpr (TP)
+            return hi ? qth[sub][k][r] : qtl[sub][k][r];
+          else
+            return hi ? qih[k][r] : qil[k][r];
+        };
+        auto imma_step = [&](int k, const uint32_t (&a)[4], int sub) {
           const int gr = F::ibase(k) / GROUP;
-          if (F::ifirst(k)) {
-            mma_u8s8<true>(ah[gr], a, qih[k][0], qih[k][1]);
-            mma_u8s8<true>(al[gr], a, qil[k][0], qil[k][1]);
+          if (F::ifirst(k) && sub == 0) {
+            mma_u8s8<true>(ah[gr], a, qb(sub, k, 0, true), qb(sub, k, 1, true));
+            mma_u8s8<true>(al[gr], a, qb(sub, k, 0, false), qb(sub, k, 1, false));
           } else {
-            mma_u8s8<false>(ah[gr], a, qih[k][0], qih[k][1]);
-            mma_u8s8<false>(al[gr], a, qil[k][0], qil[k][1]);
+            mma_u8s8<false>(ah[gr], a, qb(sub, k, 0, true), qb(sub, k, 1, true));
+            mma_u8s8<false>(al[gr], a, qb(sub, k, 0, false), qb(sub, k, 1, false));
           }
           if (EARLY_FOLD && F::ilast(k)) {
 #pragma unroll
@@ -2134,11 +2196,14 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           }
         };
         constexpr uint32_t M4 = F::MASK4;
+#pragma unroll
+        for (int sub = 0; sub < (TP ? 2 : 1); ++sub) {
+        const int mtk = TP ? 2 * mt + sub : mt;  // the m16 tile of these codes
         if constexpr (NCH % 2 == 0) {
 #pragma unroll
           for (int cp = 0; cp < NCH / 2; ++cp) {
             uint32_t w[4];  // the A fragment's bytes (4 codes each)
-            ldmatrix_k32<F>(w, ksm, mt, cp, lane);
+            ldmatrix_k32<F>(w, ksm, mtk, cp, lane);
 #pragma unroll
             for (int pl = 0; pl < P; ++pl) {
               const int k = cp * P + pl, sh = BITS * pl;
@@ -2146,13 +2211,13 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
               for (int i = 0; i < 4; ++i)
                 a[i] = F::IMMA_IN_PLACE ? w[i] & (M4 << sh) : (w[i] >> (sh - F::hexp(k))) & (M4 << F::hexp(k));
-              imma_step(k, a);
+              imma_step(k, a, sub);
             }
           }
         } else {  // one chunk: step k = planes 2k (a0, a1) and 2k + 1 (a2, a3)
           uint32_t w[2];
           {
-            const int tok = mt * 16 + (lane & 15);
+            const int tok = mtk * 16 + (lane & 15);
             ldmatrix_x2(w, smem_u32(ksm + tok * RB + 16 * swz(tok, 0, NCH, F::ROWS_PER_SWZ)));
           }
 #pragma unroll
@@ -2163,8 +2228,9 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
             a[1] = F::IMMA_IN_PLACE ? w[1] & (M4 << e) : (w[1] >> sh) & M4;
             a[2] = F::IMMA_IN_PLACE ? (w[0] >> BITS) & (M4 << e) : (w[0] >> (sh + BITS)) & M4;
             a[3] = F::IMMA_IN_PLACE ? (w[1] >> BITS) & (M4 << e) : (w[1] >> (sh + BITS)) & M4;
-            imma_step(k, a);
+            imma_step(k, a, sub);
           }
+        }
         }
       } else if constexpr (FP8) {
 #pragma unroll
@@ -2243,8 +2309,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
         for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
       }
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1)
-        const int tl = mt * 16 + g + 8 * half;
+      for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1) (TP: of tile 2mt + (tig >> 1))
+        const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
         const bool valid = t0 + tl < end;
         if constexpr (CH) {  // one accumulator; per-value: the mma saw s code + z, else acc * cs + cb
 #pragma unroll
@@ -2281,8 +2347,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     }
 
     // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
-    float alpha[2], pr[4][4], ptile[2];
-    softmax_update<IMMA, IPV, FULL>(s, qkh, m_run, l_part, alpha, pr, ptile);
+    float alpha[2], pr[NT][4], ptile[2];
+    softmax_update<IMMA, IPV, FULL, NT, TP>(s, qkh, m_run, l_part, alpha, pr, ptile);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -2354,11 +2420,13 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       [[maybe_unused]] uint32_t pbl[PK ? 1 : NG][2][2];
       float pz[NG][2], wsc[NG][2];
       const bool pk_hi = tig < 2;
-      const float magic = PK && pk_hi ? kIpvMagic + 128.f : kIpvMagic;
+      // TP: every lane's x + 128 (each x gives both bytes; the low byte's 128 is flipped out below)
+      const float magic = TP || (PK && pk_hi) ? kIpvMagic + 128.f : kIpvMagic;
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr) {
-        float sv[4][2];
-        const float smax = tile_v_scales<NG, true>(sv, vs, gr, g);  // a NaN scale reaches the output (wsc)
+        float sv[NT][2];
+        // a NaN scale reaches the output (wsc)
+        const float smax = tile_v_scales<NG, true, NT, TP>(sv, vs, gr, g, tig);
         // max |s_v| past 2^126: NaN (there the reciprocal below flushes to 0, so f = 0 would drop the codes' term;
         // the kernel's documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
         const float sm = smax <= 0x1p126f ? smax : __int_as_float(0x7fffffff);
@@ -2373,35 +2441,56 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           wsc[gr][j] = mx * (1.f / kIpvMax);  // 1 / f
           pz[gr][j] = 0.f;
         }
-        uint32_t t[4][2];
+        uint32_t t[NT][2];
 #pragma unroll
-        for (int mt = 0; mt < 4; ++mt) {
+        for (int mt = 0; mt < NT; ++mt) {
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const float zv = vz[(mt * 16 + g + 8 * half) * NG + gr];
+            const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
+            const float zv = vz[tl * NG + gr];
             const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
             const float y0 = fmaf(p0, sv[mt][half] * f[0], magic), y1 = fmaf(p1, sv[mt][half] * f[1], magic);
             pz[gr][0] = fmaf(p0, zv, pz[gr][0]);
             pz[gr][1] = fmaf(p1, zv, pz[gr][1]);
-            // x0 | x1 << 16 (the low 16 bits of each), then head g, tokens 8 half + 2tig, +1 of tile mt
-            t[mt][half] = movmatrix_trans(prmt<0x5410>(__float_as_uint(y0), __float_as_uint(y1)));
+            // x0 | x1 << 16 (the low 16 bits of each), then head g, tokens 8 half + 2tig, +1 of tile mt (TP: column
+            // g of the pair: tile 2mt's head g for g < 4, tile 2mt + 1's head g - 4 else). TP: x + 128 with bit 7
+            // flipped, so that the high byte is x + 128's and the low byte x's (adding 128 flips a byte's bit 7)
+            uint32_t v = prmt<0x5410>(__float_as_uint(y0), __float_as_uint(y1));
+            if constexpr (TP) v ^= 0x00800080u;
+            t[mt][half] = movmatrix_trans(v);
           }
         }
+        if constexpr (TP) {
+          // B of the pair's 32 tokens (r = 0: tile 2kb, r = 1: tile 2kb + 1), column g: lane g < 4 holds tile 2kb's
+          // head g and needs its high bytes and tile 2kb + 1's (from lane g + 4); lane g + 4 needs the low bytes of
+          // both, holding tile 2kb + 1's. Each lane keeps its part and swaps the other with lane ^ 16.
+          const bool hi_col = g < 4;
 #pragma unroll
-        for (int kb = 0; kb < 2; ++kb)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int mt = 2 * kb + r;
-            if constexpr (PK) {  // B layout: column g; high bytes of x + 128 (g < 4) or low bytes of x
-              pbh[gr][kb][r] = __byte_perm(t[mt][0], t[mt][1], g < 4 ? 0x7531 : 0x6420);
-            } else {
-              pbl[gr][kb][r] = prmt<0x6420>(t[mt][0], t[mt][1]);  // low bytes: x mod 256
-              pbh[gr][kb][r] = prmt<0x7531>(t[mt][0], t[mt][1]);  // high bytes: x >> 8 (signed)
-            }
+          for (int kb = 0; kb < 2; ++kb) {
+            const uint32_t keep = __byte_perm(t[kb][0], t[kb][1], hi_col ? 0x7531 : 0x6420);
+            const uint32_t give = __byte_perm(t[kb][0], t[kb][1], hi_col ? 0x6420 : 0x7531);
+            const uint32_t got = __shfl_xor_sync(0xffffffffu, give, 16);
+            pbh[gr][kb][0] = hi_col ? keep : got;
+            pbh[gr][kb][1] = hi_col ? got : keep;
           }
+        } else {
+#pragma unroll
+          for (int kb = 0; kb < 2; ++kb)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int mt = 2 * kb + r;
+              if constexpr (PK) {  // B layout: column g; high bytes of x + 128 (g < 4) or low bytes of x
+                pbh[gr][kb][r] = __byte_perm(t[mt][0], t[mt][1], g < 4 ? 0x7531 : 0x6420);
+              } else {
+                pbl[gr][kb][r] = prmt<0x6420>(t[mt][0], t[mt][1]);  // low bytes: x mod 256
+                pbh[gr][kb][r] = prmt<0x7531>(t[mt][0], t[mt][1]);  // high bytes: x >> 8 (signed)
+              }
+            }
+        }
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           pz[gr][j] = warp_sum_over_rows(pz[gr][j]);
+          if constexpr (TP) pz[gr][j] += __shfl_xor_sync(0xffffffffu, pz[gr][j], 2);  // the head's lanes tig ^ 2
           if constexpr (PK) {  // the high bytes' columns carry 256 dot_hi and sum P z, the low bytes' dot_lo
             wsc[gr][j] *= pk_hi ? 256.f : 1.f;
             pz[gr][j] = pk_hi ? pz[gr][j] : 0.f;
