@@ -140,11 +140,6 @@ namespace foscar {
 #ifndef FOSCAR_PK_TOKENS
 #define FOSCAR_PK_TOKENS 1
 #endif
-// 1 (a probe, needs FOSCAR_STAGES >= 4 and even): the token-pair instances (pk_tokens) compute two sub-tiles a step,
-// one softmax update, one P' scale and one PV fold per 128 tokens (bench/NOTES.md §86); 0 (default): one sub-tile
-#ifndef FOSCAR_PAIR_STEPS
-#define FOSCAR_PAIR_STEPS 0
-#endif
 // 1 (default): the integer QK where a K group spans several planes (INT2, G > packed bytes per row: the planes
 // cannot be folded out through the group's scale, Fmt::IMMA_IN_PLACE false) and the row is an even number of 16-byte
 // chunks (head_dim >= 128; Fmt::IMMA_HALF) keeps INT2's odd planes at bits 2..3 of each byte (code 4, mask
@@ -546,20 +541,17 @@ __device__ __forceinline__ float warp_sum_over_rows(float v) {
 // The V scales of group gr of this lane's 8 tokens of a 64-token tile (rows g, g + 8 of m16 tile mt: sv[mt][half])
 // and the largest over the tile (zero-filled tokens past the end have s_v = 0). ABS_NAN: the largest |s_v|, NaN
 // if any is (the integer PV); else the largest s_v (FP8 PV: quantize_kv's scales are >= 0).
-// TP (pk_tokens): the lane's 4 tokens of the two tile pairs, 32 mt + 16 (tig >> 1) + g + 8 half (sv[mt][half]);
-// NU = 2 (FOSCAR_PAIR_STEPS): also those of the next sub-tile, from vs1 (sv[NT + mt][half]), one max over both.
-template <int NG, bool ABS_NAN, int NT = 4, bool TP = false, int NU = 1>
-__device__ __forceinline__ float tile_v_scales(float (&sv)[NT * NU][2], const float* vs, int gr, int g, int tig = 0,
-                                               const float* vs1 = nullptr) {
+// TP (pk_tokens): the lane's 4 tokens of the two tile pairs, 32 mt + 16 (tig >> 1) + g + 8 half (sv[mt][half]).
+template <int NG, bool ABS_NAN, int NT = 4, bool TP = false>
+__device__ __forceinline__ float tile_v_scales(float (&sv)[NT][2], const float* vs, int gr, int g, int tig = 0) {
   float smax = 0.f;
 #pragma unroll
-  for (int q = 0; q < NT * NU; ++q)
+  for (int mt = 0; mt < NT; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int mt = q % NT;
       const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
-      sv[q][half] = (NU > 1 && q >= NT ? vs1 : vs)[tl * NG + gr];
-      smax = ABS_NAN ? fmax_nan(smax, fabsf(sv[q][half])) : fmaxf(smax, sv[q][half]);
+      sv[mt][half] = vs[tl * NG + gr];
+      smax = ABS_NAN ? fmax_nan(smax, fabsf(sv[mt][half])) : fmaxf(smax, sv[mt][half]);
     }
   smax = warp_max_over_rows<ABS_NAN>(smax);
   if constexpr (TP) {
@@ -1437,10 +1429,6 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
   constexpr bool TP = pk_tokens<PK>();  // token pairs in the packed QK's columns (pk_tokens)
   constexpr int NT = TP ? 2 : 4;        // score tiles a sub-tile: m16 tiles, or TP's pairs of them
-  constexpr bool PS = TP && FOSCAR_PAIR_STEPS;  // two sub-tiles a step (FOSCAR_PAIR_STEPS)
-  constexpr int NU = PS ? 2 : 1;                // sub-tiles a step
-  constexpr int AHEAD = kStages - NU;           // sub-tiles in flight while a step computes
-  static_assert(!PS || (kStages >= 4 && kStages % 2 == 0), "FOSCAR_PAIR_STEPS: FOSCAR_STAGES even and >= 4");
   static_assert(!TP || !EARLY_FOLD, "TP: the fold after all steps");
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
@@ -1812,8 +1800,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     __syncwarp();
   }
 #pragma unroll
-  for (int s0 = 0; s0 < AHEAD; ++s0) {
-    if (s0 < (PS ? (iters + 1) & ~1 : iters)) issue_next(s0, std::false_type{});
+  for (int s0 = 0; s0 < kStages - 1; ++s0) {
+    if (s0 < iters) issue_next(s0, std::false_type{});
     cp_async_commit();
   }
 
@@ -2135,17 +2123,12 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 
 
   // One step: issue sub-tile it + kStages - 1, compute sub-tile it. FULL: both are full and the copies
-  // take issue_full, and sub-tile it needs no token mask. PS: issue sub-tiles it + kStages - 2 and it + kStages - 1,
-  // compute it and it + 1 (issued up to an even count: a pair's second past the end is zero-filled and masked).
-  const int iters_issued = PS ? (iters + 1) & ~1 : iters;
+  // take issue_full, and sub-tile it needs no token mask.
   auto step = [&](int it, auto full) {
     constexpr bool FULL = decltype(full)::value;
-#pragma unroll
-    for (int u = 0; u < NU; ++u) {
-      if (FULL || it + AHEAD + u < iters_issued) issue_next(it + AHEAD + u, full);
-      cp_async_commit();
-    }
-    cp_async_wait<AHEAD>();  // sub-tiles it .. it + NU - 1 have landed
+    if (FULL || it + kStages - 1 < iters) issue_next(it + kStages - 1, full);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // sub-tile `it` has landed
     __syncwarp();
     if (it == 0) FOSCAR_TL(5, clock64());
     const uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
@@ -2156,24 +2139,16 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     const float* vs = ks + 2 * KM_BYTES / 4;
     const float* vz = vs + kTileTokens * NG;
     const int t0 = first + it * stride;
-    // PS: sub-tile it + 1's stage (the same pointers from it)
-    const uint8_t* const st1 = PS ? wsm + ((it + 1) % kStages) * STAGE_BYTES : st;
 
     // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i] (TP: mt a pair of m16 tiles,
     // 2mt and 2mt + 1, in columns 0-3 and 4-7)
-    float s[NT * NU][4];
-#pragma unroll
-    for (int u = 0; u < NU; ++u) {  // (PS: sub-tile it + u, from its stage, into s[u * NT ..])
-    const uint8_t* const ksm_u = u ? st1 : ksm;
-    const float* const ks_u = u ? reinterpret_cast<const float*>(st1 + 2 * F::CODE_BYTES) : ks;
-    const float* const kz_u = u ? ks_u + KM_BYTES / 4 : kz;
-    const int t0_u = u ? t0 + stride : t0;
+    float s[NT][4];
 #pragma unroll
     for (int mt = 0; mt < NT; ++mt) {
       // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
       const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
       if constexpr (CH && !PER_VALUE) {
-        if (mt == 0 || (kb32 && mt == 2)) build_channel_query(ks_u + krow, kz_u + krow);
+        if (mt == 0 || (kb32 && mt == 2)) build_channel_query(ks + krow, kz + krow);
       }
       float acc[KG][4];  // folded BF16: starts at nqs (in the group's first mma)
 #pragma unroll
@@ -2189,7 +2164,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
         // (EARLY_FOLD, after the group's last step) its fold, as below
         if constexpr (EARLY_FOLD) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) s[u * NT + mt][i] = 0.f;
+          for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
         }
         // the B fragments of step k (TP: of the pair's tile sub)
         auto qb = [&](int sub, int k, int r, bool hi) -> uint32_t {
@@ -2211,11 +2186,11 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
               const int tl = mt * 16 + g + 8 * half;
-              const float a_t = ks_u[tl * NG + gr] * (1.f / (1 << F::iexp(k))), zo = kz_u[tl * NG + gr];
+              const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::iexp(k))), zo = kz[tl * NG + gr];
 #pragma unroll
               for (int j = 0; j < 2; ++j) {
                 const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
-                s[u * NT + mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[u * NT + mt][2 * half + j]));
+                s[mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[mt][2 * half + j]));
               }
             }
           }
@@ -2228,7 +2203,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
           for (int cp = 0; cp < NCH / 2; ++cp) {
             uint32_t w[4];  // the A fragment's bytes (4 codes each)
-            ldmatrix_k32<F>(w, ksm_u, mtk, cp, lane);
+            ldmatrix_k32<F>(w, ksm, mtk, cp, lane);
 #pragma unroll
             for (int pl = 0; pl < P; ++pl) {
               const int k = cp * P + pl, sh = BITS * pl;
@@ -2243,7 +2218,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           uint32_t w[2];
           {
             const int tok = mtk * 16 + (lane & 15);
-            ldmatrix_x2(w, smem_u32(ksm_u + tok * RB + 16 * swz(tok, 0, NCH, F::ROWS_PER_SWZ)));
+            ldmatrix_x2(w, smem_u32(ksm + tok * RB + 16 * swz(tok, 0, NCH, F::ROWS_PER_SWZ)));
           }
 #pragma unroll
           for (int k = 0; k < KS32; ++k) {
@@ -2261,7 +2236,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
         for (int cp = 0; cp < NCH / 2; ++cp) {
           uint32_t w[4];
-          ldmatrix_k32<F>(w, ksm_u, mt, cp, lane);
+          ldmatrix_k32<F>(w, ksm, mt, cp, lane);
 #pragma unroll
           for (int pl = 0; pl < P; ++pl) {
             const int sh = BITS * pl;
@@ -2280,7 +2255,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
         uint32_t w[2];
         {
           const int tok = mt * 16 + (lane & 8) + (lane & 7);  // lanes 0-7: rows 0-7, 8-15: rows 8-15
-          ldmatrix_x2(w, smem_u32(ksm_u + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
+          ldmatrix_x2(w, smem_u32(ksm + tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ)));
         }
 #pragma unroll
         for (int pl = 0; pl < P; ++pl) {
@@ -2290,8 +2265,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           uint32_t a[4];
           if constexpr (CH && PER_VALUE) {  // s, z per channel: ch, ch + 2 (a[0], a[1]); ch + 1, ch + 3
             const int ch = pl * RB + 16 * c + 4 * tig;
-            const float4 s4 = *reinterpret_cast<const float4*>(ks_u + krow + ch);
-            const float4 z4 = *reinterpret_cast<const float4*>(kz_u + krow + ch);
+            const float4 s4 = *reinterpret_cast<const float4*>(ks + krow + ch);
+            const float4 z4 = *reinterpret_cast<const float4*>(kz + krow + ch);
             a[0] = dequant_pair<F::MASK>(w[0] >> sh, s4.x, z4.x, s4.z, z4.z);
             a[1] = dequant_pair<F::MASK>(w[1] >> sh, s4.x, z4.x, s4.z, z4.z);
             a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s4.y, z4.y, s4.w, z4.w);
@@ -2304,8 +2279,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
             a[3] = subnormal_pair_at<M>(w[1] >> 8, sh);
           } else if constexpr (PER_VALUE) {
             const int t_lo = mt * 16 + g, t_hi = t_lo + 8;
-            const float s0 = ks_u[t_lo * NG + gr], z0 = kz_u[t_lo * NG + gr];
-            const float s1 = ks_u[t_hi * NG + gr], z1 = kz_u[t_hi * NG + gr];
+            const float s0 = ks[t_lo * NG + gr], z0 = kz[t_lo * NG + gr];
+            const float s1 = ks[t_hi * NG + gr], z1 = kz[t_hi * NG + gr];
             a[0] = dequant_pair<F::MASK>(w[0] >> sh, s0, z0, s0, z0);
             a[1] = dequant_pair<F::MASK>(w[1] >> sh, s1, z1, s1, z1);
             a[2] = dequant_pair<F::MASK>(w[0] >> (sh + 8), s0, z0, s0, z0);
@@ -2331,50 +2306,49 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       }
       if constexpr (!EARLY_FOLD) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s[u * NT + mt][i] = 0.f;
+        for (int i = 0; i < 4; ++i) s[mt][i] = 0.f;
       }
 #pragma unroll
       for (int half = 0; half < 2; ++half) {  // tokens g (half 0) and g+8 (half 1) (TP: of tile 2mt + (tig >> 1))
         const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
-        const bool valid = t0_u + tl < end;
+        const bool valid = t0 + tl < end;
         if constexpr (CH) {  // one accumulator; per-value: the mma saw s code + z, else acc * cs + cb
 #pragma unroll
           for (int j = 0; j < 2; ++j)
-            s[u * NT + mt][2 * half + j] = PER_VALUE ? acc[0][2 * half + j] * p.qk_scale_log2 : fmaf(acc[0][2 * half + j], cs[j], cb[j]);
+            s[mt][2 * half + j] = PER_VALUE ? acc[0][2 * half + j] * p.qk_scale_log2 : fmaf(acc[0][2 * half + j], cs[j], cb[j]);
         }
 #pragma unroll
         for (int gr = 0; gr < (CH || EARLY_FOLD ? 0 : NG); ++gr) {
           if constexpr (PER_VALUE) {  // the mma already saw s * code + z
-            s[u * NT + mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
-            s[u * NT + mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
+            s[mt][2 * half + 0] += acc[gr][2 * half + 0] * p.qk_scale_log2;
+            s[mt][2 * half + 1] += acc[gr][2 * half + 1] * p.qk_scale_log2;
           } else if constexpr (FP8) {
-            const float sc = ks_u[tl * NG + gr], zo = kz_u[tl * NG + gr];
+            const float sc = ks[tl * NG + gr], zo = kz[tl * NG + gr];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
               const float t = fmaf(acc[gr][2 * half + j], cq[j], -qerr[gr][j]);
-              s[u * NT + mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[u * NT + mt][2 * half + j]));
+              s[mt][2 * half + j] = fmaf(qsum[gr][j], zo, fmaf(t, sc, s[mt][2 * half + j]));
             }
           } else if constexpr (IMMA) {  // S' = s 2^-e dot + z sum(qi_g 2^hexp), dot = sum(code 2^e qi) (S = qk_h S')
-            const float a_t = ks_u[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz_u[tl * NG + gr];
+            const float a_t = ks[tl * NG + gr] * (1.f / (1 << F::igexp(gr))), zo = kz[tl * NG + gr];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
               const float dot = (float)(ah[gr][2 * half + j] * 256 + al[gr][2 * half + j]);
-              s[u * NT + mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[u * NT + mt][2 * half + j]));
+              s[mt][2 * half + j] = fmaf(dot, a_t, fmaf(qsum[gr][j], zo, s[mt][2 * half + j]));
             }
           } else {  // acc = sum(code * Q) / 128 (it started at -sum(Q')); qsum carries sm_scale log2(e)
-            const float a_t = ks_u[tl * NG + gr] * (128.f * p.qk_scale_log2), zo = kz_u[tl * NG + gr];
-            s[u * NT + mt][2 * half + 0] = fmaf(acc[gr][2 * half + 0], a_t, fmaf(qsum[gr][0], zo, s[u * NT + mt][2 * half + 0]));
-            s[u * NT + mt][2 * half + 1] = fmaf(acc[gr][2 * half + 1], a_t, fmaf(qsum[gr][1], zo, s[u * NT + mt][2 * half + 1]));
+            const float a_t = ks[tl * NG + gr] * (128.f * p.qk_scale_log2), zo = kz[tl * NG + gr];
+            s[mt][2 * half + 0] = fmaf(acc[gr][2 * half + 0], a_t, fmaf(qsum[gr][0], zo, s[mt][2 * half + 0]));
+            s[mt][2 * half + 1] = fmaf(acc[gr][2 * half + 1], a_t, fmaf(qsum[gr][1], zo, s[mt][2 * half + 1]));
           }
         }
-        if (!FULL && !valid) s[u * NT + mt][2 * half + 0] = s[u * NT + mt][2 * half + 1] = -INFINITY;
+        if (!FULL && !valid) s[mt][2 * half + 0] = s[mt][2 * half + 1] = -INFINITY;
       }
     }
-    }
 
-    // ---- online softmax over the 64 tokens (PS: 128), per head (columns 2tig, 2tig+1)
-    float alpha[2], pr[NT * NU][4], ptile[2];
-    softmax_update<IMMA, IPV, FULL, NT * NU, TP>(s, qkh, m_run, l_part, alpha, pr, ptile);
+    // ---- online softmax over the 64 tokens, per head (columns 2tig, 2tig+1)
+    float alpha[2], pr[NT][4], ptile[2];
+    softmax_update<IMMA, IPV, FULL, NT, TP>(s, qkh, m_run, l_part, alpha, pr, ptile);
 
     if constexpr (FP8) {
       // ---- P' = e4m3(P * s_v * f) per group as PV B fragments (k32: 32-token block kb, tokens
@@ -2442,21 +2416,17 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       // (k32: 32-token block kb, tokens 2tig, 2tig+1, 8+2tig, 9+2tig | +16, as the FP8 mode's); pz = sum P z
       // PK (pv_packable): columns 0-3 (lanes tig < 2 here, g < 4 in the B layout) take the high bytes of x + 128, the
       // s8 part of x = 256 hi + lo with lo = x's low byte as s8; columns 4-7 the low bytes: pbh alone, one mma
-      uint32_t pbh[NG][2 * NU][2];  // (PS: k32 blocks kb of both sub-tiles, 2u + kb)
+      uint32_t pbh[NG][2][2];
       [[maybe_unused]] uint32_t pbl[PK ? 1 : NG][2][2];
-      // PS: sub-tile it + 1's V codes, scales and offsets (its own stage)
-      const uint8_t* const vsm1 = PS ? st1 + F::CODE_BYTES : nullptr;
-      const float* const vs1 = PS ? reinterpret_cast<const float*>(st1 + 2 * F::CODE_BYTES) + 2 * KM_BYTES / 4 : nullptr;
-      const float* const vz1 = PS ? vs1 + kTileTokens * NG : nullptr;
       float pz[NG][2], wsc[NG][2];
       const bool pk_hi = tig < 2;
       // TP: every lane's x + 128 (each x gives both bytes; the low byte's 128 is flipped out below)
       const float magic = TP || (PK && pk_hi) ? kIpvMagic + 128.f : kIpvMagic;
 #pragma unroll
       for (int gr = 0; gr < NG; ++gr) {
-        float sv[NT * NU][2];
+        float sv[NT][2];
         // a NaN scale reaches the output (wsc)
-        const float smax = tile_v_scales<NG, true, NT, TP, NU>(sv, vs, gr, g, tig, vs1);
+        const float smax = tile_v_scales<NG, true, NT, TP>(sv, vs, gr, g, tig);
         // max |s_v| past 2^126: NaN (there the reciprocal below flushes to 0, so f = 0 would drop the codes' term;
         // the kernel's documented magnitude is 1e30, and there the BF16 PV's P' overflows too)
         const float sm = smax <= 0x1p126f ? smax : __int_as_float(0x7fffffff);
@@ -2471,16 +2441,15 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           wsc[gr][j] = mx * (1.f / kIpvMax);  // 1 / f
           pz[gr][j] = 0.f;
         }
-        uint32_t t[NT * NU][2];
+        uint32_t t[NT][2];
 #pragma unroll
-        for (int q = 0; q < NT * NU; ++q) {  // (q = u NT + mt: PS's sub-tile u)
-          const int mt = q % NT;
+        for (int mt = 0; mt < NT; ++mt) {
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
             const int tl = TP ? 32 * mt + 16 * (tig >> 1) + g + 8 * half : mt * 16 + g + 8 * half;
-            const float zv = (PS && q >= NT ? vz1 : vz)[tl * NG + gr];
-            const float p0 = pr[q][2 * half], p1 = pr[q][2 * half + 1];
-            const float y0 = fmaf(p0, sv[q][half] * f[0], magic), y1 = fmaf(p1, sv[q][half] * f[1], magic);
+            const float zv = vz[tl * NG + gr];
+            const float p0 = pr[mt][2 * half], p1 = pr[mt][2 * half + 1];
+            const float y0 = fmaf(p0, sv[mt][half] * f[0], magic), y1 = fmaf(p1, sv[mt][half] * f[1], magic);
             pz[gr][0] = fmaf(p0, zv, pz[gr][0]);
             pz[gr][1] = fmaf(p1, zv, pz[gr][1]);
             // x0 | x1 << 16 (the low 16 bits of each), then head g, tokens 8 half + 2tig, +1 of tile mt (TP: column
@@ -2488,7 +2457,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
             // flipped, so that the high byte is x + 128's and the low byte x's (adding 128 flips a byte's bit 7)
             uint32_t v = prmt<0x5410>(__float_as_uint(y0), __float_as_uint(y1));
             if constexpr (TP) v ^= 0x00800080u;
-            t[q][half] = movmatrix_trans(v);
+            t[mt][half] = movmatrix_trans(v);
           }
         }
         if constexpr (TP) {
@@ -2497,7 +2466,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           // both, holding tile 2kb + 1's. Each lane keeps its part and swaps the other with lane ^ 16.
           const bool hi_col = g < 4;
 #pragma unroll
-          for (int kb = 0; kb < 2 * NU; ++kb) {
+          for (int kb = 0; kb < 2; ++kb) {
             const uint32_t keep = __byte_perm(t[kb][0], t[kb][1], hi_col ? 0x7531 : 0x6420);
             const uint32_t give = __byte_perm(t[kb][0], t[kb][1], hi_col ? 0x6420 : 0x7531);
             const uint32_t got = __shfl_xor_sync(0xffffffffu, give, 16);
@@ -2530,13 +2499,11 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       }
       // ---- PV (m16n8k32, exact s32) per m16 channel block (chunk c, plane pl): the codes in place,
       // code 2^(BITS pl) in u8 lanes (one lop3 per 4 codes), dot = 256 hi + lo = sum x code 2^(BITS pl);
-      // O += dot 2^-(BITS pl) / f + sum P z. |dot| <= 64 tokens * 240 * 32512 < 2^29 (INT2: 192 for 240; PS: 128 tokens,
-      // < 2^30).
+      // O += dot 2^-(BITS pl) / f + sum P z. |dot| <= 64 tokens * 240 * 32512 < 2^29 (INT2: 192 for 240).
 #pragma unroll
       for (int c = 0; c < NCH; ++c) {
-        uint32_t xw[NU][2][4];  // (PS: sub-tile u's)
-        ldmatrix_pv_k32<F>(xw[0], vsm, c, lane);
-        if constexpr (PS) ldmatrix_pv_k32<F>(xw[NU - 1], vsm1, c, lane);
+        uint32_t xw[2][4];
+        ldmatrix_pv_k32<F>(xw, vsm, c, lane);
 #pragma unroll
         for (int pl = 0; pl < P; ++pl) {
           const int gr = (pl * RB + 16 * c) / GROUP;
@@ -2544,10 +2511,9 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           int dh[4];
           [[maybe_unused]] int dl[4];
 #pragma unroll
-          for (int kb = 0; kb < 2 * NU; ++kb) {
-            const int u = kb / 2, kk = kb % 2;
-            const uint32_t a[4] = {xw[u][kk][0] & (F::MASK4 << sh), xw[u][kk][1] & (F::MASK4 << sh),
-                                   xw[u][kk][2] & (F::MASK4 << sh), xw[u][kk][3] & (F::MASK4 << sh)};
+          for (int kb = 0; kb < 2; ++kb) {
+            const uint32_t a[4] = {xw[kb][0] & (F::MASK4 << sh), xw[kb][1] & (F::MASK4 << sh),
+                                   xw[kb][2] & (F::MASK4 << sh), xw[kb][3] & (F::MASK4 << sh)};
             if constexpr (PK) {
               if (kb == 0)
                 mma_u8s8<true>(dh, a, pbh[gr][kb][0], pbh[gr][kb][1]);
@@ -2673,15 +2639,14 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   // steps (at most kStages, or all of them) take the general path in a second loop.
   const bool last_full = iters > 0 && end - (first + (iters - 1) * stride) >= kTileTokens;
   const int full_tiles = iters > 0 && !last_full ? iters - 1 : iters;
-  // (PS: steps at even it, full while it + kStages - 1 < full_tiles)
   const int full_steps = fast_copies != 0 ? max(0, full_tiles - (kStages - 1)) : 0;
   int it = 0;
   FOSCAR_TL(4, clock64());
   FOSCAR_TL(8, sm_id() | (cta_index() << 8) | ((unsigned long long)(b & 0xFFFF) << 24) |
                    ((unsigned long long)iters << 40));
   FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
-  for (; it < full_steps; it += NU) step(it, std::true_type{});
-  for (; it < iters; it += NU) step(it, std::false_type{});
+  for (; it < full_steps; ++it) step(it, std::true_type{});
+  for (; it < iters; ++it) step(it, std::false_type{});
 
   // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
