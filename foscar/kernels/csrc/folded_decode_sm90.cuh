@@ -1157,7 +1157,8 @@ constexpr float kIpvMagic = 12582912.f;
 // heads twice, the high bytes of P''s fixed point x + 128 in columns 0-3 and the low bytes of x (as s8) in 4-7
 // (x = 256 hi + lo, both s8), so one u8.s8 mma per 32 tokens
 // does what two did. The query's columns 4-7 repeat heads 0-3, so every column's scores, softmax and P' are its
-// head's (with pk_tokens, the default: another m16 token tile's); each output column accumulates its part (hi: 256 dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
+// head's (with pk_tokens, the default: another m16 token tile's); each output column accumulates its part (hi: 256
+// dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
 // adds column h + 4 to column h. Only where the QK is integer and token-wise (the query's columns are built there).
 // By default INT4 takes the integer PV only in this form (FOSCAR_PV_PACK_INT4; its two-mma form, built with
 // FOSCAR_IMMA_PV_INT4=1, spilled, §46).
