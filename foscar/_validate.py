@@ -15,6 +15,8 @@ engine's page table) and would not be CUDA-graph safe. Call ``.contiguous()`` fi
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Iterable, Sequence
 
 import torch
@@ -108,3 +110,19 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
                          f"({type(value).__name__})")
     if value not in allowed:
         raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
+
+
+def softmax_scale(sm_scale: object, head_dim: int) -> float:
+    """The softmax scale as a Python float: ``sm_scale``, or ``1 / sqrt(head_dim)`` where it is ``None``.
+
+    Raises:
+        ValueError: ``sm_scale`` is not a finite real number or ``None``: a tensor (model code often keeps the scale
+            as one) would reach the kernels' scalar arguments, a bool or string is a mistake, and NaN or Inf makes every
+            output NaN.
+    """
+    if sm_scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real) or not math.isfinite(sm_scale):
+        raise ValueError(f"sm_scale: expected a finite float or None, got {sm_scale!r} ({type(sm_scale).__name__}); "
+                         "pass float(sm_scale)")
+    return float(sm_scale)

@@ -3,12 +3,9 @@ the same split in two, :func:`plan_decode` + :meth:`DecodePlan.run`."""
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 
-from foscar._validate import check_choice, check_tensor, same_device
+from foscar._validate import check_choice, check_tensor, same_device, softmax_scale
 from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import CACHE_TENSORS, QuantizedKVCache
 from foscar.reference import gqa_ratio
@@ -268,7 +265,8 @@ class DecodePlan:
 
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message
-                says how; a strided index tensor is named as not contiguous).
+                says how; a strided index tensor is named as not contiguous), or ``cache``
+                is not a FOSCAR cache.
         """
         from foscar.kernels import decode_cuda, decode_triton, merge_triton
 
@@ -276,6 +274,8 @@ class DecodePlan:
                 and (q.device == self._device or same_device(q.device, self._device))):
             check_tensor("q", q, shape=self._q_shape, dtypes=(torch.bfloat16,), device=self._device)
             raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
+        if not isinstance(cache, (QuantizedKVCache, PagedQuantizedKVCache)):
+            _check_cache(cache)
         layout = _layout(cache)
         if layout != self._layout:
             for name in (*CACHE_TENSORS, *_INDEX_TENSORS):  # (the plan's were contiguous: plan_decode validated them)
@@ -380,12 +380,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     gqa = gqa_ratio(num_qo_heads, cache.num_kv_heads)
     if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
-    if sm_scale is not None and (isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real)
-                                 or not math.isfinite(sm_scale)):
-        # a tensor (model code often keeps the scale as one) would reach the kernels' scalar arguments; NaN or Inf
-        # would make every output NaN
-        raise ValueError(f"sm_scale: expected a finite float or None, got {sm_scale!r} ({type(sm_scale).__name__}); "
-                         "pass float(sm_scale)")
+    scale = softmax_scale(sm_scale, cache.head_dim)
     if device.type != "cuda" and backend != "cuda":
         if not decode_triton.interpreter_enabled():
             raise ValueError(
@@ -393,7 +388,6 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                 "set TRITON_INTERPRET=1 before importing foscar to run it in the CPU interpreter"
             )
         decode_triton.check_interpreter_support()
-    scale = float(sm_scale) if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
     paged = hasattr(cache, "kv_indptr")
     if operand == "fp8":
         if method == "per-value":

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from foscar._validate import check_choice, check_tensor
+from foscar._validate import check_choice, check_tensor, softmax_scale
 from foscar.quant import QuantizedKVCache, check_contiguous_cache, check_lengths, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
@@ -70,7 +70,7 @@ def attention_reference(
         ValueError: ``k`` / ``v`` not ``[batch, *, *, head_dim]`` of ``q``'s batch and head_dim, or of
             different shapes; ``seq_lens`` not ``[batch]`` integers in ``[0, max_seq_len]`` (a reference
             must not cut a sequence or leave one out silently); ``num_qo_heads`` not a multiple of
-            ``num_kv_heads``.
+            ``num_kv_heads``; ``sm_scale`` not a finite float or ``None``.
     """
     check_tensor("q", q, ndim=3)
     batch, num_qo_heads, head_dim = q.shape
@@ -82,7 +82,7 @@ def attention_reference(
         raise ValueError(f"seq_lens: expected an integer dtype, got {str(seq_lens.dtype).replace('torch.', '')}")
     check_lengths("seq_lens", seq_lens.cpu(), max_seq_len, hint=" (k's rows per sequence)")
     group = gqa_ratio(num_qo_heads, num_kv_heads)
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
+    scale = softmax_scale(sm_scale, head_dim)
     out = torch.zeros(batch, num_qo_heads, head_dim, dtype=dtype, device=q.device)
     lse = torch.full((batch, num_qo_heads), -math.inf, dtype=dtype, device=q.device)
     lens = [int(x) for x in seq_lens.tolist()]
@@ -135,14 +135,15 @@ def reference_decode(
 
     Raises:
         ValueError: everything ``cache.validate(check_values=True)`` raises (a length the cache cannot
-            hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``.
+            hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``;
+            ``sm_scale`` not a finite float or ``None``.
     """
     if hasattr(cache, "to_contiguous"):  # paged
         cache = cache.to_contiguous()
     cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
     group = gqa_ratio(q.shape[1], cache.num_kv_heads)
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
+    scale = softmax_scale(sm_scale, cache.head_dim)
     out = torch.zeros(q.shape, dtype=dtype, device=q.device)
     lse = torch.full(q.shape[:2], -math.inf, dtype=dtype, device=q.device)
     rows = range(cache.batch_size) if batch_indices is None else list(batch_indices)
@@ -194,7 +195,8 @@ def folded_decode_torch(
     Raises:
         ValueError: an ``operand`` other than ``"bf16"`` / ``"fp8"``; a cache that is not a contiguous
             :class:`QuantizedKVCache` (a paged one: take ``to_contiguous()``) or fails its ``validate``;
-            ``q`` not ``[batch, *, head_dim]``; ``num_qo_heads`` not a multiple of ``num_kv_heads``.
+            ``q`` not ``[batch, *, head_dim]``; ``num_qo_heads`` not a multiple of ``num_kv_heads``; ``sm_scale``
+            not a finite float or ``None``.
     """
     check_choice("operand", operand, tuple(OPERAND_ENCODINGS))
     check_contiguous_cache(cache)
@@ -204,7 +206,7 @@ def folded_decode_torch(
     batch, num_qo_heads, head_dim = q.shape
     hkv, gs, ng = cache.num_kv_heads, cache.group_size, cache.num_groups
     group = gqa_ratio(num_qo_heads, hkv)
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
+    scale = softmax_scale(sm_scale, head_dim)
     out = torch.zeros(q.shape, dtype=dtype, device=q.device)
     for b in range(batch):
         length = int(cache.seq_lens[b])

@@ -496,6 +496,23 @@ def test_sm_scale_must_be_a_finite_float(device, sm_scale):
         foscar.decode(q, cache, sm_scale=sm_scale)
     with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
         foscar.plan_decode(cache, q.shape[1], sm_scale=sm_scale)
+    # the references too: a tensor scale used to pass through, NaN gave NaN rows
+    from foscar.reference import attention_reference, folded_decode_torch
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
+        foscar.reference_decode(q, cache, sm_scale=sm_scale)
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
+        folded_decode_torch(q, cache, sm_scale=sm_scale)
+    k = v = torch.zeros(q.shape[0], cache.num_kv_heads, 4, cache.head_dim, device=q.device)
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
+        attention_reference(q, k, v, torch.zeros(q.shape[0], dtype=torch.int32, device=q.device), sm_scale=sm_scale)
+
+
+def test_plan_run_refuses_a_non_cache(device):
+    q, cache = _issue_case(device)
+    plan = foscar.plan_decode(cache, q.shape[1])
+    for bad in (None, cache.k_codes):
+        with pytest.raises(ValueError, match="^cache: expected a QuantizedKVCache or PagedQuantizedKVCache"):
+            plan.run(q, bad)
 
 
 def test_num_splits_true_is_refused(device):
