@@ -51,18 +51,21 @@ def test_append_matches_one_pass_quantization_bit_for_bit(device, bits, group_si
 
 
 def test_append_ragged_lengths_and_decode(device):
-    k = torch.randn(2, 1, 40, 64, device=device)
-    v = torch.randn(2, 1, 40, 64, device=device)
+    # seeded (it drew from the global generator, so its data depended on the tests run before it in a process: one
+    # draw under xdist once missed the 1e-2 bound below, which 440 seeded draws never did, session 41)
+    g = torch.Generator().manual_seed(11)
+    k = torch.randn(2, 1, 40, 64, generator=g).to(device)
+    v = torch.randn(2, 1, 40, 64, generator=g).to(device)
     lens = torch.tensor([30, 12], dtype=torch.int32, device=device)
     full = foscar.quantize_kv(k[:, :, :32], v[:, :, :32], 2, 64, seq_lens=lens)
     cache = foscar.quantize_kv(k[:, :, :32], v[:, :, :32], 2, 64, seq_lens=lens.clone())
-    new_k, new_v = torch.randn(2, 1, 2, 64, device=device), torch.randn(2, 1, 2, 64, device=device)
+    new_k, new_v = torch.randn(2, 1, 2, 64, generator=g).to(device), torch.randn(2, 1, 2, 64, generator=g).to(device)
     foscar.append_kv(cache, new_k, new_v)
     assert cache.seq_lens.tolist() == [32, 14]
     one = foscar.quantize_kv(new_k, new_v, 2, 64)
     assert torch.equal(cache.k_codes[0, :, 30:32], one.k_codes[0]) and torch.equal(cache.k_codes[1, :, 12:14], one.k_codes[1])
     assert torch.equal(cache.k_codes[1, :, :12], full.k_codes[1, :, :12])  # earlier tokens untouched
-    q = torch.randn(2, 2, 64, device=device, dtype=torch.bfloat16)
+    q = torch.randn(2, 2, 64, generator=g).to(device=device, dtype=torch.bfloat16)
     out = foscar.decode(q, cache)
     ref = foscar.reference_decode(q, cache)
     assert float((out.double() - ref).norm() / ref.norm()) < 1e-2
