@@ -464,7 +464,7 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
     monkeypatch.setenv("FOSCAR_PV_PACK", "0")
     out0, lse0 = foscar.decode(q, target, return_lse=True, backend="cuda")
     assert foscar.plan_decode(target, qo, backend="cuda").pv_pack is False
-    assert bool(((lse1 - lse0).abs() <= 1e-5 * lse0.abs() + 1e-5).all()), float((lse1 - lse0).abs().max())
+    torch.testing.assert_close(lse1, lse0, rtol=0, atol=2e-5)  # (a length-0 row's -inf equals -inf)
     if qo // kv > 4:
         assert torch.equal(lse1, lse0)
         assert torch.equal(out1, out0)

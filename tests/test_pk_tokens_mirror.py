@@ -164,3 +164,150 @@ def test_token_pairs_bytes_give_back_the_fixed_point():
         for r in range(2):
             tokens = [2 * tig, 2 * tig + 1, 8 + 2 * tig, 9 + 2 * tig]
             assert np.array_equal(256 * s8(b[lane, r]) + s8(b[lane + 16, r]), x[r, tokens, g]), (lane, r)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One warp end to end: the fold's token layout, the online softmax, the V scales' max, P', the exchange, the PV in its
+# C layout and the epilogue's sums, for one V group of 16 channels, against float64 softmax attention. The kernel's
+# cross-lane steps are shuffles over lane ^ d; "skip" drops one of the steps that token pairs added (the xor-2 max,
+# the V scales' xor-2 max, sum P z's and the denominator's xor 2, the bit-7 flip) or exchanges with lane ^ 8.
+
+LANE = np.arange(LANES)
+G_OF, TIG_OF = LANE // 4, LANE % 4
+F32 = np.float32
+
+
+def _shfl(v: np.ndarray, d: int) -> np.ndarray:
+    return v[LANE ^ d]
+
+
+def _rows(v: np.ndarray, op) -> np.ndarray:
+    """``warp_max_over_rows`` / ``warp_sum_over_rows``: over the lanes of one tig (xor 4, 8, 16)."""
+    for d in (4, 8, 16):
+        v = op(v, _shfl(v, d)).astype(F32)
+    return v
+
+
+def _token(mt: int, half: int) -> np.ndarray:
+    """Each lane's token of pair mt (the kernel's ``tl``): tile 2mt + (tig >> 1), row g + 8 half."""
+    return 32 * mt + 16 * (TIG_OF >> 1) + G_OF + 8 * half
+
+
+def warp_decode(seed: int, n_tokens: int, gqa: int = HEADS, skip: str = "") -> tuple[float, float]:
+    """Decode ``n_tokens`` random tokens (log2 scores, V codes 0-3 with signed scales and offsets) as one warp of the
+    kernel does with token pairs; returns the output's largest error relative to the reference's largest value and
+    the base-2 LSE's largest absolute error, over the live heads."""
+    rng = np.random.default_rng(seed)
+    chans = 16
+    scores = (rng.standard_normal((n_tokens, HEADS)) * 3).astype(F32)
+    scores[:, gqa:] = 0
+    s_v = (rng.uniform(0.1, 2, n_tokens) * rng.choice([-1, 1], n_tokens)).astype(F32)
+    z_v = rng.standard_normal(n_tokens).astype(F32)
+    codes = rng.integers(0, 4, (chans, n_tokens))
+    m_run = np.full((LANES, 2), -np.inf, F32)
+    l_part = np.zeros((LANES, 2), F32)
+    o_acc = np.zeros((LANES, 4), F32)
+    for t0 in range(0, n_tokens, 64):
+        live = min(64, n_tokens - t0)
+        tile_s = np.zeros((64, HEADS), F32)
+        tile_s[:live] = scores[t0:t0 + live]
+        tile_sv, tile_zv = np.zeros(64, F32), np.zeros(64, F32)
+        tile_sv[:live], tile_zv[:live] = s_v[t0:t0 + live], z_v[t0:t0 + live]
+        tile_codes = np.zeros((chans, 64), np.int64)
+        tile_codes[:, :live] = codes[:, t0:t0 + live]
+        s = np.zeros((LANES, 2, 4), F32)  # the fold's scores: [lane, pair, 2 half + j]
+        for mt in range(2):
+            for half in range(2):
+                tok = _token(mt, half)
+                for j in range(2):
+                    s[:, mt, 2 * half + j] = np.where(tok < live, tile_s[tok, 2 * (TIG_OF & 1) + j], -np.inf)
+        alpha, ptile, m_use = (np.zeros((LANES, 2), F32) for _ in range(3))
+        for j in range(2):  # softmax_update
+            mx = _rows(s[:, :, [j, j + 2]].reshape(LANES, -1).max(axis=1), np.fmax)
+            if skip != "max":
+                mx = np.fmax(mx, _shfl(mx, 2))
+            m_new = np.fmax(m_run[:, j], mx)
+            m_use[:, j] = np.where(m_new != -np.inf, m_new, 0)
+            alpha[:, j], ptile[:, j] = np.exp2(m_run[:, j] - m_use[:, j]), np.exp2(mx - m_use[:, j])
+            m_run[:, j] = m_new
+        pr = np.exp2(s - m_use[:, None, [0, 1, 0, 1]]).astype(F32)
+        for j in range(2):
+            l_part[:, j] = l_part[:, j] * alpha[:, j] + pr[:, :, [j, j + 2]].sum(axis=(1, 2))
+        sv = np.stack([np.stack([tile_sv[_token(mt, h)] for h in range(2)], 1) for mt in range(2)], 1)
+        smax = _rows(np.abs(sv).max(axis=(1, 2)), np.fmax)  # tile_v_scales
+        if skip != "smax":
+            smax = np.fmax(smax, _shfl(smax, 2))
+        mxs = np.fmax(ptile * smax[:, None], F32(2.0 ** -112)).astype(F32)
+        f, wsc = (32512 / mxs).astype(F32), (mxs / 32512).astype(F32)
+        pz = np.zeros((LANES, 2), F32)
+        t = np.zeros((2, 2, LANES), np.int64)
+        for mt in range(2):  # P' as x + 128, bit 7 flipped, movmatrix per 8-row half
+            for half in range(2):
+                regs = np.zeros(LANES, np.int64)
+                for j in range(2):
+                    p = pr[:, mt, 2 * half + j]
+                    x = np.rint(p.astype(np.float64) * (sv[:, mt, half] * f[:, j]).astype(F32)).astype(np.int64)
+                    regs |= ((x + 128) & 0xFFFF) << (16 * j)
+                    pz[:, j] = (pz[:, j] + p * tile_zv[_token(mt, half)]).astype(F32)
+                if skip != "flip":
+                    regs ^= 0x00800080
+                t[mt, half] = movmatrix_trans(regs)
+        b = np.zeros((64, 8), np.int64)  # the PV's B from the exchanged registers
+        partner = 8 if skip == "lane8" else 16
+        for kb in range(2):
+            hi_col = G_OF < 4
+            keep = np.array([byte_perm(int(t[kb, 0, i]), int(t[kb, 1, i]), 0x7531 if hi_col[i] else 0x6420)
+                             for i in range(LANES)])
+            give = np.array([byte_perm(int(t[kb, 0, i]), int(t[kb, 1, i]), 0x6420 if hi_col[i] else 0x7531)
+                             for i in range(LANES)])
+            got = _shfl(give, partner)
+            regs = (np.where(hi_col, keep, got), np.where(hi_col, got, keep))
+            for lane in range(LANES):
+                g, tig = lane_gt(lane)
+                for r in range(2):
+                    for i, tok in enumerate((2 * tig, 2 * tig + 1, 8 + 2 * tig, 9 + 2 * tig)):
+                        b[32 * kb + 16 * r + tok, g] = s8((int(regs[r][lane]) >> (8 * i)) & 0xFF)
+        pz = _rows(pz, np.add)
+        if skip != "pz":
+            pz = (pz + _shfl(pz, 2)).astype(F32)
+        hi_lane = (TIG_OF < 2)[:, None]  # the PV's output columns 0-3: 256 dot_hi / f + sum P z
+        wsc, pz = wsc * np.where(hi_lane, 256, 1), np.where(hi_lane, pz, 0)
+        dots = tile_codes @ b  # [channel, column], the mma's exact s32
+        for i in range(4):
+            ch, col, j = G_OF + 8 * (i >> 1), 2 * TIG_OF + (i & 1), i & 1
+            o_acc[:, i] = o_acc[:, i] * alpha[:, j] + (dots[ch, col] * wsc[:, j] + pz[:, j])
+    den = np.stack([_rows(l_part[:, j], np.add) for j in range(2)], 1)  # the epilogue
+    if skip != "l":
+        den = den + _shfl(den, 2)
+    out_cols, m_cols, l_cols = np.zeros((chans, 8)), np.zeros(8), np.zeros(8)
+    for lane in range(LANES):
+        g, tig = lane_gt(lane)
+        for i in range(4):
+            out_cols[g + 8 * (i >> 1), 2 * tig + (i & 1)] = o_acc[lane, i]
+        if g == 0:
+            m_cols[2 * tig:2 * tig + 2], l_cols[2 * tig:2 * tig + 2] = m_run[lane], den[lane]
+    out = (out_cols[:, :HEADS] + out_cols[:, HEADS:]) / l_cols[:HEADS]
+    sd = scores.astype(np.float64)
+    p = np.exp2(sd - sd.max(0))
+    ref = (s_v[None, :].astype(np.float64) * codes + z_v[None, :]) @ (p / p.sum(0))
+    lse, lse_ref = m_cols[:HEADS] + np.log2(l_cols[:HEADS]), sd.max(0) + np.log2(p.sum(0))
+    return (float(np.abs(out - ref)[:, :gqa].max() / np.abs(ref[:, :gqa]).max()),
+            float(np.abs(lse - lse_ref)[:gqa].max()))
+
+
+def test_warp_model_matches_softmax_attention():
+    """Token pairs end to end over full and partial sub-tiles (63 to 1001 tokens) and gqa 1, 3, 4: the output within
+    the fixed point's rounding (its bound, half a unit in 32512 of a tile's largest P |s_v|, is ~1.5e-5 relative per
+    token), the LSE within fp32's."""
+    for n in (63, 64, 129, 300, 1001):
+        for gqa in (1, 3, 4):
+            err, lse_err = warp_decode(n + gqa, n, gqa)
+            assert err < 1e-3 and lse_err < 1e-4, (n, gqa, err, lse_err)
+
+
+def test_warp_model_needs_every_step_token_pairs_added():
+    """Dropping any of the cross-lane steps that token pairs added, or exchanging with lane ^ 8, moves the output or
+    the LSE far past the bounds above."""
+    for skip in ("max", "smax", "pz", "l", "flip", "lane8"):
+        worst = max(max(warp_decode(seed, n, skip=skip)) for seed, n in ((1, 63), (2, 129), (3, 1001)))
+        assert worst > 1e-3, skip

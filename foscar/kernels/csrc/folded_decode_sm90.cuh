@@ -1430,6 +1430,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   constexpr bool EARLY_FOLD = IMMA && HEAD_DIM == 256 && GROUP == 64;
   constexpr bool TP = pk_tokens<PK>();  // token pairs in the packed QK's columns (pk_tokens)
   constexpr int NT = TP ? 2 : 4;        // score tiles a sub-tile: m16 tiles, or TP's pairs of them
+  // (TP excludes channel-wise K too, pv_packable: the QK loop's krow and EARLY_FOLD's fold assume 4 m16 tiles)
   static_assert(!TP || !EARLY_FOLD, "TP: the fold after all steps");
   static_assert(!FP8 || NCH % 2 == 0, "FP8 operands need an even number of 16-byte chunks per packed row");
   extern __shared__ __align__(128) uint8_t smem[];
@@ -2415,8 +2416,10 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       // ---- P' = P s_v f as a 16-bit fixed point x = rint(P s_v f), f = kIpvMax / (max P max |s_v|, >= 2^-112) per
       // (group, head) over this tile, so |x| <= kIpvMax; its hi (s8) and lo (u8) bytes as PV B fragments
       // (k32: 32-token block kb, tokens 2tig, 2tig+1, 8+2tig, 9+2tig | +16, as the FP8 mode's); pz = sum P z
-      // PK (pv_packable): columns 0-3 (lanes tig < 2 here, g < 4 in the B layout) take the high bytes of x + 128, the
-      // s8 part of x = 256 hi + lo with lo = x's low byte as s8; columns 4-7 the low bytes: pbh alone, one mma
+      // PK (pv_packable): B's columns 0-3 (lanes g < 4 in the B layout) take the high bytes of x + 128, the s8 part of
+      // x = 256 hi + lo with lo = x's low byte as s8; columns 4-7 the low bytes: pbh alone, one mma. Without token
+      // pairs lanes tig < 2 here compute columns 0-3's x + 128 and lanes tig >= 2 columns 4-7's x; with them (TP)
+      // every lane computes both bytes of its own tokens' x (below). pk_hi then names the PV's output columns 0-3.
       uint32_t pbh[NG][2][2];
       [[maybe_unused]] uint32_t pbl[PK ? 1 : NG][2][2];
       float pz[NG][2], wsc[NG][2];
