@@ -30,7 +30,8 @@ def test_run_matches_decode_and_reuses_its_buffers(device):
     out, lse = plan.run(q, cache, return_lse=True)
     ref_out, ref_lse = foscar.decode(q, cache, num_splits=3, return_lse=True)
     assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
-    assert out is plan.out and lse is plan.lse and plan.num_splits == 2  # 150 tokens: 2 tiles of 128
+    # the Triton kernel caps the count at its 128-token tiles (150 tokens: 2); the CUDA kernel keeps the fixed count
+    assert out is plan.out and lse is plan.lse and plan.num_splits == (2 if plan.kernel == "triton" else 3)
     q2, cache2 = _pair(device, seq_lens=[7, 150], seed=5)  # same layout, other contents and lengths
     again = plan.run(q2, cache2)
     assert again is out  # the plan's buffer, overwritten
