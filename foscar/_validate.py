@@ -97,6 +97,12 @@ def same_device(a: torch.device, b: torch.device) -> bool:
     return ia == ib
 
 
+def is_int(value: object) -> bool:
+    """Whether ``value`` is a Python ``int`` and not a ``bool`` (a float, a bool, a numpy or torch integer is not: each
+    would fail later, deep inside a kernel's arguments or the packing; callers say "pass int(x)")."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
     """Raise ``ValueError`` unless ``value`` is one of ``allowed``.
 
@@ -104,8 +110,7 @@ def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
     ``True in (1, 2)`` hold in Python, but a float or bool bit width or group size would fail later, deep inside
     the packing or a kernel (a numpy integer is refused as well: pass ``int(x)``).
     """
-    ints = all(isinstance(a, int) and not isinstance(a, bool) for a in allowed)
-    if ints and (isinstance(value, bool) or not isinstance(value, int)):
+    if all(is_int(a) for a in allowed) and not is_int(value):
         raise ValueError(f"{name}: expected one of {list(allowed)} (a Python int), got {value!r} "
                          f"({type(value).__name__})")
     if value not in allowed:

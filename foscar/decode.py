@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, same_device, softmax_scale
+from foscar._validate import check_choice, check_tensor, is_int, same_device, softmax_scale
 from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import CACHE_TENSORS, QuantizedKVCache
 from foscar.reference import gqa_ratio
@@ -274,8 +274,7 @@ class DecodePlan:
                 and (q.device == self._device or same_device(q.device, self._device))):
             check_tensor("q", q, shape=self._q_shape, dtypes=(torch.bfloat16,), device=self._device)
             raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
-        if not isinstance(cache, (QuantizedKVCache, PagedQuantizedKVCache)):
-            _check_cache(cache)
+        _check_cache(cache)
         layout = _layout(cache)
         if layout != self._layout:
             for name in (*CACHE_TENSORS, *_INDEX_TENSORS):  # (the plan's were contiguous: plan_decode validated them)
@@ -352,7 +351,7 @@ def plan_decode(
     """
     _check_cache(cache)
     cache.validate()
-    if isinstance(num_qo_heads, bool) or not isinstance(num_qo_heads, int) or num_qo_heads < 1:
+    if not is_int(num_qo_heads) or num_qo_heads < 1:
         raise ValueError(f"num_qo_heads: expected a positive int, got {num_qo_heads!r}")
     return _plan(cache, num_qo_heads, operand, sm_scale, num_splits, backend, method)
 
@@ -378,7 +377,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     check_choice("backend", backend, BACKENDS)
     check_choice("method", method, METHODS)
     gqa = gqa_ratio(num_qo_heads, cache.num_kv_heads)
-    if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 1):
+    if num_splits is not None and (not is_int(num_splits) or num_splits < 1):
         raise ValueError(f"num_splits: expected a positive int or None, got {num_splits!r}")
     scale = softmax_scale(sm_scale, cache.head_dim)
     if device.type != "cuda" and backend != "cuda":

@@ -53,7 +53,7 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from foscar._validate import check_choice
+from foscar._validate import check_choice, is_int
 from foscar.append import append_kv
 from foscar.decode import BACKENDS, plan_decode
 from foscar.kernels.decode_triton import SUPPORTED_HEAD_DIMS
@@ -428,7 +428,7 @@ class FoscarCache(Cache):
         check_choice("rotation", rotation, ROTATIONS)
         check_choice("backend", backend, BACKENDS)
         for name, x in (("num_sink", num_sink), ("num_recent", num_recent), ("max_cache_len", max_cache_len)):
-            if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+            if not is_int(x) or x < 0:
                 raise ValueError(f"{name}: expected a non-negative int, got {x!r}")
         check_model_config(config, group_size)
         impl = getattr(config, "_attn_implementation", None)

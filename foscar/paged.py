@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_tensor, host_checks
+from foscar._validate import check_tensor, host_checks, is_int
 from foscar.quant import (CACHE_TENSORS, QuantizedKVCache, _CacheTensors, check_k_block, check_lengths,
                           num_k_blocks)
 
@@ -242,9 +242,9 @@ def paginate(
     if not isinstance(cache, QuantizedKVCache):
         raise ValueError(f"cache: expected a QuantizedKVCache (foscar.quantize_kv), got {type(cache).__name__}")
     cache.validate(check_values=True)
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+    if not is_int(page_size) or page_size < 1:
         raise ValueError(f"page_size: expected >= 1 (an int), got {page_size!r}")
-    if isinstance(extra_pages, bool) or not isinstance(extra_pages, int) or extra_pages < 0:
+    if not is_int(extra_pages) or extra_pages < 0:
         raise ValueError(f"extra_pages: expected >= 0 (an int), got {extra_pages!r}")
     if cache.k_block is not None and page_size % cache.k_block:
         raise ValueError(f"page_size: a page must hold whole channel-wise K blocks; k_block={cache.k_block} "

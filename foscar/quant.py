@@ -77,7 +77,7 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, host_checks
+from foscar._validate import check_choice, check_tensor, host_checks, is_int
 
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
@@ -112,7 +112,7 @@ def check_k_block(k_block: int) -> None:
     Raises:
         ValueError: ``k_block`` not one of :data:`SUPPORTED_K_BLOCKS` (32, 64, 128).
     """
-    if isinstance(k_block, bool) or not isinstance(k_block, int):
+    if not is_int(k_block):
         raise ValueError(f"k_block: expected one of {list(SUPPORTED_K_BLOCKS)}, got {k_block!r}")
     check_choice("k_block", k_block, SUPPORTED_K_BLOCKS)
 
@@ -666,7 +666,7 @@ def dequantize_kv(
     sl = slice(None)
     sel = (sl,)
     if batch_index is not None:
-        if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not 0 <= batch_index < cache.batch_size:
+        if not is_int(batch_index) or not 0 <= batch_index < cache.batch_size:
             raise ValueError(f"batch_index: expected a Python int in [0, {cache.batch_size}), got {batch_index!r} "
                              f"({type(batch_index).__name__}); pass int(x)")
         length = int(cache.seq_lens[batch_index])

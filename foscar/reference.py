@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, softmax_scale
+from foscar._validate import check_choice, check_tensor, is_int, softmax_scale
 from foscar.quant import QuantizedKVCache, check_contiguous_cache, check_lengths, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
@@ -148,7 +148,7 @@ def reference_decode(
     lse = torch.full(q.shape[:2], -math.inf, dtype=dtype, device=q.device)
     rows = range(cache.batch_size) if batch_indices is None else list(batch_indices)
     for b in rows:
-        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < cache.batch_size:
+        if not is_int(b) or not 0 <= b < cache.batch_size:
             raise ValueError(f"batch_indices: expected Python ints in [0, {cache.batch_size}), got {b!r} "
                              f"({type(b).__name__}); pass int(x)")
     for b in rows:
