@@ -86,6 +86,9 @@ namespace foscar {
 #define FOSCAR_MERGE_WARP 1  // (merge_rows_warp; bench/NOTES.md §83); 0 (FOSCAR_NVCC_DEFINES="FOSCAR_MERGE_WARP=0", a
                              // build setting, not read at plan time): two rounds of 16 (merge_rows)
 #endif
+#ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
+#define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
+#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -1497,6 +1500,17 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   const float* kz_g = p.k_offset + row0 * NG;
   const float* vs_g = p.v_scale + row0 * NG;
   const float* vz_g = p.v_offset + row0 * NG;
+  // FOSCAR_TILE_PROBE: the cache of a contiguous token-wise instance is one buffer at p.k_codes of 64-token blocks,
+  // block (row0 + row) >> 6 = [K codes 64 RB | V codes 64 RB | ks | kz | vs | vz, 64 NG floats each] (needs max_seq_len
+  // a multiple of 64); il(row, a, off): byte off of token row's row in array a (0 K codes, 1 V codes, 2-5 the scales)
+  constexpr bool IL = FOSCAR_TILE_PROBE && !PAGED && !CH;
+  auto il = [&](long long row, int a, int off) -> const void* {
+    constexpr long long BB = 64LL * (2 * RB + 16 * NG);
+    const long long R = row0 + row;
+    const int r = (int)(R & 63);
+    const int aoff = a < 2 ? a * 64 * RB + r * RB : 128 * RB + (a - 2) * 256 * NG + r * 4 * NG;
+    return p.k_codes + (R >> 6) * BB + aoff + off;
+  };
 
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
@@ -1558,8 +1572,13 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       const long long row = PAGED ? (long long)id_row(idc[jj], gt) : (long long)gt;
       const long long src = live ? row * RB + 16 * c : 0;
       const int dst = tok * RB + 16 * swz(tok, c, NCH, F::ROWS_PER_SWZ);
-      cp_async16(st + dst, kc + src, live ? 16 : 0);
-      cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
+      if constexpr (IL) {
+        cp_async16(st + dst, il(live ? row : 0, 0, live ? 16 * c : 0), live ? 16 : 0);
+        cp_async16(st + F::CODE_BYTES + dst, il(live ? row : 0, 1, live ? 16 * c : 0), live ? 16 : 0);
+      } else {
+        cp_async16(st + dst, kc + src, live ? 16 : 0);
+        cp_async16(st + F::CODE_BYTES + dst, vc + src, live ? 16 : 0);
+      }
     }
     const int valid = (end - t0) * NG;  // floats of this sub-tile before the end
     if (p.scales_aligned) {  // 16-byte copies: 4 floats each
@@ -1574,6 +1593,15 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
           const int bytes = left >= 4 ? 16 : (left > 0 ? left * 4 : 0);
           const long long src = bytes ? row * NG + f0 % NG : 0;
           uint8_t* base = st + 2 * F::CODE_BYTES + f0 * 4;
+          if constexpr (IL) {
+            const long long rr = bytes ? row : 0;
+            const int off = bytes ? 4 * (f0 % NG) : 0;
+            cp_async16(base, il(rr, 2, off), bytes);
+            cp_async16(base + KM_BYTES, il(rr, 3, off), bytes);
+            cp_async16(base + 2 * KM_BYTES, il(rr, 4, off), bytes);
+            cp_async16(base + 2 * KM_BYTES + F::SCALE_BYTES, il(rr, 5, off), bytes);
+            continue;
+          }
           if constexpr (!CH) {
             cp_async16(base, ks_g + src, bytes);
             cp_async16(base + KM_BYTES, kz_g + src, bytes);
@@ -1666,8 +1694,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
-      const uint8_t* ksrc = kc + trow * RB + 16 * lane;
-      const uint8_t* vsrc = vc + trow * RB + 16 * lane;
+      const uint8_t* ksrc = IL ? (const uint8_t*)il(trow, 0, 16 * lane) : kc + trow * RB + 16 * lane;
+      const uint8_t* vsrc = IL ? (const uint8_t*)il(trow, 1, 16 * lane) : vc + trow * RB + 16 * lane;
 #pragma unroll
       for (int jj = 0; jj < kTileTokens * NCH / 32; ++jj) {
         const uint32_t dst = st + code_dst_lane[jj % SWZ_PERIOD] + (jj - jj % SWZ_PERIOD) * 512;
@@ -1675,7 +1703,19 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
         cp_async16_full(dst + F::CODE_BYTES, vsrc + 512 * jj);
       }
       const long long srow = trow * NG;  // float of token t0 in the scale rows
-      if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
+      if constexpr (IL) {  // each array's 64 NG floats adjacent in the block
+#pragma unroll
+        for (int q = 0; q < (SCALE_CHUNKS + 31) / 32; ++q) {
+          const int i = lane + 32 * q;
+          if (i < SCALE_CHUNKS) {
+            const uint8_t* sb = (const uint8_t*)il(trow, 2, 16 * i);
+            cp_async16_full(sst + 16 * i, sb);
+            cp_async16_full(sst + KM_BYTES + 16 * i, sb + 256 * NG);
+            cp_async16_full(sst + 2 * KM_BYTES + 16 * i, sb + 512 * NG);
+            cp_async16_full(sst + 2 * KM_BYTES + F::SCALE_BYTES + 16 * i, sb + 768 * NG);
+          }
+        }
+      } else if constexpr (SCALE_CHUNKS == 16) {  // lanes 0-15: ks, vs; lanes 16-31: kz, vz
         const int h = lane / 16, i = lane % 16;
         if constexpr (!CH) cp_async16_full(sst + h * KM_BYTES + 16 * i, (h ? kz_g : ks_g) + srow + 4 * i);
         cp_async16_full(sst + 2 * KM_BYTES + h * F::SCALE_BYTES + 16 * i, (h ? vz_g : vs_g) + srow + 4 * i);
