@@ -36,6 +36,13 @@ as unmatched, with the fields in which the other run's nearest rows differ; they
 the comparison only under ``--strict``. When the two runs' configurations (meta.json
 ``config``) or GPUs differ, a note says so.
 
+Where both runs timed a row's read floor (``foscar bench --read-floor``: a plain read of the row's bytes, timed as
+the row is; ``read_floor_us``), the row also gets ``floor_ratio``: the ratio with each side's time taken over its own
+floor, ``(new median / new floor) / (base median / base floor)``. A change of the GPU's memory between the runs
+(another machine: H200s' ceilings differ by ~2%) cancels out of it, the kernel's own change does not; a series gets
+the geometric mean of its rows' where every judged row has one. It is shown beside the ratio and judged nowhere: a
+floor is one timing in whatever power state the GPU is at its first such row (bench/NOTES.md §84).
+
 :func:`export_gab` writes a run in the JSON that github-action-benchmark's
 ``customSmallerIsBetter`` tool reads: a list of ``{name, unit, value, range, extra}``.
 """
@@ -112,11 +119,14 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
         neighbour = held.get(match_key(ref, CLOCK_POINT_KEYS))  # a row at this point timed at a held-down clock
         if not clock_notes and neighbour:
             clock_notes = [f"same point, {neighbour}"]
+        b_floor, n_floor = _read_floor(rb), _read_floor(rn)
         rows.append({
             **ident,
             "base_median_us": bt[0], "base_p20_us": bt[1], "base_p80_us": bt[2],
             "new_median_us": nt[0], "new_p20_us": nt[1], "new_p80_us": nt[2],
             "ratio": nt[0] / bt[0],
+            "base_read_floor_us": b_floor, "new_read_floor_us": n_floor,
+            "floor_ratio": (nt[0] / n_floor) / (bt[0] / b_floor) if b_floor and n_floor else None,
             "verdict": AMBIGUOUS if clock_notes else verdict(bt, nt, threshold),
             "clock_note": "; ".join(clock_notes) or None,
         })  # fmt: skip
@@ -131,6 +141,8 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
             "kernel": mine[0]["kernel"], "bits": mine[0]["bits"], "operand": mine[0]["operand"],
             "num_points": len(mine),
             "ratio": gm["new"][0],
+            "floor_ratio": (geomean(r["floor_ratio"] for r in mine)
+                            if all(r["floor_ratio"] is not None for r in mine) else None),
             "base_p20_rel": gm["base"][1], "base_p80_rel": gm["base"][2],
             "new_p20_rel": gm["new"][1], "new_p80_rel": gm["new"][2],
             "verdict": verdict(gm["base"], gm["new"], threshold),
@@ -273,6 +285,12 @@ def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
     return geomean(vals)
 
 
+def _read_floor(row: pd.Series) -> float | None:
+    """The row's ``read_floor_us`` where it is a positive finite number (a run with ``--read-floor``), else ``None``."""
+    x = cell(row.get("read_floor_us"))
+    return float(x) if is_finite(x) and float(x) > 0 else None
+
+
 def _f(x: Any) -> float:
     return float(x) if is_finite(x) else math.nan
 
@@ -352,11 +370,14 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         console.print("no row timed in both runs: nothing to compare (the unmatched rows below say why)")
     gt = Table(title="Geometric mean per series", title_justify="left",
                caption="spreads: geometric means of p20 and p80 over the base median")  # fmt: skip
+    g_floor = any(g.get("floor_ratio") is not None for g in result["geomeans"])
     for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
+                      *((("vs floor", "right"),) if g_floor else ()),
                       ("base spread", "right"), ("new spread", "right"), ("verdict", "left")):  # fmt: skip
         gt.add_column(col, justify=just, no_wrap=True)
     for g in result["geomeans"]:
         gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
+                   *((_ratio(g.get("floor_ratio")),) if g_floor else ()),
                    _rel(g["base_p20_rel"], g["base_p80_rel"]), _rel(g["new_p20_rel"], g["new_p80_rel"]),
                    _verdict(g["verdict"]))  # fmt: skip
     if result["geomeans"]:
@@ -366,14 +387,17 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     hidden = len(result["rows"]) - len(shown)
     caption = f"{hidden} rows within ±{t:.0%} (same) not shown; --all lists them" if hidden else None
     rt = Table(title="Rows (most alarming first)", title_justify="left", caption=caption)
+    r_floor = any(r.get("floor_ratio") is not None for r in shown)
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
-                      ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"), ("verdict", "left")):  # fmt: skip
+                      ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"),
+                      *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
         rt.add_column(col, justify=just, no_wrap=True)
     for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
         rt.add_row(r["series"], r["point"], f"int{r['cache_bits']}" if r["cache_bits"] is not None else "-",
                    _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
                    _us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
-                   f"{r['ratio']:.3f}", _change(r["ratio"]), _verdict(r["verdict"]))  # fmt: skip
+                   f"{r['ratio']:.3f}", _change(r["ratio"]), *((_ratio(r.get("floor_ratio")),) if r_floor else ()),
+                   _verdict(r["verdict"]))  # fmt: skip
     if shown:
         console.print(rt)
     ambiguous = [r for r in result["rows"] if r["verdict"] == AMBIGUOUS]
@@ -410,10 +434,17 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     if result["regression"]:
         summary += " [bold red]REGRESSION[/]"
     console.print(summary)
+    if g_floor or r_floor:
+        console.print("vs floor: the ratio with each run's time over its own read floor (foscar bench --read-floor); "
+                      "shown, not judged")
 
 
 def _verdict(v: str) -> str:
     return f"[{VERDICT_STYLE[v]}]{v}[/]"
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def _change(ratio: float) -> str:

@@ -284,3 +284,43 @@ def test_config_note_names_read_floor_apart_as_columns_only():
     note = _config_note({"page_size": 16}, {"page_size": 64, "read_floor": True})
     assert note.startswith("different configurations: page_size 16 -> 64;") and "read_floor differs too" in note
     assert _config_note({"page_size": 16}, {"page_size": 16}) is None
+
+
+def _with_floors(run: Path, floor_of_row) -> None:
+    """Add ``read_floor_us`` (a ``foscar bench --read-floor`` run's column) to every timed row of ``run``."""
+    import pandas as pd
+
+    df = pd.read_csv(run / "results.csv")
+    df["read_floor_us"] = [floor_of_row(r) if pd.notna(r.median_us) else None for r in df.itertuples()]
+    write_csv(df, run / "results.csv")
+
+
+def test_compare_floor_ratio_takes_each_runs_read_floor(capsys, tmp_path):
+    """Base on one GPU; new on a GPU whose memory reads every row's bytes 10% slower, FOSCAR's rows 10% slower with
+    it and FlashInfer's not: the ratio says FOSCAR slower, the ratio over each run's read floor says level."""
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", slow=1.10)
+    floors = {}
+    _with_floors(a, lambda r: floors.setdefault((r.kernel, r.batch, r.context, r.cache_bits), 0.8 * r.median_us))
+    _with_floors(b, lambda r: 1.10 * floors[(r.kernel, r.batch, r.context, r.cache_bits)])
+    code, out, err = run_main(capsys, "compare", a, b, "--json")
+    result = json.loads(out)
+    assert code == 1 and result["verdict"] == "slower"  # judged on the times alone, as before
+    ours = [r for r in result["rows"] if r["kernel"] == "foscar-triton"]
+    assert all(r["ratio"] == pytest.approx(1.10) and r["floor_ratio"] == pytest.approx(1.0) for r in ours)
+    theirs = [r for r in result["rows"] if r["kernel"] != "foscar-triton"]
+    assert all(r["floor_ratio"] == pytest.approx(1 / 1.10) for r in theirs)
+    assert all(r["new_read_floor_us"] == pytest.approx(1.10 * r["base_read_floor_us"]) for r in result["rows"])
+    gm = {g["series"]: g for g in result["geomeans"]}
+    assert gm["foscar-triton/int2/bf16"]["floor_ratio"] == pytest.approx(1.0)
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert "vs floor" in out and "shown, not judged" in out
+
+    # one side without floors: no floor ratio, no column
+    c = make_run(tmp_path / "c", slow=1.10)
+    code, out, err = run_main(capsys, "compare", a, c, "--json")
+    result = json.loads(out)
+    assert all(r["floor_ratio"] is None and r["new_read_floor_us"] is None for r in result["rows"])
+    assert all(g["floor_ratio"] is None for g in result["geomeans"])
+    code, out, err = run_main(capsys, "compare", a, c)
+    assert "vs floor" not in out
