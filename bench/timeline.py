@@ -22,7 +22,10 @@ of one call (us):
   median of its own over the CTAs, so the parts need not add up to the ``epilogue`` median exactly;
 * ``span``: first CTA entry to last CTA exit; ``gap``: to the next call's first CTA (the launches, and the split
   merge kernel where the plan takes it, ``FOSCAR_MERGE=kernel``; the in-kernel merge is inside ``ep_end``; negative
-  where the next call's CTAs enter, with PDL, before this call has ended).
+  where the next call's CTAs enter, with PDL, before this call has ended);
+* ``sm_tail``: over the SMs that ran two or more working CTAs (by ``%smid``), the median time between an SM's last two
+  CTA exits, i.e. how long it ran its last CTA alone (at a one-wave point two CTAs an SM do not finish together:
+  bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only.
 
 The record layout (13 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
@@ -61,6 +64,10 @@ class CallTimeline:
     phases: dict[str, float]
     span_us: float
     gap_us: float | None  # None for the last call
+    # the median over SMs that ran two or more working CTAs of the time between the SM's last two exits: how long it
+    # ran its last CTA alone (bench/NOTES.md §87); None where no SM ran two; and the SMs that ran one working CTA only
+    sm_tail_us: float | None = None
+    one_cta_sms: int = 0
 
 
 def split_calls(records: np.ndarray, calls: int) -> list[np.ndarray]:
@@ -115,8 +122,16 @@ def summarize_call(rec: np.ndarray, next_rec: np.ndarray | None = None) -> CallT
     }
     t0, t1 = rec[:, 0].min(), rec[:, 1].max()
     gap = None if next_rec is None else float(next_rec[:, 0].min() - t1) / 1e3
+    sm = w[:, 8] & 0xFF  # %smid
+    tails, one = [], 0
+    for s in np.unique(sm):
+        exits = np.sort(w[sm == s, 1])
+        if len(exits) >= 2:
+            tails.append(float(exits[-1] - exits[-2]) / 1e3)
+        else:
+            one += 1
     return CallTimeline(ctas=len(rec), working=int(work.sum()), ghz=ghz, phases=phases, span_us=float(t1 - t0) / 1e3,
-                        gap_us=gap)
+                        gap_us=gap, sm_tail_us=float(np.median(tails)) if tails else None, one_cta_sms=one)
 
 
 def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
@@ -226,11 +241,13 @@ def main(argv: list[str] | None = None) -> int:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)
         print(f"INT{pp.bits} {describe(pp)} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
-        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap")
+        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap     sm_tail"
+              "  1-CTA SMs")
         for i, t in enumerate(timelines):
             gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11
+            tail = f"{t.sm_tail_us:10.2f}" if t.sm_tail_us is not None else " " * 10
             print(f"  {i:4d} {t.ctas:5d}  " + "  ".join(f"{t.phases[p]:10.2f}" for p in PHASES)
-                  + f"  {t.span_us:10.2f}  {gap}")
+                  + f"  {t.span_us:10.2f}  {gap}  {tail}  {t.one_cta_sms:9d}")
     return 0
 
 

@@ -120,3 +120,17 @@ def test_timeline_profile_on_the_gpu(tmp_path):
         order = ["clk_entry", "clk_found", "clk_loop", "clk_loop_end", "clk_cut1", "clk_cut2", "clk_cut3", "clk_exit"]
         for a, b in zip(order, order[1:]):
             assert (w[:, f[a]] <= w[:, f[b]]).all(), (name, a, b)
+
+
+def test_sm_tail_is_the_time_an_sm_runs_its_last_cta_alone():
+    # SM 0: two CTAs exiting 2 us apart; SM 1: 1 us apart; SM 2: one CTA; an empty CTA on SM 1 does not count
+    rec = [_record(1000, 0.4, 0.7, 0.2, 10.0, 0.9, iters=8, sm=0, block=0),
+           _record(1000, 0.4, 0.7, 0.2, 12.0, 0.9, iters=8, sm=0, block=1),
+           _record(1000, 0.4, 0.7, 0.2, 10.0, 0.9, iters=8, sm=1, block=2),
+           _record(1000, 0.4, 0.7, 0.2, 11.0, 0.9, iters=8, sm=1, block=3),
+           _record(1000, 0.4, 0.0, 0.0, 30.0, 0.0, iters=0, sm=1, block=4),
+           _record(1000, 0.4, 0.7, 0.2, 9.0, 0.9, iters=8, sm=2, block=5)]
+    t = timeline.summarize_call(np.array(rec, dtype=np.int64))
+    assert t.sm_tail_us == pytest.approx(1.5, abs=2e-3) and t.one_cta_sms == 1
+    one = timeline.summarize_call(np.array(rec[-1:], dtype=np.int64))  # no SM ran two
+    assert one.sm_tail_us is None and one.one_cta_sms == 1
