@@ -391,7 +391,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
                       ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"),
                       *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
-        rt.add_column(col, justify=just, no_wrap=True)
+        # (the verdict whole even where the table is wider than a non-terminal console's 160 columns)
+        rt.add_column(col, justify=just, no_wrap=True, min_width=9 if col == "verdict" else None)
     for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
         rt.add_row(r["series"], r["point"], f"int{r['cache_bits']}" if r["cache_bits"] is not None else "-",
                    _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),

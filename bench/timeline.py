@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)
         print(f"INT{pp.bits} {describe(pp)} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
-        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span         gap     sm_tail"
+        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span          gap     sm_tail"
               "  1-CTA SMs")
         for i, t in enumerate(timelines):
             gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11

@@ -626,40 +626,56 @@ def test_fp8_score_emulation_channel_k_is_the_reference_for_e4m3_exact_queries()
     assert torch.allclose(out, ref, rtol=1e-9, atol=1e-12) and torch.allclose(lse, ref_lse, rtol=1e-12, atol=1e-12)
 
 
-# Every build knob of the kernel (``#ifndef FOSCAR_...`` in folded_decode_sm90.cuh) at a value other than its default:
-# the experiments that bench/NOTES.md records, kept buildable. Left out: FOSCAR_ONLY_HEAD_DIM (the compile test above),
-# FOSCAR_TIMELINE (tests/test_timeline.py compiles it).
-KNOB_BUILDS = {"FOSCAR_STAGES": "3", "FOSCAR_MERGE_WARP": "0", "FOSCAR_FUSED_MERGE": "0", "FOSCAR_PLANE_SCALE": "0",
-               "FOSCAR_IMMA_QK": "0", "FOSCAR_IMMA_QK_INT4": "0", "FOSCAR_IMMA_PV": "0", "FOSCAR_IMMA_PV_INT4": "1",
-               "FOSCAR_PV_PACK": "0", "FOSCAR_PV_PACK_INT4": "0", "FOSCAR_PK_TOKENS": "0", "FOSCAR_QK_HALF": "0",
-               "FOSCAR_ONE_CHUNK_PATH": "0", "FOSCAR_GRID_2D": "0", "FOSCAR_CP_L2_PREFETCH": "128",
-               "FOSCAR_TILE_PROBE": "1"}
+# Every build knob of the kernel (``#ifndef`` / ``#ifdef FOSCAR_...`` in folded_decode_sm90.cuh) at a value other than
+# its default, with what else it needs to change code at head_dim 128: the experiments that bench/NOTES.md records,
+# kept buildable. Left out: FOSCAR_ONLY_HEAD_DIM (the compile test above), FOSCAR_TIMELINE (tests/test_timeline.py).
+KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUSED_MERGE": ("0",),
+               # plane scaling acts only on INT2's BF16 PV, which the integer PV replaces at head_dim <= 128
+               "FOSCAR_PLANE_SCALE": ("0", "FOSCAR_IMMA_PV=0"),
+               "FOSCAR_IMMA_QK": ("0",), "FOSCAR_IMMA_QK_INT4": ("0",), "FOSCAR_IMMA_PV": ("0",),
+               "FOSCAR_IMMA_PV_INT4": ("1",), "FOSCAR_PV_PACK": ("0",), "FOSCAR_PV_PACK_INT4": ("0",),
+               "FOSCAR_PK_TOKENS": ("0",), "FOSCAR_QK_HALF": ("0",), "FOSCAR_ONE_CHUNK_PATH": ("0",),
+               "FOSCAR_GRID_2D": ("0",), "FOSCAR_CP_L2_PREFETCH": ("128",), "FOSCAR_TILE_PROBE": ("1",),
+               "FOSCAR_MIN_BLOCKS": ("2",)}
 
 
 def test_knob_builds_cover_every_knob_of_the_kernel():
     src = (Path(decode_cuda.__file__).parent / "csrc" / "folded_decode_sm90.cuh").read_text()
-    knobs = set(re.findall(r"^#ifndef (FOSCAR_\w+)", src, re.M))
+    knobs = set(re.findall(r"^\s*#\s*(?:ifndef|ifdef)\s+(FOSCAR_\w+)", src, re.M))
+    knobs |= set(re.findall(r"defined\s*\(\s*(FOSCAR_\w+)\s*\)", src))
     assert knobs - {"FOSCAR_ONLY_HEAD_DIM", "FOSCAR_TIMELINE"} == set(KNOB_BUILDS)
 
 
-# gpu: 16 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
+# gpu: 18 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
 @pytest.mark.gpu
 def test_knob_builds_compile(tmp_path):
-    """Each knob of KNOB_BUILDS at its other value compiles the contiguous BF16 unit (head_dim 128) without error."""
+    """Each knob of KNOB_BUILDS at its other value compiles the contiguous BF16 unit (head_dim 128) without error, to
+    a cubin other than the default's (without -lineinfo, whose strings would differ anyway): not the default in
+    disguise."""
     nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found: cannot compile the CUDA source here")
     src = next(s for s in decode_cuda.SOURCES if s.name == "decode_mode_bf16.cu")
-    procs = {k: subprocess.Popen([nvcc, *decode_cuda.BASE_NVCC_FLAGS, "-DFOSCAR_ONLY_HEAD_DIM=128", f"-D{k}={v}",
-                                  "-cubin", str(src), "-o", str(tmp_path / f"{k}.cubin")],
+    flags = [f for f in decode_cuda.BASE_NVCC_FLAGS if f != "-lineinfo"]
+    builds = {"default": [], **{k: [f"-D{k}={v[0]}", *(f"-D{d}" for d in v[1:])] for k, v in KNOB_BUILDS.items()}}
+    procs = {k: subprocess.Popen([nvcc, *flags, "-DFOSCAR_ONLY_HEAD_DIM=128", *defs, "-cubin", str(src),
+                                  "-o", str(tmp_path / f"{k}.cubin")],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k, v in KNOB_BUILDS.items()}
+             for k, defs in builds.items()}
     failed = {}
     for k, proc in procs.items():
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            failed[k] = "timed out after 900 s"
+            continue
         if proc.returncode != 0:
             failed[k] = err[-1500:]
     assert not failed, failed
+    default = (tmp_path / "default.cubin").read_bytes()
+    same = [k for k in KNOB_BUILDS if (tmp_path / f"{k}.cubin").read_bytes() == default]
+    assert not same, f"these knob builds compile to the default's cubin: {same}"
 
 
 def test_binding_source_compiles(tmp_path):
