@@ -287,8 +287,8 @@ def _gm_rel(rows: list[dict[str, Any]], side: str, q: str) -> float:
 
 def _read_floor(row: pd.Series) -> float | None:
     """The row's ``read_floor_us`` where it is a positive finite number (a run with ``--read-floor``), else ``None``."""
-    x = cell(row.get("read_floor_us"))
-    return float(x) if is_finite(x) and float(x) > 0 else None
+    x = _f(row.get("read_floor_us"))
+    return x if x > 0 else None  # (NaN > 0 is False)
 
 
 def _f(x: Any) -> float:

@@ -604,8 +604,9 @@ def quantize_kv(
                 big = (x.abs() > FP32_MAX) & valid
                 if bool(big.any()):
                     pos = [int(i) for i in big.nonzero()[0]]
-                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at [b, h, t, c] = {pos} is past the format's largest "
-                                     f"magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest magnitude')")
+                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at [b, h, t, c] = {pos} is past the "
+                                     f"format's largest magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest "
+                                     "magnitude')")
     if k_block is None:
         kc, ks, ko = quantize_groups(k, bits, group_size)
     else:

@@ -19,13 +19,15 @@ heads, 8 KV heads, head_dim 128), group size 128.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 
 import pandas as pd
 import torch
 
 import foscar
-from bench.sweep import rotation_copies
+from bench.backends import Prepared, clone_cache
+from bench.sweep import rotation
 from bench.timing import time_fn
 from bench.workload import Point, build_workload, max_rel_err
 
@@ -34,10 +36,10 @@ POINTS = ((2, 8, 32768), (2, 32, 8192), (2, 64, 8192), (2, 8, 131072), (2, 32, 3
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE = 32, 8, 128, 128
 
 
-def block_layout(cache: foscar.QuantizedKVCache) -> tuple[torch.Tensor, foscar.QuantizedKVCache]:
-    """``(buffer, cache)``: one uint8 buffer of 64-token blocks per (sequence, KV head) and a cache whose ``k_codes``
-    is a view of the buffer's start (what a ``FOSCAR_TILE_PROBE=1`` kernel reads); its other tensors are ``cache``'s
-    (not read by that build's contiguous token-wise instances).
+def block_layout(cache: foscar.QuantizedKVCache) -> foscar.QuantizedKVCache:
+    """``cache`` with ``k_codes`` a view of the start of a new uint8 buffer of 64-token blocks per (sequence, KV head),
+    which the view keeps alive (what a ``FOSCAR_TILE_PROBE=1`` kernel reads); its other tensors are ``cache``'s (not
+    read by that build's contiguous token-wise instances).
 
     Raises:
         ValueError: ``max_seq_len`` is not a multiple of 64, or the cache has channel-wise K.
@@ -50,16 +52,7 @@ def block_layout(cache: foscar.QuantizedKVCache) -> tuple[torch.Tensor, foscar.Q
     for t in (cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset):
         parts.append(t.contiguous().view(torch.uint8).reshape(B, H, cap // 64, -1))
     buf = torch.cat(parts, dim=-1).contiguous().view(-1)
-    view = buf[:cache.k_codes.numel()].view(B, H, cap, RB)
-    return buf, foscar.QuantizedKVCache(view, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale,
-                                        cache.v_offset, cache.seq_lens, cache.bits, cache.group_size,
-                                        cache.head_dim, cache.k_block)
-
-
-def _clone(c: foscar.QuantizedKVCache) -> foscar.QuantizedKVCache:
-    return foscar.QuantizedKVCache(c.k_codes.clone(), c.v_codes.clone(), c.k_scale.clone(), c.k_offset.clone(),
-                                   c.v_scale.clone(), c.v_offset.clone(), c.seq_lens, c.bits, c.group_size,
-                                   c.head_dim, c.k_block)
+    return dataclasses.replace(cache, k_codes=buf[:cache.k_codes.numel()].view(B, H, cap, RB))
 
 
 def main() -> None:
@@ -69,21 +62,20 @@ def main() -> None:
     ap.add_argument("out", help="CSV, rewritten after every point")
     args = ap.parse_args()
     dev = torch.device("cuda")
-    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+    layout = block_layout if args.label == "i" else clone_cache  # each rotating copy its own cache memory
     rows = []
     for bits, batch, context in POINTS:
         w = build_workload(Point(batch, context, bits, GROUP_SIZE, NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, 16), dev, 0,
                            1 << 20)
         nbytes = w.cache.bytes_read()
-        buffers, fns = [], []
-        for i in range(rotation_copies(nbytes, l2)):
-            if args.label == "i":
-                buf, c = block_layout(w.cache)
-                buffers.append(buf)
-            else:
-                c = w.cache if i == 0 else _clone(w.cache)
+
+        def make(c, q=w.q):
             plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")
-            fns.append((lambda plan, c: lambda: plan.run(w.q, c))(plan, c))
+            return lambda: plan.run(q, c)
+
+        first = block_layout(w.cache) if args.label == "i" else w.cache
+        fns = rotation(Prepared(fn=make(first), output=lambda: None, bytes=nbytes,
+                                replica=lambda: make(layout(w.cache))), dev)
         out = fns[0]()
         torch.cuda.synchronize()
         err = max_rel_err(out, w.reference, w.rows)
@@ -93,7 +85,7 @@ def main() -> None:
                          err=err, sha=sha, tb_s=nbytes / t.median_us / 1e6, copies=len(fns)))
         print(rows[-1], flush=True)
         pd.DataFrame(rows).to_csv(args.out, index=False)
-        del buffers, fns, w, out
+        del first, fns, w, out
         torch.cuda.empty_cache()
 
 

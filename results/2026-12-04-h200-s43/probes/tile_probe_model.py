@@ -1,17 +1,14 @@
 """Session 43: a numpy model of the layout probe's copies (a review helper's), f43976a: the shared-memory stages
 filled by `issue` and `issue_full` from the six tensors (default) and from the block buffer (FOSCAR_TILE_PROBE=1), byte
-for byte, for every shipped format. Run from the repository root:
-    python results/2026-12-04-h200-s43/probes/tile_probe_model.py scripts/tile_layout_probe.py block_layout
+for byte, for every shipped format, the buffer from scripts/tile_layout_probe.py's block_layout. Run from the
+repository root:
+    python results/2026-12-04-h200-s43/probes/tile_probe_model.py
 """
-import ast, types, itertools, numpy as np, torch
+import itertools, numpy as np, torch
 import sys
-src = open(sys.argv[1]).read()
-fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == sys.argv[2])
-class QC:  # stand-in for foscar.QuantizedKVCache: records its arguments
-    def __init__(self, *a): self.args = a
-ns = {'torch': torch, 'foscar': types.SimpleNamespace(QuantizedKVCache=QC)}
-exec(compile(ast.Module([fn], []), 'blocks', 'exec'), ns)
-blocks = ns[sys.argv[2]]
+sys.path.insert(0, "scripts")
+import foscar
+from tile_layout_probe import block_layout
 
 def run(BITS, D, G, B=2, H=3, cap=512, lens=None, seed=0):
     RB, NG = D * BITS // 8, D // G
@@ -21,12 +18,12 @@ def run(BITS, D, G, B=2, H=3, cap=512, lens=None, seed=0):
     kc = torch.from_numpy(rng.integers(0, 256, (B, H, cap, RB), dtype=np.uint8))
     vc = torch.from_numpy(rng.integers(0, 256, (B, H, cap, RB), dtype=np.uint8))
     sc = [torch.from_numpy(rng.standard_normal((B, H, cap, NG)).astype(np.float32)) for _ in range(4)]
-    c = types.SimpleNamespace(k_codes=kc, v_codes=vc, k_scale=sc[0], k_offset=sc[1], v_scale=sc[2], v_offset=sc[3],
-                              seq_lens=None, bits=BITS, group_size=G, head_dim=D, k_block=None)
-    buf, qc = blocks(c)
-    buf = buf.numpy()
-    assert qc.args[0].shape == kc.shape and qc.args[0].data_ptr() == torch.from_numpy(buf).data_ptr() or True
-    assert np.array_equal(qc.args[0].numpy().reshape(-1), buf[:kc.numel()])
+    c = foscar.QuantizedKVCache(kc, vc, *sc, torch.full((B,), cap, dtype=torch.int32), BITS, G, D)
+    qc = block_layout(c)
+    full = torch.empty(0, dtype=torch.uint8).set_(qc.k_codes.untyped_storage())  # the buffer the view lies in
+    buf = full.numpy()
+    assert qc.k_codes.shape == kc.shape and qc.k_codes.storage_offset() == 0
+    assert np.array_equal(qc.k_codes.numpy().reshape(-1), buf[:kc.numel()])
     std = [kc.numpy().reshape(-1), vc.numpy().reshape(-1)] + [s.numpy().reshape(-1).view(np.uint8) for s in sc]
     BB = 64 * (2 * RB + 16 * NG)
     assert buf.size % BB == 0 and buf.size == B * H * cap // 64 * BB
