@@ -4,9 +4,9 @@
 ``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, or without the bits at ``--bits``; the group size of points without
 ``:gN`` at ``--group-size``, default 128) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
-against the fp64 reference, replays a CUDA graph of up to 8 decodes over rotating copies of the
-cache (the bench's timing, :mod:`bench.timing`), and prints each phase's median over the CTAs
-of one call (us):
+against the fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the
+cache (the bench's timing, :mod:`bench.timing`; a rotation of fewer than 3 copies, as a cache past ~4x the L2 has, is
+repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of each call (us):
 
 * ``find_work``: from the CTA's entry to its work (the length-aware schedule); with the decode kernel launched with
   PDL (``FOSCAR_PDL``, the default) a CTA of calls 1-7 enters before the previous call has ended and waits in
@@ -51,6 +51,10 @@ FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_firs
           "meta", "tokens", "clk_cut1", "clk_cut2", "clk_cut3")
 PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue", "ep_barrier", "ep_rows", "ep_merge", "ep_end")
 MAX_CALLS = 8  # decodes in the profiled graph (one record a CTA each)
+# ... and at least this many: where the rotation has fewer copies (a cache past ~4x the L2 has one), the graph repeats
+# them, so that the calls after the first show the steady state of back-to-back decodes, as the bench times them
+# (a first call after an idle GPU can differ: bench/NOTES.md §88)
+MIN_CALLS = 3
 DEFINE = "FOSCAR_TIMELINE=1"
 
 
@@ -87,6 +91,34 @@ def split_calls(records: np.ndarray, calls: int) -> list[np.ndarray]:
     per = len(records) // calls
     # launches of one stream run one after another: each call's CTAs took the counter before the next call's
     return [records[i * per:(i + 1) * per] for i in range(calls)]
+
+
+def graph_rounds(copies: int) -> int:
+    """Rounds over ``copies`` rotating copies in the profiled graph: enough that it holds at least :data:`MIN_CALLS`
+    decodes (``copies`` is at most :data:`MAX_CALLS`).
+
+    Raises:
+        ValueError: ``copies`` is not in ``1..MAX_CALLS``.
+    """
+    if not 1 <= copies <= MAX_CALLS:
+        raise ValueError(f"copies: expected 1..{MAX_CALLS}, got {copies}")
+    return -(-MIN_CALLS // copies)
+
+
+def calls_in(records: np.ndarray) -> int:
+    """How many launches of one grid ``records`` holds (a saved ``--save`` file), from the CTA indices in the meta
+    field: every launch records each of its CTAs once, so the grid is the largest index + 1.
+
+    Raises:
+        ValueError: ``records`` is not ``[n, 13]``, or ``n`` is not a multiple of the grid (records dropped: a grid
+            past the buffer's ``1 << 16`` CTAs a call).
+    """
+    if records.ndim != 2 or records.shape[1] != len(FIELDS) or len(records) == 0:
+        raise ValueError(f"records: expected [n, {len(FIELDS)}] with n > 0, got {list(records.shape)}")
+    grid = int(((records[:, 8].astype(np.int64) >> 8) & 0xFFFF).max()) + 1
+    if len(records) % grid:
+        raise ValueError(f"records: {len(records)} is not a multiple of the grid ({grid} CTAs): records were dropped")
+    return len(records) // grid
 
 
 def summarize_call(rec: np.ndarray, next_rec: np.ndarray | None = None) -> CallTimeline:
@@ -174,20 +206,22 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
     prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes, replica=lambda: make(w.q.clone(), clone_cache(cache)))
     fns = rotation(prep, dev)[:MAX_CALLS]
     warm_for_capture(fns)
+    rounds = graph_rounds(len(fns))
+    calls = rounds * len(fns)
     grid_max = 1 << 16  # CTAs a call at most (records past it are dropped by the kernel)
-    buf = torch.zeros(1 + len(FIELDS) * grid_max * len(fns), dtype=torch.int64, device=dev)
+    buf = torch.zeros(1 + len(FIELDS) * grid_max * calls, dtype=torch.int64, device=dev)
     if not ext.set_timeline(buf):
         raise RuntimeError(f"this CUDA extension was built without {DEFINE}: set FOSCAR_NVCC_DEFINES before import")
     try:  # launches captured now take the buffer (a graph keeps the Params it was captured with)
-        graph = capture_graph(fns)  # replayed once: its records are dropped by zeroing the counter
+        graph = capture_graph(fns, rounds)  # replayed once: its records are dropped by zeroing the counter
         buf[0] = 0
         graph.replay()
         torch.cuda.synchronize()
     finally:
         ext.set_timeline(None)
-    n = min(int(buf[0].item()), grid_max * len(fns))
+    n = min(int(buf[0].item()), grid_max * calls)
     records = buf[1:1 + len(FIELDS) * n].view(n, len(FIELDS)).cpu().numpy()
-    return err, summarize(records, len(fns)), records
+    return err, summarize(records, calls), records
 
 
 def describe(pp: ProbePoint) -> str:

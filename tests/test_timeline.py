@@ -56,6 +56,21 @@ def test_summarize_refuses_bad_input():
         timeline.summarize_call(np.zeros((2, 13), dtype=np.int64))
 
 
+def test_graph_rounds_and_calls_in():
+    # a rotation of fewer than MIN_CALLS copies is repeated (a cache past ~4x the L2 has one copy: the first call
+    # alone is not the bench's back-to-back steady state, bench/NOTES.md §88)
+    assert [timeline.graph_rounds(c) for c in (1, 2, 3, 8)] == [3, 2, 1, 1]
+    with pytest.raises(ValueError, match="copies: expected 1..8, got 0"):
+        timeline.graph_rounds(0)
+    rec = np.array([_record(1000 * c, 0.4, 0.7, 0.2, 1.0, 0.9, iters=1, block=b) for c in range(3) for b in range(5)],
+                   dtype=np.int64)
+    assert timeline.calls_in(rec) == 3
+    with pytest.raises(ValueError, match="14 is not a multiple of the grid \\(5 CTAs\\)"):
+        timeline.calls_in(rec[:-1])
+    with pytest.raises(ValueError, match=r"expected \[n, 13\] with n > 0"):
+        timeline.calls_in(rec[:0])
+
+
 def test_point_argument():
     # bench.ab's point syntax, the bit width of a point without one from --bits (bench.ab.parse_point)
     assert timeline.parse_point("8x32768", bits=4) == timeline.ProbePoint(4, 8, 32768)
