@@ -119,16 +119,18 @@ def test_record_layout_matches_the_c_api():
 
 @pytest.mark.gpu
 def test_timeline_profile_on_the_gpu(tmp_path):
-    # the profiling build end to end (its own extension, head_dim 128): the records' stamps in order in every working CTA
+    # the profiling build end to end (its own extension, head_dim 128): the records' stamps in order in every working
+    # CTA, and at least MIN_CALLS calls a point (64 x 8192's 335 MB cache is one rotation copy: repeated, graph_rounds)
     env = dict(os.environ, FOSCAR_NVCC_DEFINES="FOSCAR_ONLY_HEAD_DIM=128 FOSCAR_TIMELINE=1")
-    proc = subprocess.run([sys.executable, "-m", "bench.timeline", "--point", "1x16", "--point", "2x4096", "--save",
-                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=1200,
+    proc = subprocess.run([sys.executable, "-m", "bench.timeline", "--point", "1x16", "--point", "2x4096", "--point",
+                           "64x8192", "--save", str(tmp_path)], env=env, capture_output=True, text=True, timeout=1200,
                           cwd=Path(__file__).resolve().parents[1])
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ep_merge" in proc.stdout
-    for name in ("timeline-2x1x16.npy", "timeline-2x2x4096.npy"):
+    for name in ("timeline-2x1x16.npy", "timeline-2x2x4096.npy", "timeline-2x64x8192.npy"):
         rec = np.load(tmp_path / name)
         assert rec.shape[1] == len(timeline.FIELDS)
+        assert timeline.MIN_CALLS <= timeline.calls_in(rec) <= timeline.MAX_CALLS, name
         f = {k: i for i, k in enumerate(timeline.FIELDS)}
         w = rec[((rec[:, f["meta"]] >> 40) & 0xFFFF) > 0]
         assert len(w) > 0
