@@ -18,7 +18,7 @@ import pandas as pd
 from bench import SCHEMA_VERSION
 from bench.cells import cell, is_finite, match_key
 from bench.ablate_report import AblationRun
-from bench.compare import VERDICT_ORDER, verdict
+from bench.compare import NOTHING_COMPARED, VERDICT_ORDER, verdict
 from bench.kinds import ABLATE
 from bench.results import geomean
 from bench.rundir import point_label
@@ -96,7 +96,7 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
         "kind": ABLATE,
         **info,
         "threshold": threshold,
-        "verdict": found[0] if found else "same",
+        "verdict": found[0] if found else ("same" if rows else NOTHING_COMPARED),
         "regression": bool(counts["slower"] or gcounts["slower"]),
         "counts": {"rows": counts, "geomeans": gcounts, "unmatched": len(unmatched)},
         "geomeans": geomeans,

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from bench import SCHEMA_VERSION
 from bench.cells import is_finite, match_key
+from bench.compare import NOTHING_COMPARED, NOTHING_COMPARED_NOTE, percent
 from bench.kinds import ACCURACY
 from bench.results import geomean
 
@@ -34,7 +35,7 @@ MATCH_KEYS = ["data", "bits", "group_size", "kernel", "rotation", "layout", "num
 ERROR_METRICS = ("rel_l2_vs_bf16_max", "rel_l2_vs_deq_max", "attn_kl_mean")
 ERROR_FLOOR = 1e-8
 VERDICT_ORDER = ("worse", "better", "same")  # most to least alarming
-VERDICT_STYLE = {"worse": "bold red", "better": "green", "same": "dim"}
+VERDICT_STYLE = {"worse": "bold red", "better": "green", "same": "dim", NOTHING_COMPARED: "bold red"}
 MEASURED = ("ok", "failed")
 
 
@@ -95,7 +96,7 @@ def compare_accuracy(base: pd.DataFrame, new: pd.DataFrame, base_info: dict[str,
                             "worst_ratio": max(ratios), "verdict": error_verdict(1.0, gm, threshold)[1]})  # fmt: skip
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
     mcounts = {v: sum(g["verdict"] == v for g in metrics) for v in VERDICT_ORDER}
-    overall = next((v for v in VERDICT_ORDER if counts[v] or mcounts[v]), "same")
+    overall = next((v for v in VERDICT_ORDER if counts[v] or mcounts[v]), "same" if rows else NOTHING_COMPARED)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": ACCURACY,
@@ -121,7 +122,7 @@ def render_accuracy(result: dict[str, Any], console: Console, show_all: bool = F
     t = result["threshold"]
     console.print(f"base [bold]{result['base']['label']}[/] ({result['base']['gpu']}, {result['base']['commit']})  vs  "
                   f"new [bold]{result['new']['label']}[/] ({result['new']['gpu']}, {result['new']['commit']}); "
-                  f"threshold {t:.0%}; ratio = new error / base error (larger is worse)")  # fmt: skip
+                  f"threshold {percent(t)}; ratio = new error / base error (larger is worse)")  # fmt: skip
     mt = Table(title="Geometric mean of the error ratios per kernel and metric", title_justify="left")
     for col, just in (("kernel", "left"), ("metric", "left"), ("rows", "right"), ("ratio", "right"),
                       ("worst row", "right"), ("verdict", "left")):  # fmt: skip
@@ -151,6 +152,8 @@ def render_accuracy(result: dict[str, Any], console: Console, show_all: bool = F
     c = result["counts"]["rows"]
     parts = ", ".join(f"{c[v]} {v}" for v in VERDICT_ORDER if c[v])
     line = f"verdict: {_verdict(result['verdict'])} ({parts or 'no rows'}; {result['counts']['unmatched']} unmatched)"
+    if result["verdict"] == NOTHING_COMPARED:
+        line += NOTHING_COMPARED_NOTE
     console.print(line + (" [bold red]REGRESSION[/]" if result["regression"] else ""))
 
 

@@ -24,9 +24,12 @@ too). Per series
 (``kernel/int<bits>/<operand>``, or the baseline kernel's name) the geometric mean of
 the ratios gets the same verdict, its spreads being the geometric means of
 ``p20 / base median`` and ``p80 / base median`` of each side. Any ``slower`` row or
-geometric mean is a regression (exit status 1 in the CLI); the overall verdict is the
-most alarming verdict of any row or geometric mean (slower, noisy, ambiguous, faster,
-same).
+geometric mean of a FOSCAR kernel is a regression (exit status 1 in the CLI); the overall verdict is the
+most alarming verdict of any FOSCAR row or geometric mean (slower, noisy, ambiguous, faster,
+same; ``none`` where no row matched, exit status 2: the runs share nothing to compare). The
+baselines' rows (FlashInfer) are judged and listed the same way, but their verdict is reported
+apart (``baseline_verdict``) and never makes a regression: a slower FlashInfer row says that
+the GPU, its clocks or the baseline's software changed between the runs, not that FOSCAR did.
 
 Every field that changes the workload takes part in the match: the shape (batch,
 context, heads, head_dim), the format (cache bits, group size, operand mode, K layout),
@@ -61,7 +64,7 @@ from rich.table import Table
 from bench import SCHEMA_VERSION
 from bench.cells import cell, is_finite, match_key
 from bench.clocks import has_clock_note
-from bench.errors import FoscarError
+from bench.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, FoscarError
 from bench.results import POINT_KEYS, geomean
 from bench.rundir import Run, row_point_label, series_label, timed_rows
 
@@ -72,11 +75,20 @@ MATCH_KEYS = ["kernel", "bits", "operand", *[k for k in POINT_KEYS if k != "grid
 # an unmatched row's nearest rows in the other run: same variant, batch, context and cache bits
 NEAR_KEYS = ["kernel", "bits", "operand", "batch", "context", "cache_bits"]
 VERDICT_ORDER = ("slower", "noisy", "ambiguous", "faster", "same")  # most to least alarming
-VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim"}
+VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim",
+                 "none": "bold red"}
+NOTHING_COMPARED = "none"  # the overall verdict where no row matched: nothing was compared (exit_code: EXIT_USAGE)
+NOTHING_COMPARED_NOTE = (" [bold red]nothing compared[/]: the runs share no row (exit 2); compare runs of the same "
+                         "points and kernels")
 AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note), or beside such a row: not judged
 # a point for the clock (every match key but the kernel variant): its rows run one after another, so one row's
 # clock note makes the whole point ambiguous in that comparison (module doc)
 CLOCK_POINT_KEYS = [k for k in MATCH_KEYS if k not in ("kernel", "bits", "operand")]
+
+
+def percent(fraction: float) -> str:
+    """A threshold as the tables print it: ``0.025`` -> ``2.5%``, ``0.05`` -> ``5%`` (no rounding to whole percent)."""
+    return f"{fraction * 100:.6g}%"
 
 
 def verdict(base: tuple[float, float, float], new: tuple[float, float, float], threshold: float) -> str:
@@ -150,15 +162,22 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
 
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
     gcounts = {v: sum(g["verdict"] == v for g in geomeans) for v in VERDICT_ORDER}
-    found = [v for v in VERDICT_ORDER if counts[v] or gcounts[v]]
-    overall = found[0] if found else "same"  # the most alarming verdict of any row or geomean
+    # the verdict and the gate are FOSCAR's: the most alarming verdict of any FOSCAR row or geomean (of the baselines'
+    # where a run has no FOSCAR row); none where no row matched. A baseline's own verdict is reported beside it: a
+    # FlashInfer row that got slower says the GPU or its software changed, not that FOSCAR regressed
+    own = [x for x in rows + geomeans if not _is_baseline_series(x["series"])] or rows + geomeans
+    found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in own)]
+    overall = found[0] if found else ("same" if rows else NOTHING_COMPARED)
+    base_found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in rows + geomeans
+                                                  if _is_baseline_series(x["series"]))]
     return {
         "schema_version": SCHEMA_VERSION,
         "base": _run_info(base),
         "new": _run_info(new),
         "threshold": threshold,
         "verdict": overall,
-        "regression": bool(counts["slower"] or gcounts["slower"]),
+        "baseline_verdict": base_found[0] if base_found else None,
+        "regression": any(x["verdict"] == "slower" for x in own),
         "counts": {"rows": counts, "geomeans": gcounts, "unmatched": len(unmatched)},
         "geomeans": geomeans,
         "rows": rows,
@@ -196,8 +215,12 @@ def save_json(obj: Any, path: Path) -> None:
 
 
 def exit_code(result: dict[str, Any], strict: bool = False) -> int:
-    """1 for a regression (or, under ``strict``, any unmatched row), else 0."""
-    return 1 if result["regression"] or (strict and result["unmatched"]) else 0
+    """:data:`~bench.errors.EXIT_USAGE` (2) where no row matched (verdict :data:`NOTHING_COMPARED`: the two runs
+    share no point, so a gate over them would pass without comparing anything); 1 for a regression (or, under
+    ``strict``, any unmatched row); else 0. ``result``: a comparison of any kind (bench, ablate, accuracy)."""
+    if result["verdict"] == NOTHING_COMPARED:
+        return EXIT_USAGE
+    return EXIT_REGRESSION if result["regression"] or (strict and result["unmatched"]) else EXIT_OK
 
 
 # ---------------------------------------------------------------------------
@@ -231,6 +254,12 @@ def _sort_key(key: tuple) -> tuple:
 
 def _is_timed(row: pd.Series) -> bool:
     return row["status"] in ("ok", "suspect") and is_finite(row["median_us"]) and float(row["median_us"]) > 0
+
+
+def _is_baseline_series(series: str) -> bool:
+    """Whether a row's or geomean's series is a baseline's (:func:`bench.rundir.series_label`: the kernel's name
+    alone, where FOSCAR's series are ``kernel/int<bits>/<operand>``)."""
+    return "/" not in series
 
 
 def _identity(row: pd.Series) -> dict[str, Any]:
@@ -361,7 +390,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     console.print(
         f"base [bold]{result['base']['label']}[/] ({result['base']['gpu']}, {result['base']['commit']})  vs  "
         f"new [bold]{result['new']['label']}[/] ({result['new']['gpu']}, {result['new']['commit']}); "
-        f"threshold {t:.0%}; ratio = new time / base time (lower is better)"
+        f"threshold {percent(t)}; ratio = new time / base time (lower is better)"
     )
     for note in result["notes"]:
         console.print(f"[yellow]note:[/] {note}")
@@ -385,7 +414,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
 
     shown = [r for r in result["rows"] if show_all or r["verdict"] != "same"]
     hidden = len(result["rows"]) - len(shown)
-    caption = f"{hidden} rows within ±{t:.0%} (same) not shown; --all lists them" if hidden else None
+    caption = f"{hidden} rows within ±{percent(t)} (same) not shown; --all lists them" if hidden else None
     rt = Table(title="Rows (most alarming first)", title_justify="left", caption=caption)
     r_floor = any(r.get("floor_ratio") is not None for r in shown)
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
@@ -407,7 +436,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
                       f"or at a point where a row was (not judged, not in the geometric means); first: "
                       f"{ambiguous[0]['clock_note']}")  # fmt: skip
     elif result["rows"] and not shown:
-        console.print(f"all {hidden} matched rows within ±{t:.0%} (same)")
+        console.print(f"all {hidden} matched rows within ±{percent(t)} (same)")
 
     if result["unmatched"] and len(result["unmatched"]) > UNMATCHED_ROWS_SHOWN:
         # many (a run with new kernels or operand modes): one line per series and statuses
@@ -434,6 +463,11 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     summary = f"verdict: {_verdict(result['verdict'])} ({parts or 'no rows'}; {c['unmatched']} unmatched)"
     if result["regression"]:
         summary += " [bold red]REGRESSION[/]"
+    if result["verdict"] == NOTHING_COMPARED:
+        summary += NOTHING_COMPARED_NOTE
+    if result.get("baseline_verdict") in ("slower", "noisy") and result.get("baseline_verdict") != result["verdict"]:
+        summary += (f"; baseline rows {result['baseline_verdict']} (not judged: the GPU, its clocks or the baseline's "
+                    "software changed between the runs?)")
     console.print(summary)
     if g_floor or r_floor:
         console.print("vs floor: the ratio with each run's time over its own read floor (foscar bench --read-floor); "

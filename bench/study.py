@@ -107,9 +107,11 @@ def compare_paths(base: Path, new: Path, threshold: float = 0.05) -> Comparison:
     """Compare two run directories of one kind (bench, ablate or accuracy).
 
     Raises:
-        FoscarError: the runs are of different kinds, or of a kind that is not compared
-            (eval-model, model-speed); anything the kind's reader refuses.
+        FoscarError: ``threshold`` is not a fraction from 0 to 1 (0.05 = 5%); the runs are of different kinds, or of
+            a kind that is not compared (eval-model, model-speed); anything the kind's reader refuses.
     """
+    if not 0.0 <= threshold <= 1.0:  # (NaN fails too)
+        raise FoscarError(f"threshold: expected a fraction from 0 to 1 (0.05 = 5%), got {threshold!r}")
     kb, kn = run_kind(base), run_kind(new)
     if kb != kn:
         raise FoscarError(f"compare takes two runs of one kind: BASE {base} is {_a(kb)}, NEW {new} is {_a(kn)}")

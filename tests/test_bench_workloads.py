@@ -399,9 +399,9 @@ def test_compare_of_another_page_size_lists_unmatched_rows_and_says_why(tmp_path
     base = compare_run(tmp_path / "a")
     new = compare_run(tmp_path / "b", page_size=64, slow=1.3)
     code, out, err = run_main(capsys, "compare", base, new, "--json")
-    assert code == 0, err  # nothing matched, so nothing is a regression
+    assert code == 2, err  # nothing matched: nothing was compared, and a gate over these runs must not pass
     result = json.loads(out)
-    assert result["rows"] == [] and len(result["unmatched"]) == 16
+    assert result["rows"] == [] and len(result["unmatched"]) == 16 and result["verdict"] == "none"
     assert all("has page_size 64" in u["reason"] or "has page_size 16" in u["reason"] for u in result["unmatched"])
     assert any("different configurations: page_size 16 -> 64" in n for n in result["notes"])
     code, out, err = run_main(capsys, "compare", base, new)

@@ -26,8 +26,10 @@ def make_run(
     failed: bool = False,
     drop_xqa: bool = False,
     interpreter: bool = False,
+    baseline_slow: float = 1.0,
 ) -> Path:
-    """A run directory: batch {1, 8} x context {8K, 32K} x bits {2, 4}; FOSCAR rows take ``slow`` x their time."""
+    """A run directory: batch {1, 8} x context {8K, 32K} x bits {2, 4}; FOSCAR rows take ``slow`` x their time, the
+    FlashInfer rows ``baseline_slow`` x theirs."""
     rows = []
     for batch in (1, 8):
         for context in (8192, 32768):
@@ -36,7 +38,8 @@ def make_run(
                 base_us = 10.0 + batch * context / 2000.0
                 specs = [("foscar-triton", bits, "bf16", False, base_us * (0.85 if bits == 2 else 0.95) * slow)]
                 if not interpreter:
-                    specs += [("flashinfer-fa2", None, None, True, base_us * 1.3), ("flashinfer-xqa", None, None, True, base_us)]
+                    specs += [("flashinfer-fa2", None, None, True, base_us * 1.3 * baseline_slow),
+                              ("flashinfer-xqa", None, None, True, base_us * baseline_slow)]
                 for kernel, b, op, is_base, us in specs:
                     if drop_xqa and kernel == "flashinfer-xqa" and batch == 8 and context == 32768:
                         continue
@@ -206,6 +209,51 @@ def test_compare_threshold(capsys, tmp_path):
     b = make_run(tmp_path / "b", slow=1.10)
     code, out, err = run_main(capsys, "compare", a, b, "--threshold", "0.2", "--format", "quiet")
     assert (code, out.strip()) == (0, "same")
+
+
+def test_compare_of_runs_that_share_no_row_fails(capsys, tmp_path):
+    # a gate pointed at two runs with no point in common must not pass as "same"
+    import pandas as pd
+
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b")
+    df = pd.read_csv(b / "results.csv")
+    df["batch"] = df["batch"] * 100
+    df.to_csv(b / "results.csv", index=False)
+    code, out, err = run_main(capsys, "compare", a, b, "--format", "quiet")
+    assert (code, out.strip()) == (2, "none")
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert code == 2 and "verdict: none" in out and "nothing compared" in out
+
+
+def test_a_slower_baseline_is_reported_not_a_regression(capsys, tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", baseline_slow=1.2)
+    code, out, err = run_main(capsys, "compare", a, b, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["verdict"] == "same" and result["baseline_verdict"] == "slower"
+    assert not result["regression"]
+    assert {r["verdict"] for r in result["rows"] if r["series"].startswith("flashinfer")} == {"slower"}
+    code, out, err = run_main(capsys, "compare", a, b)
+    assert code == 0 and "baseline rows slower (not judged" in out
+    b2 = make_run(tmp_path / "b2", slow=1.2, baseline_slow=1.2)  # FOSCAR slower too: the gate fails
+    code, out, err = run_main(capsys, "compare", a, b2, "--format", "quiet")
+    assert (code, out.strip()) == (1, "slower")
+
+
+def test_compare_threshold_is_a_fraction_shown_unrounded(capsys, tmp_path):
+    from bench.errors import FoscarError
+    from bench.study import compare_paths
+
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", slow=1.10)
+    code, out, err = run_main(capsys, "compare", a, b, "--threshold", "0.025")
+    assert "threshold 2.5%" in out
+    code, out, err = run_main(capsys, "compare", a, b, "--threshold", "5")  # 5 meant as 5%: refused, not 500%
+    assert code == 2 and "--threshold" in err
+    for bad in (5.0, -0.1, float("nan"), float("inf")):
+        with pytest.raises(FoscarError, match="threshold: expected a fraction from 0 to 1"):
+            compare_paths(a, b, bad)
 
 
 def test_compare_lists_unmatched_rows(capsys, tmp_path):

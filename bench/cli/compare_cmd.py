@@ -16,8 +16,8 @@ BaseArg = Annotated[Path, typer.Argument(metavar="BASE", help="The run directory
 NewArg = Annotated[Path, typer.Argument(metavar="NEW", help="The run directory under test.")]
 ThresholdOpt = Annotated[
     float,
-    typer.Option("--threshold", min=0.0, help="Relative change that counts (0.05 = 5%): of the median time (bench, "
-                 "ablate) or of an error metric (accuracy)."),
+    typer.Option("--threshold", min=0.0, max=1.0, help="Relative change that counts, a fraction from 0 to 1 (0.05 = "
+                 "5%): of the median time (bench, ablate) or of an error metric (accuracy)."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
@@ -42,10 +42,10 @@ def compare(
     the threshold and the p20-p80 spreads do not overlap; noisy: it changed by more, but
     the spreads overlap; same: within the threshold; ambiguous: timed at a held-down GPU clock
     (a clock note) in either run, or beside such a row at its point: never a regression, and left
-    out of the geometric means. Each series' geometric mean gets the same verdict; any slower is a
-    regression. accuracy runs, on the error metrics (larger
-    is worse): worse/better/same by the threshold; any worse is a regression. Rows
-    measured in only one run are listed (a failure with --strict).
+    out of the geometric means. Each series' geometric mean gets the same verdict; any slower FOSCAR row or
+    series is a regression (the baselines' verdict is reported apart, never a regression). accuracy runs, on the
+    error metrics (larger is worse): worse/better/same by the threshold; any worse is a regression. Rows
+    measured in only one run are listed (a failure with --strict); runs that share no row: verdict none, exit 2.
     """
     from bench.compare import exit_code, save_json, to_json
     from bench.study import compare_paths
