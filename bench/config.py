@@ -224,6 +224,17 @@ def preset_path(name: str) -> Path:
     return CONFIG_DIR / f"{name}.toml"
 
 
+def shipped_file(path: str | Path) -> Path:
+    """``path`` as given where it exists; else, for a path under ``configs/`` (the defaults of ``--random-init``:
+    ``configs/hf/qwen3-8b.json``), the copy shipped with the presets (:data:`CONFIG_DIR`: the checkout's
+    ``configs/``, or ``bench/presets/`` of an installed package), so that the defaults work from any directory.
+    The name recorded in a run's config stays as given."""
+    p = Path(path)
+    if not p.exists() and p.parts[:1] == ("configs",) and (CONFIG_DIR / Path(*p.parts[1:])).is_file():
+        return CONFIG_DIR / Path(*p.parts[1:])
+    return p
+
+
 MODEL_SHAPE_KEYS = ("num_qo_heads", "num_kv_heads", "head_dim")
 
 

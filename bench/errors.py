@@ -10,7 +10,8 @@ Exit codes of the ``foscar`` commands:
 * :data:`EXIT_REGRESSION` (1): ``foscar compare`` found a regression (or, with
   ``--strict``, an unmatched row);
 * :data:`EXIT_USAGE` (2): a bad input, refused before any work (one line on stderr;
-  ``foscar --debug ...`` or ``FOSCAR_DEBUG=1`` shows the traceback);
+  ``foscar --debug ...`` or ``FOSCAR_DEBUG=1`` shows the traceback); also ``foscar compare``
+  of two runs that share no row (verdict ``none``: nothing was compared);
 * :data:`EXIT_RUN_PROBLEM` (3): ``foscar bench`` ran and wrote all its files, but its
   numbers need a look: a row's time was invalid (zero, negative, NaN, Inf), or no
   FOSCAR row was timed at all. ``summary.json`` lists the reasons under ``problems``.

@@ -52,6 +52,8 @@ def load_model(model: str | Path | None, random_init: str | Path | None, device,
     Args:
         model: a local directory with ``config.json`` and the weights.
         random_init: a transformers ``config.json`` file (``model_type`` required); weights random (seed ``seed``).
+            A path under ``configs/`` that is not there is read from the shipped presets
+            (:func:`bench.config.shipped_file`).
         device: torch device to load onto.
         num_layers: with ``random_init``, override ``num_hidden_layers``.
 
@@ -65,7 +67,9 @@ def load_model(model: str | Path | None, random_init: str | Path | None, device,
     import torch
 
     if random_init is not None:
-        path = Path(random_init)
+        from bench.config import shipped_file
+
+        path = shipped_file(random_init)  # configs/hf/*.json from any directory
         try:
             cfg_dict = json.loads(path.read_text())
             model_type = cfg_dict.pop("model_type")

@@ -262,3 +262,16 @@ def test_older_runs_configs_still_hash_as_recorded():
     assert sustained.to_dict()["sustain_s"] == 2.0 and config_hash(sustained) != meta["config_hash"]
     assert resolve_config(BenchOptions(arch="h200", sustain_s=2), "h200")[0].to_dict() == \
         resolve_config(BenchOptions(arch="h200", sustain_s=2.0), "h200")[0].to_dict()
+
+
+def test_shipped_configs_resolve_from_any_directory(tmp_path, monkeypatch):
+    # model-speed's --random-init defaults (configs/hf/*.json) worked only from the repository root
+    from bench.config import CONFIG_DIR, shipped_file
+
+    monkeypatch.chdir(tmp_path)
+    assert shipped_file("configs/hf/tiny-qwen3.json") == CONFIG_DIR / "hf" / "tiny-qwen3.json"
+    assert shipped_file("configs/hf/tiny-qwen3.json").is_file()
+    assert shipped_file("configs/hf/nope.json") == Path("configs/hf/nope.json")  # (load_model's error names it)
+    (tmp_path / "configs" / "hf").mkdir(parents=True)
+    (tmp_path / "configs" / "hf" / "tiny-qwen3.json").write_text("{}")  # a path that exists is taken as given
+    assert shipped_file("configs/hf/tiny-qwen3.json") == Path("configs/hf/tiny-qwen3.json")

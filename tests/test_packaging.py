@@ -58,6 +58,7 @@ def test_installed_package_finds_its_presets(tmp_path):
     assert built.returncode == 0, built.stderr
     assert (target / "bench" / "presets" / "h100.toml").is_file()
     assert (target / "bench" / "presets" / "models" / "qwen3-8b.toml").is_file()
+    assert (target / "bench" / "presets" / "hf" / "tiny-qwen3.json").is_file()  # model-speed --smoke's model
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
