@@ -384,7 +384,7 @@ def run_ablation(opts: AblateOptions, device: Any = "detect"):
                     site=gpu_site(info, dev.index or 0))  # fmt: skip
 
     def show(console, summary: dict[str, Any], df) -> None:
-        show_summary(console, summary, out, on_gpu=info is not None)
+        show_summary(console, summary, out, on_gpu=info is not None, df=df)
         console.print(f"wrote {out / 'results.csv'}, summary.json, meta.json, ablate.md")
 
     return complete_run(study, run, opts.output, make_console_for(opts.output), show)
@@ -396,8 +396,10 @@ def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:
     return None if old == new else f"the run was started on {old or 'the CPU'}, this is {new or 'the CPU'}"
 
 
-def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = True) -> None:
-    """A finished (or merged) ablation's geometric-mean speed-ups as a table on ``console``."""
+def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = True, df: pd.DataFrame | None = None) -> None:
+    """A finished (or merged) ablation's geometric-mean speed-ups as a table on ``console``; with ``df`` (the run's
+    rows), one line per setting that was not measured at some point, with the status and reason (a setting skipped
+    everywhere, as the per-value reconstruction on the CPU, has no row in the table)."""
     from rich.table import Table
 
     t = Table(
@@ -411,6 +413,13 @@ def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = Tru
             for s, v in settings.items():
                 t.add_row(axis, b, s, f"{v['geomean_speedup']:.3f}", f"{v['min']:.3f}", f"{v['max']:.3f}", str(v["points"]))
     console.print(t)
+    if df is not None and len(df):
+        missed = df[df["status"] != "ok"]
+        for (axis, setting, status, error), g in missed.groupby(["axis", "setting", "status", "error"], dropna=False,
+                                                              sort=False):
+            why = f": {error}" if isinstance(error, str) and error else ""
+            console.print(f"not measured: {axis} / {setting} at {len(g)} of {int((df['setting'] == setting).sum())} "
+                          f"rows ({status}{why})", markup=False, highlight=False)
 
 
 def run_ablate(

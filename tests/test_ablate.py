@@ -116,3 +116,21 @@ def test_ablate_axis_selects_settings_and_rejects_unknown(tmp_path):
     assert list(df["setting"]) == ["token", "channel-128", "channel-32"] and (df["status"] == "ok").all()
     assert list(df["k_block"].fillna(0).astype(int)) == [0, 128, 32]
     assert json.loads((out / "meta.json").read_text())["settings"][1]["k_block"] == 128
+
+
+def test_summary_names_settings_not_measured(tmp_path):
+    # a setting skipped at every point (per-value on the CPU) has no row in the geomean table: say so, with why
+    from rich.console import Console
+
+    from bench.ablate import show_summary
+
+    df = pd.DataFrame([
+        {"axis": "reconstruction", "setting": "folded", "status": "ok", "error": None},
+        {"axis": "reconstruction", "setting": "per-value", "status": "skipped", "error": "CUDA kernel only"},
+        {"axis": "reconstruction", "setting": "per-value", "status": "skipped", "error": "CUDA kernel only"},
+    ])  # fmt: skip
+    console = Console(record=True, width=200)
+    show_summary(console, {"ablation": {}}, tmp_path, on_gpu=False, df=df)
+    text = console.export_text()
+    assert "not measured: reconstruction / per-value at 2 of 2 rows (skipped: CUDA kernel only)" in text
+    assert "folded at" not in text
