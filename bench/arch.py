@@ -120,9 +120,13 @@ def resolve_arch(
 
     Raises:
         FoscarError: no GPU without ``--smoke``; a GPU no preset supports; an
-            explicit ``--arch`` whose compute capability the GPU does not have.
+            explicit ``--arch`` whose compute capability the GPU does not have; an explicit ``--arch`` with
+            ``--smoke`` (which runs its own grid).
     """
     requested = Arch(requested)
+    if smoke and requested is not Arch.auto:  # it was dropped without a word
+        raise FoscarError(f"--smoke runs the tiny grid (configs/smoke.toml, or --config FILE) on whatever is here; "
+                          f"--arch {requested.value} picks configs/{requested.value}.toml: pass one of them")
     if smoke:  # the tiny grid runs anywhere; label the run by what is here
         if device is None:
             return CPU_ARCH

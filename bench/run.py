@@ -344,6 +344,7 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
 
     info = None if device == "detect" else device
     if opts.smoke:
+        resolve_arch(opts.arch, None, smoke=True)  # refuses an explicit --arch beside --smoke, as a run does
         arch = "smoke"
     elif opts.arch is not Arch.auto:
         arch = opts.arch.value

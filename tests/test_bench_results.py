@@ -223,9 +223,11 @@ def test_resolve_arch_auto_and_explicit():
     assert resolve_arch("auto", B200, smoke=False) == "b200"
     assert resolve_arch("h100", H200, smoke=False) == "h100"  # same sm_90: the H100 grid on an H200 is allowed
     assert resolve_arch("auto", None, smoke=True) == "cpu"
-    assert resolve_arch("b200", None, smoke=True) == "cpu"
     assert resolve_arch("auto", A100, smoke=True) == "sm80"
-    assert resolve_arch("b200", H200, smoke=True) == "h200"  # smoke: labelled by what is here
+    assert resolve_arch("auto", H200, smoke=True) == "h200"  # smoke: labelled by what is here
+    for device in (None, H200):  # an explicit --arch beside --smoke was dropped without a word: refused
+        with pytest.raises(FoscarError, match="--smoke runs the tiny grid .* --arch b200 picks configs/b200.toml"):
+            resolve_arch("b200", device, smoke=True)
     assert resolve_arch("auto", A100, smoke=False, custom_config=True) == "sm80"
 
 

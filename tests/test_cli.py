@@ -226,3 +226,10 @@ def test_flags_reach_the_options_dataclasses(monkeypatch, capsys, tmp_path):
     ev = seen["eval"]
     assert (ev.bits, ev.group_sizes, ev.num_sink, ev.num_recent) == ([4], [32], 4, 0)
     assert (ev.rotation, ev.backend, ev.model, ev.plots) == ("hadamard", "auto", "m", True)
+
+
+def test_smoke_with_an_explicit_arch_is_refused(capsys):
+    # --smoke runs its own grid: an --arch beside it was dropped without a word (a newcomer review)
+    for extra in (["--dry-run"], []):
+        code, out, err = run_main(capsys, "bench", "--smoke", "--arch", "h200", *extra)
+        assert code == 2 and "--arch h200 picks configs/h200.toml: pass one of them" in err

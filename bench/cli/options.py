@@ -132,8 +132,9 @@ OutOpt = Annotated[
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
-    typer.Option("--smoke", help="Tiny grid (configs/smoke.toml); on a machine without GPU it runs through the Triton "
-                 "interpreter, and its times are not performance numbers."),
+    typer.Option("--smoke", help="Tiny grid (bench: configs/smoke.toml, or --config FILE's, not with --arch; ablate: "
+                 "batch 1 x 64 and 2 x 200 tokens); on a machine without GPU it runs through the Triton interpreter, "
+                 "and its times are not performance numbers."),
 ]  # fmt: skip
 BitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several).")]
 BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="Batch size (repeat for several).")]
