@@ -351,6 +351,8 @@ def load_config(path: str | Path) -> BenchConfig:
         FoscarError: missing file, TOML syntax error, unknown key, bad value.
     """
     path = Path(path)
+    if path.is_dir():
+        raise FoscarError(f"config {path}: a directory; expected a TOML file (format: configs/h200.toml)")
     if not path.is_file():
         raise FoscarError(f"config file not found: {path}")
     try:

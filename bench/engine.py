@@ -373,11 +373,17 @@ def check_resume(
             (another GPU model), or ``None``.
 
     Raises:
-        FoscarError: ``out`` holds a run of another config, shard or GPU (the message says
-            which, and to pass a new ``--out``), or files that cannot be read.
+        FoscarError: ``out`` holds a run of another kind (another command's), config, shard or GPU (the message
+            says which, and to pass a new ``--out``), or files that cannot be read.
     """
+    from bench.kinds import COMMANDS, run_kind
     from bench.resume import load_prior
 
+    if study.kind and (Path(out) / "results.csv").exists() and (Path(out) / "meta.json").is_file():
+        held = run_kind(out)  # another command's run: say so, not which of its config fields differ
+        if held != study.kind:
+            raise FoscarError(f"{out} holds a {COMMANDS[held]} run, not a {COMMANDS[study.kind]} one: "
+                              "pass a new --out DIR")
     prior = load_prior(out, cfg_hash, config, study.read)
     if prior is not None:
         why = (refuse(prior[1]) if refuse else None) or shard_mismatch(prior[1], shard)

@@ -233,3 +233,14 @@ def test_smoke_with_an_explicit_arch_is_refused(capsys):
     for extra in (["--dry-run"], []):
         code, out, err = run_main(capsys, "bench", "--smoke", "--arch", "h200", *extra)
         assert code == 2 and "--arch h200 picks configs/h200.toml: pass one of them" in err
+
+
+def test_out_of_another_commands_run_and_a_directory_as_config_say_so(capsys, tmp_path):
+    run = tmp_path / "acc"
+    run.mkdir()
+    (run / "results.csv").write_text("a\n1\n")
+    (run / "meta.json").write_text('{"kind": "accuracy", "config_hash": "x"}')
+    code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", "--out", run)
+    assert code == 2 and "holds a foscar accuracy run, not a foscar bench one: pass a new --out DIR" in err
+    code, out, err = run_main(capsys, "bench", "--config", tmp_path, "--dry-run")
+    assert code == 2 and "a directory; expected a TOML file" in err
