@@ -127,7 +127,9 @@ def softmax_scale(sm_scale: object, head_dim: int) -> float:
     """
     if sm_scale is None:
         return 1.0 / math.sqrt(head_dim)
-    if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real) or not math.isfinite(sm_scale):
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real):
         raise ValueError(f"sm_scale: expected a finite float or None, got {sm_scale!r} ({type(sm_scale).__name__}); "
                          "pass float(sm_scale)")
+    if not math.isfinite(sm_scale):  # (float() would not help: NaN or Inf makes every output NaN)
+        raise ValueError(f"sm_scale: expected a finite float or None, got {sm_scale!r}")
     return float(sm_scale)

@@ -23,7 +23,7 @@ def append_kv(
 
     Args:
         cache: the cache to extend (modified in place).
-        k_new, v_new: ``[batch, num_kv_heads, n_new, head_dim]`` float16/bfloat16/float32
+        k_new, v_new: ``[batch, num_kv_heads, n_new, head_dim]`` float16/bfloat16/float32/float64
             on the cache's device, finite (not checked: a NaN/Inf gives NaN scales; every
             finite value gives finite scales, :mod:`foscar.quant` "Largest magnitude").
         check_capacity: check the lengths (``cache.validate()``) and raise if a sequence

@@ -561,6 +561,7 @@ def quantize_kv(
             non-finite values at a valid token, or float64 values past fp32's range (both
             naming the position ``[b, h, t, c]``); a ``bits`` or ``group_size`` that is not
             a Python int (``2.0``).
+        TypeError: ``k``, ``v`` or ``seq_lens`` is not a ``torch.Tensor`` (a list of lengths, say).
 
     Example (CPU, through the Triton interpreter: ``TRITON_INTERPRET=1``; on a GPU pass CUDA tensors)::
 
@@ -668,8 +669,8 @@ def dequantize_kv(
     sel = (sl,)
     if batch_index is not None:
         if not is_int(batch_index) or not 0 <= batch_index < cache.batch_size:
-            raise ValueError(f"batch_index: expected a Python int in [0, {cache.batch_size}), got {batch_index!r} "
-                             f"({type(batch_index).__name__}); pass int(x)")
+            hint = "" if is_int(batch_index) else f" ({type(batch_index).__name__}); pass int(x)"
+            raise ValueError(f"batch_index: expected a Python int in [0, {cache.batch_size}), got {batch_index!r}{hint}")
         length = int(cache.seq_lens[batch_index])
         if not 0 <= length <= cache.max_seq_len:
             raise ValueError(f"seq_lens: sequence {batch_index} has length {length}, expected 0 <= length <= "

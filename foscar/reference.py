@@ -149,8 +149,8 @@ def reference_decode(
     rows = range(cache.batch_size) if batch_indices is None else list(batch_indices)
     for b in rows:
         if not is_int(b) or not 0 <= b < cache.batch_size:
-            raise ValueError(f"batch_indices: expected Python ints in [0, {cache.batch_size}), got {b!r} "
-                             f"({type(b).__name__}); pass int(x)")
+            hint = "" if is_int(b) else f" ({type(b).__name__}); pass int(x)"
+            raise ValueError(f"batch_indices: expected Python ints in [0, {cache.batch_size}), got {b!r}{hint}")
     for b in rows:
         if int(cache.seq_lens[b]) == 0:
             continue

@@ -554,3 +554,19 @@ def test_decode_refuses_what_is_not_a_cache(device, bad):
         foscar.decode(q, bad)
     with pytest.raises(ValueError, match="^cache: expected a QuantizedKVCache or PagedQuantizedKVCache"):
         foscar.plan_decode(bad, 4)
+
+
+def test_hints_fit_what_was_wrong():
+    # "pass int(x)" / "pass float(sm_scale)" only where the type was wrong, not for an int out of range or a NaN
+    from foscar._validate import softmax_scale
+
+    k = torch.randn(2, 1, 16, 64)
+    cache = foscar.quantize_kv(k, k.clone(), bits=4, group_size=64)
+    with pytest.raises(ValueError, match=r"batch_index: expected a Python int in \[0, 2\), got 2$"):
+        foscar.dequantize_kv(cache, batch_index=2)
+    with pytest.raises(ValueError, match=r"got 1.0 \(float\); pass int\(x\)"):
+        foscar.dequantize_kv(cache, batch_index=1.0)
+    with pytest.raises(ValueError, match=r"sm_scale: expected a finite float or None, got nan$"):
+        softmax_scale(float("nan"), 64)
+    with pytest.raises(TypeError, match="seq_lens: expected a torch.Tensor, got list"):
+        foscar.quantize_kv(k, k.clone(), bits=4, group_size=64, seq_lens=[16, 8])
