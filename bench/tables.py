@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from typing import Any
 
@@ -74,10 +75,17 @@ def _spread(r: dict[str, Any]) -> str:
     return f"{r['p20_us']:.1f}-{r['p80_us']:.1f}"
 
 
+PIPE_WIDTH = 160  # columns of a console whose output goes to a file or pipe, unless COLUMNS says otherwise
+
+
 def make_console(stderr: bool = False) -> Console:
-    """A console that is wide enough for the tables also when output goes to a file or pipe."""
+    """A console that is wide enough for the tables also when output goes to a file or pipe: :data:`PIPE_WIDTH`
+    columns there, or ``COLUMNS`` where it is set to a number (a terminal: its own width)."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+    if stream.isatty():
+        return Console(stderr=stderr)
+    cols = os.environ.get("COLUMNS", "")
+    return Console(stderr=stderr, width=int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH)
 
 
 def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "bf16", grid: str = "sweep") -> Table:

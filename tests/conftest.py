@@ -11,6 +11,9 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# the CLI's consoles take COLUMNS when output is not a terminal (bench.tables.make_console): the tests read tables at
+# the default width, whatever the shell exports
+os.environ.pop("COLUMNS", None)
 
 
 # The longest test (nvcc on every kernel instance, minutes of CPU on its own) runs first: under

@@ -266,7 +266,7 @@ def test_compare_lists_unmatched_rows(capsys, tmp_path):
     assert "failed in new" in reasons[("foscar-triton/int4/bf16", "b8 x 8K")]
     assert reasons[("flashinfer-xqa", "b8 x 32K")] == "not in new"
     code, out, err = run_main(capsys, "compare", a, b, "--strict", "--format", "quiet")
-    assert code == 1
+    assert code == 1 and out.strip().endswith("unmatched: --strict)")
 
 
 def test_compare_groups_many_unmatched_rows_by_series(capsys, tmp_path, monkeypatch):
@@ -372,3 +372,14 @@ def test_compare_floor_ratio_takes_each_runs_read_floor(capsys, tmp_path):
     assert all(g["floor_ratio"] is None for g in result["geomeans"])
     code, out, err = run_main(capsys, "compare", a, c)
     assert "vs floor" not in out
+
+
+def test_console_width_of_a_pipe_follows_columns(monkeypatch):
+    from bench.tables import PIPE_WIDTH, make_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert make_console().width == PIPE_WIDTH  # (pytest's stdout is not a terminal)
+    monkeypatch.setenv("COLUMNS", "220")
+    assert make_console().width == 220
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert make_console().width == PIPE_WIDTH

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from bench.cli.app import app
-from bench.cli.options import DebugOpt, FormatOpt, JsonOpt
+from bench.cli.options import DebugOpt, JsonOpt
 from bench.engine import OutputFormat
 
 
@@ -18,6 +18,10 @@ ThresholdOpt = Annotated[
     float,
     typer.Option("--threshold", min=0.0, max=1.0, help="Relative change that counts, a fraction from 0 to 1 (0.05 = "
                  "5%): of the median time (bench, ablate) or of an error metric (accuracy)."),
+]
+CompareFormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
@@ -29,7 +33,7 @@ def compare(
     base: BaseArg,
     new: NewArg,
     threshold: ThresholdOpt = 0.05,
-    output_format: FormatOpt = OutputFormat.table,
+    output_format: CompareFormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     out: CompareOutOpt = None,
     strict: StrictOpt = False,
@@ -58,8 +62,9 @@ def compare(
     fmt = OutputFormat.json if as_json else output_format
     if fmt is OutputFormat.json:
         typer.echo(to_json(result), nl=False)
-    elif fmt is OutputFormat.quiet:
-        typer.echo(result["verdict"])
+    elif fmt is OutputFormat.quiet:  # the verdict, and why --strict fails a run whose verdict is fine
+        strict_fail = strict and result["unmatched"] and not result["regression"] and result["verdict"] != "none"
+        typer.echo(result["verdict"] + (f" ({len(result['unmatched'])} unmatched: --strict)" if strict_fail else ""))
     else:
         found.render(result, make_console(), show_all)
     code = exit_code(result, strict)

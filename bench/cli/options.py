@@ -141,8 +141,8 @@ BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="B
 ContextOpt = Annotated[Optional[list[int]], typer.Option("--context", min=1, help="Context length in tokens (repeat).")]
 FormatOpt = Annotated[
     OutputFormat,
-    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (a run's summary.json, "
-                 "compare's comparison); quiet: the run directory only (compare: the verdict only)."),
+    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (the run's summary.json); "
+                 "quiet: the run directory only."),
 ]  # fmt: skip
 JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 ShardOpt = Annotated[

@@ -26,7 +26,7 @@ ReportOutOpt = Annotated[
 def report(run_dirs: RunDirsArg, out: ReportOutOpt = None, debug: DebugOpt = False) -> None:
     """Plot runs into PNGs and report.md; what is drawn depends on the run's kind (meta.json "kind").
 
-    bench: speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed (several bench runs
+    bench: speed-up, TB/s vs the HBM ceiling, heatmap, error vs speed, the ragged grid's speed-ups (several bench runs
     are overlaid in the speed-up plot, labelled by directory name, and drawn one by one
     in the others). ablate: geometric-mean and per-point speed-ups over each axis'
     reference. accuracy: quantization error, rotation, each kernel's own error.
