@@ -423,7 +423,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         # (the verdict whole even where the table is wider than a non-terminal console's 160 columns)
         rt.add_column(col, justify=just, no_wrap=True, min_width=9 if col == "verdict" else None)
     for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
-        rt.add_row(r["series"], r["point"], f"int{r['cache_bits']}" if r["cache_bits"] is not None else "-",
+        rt.add_row(r["series"], r["point"], _cache_cell(r),
                    _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
                    _us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
                    f"{r['ratio']:.3f}", _change(r["ratio"]), *((_ratio(r.get("floor_ratio")),) if r_floor else ()),
@@ -454,7 +454,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         for col in ("series", "point", "cache", "base", "new", "reason"):
             ut.add_column(col, overflow="ellipsis", no_wrap=True, max_width=70 if col == "reason" else None)
         for u in result["unmatched"]:
-            ut.add_row(u["series"], u["point"], f"int{u['cache_bits']}" if u["cache_bits"] is not None else "-",
+            ut.add_row(u["series"], u["point"], _cache_cell(u),
                        u["base_status"] or "-", u["new_status"] or "-", u["reason"])  # fmt: skip
         console.print(ut)
 
@@ -476,6 +476,14 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
 
 def _verdict(v: str) -> str:
     return f"[{VERDICT_STYLE[v]}]{v}[/]"
+
+
+def _cache_cell(r: dict[str, Any]) -> str:
+    """The table's cache column: FOSCAR's cache (``int2``); a baseline row, which reads its own BF16 or FP8 cache, is
+    timed once per FOSCAR bit width at a point: ``for int2``."""
+    if r["cache_bits"] is None:
+        return "-"
+    return f"for int{r['cache_bits']}" if _is_baseline_series(r["series"]) else f"int{r['cache_bits']}"
 
 
 def _ratio(x: float | None) -> str:
