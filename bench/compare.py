@@ -421,7 +421,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
                       ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"),
                       *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
         # (the verdict whole even where the table is wider than a non-terminal console's 160 columns)
-        rt.add_column(col, justify=just, no_wrap=True, min_width=9 if col == "verdict" else None)
+        rt.add_column(col, justify=just, no_wrap=True, min_width={"verdict": 9, "cache": 8, "time": 6}.get(col))
     for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
         rt.add_row(r["series"], r["point"], _cache_cell(r),
                    _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
