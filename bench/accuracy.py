@@ -268,8 +268,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
         check_choices(name, given, allowed)
     if shape.num_qo_heads % shape.num_kv_heads:
         raise FoscarError(f"--num-qo-heads {shape.num_qo_heads} must be a multiple of --num-kv-heads {shape.num_kv_heads}")
-    if shape.head_dim not in (64, 128, 256):
-        raise FoscarError(f"--head-dim {shape.head_dim}: FOSCAR's kernels take 64, 128 or 256")
+    check_choices("--head-dim", [shape.head_dim], [64, 128, 256])  # (bench's wording)
     groups = sorted(set(opts.group_sizes or (SMOKE_GROUP_SIZES if opts.smoke else SUPPORTED_GROUP_SIZES)))
     too_big = [g for g in groups if shape.head_dim % g]
     if too_big:

@@ -119,6 +119,22 @@ def make_run_dir(out: Path) -> Path:
     return make_dir(out, "run directory")
 
 
+# the [workload] fields that flags of their own set (BenchOptions' attributes)
+_WORKLOAD_FLAGS = {"workload.name": "workload", "workload.capacity": "capacity", "workload.seed": "workload_seed",
+                   "workload.short_len": "short_len"}
+
+
+def _named_by_flag(message: str, opts: BenchOptions) -> str:
+    """A config error that names a field (``workload.capacity: expected ...``) named by the flag that set it where the
+    user passed one (``--capacity (workload.capacity): expected ...``); else as it was."""
+    key = message.split(":", 1)[0]
+    attr = _WORKLOAD_FLAGS.get(key, key)
+    given = getattr(opts, attr, None) if attr.isidentifier() else None
+    if given is None or given == []:
+        return message
+    return f"--{attr.replace('_', '-')} ({key}){message[len(key):]}"
+
+
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     """The resolved config and the file it came from: the arch preset (or ``--config``),
     then ``--model``'s shape, then the flags. Flags that pick the ``[sweep]`` grid's points
@@ -140,12 +156,15 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     grids = list(opts.grids)
     if not grids and cfg.ragged and (opts.batch or opts.context or spec):
         grids = ["sweep"]  # flags that pick the [sweep] grid's points run it alone (unless --grid says more)
-    cfg = apply_overrides(
-        cfg,
-        **{name: getattr(opts, name) for name in _CONFIG_FLAGS},
-        workload=dataclasses.replace(cfg.workload, **spec) if spec else None,
-        grids=grids,
-    )
+    try:
+        cfg = apply_overrides(
+            cfg,
+            **{name: getattr(opts, name) for name in _CONFIG_FLAGS},
+            workload=dataclasses.replace(cfg.workload, **spec) if spec else None,
+            grids=grids,
+        )
+    except FoscarError as e:
+        raise FoscarError(_named_by_flag(str(e), opts)) from None
     if cfg.model and any(getattr(cfg, k) != v for k, v in modelled.items()):
         cfg = apply_overrides(cfg, model=f"{cfg.model} (shape overridden by flags)")
     return cfg, cfg_path

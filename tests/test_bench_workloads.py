@@ -173,7 +173,10 @@ def test_capacity_flag_below_the_context_is_one_line(capsys):
     assert code == 2
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "workload.capacity: expected >= the largest context of its grid (64), got 32" in lines[0]
+    # named by the flag the user typed, then the config key it sets
+    assert "--capacity (workload.capacity): expected >= the largest context of its grid (64), got 32" in lines[0]
+    code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", "--num-qo-heads", "3", "--num-kv-heads", "2")
+    assert code == 2 and "--num-qo-heads (num_qo_heads): expected a multiple of num_kv_heads=2, got 3" in err
 
 
 def test_workload_flags_in_the_dry_run(capsys):
