@@ -105,6 +105,9 @@ def summary_table(summary: dict[str, Any], interpreter: bool, baseline: str = "b
     if interpreter:
         notes.append(TIMING_LABELS[INTERPRETER_TIMING])
     where = "" if grid == "sweep" else ": ragged grid"
+    if not any((summary.get("num_points" + sfx) or {}).values()):  # every cell "-": say why
+        notes.append(f"no point has both a FOSCAR row and a {spec.title} row timed: no speed-up to take"
+                     + (" (FlashInfer needs a CUDA GPU)" if interpreter else ""))
     table = Table(
         title=f"Geomean speed-up vs {spec.title} at its best{where}",
         caption="; ".join(notes),

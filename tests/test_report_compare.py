@@ -383,3 +383,19 @@ def test_console_width_of_a_pipe_follows_columns(monkeypatch):
     assert make_console().width == 220
     monkeypatch.setenv("COLUMNS", "wide")
     assert make_console().width == PIPE_WIDTH
+
+
+def test_an_empty_speedup_table_says_why():
+    from rich.console import Console
+
+    from bench.tables import summary_table
+
+    console = Console(record=True, width=300)
+    console.print(summary_table({"geomean_speedup": {"foscar-triton/int2/bf16": None},
+                                 "num_points": {"foscar-triton/int2/bf16": 0}}, interpreter=True))
+    assert "no point has both a FOSCAR row and a FlashInfer BF16 row timed: no speed-up to take (FlashInfer needs a " \
+           "CUDA GPU)" in console.export_text()
+    console = Console(record=True, width=300)
+    console.print(summary_table({"geomean_speedup": {"foscar-triton/int2/bf16": 2.0},
+                                 "num_points": {"foscar-triton/int2/bf16": 3}}, interpreter=False))
+    assert "no point has" not in console.export_text()
