@@ -378,12 +378,16 @@ def check_resume(
     """
     from bench.kinds import COMMANDS, run_kind
     from bench.resume import load_prior
+    from bench.runfiles import read_json_object
 
-    if study.kind and (Path(out) / "results.csv").exists() and (Path(out) / "meta.json").is_file():
-        held = run_kind(out)  # another command's run: say so, not which of its config fields differ
+    meta_path = Path(out) / "meta.json"
+    if study.kind and (Path(out) / "results.csv").exists() and meta_path.is_file():
+        # another command's run: say so, not which of its config fields differ (a meta.json without a kind, written
+        # before the field: bench.kinds' reading of it)
+        held = read_json_object(meta_path, "pass a new --out DIR").get("kind") or run_kind(out)
         if held != study.kind:
-            raise FoscarError(f"{out} holds a {COMMANDS[held]} run, not a {COMMANDS[study.kind]} one: "
-                              "pass a new --out DIR")
+            raise FoscarError(f"{out} holds a {COMMANDS.get(held, held)} run, not a "
+                              f"{COMMANDS.get(study.kind, study.kind)} one: pass a new --out DIR")
     prior = load_prior(out, cfg_hash, config, study.read)
     if prior is not None:
         why = (refuse(prior[1]) if refuse else None) or shard_mismatch(prior[1], shard)
