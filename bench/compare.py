@@ -26,10 +26,11 @@ the ratios gets the same verdict, its spreads being the geometric means of
 ``p20 / base median`` and ``p80 / base median`` of each side. Any ``slower`` row or
 geometric mean of a FOSCAR kernel is a regression (exit status 1 in the CLI); the overall verdict is the
 most alarming verdict of any FOSCAR row or geometric mean (slower, noisy, ambiguous, faster,
-same; ``none`` where no row matched, exit status 2: the runs share nothing to compare). The
-baselines' rows (FlashInfer) are judged and listed the same way, but their verdict is reported
-apart (``baseline_verdict``) and never makes a regression: a slower FlashInfer row says that
-the GPU, its clocks or the baseline's software changed between the runs, not that FOSCAR did.
+same; ``none`` where no FOSCAR row matched though a run has some, exit status 2: nothing of
+FOSCAR's was compared). The baselines' rows (FlashInfer) are judged and listed the same way, but
+counted apart (``counts["baseline_rows"]``, ``baseline_verdict``) and never make a regression: a
+slower FlashInfer row says that the GPU, its clocks or the baseline's software changed between
+the runs, not that FOSCAR did. Runs of baselines only are gated on their rows.
 
 Every field that changes the workload takes part in the match: the shape (batch,
 context, heads, head_dim), the format (cache bits, group size, operand mode, K layout),
@@ -151,6 +152,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
         geomeans.append({
             "series": series,
             "kernel": mine[0]["kernel"], "bits": mine[0]["bits"], "operand": mine[0]["operand"],
+            "baseline": mine[0]["baseline"],
             "num_points": len(mine),
             "ratio": gm["new"][0],
             "floor_ratio": (geomean(r["floor_ratio"] for r in mine)
@@ -160,16 +162,20 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
             "verdict": verdict(gm["base"], gm["new"], threshold),
         })  # fmt: skip
 
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
-    gcounts = {v: sum(g["verdict"] == v for g in geomeans) for v in VERDICT_ORDER}
-    # the verdict and the gate are FOSCAR's: the most alarming verdict of any FOSCAR row or geomean (of the baselines'
-    # where a run has no FOSCAR row); none where no row matched. A baseline's own verdict is reported beside it: a
-    # FlashInfer row that got slower says the GPU or its software changed, not that FOSCAR regressed
-    own = [x for x in rows + geomeans if not _is_baseline_series(x["series"])] or rows + geomeans
-    found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in own)]
-    overall = found[0] if found else ("same" if rows else NOTHING_COMPARED)
-    base_found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in rows + geomeans
-                                                  if _is_baseline_series(x["series"]))]
+    # the verdict and the gate are FOSCAR's: the most alarming verdict of any FOSCAR row or geomean; none where no
+    # FOSCAR row matched though a run has some (a gate must not pass on the baselines alone). The baselines' rows are
+    # judged and counted apart (baseline_verdict, counts["baseline_rows"]): a FlashInfer row that got slower says the
+    # GPU or its software changed, not that FOSCAR regressed. Runs of baselines only are gated on them.
+    foscar_runs = any(not x["baseline"] for x in rows + unmatched)
+    gated = (lambda x: not x["baseline"]) if foscar_runs else (lambda x: True)
+    own_rows, own_geomeans = [r for r in rows if gated(r)], [g for g in geomeans if gated(g)]
+    others = [x for x in rows + geomeans if not gated(x)]
+    counts = {v: sum(r["verdict"] == v for r in own_rows) for v in VERDICT_ORDER}
+    gcounts = {v: sum(g["verdict"] == v for g in own_geomeans) for v in VERDICT_ORDER}
+    bcounts = {v: sum(r["verdict"] == v for r in rows if not gated(r)) for v in VERDICT_ORDER}
+    found = [v for v in VERDICT_ORDER if counts[v] or gcounts[v]]
+    overall = found[0] if found else ("same" if own_rows else NOTHING_COMPARED)
+    base_found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in others)]
     return {
         "schema_version": SCHEMA_VERSION,
         "base": _run_info(base),
@@ -177,8 +183,8 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
         "threshold": threshold,
         "verdict": overall,
         "baseline_verdict": base_found[0] if base_found else None,
-        "regression": any(x["verdict"] == "slower" for x in own),
-        "counts": {"rows": counts, "geomeans": gcounts, "unmatched": len(unmatched)},
+        "regression": bool(counts["slower"] or gcounts["slower"]),
+        "counts": {"rows": counts, "geomeans": gcounts, "baseline_rows": bcounts, "unmatched": len(unmatched)},
         "geomeans": geomeans,
         "rows": rows,
         "unmatched": unmatched,
@@ -256,16 +262,20 @@ def _is_timed(row: pd.Series) -> bool:
     return row["status"] in ("ok", "suspect") and is_finite(row["median_us"]) and float(row["median_us"]) > 0
 
 
-def _is_baseline_series(series: str) -> bool:
-    """Whether a row's or geomean's series is a baseline's (:func:`bench.rundir.series_label`: the kernel's name
-    alone, where FOSCAR's series are ``kernel/int<bits>/<operand>``)."""
-    return "/" not in series
+def _is_baseline(row: pd.Series) -> bool:
+    """Whether a results row is a baseline's (FlashInfer): its ``is_baseline`` column, or in a run without one a
+    series named by the kernel alone (:func:`bench.rundir.series_label`; FOSCAR's are ``kernel/int<bits>/<operand>``)."""
+    flag = row.get("is_baseline")
+    if flag is not None and not (isinstance(flag, float) and math.isnan(flag)):
+        return str(flag).strip().lower() in ("true", "1", "1.0")
+    return "/" not in series_label(row["kernel"], row["bits"], row["operand"])
 
 
 def _identity(row: pd.Series) -> dict[str, Any]:
     ident = {k: cell(row[k]) for k in MATCH_KEYS}
     ident["series"] = series_label(row["kernel"], row["bits"], row["operand"])
     ident["point"] = row_point_label(row)
+    ident["baseline"] = _is_baseline(row)
     return ident
 
 
@@ -465,9 +475,12 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
         summary += " [bold red]REGRESSION[/]"
     if result["verdict"] == NOTHING_COMPARED:
         summary += NOTHING_COMPARED_NOTE
-    if result.get("baseline_verdict") in ("slower", "noisy") and result.get("baseline_verdict") != result["verdict"]:
-        summary += (f"; baseline rows {result['baseline_verdict']} (not judged: the GPU, its clocks or the baseline's "
-                    "software changed between the runs?)")
+    b = c.get("baseline_rows") or {}
+    if any(b.values()):
+        bparts = ", ".join(f"{b[v]} {v}" for v in VERDICT_ORDER if b[v])
+        summary += f"; baseline rows: {bparts}" + (
+            " (not gating: the GPU, its clocks or the baseline's software changed between the runs?)"
+            if result.get("baseline_verdict") in ("slower", "noisy") else " (not gating)")
     console.print(summary)
     if g_floor or r_floor:
         console.print("vs floor: the ratio with each run's time over its own read floor (foscar bench --read-floor); "
@@ -483,7 +496,7 @@ def _cache_cell(r: dict[str, Any]) -> str:
     timed once per FOSCAR bit width at a point: ``for int2``."""
     if r["cache_bits"] is None:
         return "-"
-    return f"for int{r['cache_bits']}" if _is_baseline_series(r["series"]) else f"int{r['cache_bits']}"
+    return f"for int{r['cache_bits']}" if r.get("baseline") else f"int{r['cache_bits']}"
 
 
 def _ratio(x: float | None) -> str:

@@ -101,6 +101,13 @@ def test_compare_ablation_runs_judges_times(smoke_run, tmp_path, capsys):
     assert result["kind"] == "ablate" and result["verdict"] == "slower" and result["regression"]
     assert [g["series"] for g in result["geomeans"] if g["verdict"] == "slower"] == ["group_size/G=32/int2"]
     assert result["counts"]["unmatched"] == 2  # the two CUDA-only settings, skipped in both
+    other = tmp_path / "other"  # no point in common: nothing compared, exit 2
+    shutil.copytree(smoke_run, other)
+    df = pd.read_csv(other / "results.csv")
+    df["batch"] += 100
+    df.to_csv(other / "results.csv", index=False)
+    code, out, _ = run_main(capsys, "compare", smoke_run, other, "--format", "quiet")
+    assert (code, out.strip()) == (2, "none")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU smoke path (interpreter)")

@@ -138,6 +138,13 @@ def test_compare_accuracy_runs_judges_errors(smoke_run, tmp_path, capsys):
     assert code == 0 and result["verdict"] == "better" and not result["regression"]
     assert {(m["kernel"], m["metric"]) for m in result["metrics"] if m["verdict"] == "better"} == {
         ("foscar-triton", "rel_l2_vs_deq_max")}
+    other = tmp_path / "other"  # no row in common: nothing compared, exit 2
+    shutil.copytree(smoke_run, other)
+    df = pd.read_csv(other / "results.csv")
+    df["seed"] += 1
+    df.to_csv(other / "results.csv", index=False)
+    code, out, _ = run_main(capsys, "compare", smoke_run, other)
+    assert code == 2 and "verdict: none" in out and "nothing compared" in out
 
 
 def test_cli_accuracy_errors_are_one_line(capsys, monkeypatch, tmp_path):

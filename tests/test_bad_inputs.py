@@ -492,9 +492,9 @@ def test_reference_decode_refuses_lengths_and_indices_out_of_range(device):
 @pytest.mark.parametrize("sm_scale", [torch.tensor(0.125), float("nan"), float("inf"), "0.1", True])
 def test_sm_scale_must_be_a_finite_float(device, sm_scale):
     q, cache = _issue_case(device)
-    hint = "" if isinstance(sm_scale, float) else "; pass float"  # (a NaN or Inf gets no float() hint)
-    with pytest.raises(ValueError, match=f"^sm_scale: expected a finite float or None, got .*{hint}"):
+    with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None, got ") as e:
         foscar.decode(q, cache, sm_scale=sm_scale)
+    assert ("pass float" in str(e.value)) != isinstance(sm_scale, float)  # (a NaN or Inf gets no float() hint)
     with pytest.raises(ValueError, match="^sm_scale: expected a finite float or None"):
         foscar.plan_decode(cache, q.shape[1], sm_scale=sm_scale)
     # the references too: a tensor scale used to pass through, NaN gave NaN rows

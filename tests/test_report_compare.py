@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from bench.compare import MATCH_KEYS, verdict
@@ -213,8 +214,6 @@ def test_compare_threshold(capsys, tmp_path):
 
 def test_compare_of_runs_that_share_no_row_fails(capsys, tmp_path):
     # a gate pointed at two runs with no point in common must not pass as "same"
-    import pandas as pd
-
     a = make_run(tmp_path / "a")
     b = make_run(tmp_path / "b")
     df = pd.read_csv(b / "results.csv")
@@ -234,10 +233,30 @@ def test_a_slower_baseline_is_reported_not_a_regression(capsys, tmp_path):
     assert code == 0 and result["verdict"] == "same" and result["baseline_verdict"] == "slower"
     assert not result["regression"]
     assert {r["verdict"] for r in result["rows"] if r["series"].startswith("flashinfer")} == {"slower"}
+    assert result["counts"]["rows"]["slower"] == 0 and result["counts"]["baseline_rows"]["slower"] == 16
     code, out, err = run_main(capsys, "compare", a, b)
-    assert code == 0 and "baseline rows slower (not judged" in out
+    assert code == 0 and "baseline rows: 16 slower (not gating" in out
     b2 = make_run(tmp_path / "b2", slow=1.2, baseline_slow=1.2)  # FOSCAR slower too: the gate fails
     code, out, err = run_main(capsys, "compare", a, b2, "--format", "quiet")
+    assert (code, out.strip()) == (1, "slower")
+
+
+def test_no_foscar_row_matched_is_nothing_compared_even_with_baselines(capsys, tmp_path):
+    # every FOSCAR row failed in new: the baselines alone must not pass (or fail) the gate
+    a = make_run(tmp_path / "a")
+    for name, baseline_slow in (("b", 1.0), ("b2", 1.2)):
+        b = make_run(tmp_path / name, baseline_slow=baseline_slow)
+        df = pd.read_csv(b / "results.csv")
+        mine = df["kernel"].str.startswith("foscar")
+        df.loc[mine, ["status", "median_us", "p20_us", "p80_us"]] = ["failed", None, None, None]
+        df.to_csv(b / "results.csv", index=False)
+        code, out, err = run_main(capsys, "compare", a, b, "--format", "quiet")
+        assert (code, out.strip()) == (2, "none"), name
+    # runs of baselines only are gated on them
+    for run in (a, b):
+        df = pd.read_csv(run / "results.csv")
+        df[~df["kernel"].str.startswith("foscar")].to_csv(run / "results.csv", index=False)
+    code, out, err = run_main(capsys, "compare", a, b, "--format", "quiet")
     assert (code, out.strip()) == (1, "slower")
 
 
@@ -266,7 +285,7 @@ def test_compare_lists_unmatched_rows(capsys, tmp_path):
     assert "failed in new" in reasons[("foscar-triton/int4/bf16", "b8 x 8K")]
     assert reasons[("flashinfer-xqa", "b8 x 32K")] == "not in new"
     code, out, err = run_main(capsys, "compare", a, b, "--strict", "--format", "quiet")
-    assert code == 1 and out.strip().endswith("unmatched: --strict)")
+    assert (code, out.strip()) == (1, "same") and "--strict: " in err and "unmatched row(s)" in err
 
 
 def test_compare_groups_many_unmatched_rows_by_series(capsys, tmp_path, monkeypatch):

@@ -17,7 +17,8 @@ NewArg = Annotated[Path, typer.Argument(metavar="NEW", help="The run directory u
 ThresholdOpt = Annotated[
     float,
     typer.Option("--threshold", min=0.0, max=1.0, help="Relative change that counts, a fraction from 0 to 1 (0.05 = "
-                 "5%): of the median time (bench, ablate) or of an error metric (accuracy)."),
+                 "5%): of the median time (bench, ablate) or of an error metric (accuracy: worse above 1 + threshold, "
+                 "so at most twice the error)."),
 ]
 CompareFormatOpt = Annotated[
     OutputFormat,
@@ -62,9 +63,10 @@ def compare(
     fmt = OutputFormat.json if as_json else output_format
     if fmt is OutputFormat.json:
         typer.echo(to_json(result), nl=False)
-    elif fmt is OutputFormat.quiet:  # the verdict, and why --strict fails a run whose verdict is fine
-        strict_fail = strict and result["unmatched"] and not result["regression"] and result["verdict"] != "none"
-        typer.echo(result["verdict"] + (f" ({len(result['unmatched'])} unmatched: --strict)" if strict_fail else ""))
+    elif fmt is OutputFormat.quiet:  # the verdict only; why --strict fails a run whose verdict is fine, on stderr
+        typer.echo(result["verdict"])
+        if strict and result["unmatched"] and not result["regression"] and result["verdict"] != "none":
+            typer.echo(f"--strict: {len(result['unmatched'])} unmatched row(s)", err=True)
     else:
         found.render(result, make_console(), show_all)
     code = exit_code(result, strict)
