@@ -398,7 +398,7 @@ def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:
 
 def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = True, df: pd.DataFrame | None = None) -> None:
     """A finished (or merged) ablation's geometric-mean speed-ups as a table on ``console``; with ``df`` (the run's
-    rows), one line per setting that was not measured at some point, with the status and reason (a setting skipped
+    rows; default: ``out/results.csv`` where it exists), one line per setting that was not measured at some point, with the status and reason (a setting skipped
     everywhere, as the per-value reconstruction on the CPU, has no row in the table)."""
     from rich.table import Table
 
@@ -413,12 +413,15 @@ def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = Tru
             for s, v in settings.items():
                 t.add_row(axis, b, s, f"{v['geomean_speedup']:.3f}", f"{v['min']:.3f}", f"{v['max']:.3f}", str(v["points"]))
     console.print(t)
+    if df is None and (out / "results.csv").is_file():  # a merged run (--devices): its rows from the file
+        df = pd.read_csv(out / "results.csv")
     if df is not None and len(df):
         missed = df[df["status"] != "ok"]
         for (axis, setting, status, error), g in missed.groupby(["axis", "setting", "status", "error"], dropna=False,
                                                               sort=False):
             why = f": {error}" if isinstance(error, str) and error else ""
-            console.print(f"not measured: {axis} / {setting} at {len(g)} of {int((df['setting'] == setting).sum())} "
+            of = int(((df["axis"] == axis) & (df["setting"] == setting)).sum())
+            console.print(f"not measured: {axis} / {setting} at {len(g)} of {of} "
                           f"rows ({status}{why})", markup=False, highlight=False)
 
 

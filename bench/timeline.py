@@ -52,8 +52,8 @@ FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_firs
 PHASES = ("find_work", "to_loop", "first_wait", "loop", "epilogue", "ep_barrier", "ep_rows", "ep_merge", "ep_end")
 MAX_CALLS = 8  # decodes in the profiled graph (one record a CTA each)
 # ... and at least this many: where the rotation has fewer copies (a cache past ~4x the L2 has one), the graph repeats
-# them, so that the calls after the first show the steady state of back-to-back decodes, as the bench times them
-# (a first call after an idle GPU can differ: bench/NOTES.md §88)
+# them, so that the calls after the first show back-to-back decodes, as the bench times them (bench/NOTES.md §88: a
+# one-call profile of INT2 64 x 32K spanned 1.32x the bench's time)
 MIN_CALLS = 3
 DEFINE = "FOSCAR_TIMELINE=1"
 
@@ -107,7 +107,8 @@ def graph_rounds(copies: int) -> int:
 
 def calls_in(records: np.ndarray) -> int:
     """How many launches of one grid ``records`` holds (a saved ``--save`` file), from the CTA indices in the meta
-    field: every launch records each of its CTAs once, so the grid is the largest index + 1.
+    field: every launch records each of its CTAs once, so the grid is the largest index + 1 (a loss of whole grids'
+    records is not seen: the buffer holds every call's whole grid up to ``1 << 16`` CTAs).
 
     Raises:
         ValueError: ``records`` is not ``[n, 13]``, or ``n`` is not a multiple of the grid (records dropped: a grid
