@@ -78,9 +78,11 @@ NEAR_KEYS = ["kernel", "bits", "operand", "batch", "context", "cache_bits"]
 VERDICT_ORDER = ("slower", "noisy", "ambiguous", "faster", "same")  # most to least alarming
 VERDICT_STYLE = {"slower": "bold red", "noisy": "yellow", "ambiguous": "magenta", "faster": "green", "same": "dim",
                  "none": "bold red"}
-NOTHING_COMPARED = "none"  # the overall verdict where no row matched: nothing was compared (exit_code: EXIT_USAGE)
-NOTHING_COMPARED_NOTE = (" [bold red]nothing compared[/]: the runs share no row (exit 2); compare runs of the same "
-                         "points and kernels")
+# the overall verdict where no row matched (bench runs: no FOSCAR row, though they have some): nothing was compared
+# (exit_code: EXIT_USAGE)
+NOTHING_COMPARED = "none"
+NOTHING_COMPARED_NOTE = (" [bold red]nothing compared[/]: no row of the runs' own kernels was timed in both (exit 2); "
+                         "compare runs of the same points and kernels")
 AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note), or beside such a row: not judged
 # a point for the clock (every match key but the kernel variant): its rows run one after another, so one row's
 # clock note makes the whole point ambiguous in that comparison (module doc)
@@ -221,8 +223,8 @@ def save_json(obj: Any, path: Path) -> None:
 
 
 def exit_code(result: dict[str, Any], strict: bool = False) -> int:
-    """:data:`~bench.errors.EXIT_USAGE` (2) where no row matched (verdict :data:`NOTHING_COMPARED`: the two runs
-    share no point, so a gate over them would pass without comparing anything); 1 for a regression (or, under
+    """:data:`~bench.errors.EXIT_USAGE` (2) where no row matched (verdict :data:`NOTHING_COMPARED`; bench runs: no
+    FOSCAR row, so a gate over them would pass without comparing anything of FOSCAR's); 1 for a regression (or, under
     ``strict``, any unmatched row); else 0. ``result``: a comparison of any kind (bench, ablate, accuracy)."""
     if result["verdict"] == NOTHING_COMPARED:
         return EXIT_USAGE
