@@ -398,8 +398,9 @@ def _gpu_mismatch(meta: dict[str, Any], info) -> str | None:
 
 def show_summary(console, summary: dict[str, Any], out: Path, on_gpu: bool = True, df: pd.DataFrame | None = None) -> None:
     """A finished (or merged) ablation's geometric-mean speed-ups as a table on ``console``; with ``df`` (the run's
-    rows; default: ``out/results.csv`` where it exists), one line per setting that was not measured at some point, with the status and reason (a setting skipped
-    everywhere, as the per-value reconstruction on the CPU, has no row in the table)."""
+    rows; default: ``out/results.csv`` where it exists), one line per setting that was not measured at some point,
+    with the status and reason (a setting skipped everywhere, as the per-value reconstruction on the CPU, has no row
+    in the table)."""
     from rich.table import Table
 
     t = Table(

@@ -240,6 +240,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
     Raises:
         FoscarError: an unknown data kind, kernel or rotation; a shape that does not fit.
     """
+    from bench.config import SUPPORTED_HEAD_DIMS
     from foscar.data import DATA_KINDS
     from foscar.quant import SUPPORTED_BITS, SUPPORTED_GROUP_SIZES
 
@@ -268,7 +269,7 @@ def resolve_grid(opts: AccuracyOptions) -> Grid:
         check_choices(name, given, allowed)
     if shape.num_qo_heads % shape.num_kv_heads:
         raise FoscarError(f"--num-qo-heads {shape.num_qo_heads} must be a multiple of --num-kv-heads {shape.num_kv_heads}")
-    check_choices("--head-dim", [shape.head_dim], [64, 128, 256])  # (bench's wording)
+    check_choices("--head-dim", [shape.head_dim], SUPPORTED_HEAD_DIMS)  # (bench's check and wording)
     groups = sorted(set(opts.group_sizes or (SMOKE_GROUP_SIZES if opts.smoke else SUPPORTED_GROUP_SIZES)))
     too_big = [g for g in groups if shape.head_dim % g]
     if too_big:

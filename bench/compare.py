@@ -264,20 +264,11 @@ def _is_timed(row: pd.Series) -> bool:
     return row["status"] in ("ok", "suspect") and is_finite(row["median_us"]) and float(row["median_us"]) > 0
 
 
-def _is_baseline(row: pd.Series) -> bool:
-    """Whether a results row is a baseline's (FlashInfer): its ``is_baseline`` column, or in a run without one a
-    series named by the kernel alone (:func:`bench.rundir.series_label`; FOSCAR's are ``kernel/int<bits>/<operand>``)."""
-    flag = row.get("is_baseline")
-    if flag is not None and not (isinstance(flag, float) and math.isnan(flag)):
-        return str(flag).strip().lower() in ("true", "1", "1.0")
-    return "/" not in series_label(row["kernel"], row["bits"], row["operand"])
-
-
 def _identity(row: pd.Series) -> dict[str, Any]:
     ident = {k: cell(row[k]) for k in MATCH_KEYS}
     ident["series"] = series_label(row["kernel"], row["bits"], row["operand"])
     ident["point"] = row_point_label(row)
-    ident["baseline"] = _is_baseline(row)
+    ident["baseline"] = bool(row["is_baseline"])  # (a bool column in every loaded run: bench.results.to_frame)
     return ident
 
 

@@ -376,19 +376,9 @@ def check_resume(
         FoscarError: ``out`` holds a run of another kind (another command's), config, shard or GPU (the message
             says which, and to pass a new ``--out``), or files that cannot be read.
     """
-    from bench.kinds import COMMANDS, run_kind
     from bench.resume import load_prior
-    from bench.runfiles import read_json_object
 
-    meta_path = Path(out) / "meta.json"
-    if study.kind and (Path(out) / "results.csv").exists() and meta_path.is_file():
-        # another command's run: say so, not which of its config fields differ (a meta.json without a kind, written
-        # before the field: bench.kinds' reading of it)
-        held = read_json_object(meta_path, "pass a new --out DIR").get("kind") or run_kind(out)
-        if held != study.kind:
-            raise FoscarError(f"{out} holds a {COMMANDS.get(held, held)} run, not a "
-                              f"{COMMANDS.get(study.kind, study.kind)} one: pass a new --out DIR")
-    prior = load_prior(out, cfg_hash, config, study.read)
+    prior = load_prior(out, cfg_hash, config, study.read, kind=study.kind)
     if prior is not None:
         why = (refuse(prior[1]) if refuse else None) or shard_mismatch(prior[1], shard)
         if why:

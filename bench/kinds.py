@@ -25,6 +25,16 @@ COMMANDS = {BENCH: "foscar bench", ABLATE: "foscar ablate", ACCURACY: "foscar ac
             EVAL_MODEL: "foscar eval-model", MODEL_SPEED: "foscar model-speed"}  # fmt: skip
 
 
+def kind_of(meta: dict) -> str:
+    """The study kind a run's ``meta.json`` records, as it stands (not checked against :data:`KINDS`); a
+    ``meta.json`` without one (written before the field): an ablation's lists its ``settings`` and ``points``, any
+    other is a bench run's."""
+    kind = meta.get("kind")
+    if kind is None:
+        return ABLATE if isinstance(meta.get("settings"), list) and "points" in meta else BENCH
+    return kind
+
+
 def run_kind(path: Path | str) -> str:
     """The study kind of the run directory ``path`` (one of :data:`KINDS`).
 
@@ -35,10 +45,7 @@ def run_kind(path: Path | str) -> str:
     meta_path = check_run_dir(path) / "meta.json"
     if not meta_path.is_file():
         return BENCH
-    meta = read_json_object(meta_path)
-    kind = meta.get("kind")
-    if kind is None:
-        return ABLATE if isinstance(meta.get("settings"), list) and "points" in meta else BENCH
+    kind = kind_of(read_json_object(meta_path))
     if kind not in KINDS:
         raise FoscarError(f"{meta_path}: unknown study kind {kind!r}; expected one of {', '.join(KINDS)}")
     return kind

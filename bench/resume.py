@@ -25,19 +25,22 @@ from typing import Any, Callable
 import pandas as pd
 
 from bench.errors import FoscarError
+from bench.kinds import COMMANDS, kind_of
 from bench.runfiles import gpu_of, read_json_object
 
 def load_prior(
-    out: Path, cfg_hash: str, config: dict[str, Any], read: Callable[[Path], pd.DataFrame] | None = None
+    out: Path, cfg_hash: str, config: dict[str, Any], read: Callable[[Path], pd.DataFrame] | None = None,
+    kind: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """``(rows, meta)`` of the run in ``out`` to resume, or ``None`` when ``out`` holds no results.csv.
 
     ``read``: how the study reads its results.csv back (default: bench's
-    :func:`bench.results.read_results`).
+    :func:`bench.results.read_results`). ``kind``: the resuming study's (``meta.json`` ``kind``, :mod:`bench.kinds`);
+    a run of another kind is refused as such, before its config is compared.
 
     Raises:
-        FoscarError: results.csv without a readable meta.json or its config_hash, or a
-            config hash that differs from ``cfg_hash`` (the message names both).
+        FoscarError: results.csv without a readable meta.json or its config_hash; a run of another kind than
+            ``kind`` (another command's); a config hash that differs from ``cfg_hash`` (the message names both).
     """
     out = Path(out)
     csv = out / "results.csv"
@@ -47,6 +50,10 @@ def load_prior(
     if not meta_path.is_file():
         raise FoscarError(f"{out} already holds results.csv but no meta.json, so it cannot be resumed; pass a new --out DIR")
     meta = read_json_object(meta_path, "pass a new --out DIR")
+    held = kind_of(meta)
+    if kind and held != kind:  # another command's run: say so, not which of its config fields differ
+        raise FoscarError(f"{out} holds a {COMMANDS.get(held, held)} run, not a {COMMANDS.get(kind, kind)} one: "
+                          "pass a new --out DIR")
     old = meta.get("config_hash")
     if not old:
         raise FoscarError(
