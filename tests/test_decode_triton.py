@@ -4,6 +4,9 @@ Without a GPU these run under ``TRITON_INTERPRET=1`` (tests/conftest.py) on tiny
 shapes; the ``gpu``-marked cases run the same checks at full size on the GPU.
 """
 
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -145,6 +148,24 @@ def test_decode_rejects_bad_inputs(device, monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "0")
         with pytest.raises(ValueError, match="needs a CUDA device"):
             foscar.decode(q, cache)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU interpreter path")
+def test_interpreter_set_after_import_is_refused():
+    # Triton decorates its own functions (tl.cdiv) at import: TRITON_INTERPRET=1 set later used to reach the
+    # interpreter's "Cannot call @triton.jit'd outside of the scope of a kernel" from inside the kernel
+    script = (
+        "import os, torch, triton, foscar\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "k = torch.randn(1, 1, 8, 128)\n"
+        "cache = foscar.quantize_kv(k, k + 1, 2, 128)\n"
+        "foscar.decode(torch.randn(1, 1, 128, dtype=torch.bfloat16), cache)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ValueError: TRITON_INTERPRET=1 was set after triton was imported"), proc.stderr[-2000:]
 
 
 # ---------------------------------------------------------------------------- GPU, full size

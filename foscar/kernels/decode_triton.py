@@ -81,10 +81,23 @@ def check_interpreter_support() -> None:
     Python int with ``int(array)``, which numpy 2.4 and newer refuse; newer Triton
     releases squeeze the array first.
 
+    Triton reads ``TRITON_INTERPRET`` when it decorates a function: its own
+    library functions (``tl.cdiv``) when ``triton`` is imported, this module's
+    kernels when it is imported. A variable set later leaves them built for the
+    GPU, and the interpreter then fails inside the kernel.
+
     Raises:
-        ValueError: triton < 3.7 together with numpy >= 2.4.
+        ValueError: triton < 3.7 together with numpy >= 2.4; ``TRITON_INTERPRET=1``
+            set after Triton or this module was imported.
     """
     import numpy
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not all(isinstance(fn, InterpretedFunction) for fn in (tl.cdiv, _folded_decode_split_kernel)):
+        raise ValueError(
+            "TRITON_INTERPRET=1 was set after triton was imported, so Triton's functions were built for the GPU; "
+            "set it in the environment before Python starts (or before anything imports triton or foscar.kernels)"
+        )
 
     def _ver(s: str) -> tuple[int, int]:
         major, minor = s.split(".")[:2]
