@@ -31,6 +31,14 @@ ARCH_NEEDS: dict[Arch, tuple[int, str]] = {
 
 CPU_ARCH = "cpu"  # label of a --smoke run with no GPU
 
+# device memory of each preset's GPU as nvidia-smi reports it (MiB) for the H100 SXM (80 GB), the H200 (141 GB) and
+# the B200 (180 GB); a dry run without a GPU judges which points fit against these (other SKUs differ: H100 NVL 94 GB)
+NOMINAL_MEMORY: dict[str, int] = {
+    Arch.h100.value: 81559 << 20,
+    Arch.h200.value: 143771 << 20,
+    Arch.b200.value: 183359 << 20,
+}
+
 
 @dataclass(frozen=True)
 class DeviceInfo:

@@ -123,7 +123,11 @@ def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int, sustain_s: float 
 
 
 def plan_points(
-    cfg: BenchConfig, backends: list, interpreter: bool, runnable: dict[str, bool] | None = None
+    cfg: BenchConfig,
+    backends: list,
+    interpreter: bool,
+    runnable: dict[str, bool] | None = None,
+    total_memory: int | None = None,
 ) -> list[PointPlan]:
     """A :class:`PointPlan` per point of the grid, in sweep order.
 
@@ -131,6 +135,7 @@ def plan_points(
         backends: :class:`bench.backends.Backend` of the config's kernels.
         interpreter: the run would use the Triton interpreter (CPU timing model).
         runnable: backend name -> whether it runs here; missing names count as runnable.
+        total_memory: device bytes; a point that needs more is skipped by a run, and its estimate is 0 s.
     """
     runnable = runnable or {}
     with_bf16 = any(not be.quantized for be in backends)
@@ -140,8 +145,9 @@ def plan_points(
         specs = row_specs(point, backends, cfg.operand)
         qb, bb = call_bytes(point, True), call_bytes(point, False)
         run = [(be, bits) for be, bits, _ in specs if runnable.get(be.name, True)]
+        device_bytes = estimate_bytes(point, with_bf16_cache=with_bf16, with_fp8_cache=with_fp8)
         seconds = 0.0
-        if run:
+        if run and (total_memory is None or device_bytes <= total_memory):
             kv_bf16 = point.num_kv_heads * point.kv_tokens * point.head_dim * 2 * 2
             seconds = setup_costs(interpreter).point_s + kv_bf16 / SETUP_BYTES_PER_S
             seconds += sum(row_seconds(_row_call_bytes(point, be), interpreter, cfg.cpu_reps, cfg.sustain_s,
@@ -153,7 +159,7 @@ def plan_points(
                 runnable_rows=len(run),
                 quant_call_bytes=qb,
                 bf16_call_bytes=bb,
-                device_bytes=estimate_bytes(point, with_bf16_cache=with_bf16, with_fp8_cache=with_fp8),
+                device_bytes=device_bytes,
                 seconds=seconds,
             )
         )
@@ -189,8 +195,10 @@ def plan_json(
     interpreter: bool,
     total_memory: int | None,
     resume: dict[str, Any] | None,
+    memory_source: str | None = None,
 ) -> dict[str, Any]:
-    """The dry run as a JSON-ready dict (``--dry-run --format json``)."""
+    """The dry run as a JSON-ready dict (``--dry-run --format json``); ``memory_source`` says whose
+    ``total_memory`` it is (the GPU's name, or a preset's nominal memory)."""
     todo = still_to_run(plans, resume)
     return {
         "dry_run": True,
@@ -222,6 +230,7 @@ def plan_json(
         ],
         "peak_device_bytes": max((p.device_bytes for p in plans), default=0),
         "device_total_memory_bytes": total_memory,
+        "device_total_memory_source": memory_source,
         "estimated_seconds": total_seconds(todo, interpreter),
         "estimate": INTERPRETER_NOTE if interpreter else ESTIMATE_NOTE,
         "resume": resume,
@@ -254,8 +263,11 @@ def plan_table(
     interpreter: bool,
     total_memory: int | None,
     resume: dict[str, Any] | None,
+    memory_source: str | None = None,
 ):
-    """Header lines (kernels, shape), a rich table of the grid (one line per point), then the totals."""
+    """Header lines (kernels, shape), a rich table of the grid (one line per point), then the totals;
+    with ``total_memory`` (bytes, whose: ``memory_source``) a column says which points fit, and a line how
+    many do not."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -271,10 +283,15 @@ def plan_table(
     peak = max((p.device_bytes for p in plans), default=0)
     caption = [
         f"{sum(p.rows for p in plans)} rows; peak device memory ~{peak / GIB:.1f} GiB"
-        + (f" of {total_memory / GIB:.1f} GiB" if total_memory else ""),
+        + (f" of {total_memory / GIB:.1f} GiB" if total_memory else "")
+        + (f" ({memory_source})" if total_memory and memory_source else ""),
         f"estimated run time ~{format_duration(total_seconds(todo, interpreter))}: "
         + (INTERPRETER_NOTE if interpreter else ESTIMATE_NOTE),
     ]
+    too_big = sum(p.device_bytes > total_memory for p in plans) if total_memory else 0
+    if too_big:
+        caption.insert(0, Text(f"{too_big} of {len(plans)} points need more device memory than "
+                               f"{total_memory / GIB:.1f} GiB: a run skips them", style="yellow"))
     if resume:
         caption.insert(0, f"resuming: {len(plans) - len(todo)} of {len(plans)} points already in results.csv")
     ragged = any(not p.point.is_plain() or p.point.grid != "sweep" for p in plans)
@@ -300,12 +317,13 @@ def plan_table(
             rows,
             f"{_bytes(p.quant_call_bytes)} / {_bytes(p.bf16_call_bytes)}",
             f"{p.device_bytes / GIB:.1f} GiB",
-            "done" if is_done(p, resume) else format_duration(p.seconds),
+            "done" if is_done(p, resume) else "-" if total_memory and p.device_bytes > total_memory
+            else format_duration(p.seconds),
         ]
         if total_memory:
             cells.append("yes" if p.device_bytes <= total_memory else "[yellow]no: skipped[/]")
         table.add_row(*cells)
-    return Group(*(Text(line) for line in header), table, *(Text(line) for line in caption))
+    return Group(*(Text(line) for line in header), table, *(line if isinstance(line, Text) else Text(line) for line in caption))
 
 
 def _bytes(n: int) -> str:

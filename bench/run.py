@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.arch import Arch, DeviceInfo, detect_device, resolve_arch
+from bench.arch import NOMINAL_MEMORY, Arch, DeviceInfo, detect_device, resolve_arch
 from bench.config import (
     MODEL_SHAPE_KEYS,
     SMOKE_PRESET,
@@ -395,7 +395,12 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
         import torch
 
         runnable = {be.name: be.unavailable(torch.device("cpu")) is None for be in backends}
-    plans = plan_points(cfg, backends, interpreter, runnable)
+    total_memory = info.total_memory if info is not None else None
+    memory_source = info.name if info is not None else None
+    if total_memory is None and arch in NOMINAL_MEMORY:
+        total_memory = NOMINAL_MEMORY[arch]  # no GPU asked: judged against the preset's GPU
+        memory_source = f"an {arch.upper()}'s, nominal"
+    plans = plan_points(cfg, backends, interpreter, runnable, total_memory)
     if opts.shard is not None:  # only the shard's points
         check_shard_fits(opts.shard, len(plans))
         plans = [plans[i] for i in opts.shard.indices(len(plans))]
@@ -413,9 +418,9 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
                 "done_points": [point_key(points[i]) for i in done],
             }
     kernels = [be.name for be in backends]
-    total_memory = info.total_memory if info is not None else None
     if opts.output is OutputFormat.json:
-        print(json.dumps(plan_json(cfg, cfg_hash, plans, kernels, interpreter, total_memory, resume), indent=2))
+        print(json.dumps(plan_json(cfg, cfg_hash, plans, kernels, interpreter, total_memory, resume, memory_source),
+                         indent=2))
     elif opts.output is OutputFormat.quiet:
         from bench.plan import format_duration, still_to_run, total_seconds
 
@@ -425,5 +430,5 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
         console = make_console()
         console.print(f"foscar bench --dry-run: {cfg_path}" + (f" + model {cfg.model}" if cfg.model else "")
                       + f", config hash {cfg_hash[:12]}")  # fmt: skip
-        console.print(plan_table(cfg, plans, kernels, interpreter, total_memory, resume))
+        console.print(plan_table(cfg, plans, kernels, interpreter, total_memory, resume, memory_source))
     return None

@@ -198,6 +198,25 @@ def test_dry_run_marks_points_that_do_not_fit(capsys, monkeypatch):
     assert fits[(1, 8192)] is True and fits[(64, 131072)] is False
 
 
+def test_dry_run_without_gpu_judges_against_the_presets_memory(capsys, no_gpu_calls):
+    # --arch h200 asks no GPU: a point larger than an H200's memory is marked, takes no time in the estimate,
+    # and a line says how many a run would skip
+    code, stdout, err = run_main(capsys, "bench", "--arch", "h200", "--batch", "64", "--context", "8192",
+                                 "--context", "300000000", "--bits", "2", "--dry-run", "--json")
+    assert code == 0, err
+    plan = json.loads(stdout)
+    assert plan["device_total_memory_bytes"] == 143771 << 20
+    assert plan["device_total_memory_source"] == "an H200's, nominal"
+    by_context = {p["context"]: p for p in plan["points"]}
+    assert by_context[8192]["fits"] is True and by_context[8192]["estimated_seconds"] > 0
+    assert by_context[300000000]["fits"] is False and by_context[300000000]["estimated_seconds"] == 0
+    code, stdout, err = run_main(capsys, "bench", "--arch", "h200", "--batch", "64", "--context", "8192",
+                                 "--context", "300000000", "--bits", "2", "--dry-run")
+    assert code == 0, err
+    assert "1 of 2 points need more device memory than 140.4 GiB: a run skips them" in stdout
+    assert "(an H200's, nominal)" in stdout
+
+
 def test_dry_run_auto_without_gpu_says_what_to_pass(capsys, monkeypatch):
     monkeypatch.setattr(bench.run, "detect_device", lambda: None)
     code, stdout, err = run_main(capsys, "bench", "--dry-run")
