@@ -130,9 +130,16 @@ def _named_by_flag(message: str, opts: BenchOptions) -> str:
     key = message.split(":", 1)[0]
     attr = _WORKLOAD_FLAGS.get(key, key)
     given = getattr(opts, attr, None) if attr.isidentifier() else None
-    if given is None or given == []:
-        return message
-    return f"--{attr.replace('_', '-')} ({key}){message[len(key):]}"
+    if given is not None and given != []:
+        return f"--{attr.replace('_', '-')} ({key}){message[len(key):]}"
+    # the field it names came from the config, the value it was checked against from a flag
+    # (num_qo_heads against --num-kv-heads): say which is which
+    for other in ("num_kv_heads", "num_qo_heads", "head_dim", "group_size"):
+        if other != key and f"{other}=" in message and getattr(opts, other, None) is not None:
+            flag = f"--{other.replace('_', '-')}"
+            source = f"--model {opts.model}" if opts.model else "the config"
+            return f"{message} ({other} from {flag}, {key} from {source}: pass --{key.replace('_', '-')} too)"
+    return message
 
 
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:

@@ -177,6 +177,13 @@ def test_capacity_flag_below_the_context_is_one_line(capsys):
     assert "--capacity (workload.capacity): expected >= the largest context of its grid (64), got 32" in lines[0]
     code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", "--num-qo-heads", "3", "--num-kv-heads", "2")
     assert code == 2 and "--num-qo-heads (num_qo_heads): expected a multiple of num_kv_heads=2, got 3" in err
+    # the flag set the value the config's field was checked against: both are named
+    code, out, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--num-kv-heads", "3")
+    assert code == 2 and ("num_qo_heads: expected a multiple of num_kv_heads=3, got 32 (num_kv_heads from "
+                          "--num-kv-heads, num_qo_heads from the config: pass --num-qo-heads too)") in err
+    code, out, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--model", "llama-3.1-70b-tp8",
+                              "--num-kv-heads", "3")
+    assert code == 2 and "num_qo_heads from --model llama-3.1-70b-tp8: pass --num-qo-heads too" in err
 
 
 def test_workload_flags_in_the_dry_run(capsys):
