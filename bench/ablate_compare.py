@@ -18,7 +18,7 @@ import pandas as pd
 from bench import SCHEMA_VERSION
 from bench.cells import cell, is_finite, match_key
 from bench.ablate_report import AblationRun
-from bench.compare import NOTHING_COMPARED, VERDICT_ORDER, verdict
+from bench.compare import VERDICT_ORDER, overall_verdict, verdict
 from bench.kinds import ABLATE
 from bench.results import geomean
 from bench.rundir import point_label
@@ -84,7 +84,6 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
                          "verdict": verdict(gm["base"], gm["new"], threshold)})  # fmt: skip
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
     gcounts = {v: sum(g["verdict"] == v for g in geomeans) for v in VERDICT_ORDER}
-    found = [v for v in VERDICT_ORDER if counts[v] or gcounts[v]]
     info = {"base": _run_info(base), "new": _run_info(new)}
     notes = []
     if info["base"]["gpu"] != info["new"]["gpu"]:
@@ -96,7 +95,7 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
         "kind": ABLATE,
         **info,
         "threshold": threshold,
-        "verdict": found[0] if found else ("same" if rows else NOTHING_COMPARED),
+        "verdict": overall_verdict(VERDICT_ORDER, [counts, gcounts], bool(rows)),
         "regression": bool(counts["slower"] or gcounts["slower"]),
         "counts": {"rows": counts, "geomeans": gcounts, "unmatched": len(unmatched)},
         "geomeans": geomeans,

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from bench import SCHEMA_VERSION
 from bench.cells import is_finite, match_key
-from bench.compare import NOTHING_COMPARED, NOTHING_COMPARED_NOTE, percent
+from bench.compare import NOTHING_COMPARED, NOTHING_COMPARED_NOTE, overall_verdict, percent
 from bench.kinds import ACCURACY
 from bench.results import geomean
 
@@ -96,7 +96,7 @@ def compare_accuracy(base: pd.DataFrame, new: pd.DataFrame, base_info: dict[str,
                             "worst_ratio": max(ratios), "verdict": error_verdict(1.0, gm, threshold)[1]})  # fmt: skip
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_ORDER}
     mcounts = {v: sum(g["verdict"] == v for g in metrics) for v in VERDICT_ORDER}
-    overall = next((v for v in VERDICT_ORDER if counts[v] or mcounts[v]), "same" if rows else NOTHING_COMPARED)
+    overall = overall_verdict(VERDICT_ORDER, [counts, mcounts], bool(rows))
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": ACCURACY,

@@ -89,6 +89,12 @@ AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note
 CLOCK_POINT_KEYS = [k for k in MATCH_KEYS if k not in ("kernel", "bits", "operand")]
 
 
+def overall_verdict(order: tuple[str, ...], counts: list[dict[str, int]], compared: bool) -> str:
+    """The run's verdict: the most alarming of ``order`` that any of ``counts`` (verdict -> rows) holds, else
+    ``same`` where rows were ``compared``, else :data:`NOTHING_COMPARED`."""
+    return next((v for v in order if any(c[v] for c in counts)), "same" if compared else NOTHING_COMPARED)
+
+
 def percent(fraction: float) -> str:
     """A threshold as the tables print it: ``0.025`` -> ``2.5%``, ``0.05`` -> ``5%`` (no rounding to whole percent)."""
     return f"{fraction * 100:.6g}%"
@@ -175,8 +181,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
     counts = {v: sum(r["verdict"] == v for r in own_rows) for v in VERDICT_ORDER}
     gcounts = {v: sum(g["verdict"] == v for g in own_geomeans) for v in VERDICT_ORDER}
     bcounts = {v: sum(r["verdict"] == v for r in rows if not gated(r)) for v in VERDICT_ORDER}
-    found = [v for v in VERDICT_ORDER if counts[v] or gcounts[v]]
-    overall = found[0] if found else ("same" if own_rows else NOTHING_COMPARED)
+    overall = overall_verdict(VERDICT_ORDER, [counts, gcounts], bool(own_rows))
     base_found = [v for v in VERDICT_ORDER if any(x["verdict"] == v for x in others)]
     return {
         "schema_version": SCHEMA_VERSION,
