@@ -29,7 +29,8 @@ def append_kv(
         check_capacity: check the lengths (``cache.validate()``) and raise if a sequence
             would pass ``max_seq_len`` (device syncs). Pass False inside a CUDA graph (True
             raises there) or to avoid the syncs: the caller then guarantees the room, nothing
-            reads ``seq_lens`` on the host, and tokens past ``max_seq_len`` are not written.
+            reads ``seq_lens`` on the host, and tokens past ``max_seq_len`` (or at a negative
+            position, from a negative ``seq_lens[b]``) are not written.
 
     Any ``n_new`` works: past 65535 tokens (CUDA's grid limit) the kernel is launched in pieces,
     with the same result.
@@ -46,7 +47,8 @@ def append_kv(
             ``[0, max_seq_len]``); shapes, dtypes or device that do not match the cache; no
             room left;
             a channel-wise K cache (its block scales would change as tokens arrive;
-            re-quantize with :func:`foscar.quantize_kv` instead).
+            re-quantize with :func:`foscar.quantize_kv` instead); a ``head_dim`` that is not a
+            power of two (the append kernel's rows; decode takes 64, 128 and 256).
 
     Example (a cache allocated for 128 tokens, 100 of them filled; one decode step appends one)::
 
@@ -70,6 +72,9 @@ def append_kv(
     if cache.k_block is not None:
         raise ValueError("cache: append_kv supports token-wise K only; a channel-wise K cache "
                          "(k_layout='channel') must be re-quantized with quantize_kv")
+    if cache.head_dim & (cache.head_dim - 1):
+        raise ValueError(f"cache: append_kv takes a head_dim that is a power of two (decode takes 64, 128, 256), "
+                         f"got {cache.head_dim}; re-quantize the grown K/V with quantize_kv instead")
     shape = (cache.batch_size, cache.num_kv_heads, None, cache.head_dim)
     check_tensor("k_new", k_new, shape=shape, dtypes=FLOAT_DTYPES, device=cache.device)
     check_tensor("v_new", v_new, shape=tuple(k_new.shape), dtypes=(k_new.dtype,), device=cache.device)

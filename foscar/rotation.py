@@ -44,13 +44,14 @@ def _hadamard_cpu(n: int) -> torch.Tensor:
 
 
 def hadamard_matrix(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> torch.Tensor:
-    """The unnormalized Sylvester Hadamard matrix ``[n, n]`` (entries +-1, ``H @ H.T = n I``).
+    """The unnormalized Sylvester Hadamard matrix ``[n, n]`` (entries +-1, ``H @ H.T = n I``), a new
+    tensor the caller may modify (the rotations keep their own cached copy).
 
     Raises:
         ValueError: ``n`` not a power of two.
     """
     _check_pow2(n)
-    return _hadamard_cpu(n).to(device=device, dtype=dtype)
+    return _hadamard_cpu(n).to(device=device, dtype=dtype, copy=True)
 
 
 def random_signs(head_dim: int, seed: int = 0) -> torch.Tensor:

@@ -133,6 +133,8 @@ def test_rope_preserves_norms_and_relative_positions():
 def test_hadamard_is_orthogonal(n):
     h = hadamard_matrix(n)
     assert torch.equal(h @ h.T, n * torch.eye(n, dtype=torch.float64))
+    h /= 8.0  # the caller's copy: the cached matrix the rotations use must not change
+    assert torch.equal(hadamard_matrix(n).abs(), torch.ones(n, n, dtype=torch.float64))
     s = random_signs(n, seed=1)
     r = rotate(torch.eye(n, dtype=torch.float64), s)  # the rotation matrix itself
     assert torch.allclose(r @ r.T, torch.eye(n, dtype=torch.float64), atol=1e-14)

@@ -185,3 +185,30 @@ def test_paginate_extra_pages_zero_and_two(device):
     cache = _small_cache(device)
     assert foscar.paginate(cache, 16, extra_pages=0).k_codes.shape[0] == 5  # 3 + 2 pages for 40 and 17 tokens
     assert foscar.paginate(cache, 16, extra_pages=2, fill=1e30).k_codes.shape[0] == 7
+
+
+# ---------------------------------------------------------------------------
+# a review's findings (session 45): a negative length with check_capacity=False, a head_dim not a power of two
+
+
+def test_append_at_a_negative_length_writes_nothing(device):
+    # seq_lens[1] = -1 used to put the token at row bh * max_seq_len - 1: sequence 0's last row
+    cache = _small_cache(device)
+    cache.seq_lens[1] = -1
+    before = {name: getattr(cache, name).clone() for name in TENSORS}
+    k = (torch.randn(2, 1, 1, 64, generator=torch.Generator().manual_seed(5)) * 100).to(device)
+    foscar.append_kv(cache, k, k.clone(), check_capacity=False)
+    for name, rows in before.items():
+        got = getattr(cache, name)
+        assert torch.equal(got[1], rows[1]), f"{name}: sequence 1 written at a negative position"
+        assert torch.equal(got[0], rows[0]), f"{name}: sequence 0 overwritten"  # its 40 rows are full: no room
+    assert cache.seq_lens.tolist() == [41, 0]
+
+
+def test_append_refuses_a_head_dim_that_is_not_a_power_of_two(device):
+    k = torch.randn(1, 2, 8, 96, device=device)
+    cache = foscar.quantize_kv(k, k + 1, 2, 32, seq_lens=torch.tensor([4], dtype=torch.int32, device=device))
+    new = torch.randn(1, 2, 1, 96, device=device)
+    with pytest.raises(ValueError, match="append_kv takes a head_dim that is a power of two .*got 96"):
+        foscar.append_kv(cache, new, new)
+    assert cache.seq_lens.tolist() == [4]

@@ -74,7 +74,7 @@ def _append_kernel(
     b = bh // num_kv_heads
     h = bh % num_kv_heads
     pos = tl.sum(tl.load(Seq_lens + b + tl.arange(0, 1)), axis=0) + t
-    if pos < max_seq_len:
+    if (pos >= 0) & (pos < max_seq_len):  # a negative length (unchecked with check_capacity=False) writes nothing
         src = b.to(tl.int64) * stride_nb + h.to(tl.int64) * stride_nh + t.to(tl.int64) * stride_nt + tl.arange(0, HEAD_DIM)
         row = bh.to(tl.int64) * max_seq_len + pos
         kq, ks, kz = _quantize_vector(tl.load(K_new + src).to(tl.float32), BITS, HEAD_DIM, GROUP)
