@@ -172,7 +172,14 @@ class PagedQuantizedKVCache(_CacheTensors):
                       hint=" (the bound the split-KV plan covers; raise max_seq_len)")
 
     def to_contiguous(self) -> QuantizedKVCache:
-        """The same tokens as a contiguous :class:`QuantizedKVCache` (gathers pages; one sync)."""
+        """The same tokens as a contiguous :class:`QuantizedKVCache` (gathers pages; host reads).
+
+        Raises:
+            ValueError: what ``validate(check_values=True)`` raises (a page table that is not monotonic, a page
+                index out of range, a ``kv_last_page_len`` outside ``[1, page_size]``, ...): the gather would
+                otherwise read the wrong pages or fail inside torch.
+        """
+        self.validate(check_values=True)
         lens = [int(x) for x in self.lengths().tolist()]
         indptr = [int(x) for x in self.kv_indptr.tolist()]
         max_len = max(lens, default=0)

@@ -138,7 +138,7 @@ def reference_decode(
             hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``;
             ``sm_scale`` not a finite float or ``None``.
     """
-    if hasattr(cache, "to_contiguous"):  # paged
+    if hasattr(cache, "to_contiguous"):  # paged: its page table validated before the gather
         cache = cache.to_contiguous()
     cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))

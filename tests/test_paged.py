@@ -1,6 +1,8 @@
 """Paged caches (FlashInfer-style kv_indptr / kv_indices / kv_last_page_len) through the Triton kernel
 (CPU interpreter here, GPU with ``-m gpu``) and the CUDA kernel (GPU)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -59,6 +61,26 @@ def test_reference_decode_takes_a_paged_cache(device):
     out, lse = foscar.reference_decode(q, paged, return_lse=True)
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
     assert torch.equal(out, ref) and torch.equal(lse, ref_lse)
+
+
+
+@pytest.mark.parametrize("table, message", [
+    (dict(kv_indptr=[0, 3, 2], kv_last_page_len=[5, 0]), r"kv_indptr: expected non-decreasing values"),
+    (dict(kv_indices=[0, 1, -1]), r"kv_indices: entry 2 \(sequence 0\) is page -1, expected a page id in \[0, "),
+    (dict(kv_indices=[0, 1, 99]), r"is page 99, expected a page id in \[0, "),
+    (dict(kv_last_page_len=[12, 0]), r"kv_last_page_len: sequence 0 has 3 page\(s\) and kv_last_page_len 12"),
+])
+def test_reference_decode_refuses_a_bad_page_table(device, table, message):
+    # the reference gathers pages on the host: it used to give numbers for a broken table (wrapped -1, pages out
+    # of order) or fail inside torch, where decode gave a clear error
+    q, cache = _case(device, batch=2, num_qo_heads=4, num_kv_heads=2, head_dim=64,
+                     seq_lens=[21, 0], bits=2, group_size=32, seed=6)
+    paged = foscar.paginate(cache, page_size=8)
+    bad = dataclasses.replace(paged, **{k: torch.tensor(v, dtype=torch.int32, device=device) for k, v in table.items()})
+    with pytest.raises(ValueError, match=message):
+        foscar.reference_decode(q, bad)
+    with pytest.raises(ValueError, match=message):
+        bad.to_contiguous()
 
 
 def test_paged_to_contiguous_round_trip(device):
