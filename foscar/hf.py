@@ -395,6 +395,11 @@ def check_model_config(config: PreTrainedConfig, group_size: int = 32) -> None:
     kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
     if kinds != {"full_attention"}:
         raise ValueError(f"layer_types: FoscarCache supports full-attention layers only, this model has {sorted(kinds)}")
+    window = getattr(cfg, "sliding_window", None)
+    if not getattr(cfg, "layer_types", None) and window is not None and getattr(cfg, "use_sliding_window", True):
+        # a config without layer_types (Mistral's) whose every layer attends over a sliding window
+        raise ValueError(f"sliding_window: FoscarCache supports full-attention layers only, this model's layers "
+                         f"attend over a window of {window} tokens")
 
 
 class FoscarCache(Cache):

@@ -167,6 +167,15 @@ def test_cache_checks():
         fh.FoscarCache(wide, backend="cuda")
     with pytest.warns(UserWarning, match="decodes with the Triton kernel"):
         fh.FoscarCache(wide)
+    # Mistral's config has no layer_types, and every layer attends over its window: refused up front (it used to
+    # fail with an error about padding once the window filled)
+    mistral = transformers.MistralConfig(vocab_size=VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, head_dim=64, sliding_window=28)
+    mistral._attn_implementation = "foscar"
+    with pytest.raises(ValueError, match="sliding_window: FoscarCache supports full-attention layers only.*28 tokens"):
+        fh.FoscarCache(mistral)
+    mistral.sliding_window = None  # Mistral v0.2 on: full attention
+    fh.FoscarCache(mistral)
     ids = _prompt(0, 8).repeat(2, 1)
     mask = torch.ones_like(ids)
     mask[1, :3] = 0  # left padding: the prefill (SDPA) takes it, a FOSCAR decode step cannot
