@@ -65,8 +65,9 @@ def output_errors(out: torch.Tensor, ref: torch.Tensor) -> OutputErrors:
     check_tensor("out", out, shape=tuple(ref.shape))
     if ref.dim() < 1:
         raise ValueError("ref: expected at least one dimension [batch, ...], got a scalar")
-    r = ref.detach().to(torch.float64).reshape(ref.shape[0], -1)
-    o = out.detach().to(device=ref.device, dtype=torch.float64).reshape(ref.shape[0], -1)
+    row = (ref.shape[0], math.prod(ref.shape[1:]))  # not -1: batch 0 has no size to infer
+    r = ref.detach().to(torch.float64).reshape(row)
+    o = out.detach().to(device=ref.device, dtype=torch.float64).reshape(row)
     if not bool(torch.isfinite(r).all()):
         raise ValueError("ref: expected finite values, got NaN or Inf")
     d = o - r

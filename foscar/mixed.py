@@ -28,8 +28,8 @@ from typing import Callable
 
 import torch
 
-from foscar._validate import check_tensor
-from foscar.quant import FLOAT_DTYPES, QuantizedKVCache, dequantize_kv, quantize_kv
+from foscar._validate import check_tensor, is_int
+from foscar.quant import FLOAT_DTYPES, QuantizedKVCache, check_finite_kv, dequantize_kv, quantize_kv
 from foscar.reference import attention_reference
 
 DEFAULT_NUM_SINK = 64
@@ -115,7 +115,7 @@ def build_mixed_cache(
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
     for name, x in (("num_sink", num_sink), ("num_recent", num_recent)):
-        if not isinstance(x, int) or x < 0:
+        if not is_int(x) or x < 0:
             raise ValueError(f"{name}: expected a non-negative int, got {x!r}")
     batch, hkv, max_seq_len, head_dim = k.shape
     if seq_lens is None:
@@ -124,6 +124,7 @@ def build_mixed_cache(
     lens = [int(x) for x in seq_lens.tolist()]
     if any(not 0 <= n <= max_seq_len for n in lens):
         raise ValueError(f"seq_lens: expected values in [0, max_seq_len={max_seq_len}], got {lens}")
+    check_finite_kv(k, v, seq_lens)  # every valid token, sinks and recent too, at the caller's positions
     splits = [split_points(n, num_sink, num_recent) for n in lens]
     mid_lens = [rs - ns for ns, rs in splits]
     max_mid = max(mid_lens, default=0)
@@ -141,7 +142,7 @@ def build_mixed_cache(
         ex_v[b, :, :ns], ex_v[b, :, ns : ns + nr] = v[b, :, :ns], v[b, :, rs:n]
         ex_lens.append(ns + nr)
     as_i32 = lambda xs: torch.tensor(xs, dtype=torch.int32, device=k.device)  # noqa: E731
-    middle = quantize_kv(mid_k, mid_v, bits=bits, group_size=group_size, seq_lens=as_i32(mid_lens))
+    middle = quantize_kv(mid_k, mid_v, bits=bits, group_size=group_size, seq_lens=as_i32(mid_lens), check_finite=False)
     return MixedKVCache(
         middle=middle,
         exact_k=ex_k,

@@ -517,6 +517,32 @@ class QuantizedKVCache(_CacheTensors):
         return self
 
 
+def check_finite_kv(k: torch.Tensor, v: torch.Tensor, seq_lens: torch.Tensor) -> None:
+    """Raise on a NaN/Inf (or, in float64, a magnitude past fp32's) in ``k``/``v`` at the valid tokens.
+
+    Args:
+        k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` float tensors.
+        seq_lens: ``[batch]`` int lengths; tokens ``t >= seq_lens[b]`` are not checked.
+
+    Raises:
+        ValueError: naming the tensor, the value and its position ``[b, h, t, c]``.
+    """
+    valid = (torch.arange(k.shape[2], device=k.device)[None, :] < seq_lens[:, None].to(torch.int64))[:, None, :, None]
+    for name, x in (("k", k), ("v", v)):
+        bad = ~torch.isfinite(x) & valid
+        if bool(bad.any()):
+            pos = [int(i) for i in bad.nonzero()[0]]
+            raise ValueError(f"{name}: expected finite values at the valid tokens (t < seq_lens[b]), got "
+                             f"{float(x[tuple(pos)])} at [b, h, t, c] = {pos}")
+        if x.dtype == torch.float64:  # finite in fp64 but past fp32 (the format's arithmetic)
+            big = (x.abs() > FP32_MAX) & valid
+            if bool(big.any()):
+                pos = [int(i) for i in big.nonzero()[0]]
+                raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at [b, h, t, c] = {pos} is past the "
+                                 f"format's largest magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest "
+                                 "magnitude')")
+
+
 def quantize_kv(
     k: torch.Tensor,
     v: torch.Tensor,
@@ -594,20 +620,7 @@ def quantize_kv(
             f"got min {int(seq_lens.min())}, max {int(seq_lens.max())}"
         )
     if check_finite and batch:
-        valid = (torch.arange(max_seq_len, device=k.device)[None, :] < seq_lens[:, None].to(torch.int64))[:, None, :, None]
-        for name, x in (("k", k), ("v", v)):
-            bad = ~torch.isfinite(x) & valid
-            if bool(bad.any()):
-                pos = [int(i) for i in bad.nonzero()[0]]
-                raise ValueError(f"{name}: expected finite values at the valid tokens (t < seq_lens[b]), got "
-                                 f"{float(x[tuple(pos)])} at [b, h, t, c] = {pos}")
-            if x.dtype == torch.float64:  # finite in fp64 but past fp32 (the format's arithmetic)
-                big = (x.abs() > FP32_MAX) & valid
-                if bool(big.any()):
-                    pos = [int(i) for i in big.nonzero()[0]]
-                    raise ValueError(f"{name}: value {float(x[tuple(pos)]):.4g} at [b, h, t, c] = {pos} is past the "
-                                     f"format's largest magnitude {FP32_MAX:.4g} (fp32: module docstring, 'Largest "
-                                     "magnitude')")
+        check_finite_kv(k, v, seq_lens)
     if k_block is None:
         kc, ks, ko = quantize_groups(k, bits, group_size)
     else:

@@ -223,6 +223,25 @@ def test_merge_states_empty_parts():
     assert torch.allclose(m, o) and torch.allclose(ml, lse + math.log(2.0))
 
 
+def test_mixed_cache_checks_every_valid_token_at_its_position():
+    # the NaN check ran on the re-indexed middle only: positions were the middle's, and sinks/recent unchecked
+    k, v = torch.randn(2, 1, 40, 64), torch.randn(2, 1, 40, 64)
+    k[1, 0, 10, 5] = float("nan")
+    with pytest.raises(ValueError, match=r"k: expected finite values .* at \[b, h, t, c\] = \[1, 0, 10, 5\]"):
+        build_mixed_cache(k, v, bits=2, group_size=64, num_sink=4, num_recent=8)
+    k = torch.randn(2, 1, 40, 64, dtype=torch.float64)
+    k[0, 0, 1, 0] = 1e39  # in a sink: stored as BF16 it would be inf
+    with pytest.raises(ValueError, match=r"k: value 1e\+39 at \[b, h, t, c\] = \[0, 0, 1, 0\]"):
+        build_mixed_cache(k, k.clone(), bits=2, group_size=64, num_sink=4, num_recent=8)
+    with pytest.raises(ValueError, match="num_sink: expected a non-negative int, got True"):
+        build_mixed_cache(v, v, num_sink=True)
+
+
+def test_output_errors_of_batch_zero():
+    e = output_errors(torch.zeros(0, 4, 64), torch.zeros(0, 4, 64))
+    assert e.rel_l2.shape == e.max_abs.shape == e.cosine.shape == (0,)
+
+
 def test_mixed_decode_with_the_triton_kernel(device):
     d = make_kv("gaussian", 2, 4, 1, 64, 64, seed=7, device=device)
     cache = build_mixed_cache(d.k, d.v, bits=4, group_size=32, seq_lens=d.seq_lens, num_sink=8, num_recent=16)
