@@ -141,16 +141,19 @@ def attention_kl(
         ``[batch]`` float64 CPU tensor, in nats (>= 0 up to rounding).
 
     Raises:
-        ValueError: shapes that do not fit each other, or a length out of range.
+        ValueError: shapes that do not fit each other; ``seq_lens`` not int32/int64, or a length
+            outside ``[0, max_seq_len]``.
     """
     check_tensor("q_ref", q_ref, ndim=3)
     check_tensor("q_test", q_test, shape=tuple(q_ref.shape))
     batch = q_ref.shape[0]
     check_tensor("k_ref", k_ref, shape=(batch, None, None, q_ref.shape[2]))
     check_tensor("k_test", k_test, shape=tuple(k_ref.shape))
-    check_tensor("seq_lens", seq_lens, shape=(batch,))
+    check_tensor("seq_lens", seq_lens, shape=(batch,), dtypes=(torch.int32, torch.int64))
     out = torch.zeros(batch, dtype=torch.float64)
     for b, length in enumerate(int(x) for x in seq_lens.tolist()):
+        if not 0 <= length <= k_ref.shape[2]:
+            raise ValueError(f"seq_lens[{b}]: expected a length in [0, max_seq_len={k_ref.shape[2]}], got {length}")
         if length == 0:
             continue
         lp = attention_log_probs(q_ref[b], k_ref[b], length, sm_scale)

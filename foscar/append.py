@@ -39,7 +39,7 @@ def append_kv(
         ``cache`` (the same object).
 
     Raises:
-        ValueError: ``cache`` not a :class:`QuantizedKVCache` (a paged cache has no append:
+        ValueError: ``check_capacity`` not a bool; ``cache`` not a :class:`QuantizedKVCache` (a paged cache has no append:
             append to the contiguous cache, then paginate it again); ``check_capacity`` while
             the current CUDA stream is capturing a graph (the check reads ``seq_lens`` on the
             host, which would invalidate the capture); what ``cache.validate()`` raises (a
@@ -59,6 +59,8 @@ def append_kv(
         >>> cache.seq_lens.tolist()
         [101]
     """
+    if not isinstance(check_capacity, bool):
+        raise ValueError(f"check_capacity: expected True or False, got {check_capacity!r}")
     if not isinstance(cache, QuantizedKVCache):
         if isinstance(cache, PagedQuantizedKVCache):
             raise ValueError(f"cache: expected a contiguous QuantizedKVCache, got {type(cache).__name__} "

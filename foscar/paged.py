@@ -107,8 +107,8 @@ class PagedQuantizedKVCache(_CacheTensors):
             raise ValueError("kv_indptr: expected shape [batch + 1] (at least one entry, 0), got [0]")
         check_tensor("kv_indices", self.kv_indices, ndim=1, **i32)
         check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), **i32)
-        if self.max_seq_len < 0:
-            raise ValueError(f"max_seq_len: expected >= 0, got {self.max_seq_len}")
+        if not is_int(self.max_seq_len) or self.max_seq_len < 0:
+            raise ValueError(f"max_seq_len: expected an int >= 0, got {self.max_seq_len!r}")
         if host_checks(check_values, dev):
             self.check_page_table()
         return self

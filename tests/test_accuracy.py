@@ -237,6 +237,14 @@ def test_mixed_cache_checks_every_valid_token_at_its_position():
         build_mixed_cache(v, v, num_sink=True)
 
 
+def test_attention_kl_names_a_bad_length():
+    q, k = torch.randn(1, 2, 8, dtype=torch.float64), torch.randn(1, 1, 5, 8, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"seq_lens\[0\]: expected a length in \[0, max_seq_len=5\], got 6"):
+        attention_kl(q, k, q, k, torch.tensor([6]))
+    with pytest.raises(ValueError, match="seq_lens: expected dtype"):
+        attention_kl(q, k, q, k, torch.tensor([4.9]))  # was truncated to 4
+
+
 def test_output_errors_of_batch_zero():
     e = output_errors(torch.zeros(0, 4, 64), torch.zeros(0, 4, 64))
     assert e.rel_l2.shape == e.max_abs.shape == e.cosine.shape == (0,)

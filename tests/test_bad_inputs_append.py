@@ -212,3 +212,10 @@ def test_append_refuses_a_head_dim_that_is_not_a_power_of_two(device):
     with pytest.raises(ValueError, match="append_kv takes a head_dim that is a power of two .*got 96"):
         foscar.append_kv(cache, new, new)
     assert cache.seq_lens.tolist() == [4]
+
+
+def test_append_check_capacity_must_be_a_bool(device):
+    cache = _small_cache(device, seq_lens=(3, 3))
+    new = torch.randn(2, 1, 1, 64, device=device)
+    with pytest.raises(ValueError, match="check_capacity: expected True or False, got 'no'"):
+        foscar.append_kv(cache, new, new, check_capacity="no")
