@@ -256,7 +256,8 @@ def mixed_decode(
     Raises:
         ValueError: bad shapes/dtypes, and whatever :func:`foscar.decode` raises.
     """
-    check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), device=cache.device)
+    check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), device=cache.device,
+                 dtypes=(torch.bfloat16,) if middle_decode is None else None)  # the kernel's, whatever the lengths
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)
     middle = cache.middle
     if middle.max_seq_len and int(middle.seq_lens.max()) > 0:

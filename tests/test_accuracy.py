@@ -254,6 +254,9 @@ def test_mixed_decode_with_the_triton_kernel(device):
     d = make_kv("gaussian", 2, 4, 1, 64, 64, seed=7, device=device)
     cache = build_mixed_cache(d.k, d.v, bits=4, group_size=32, seq_lens=d.seq_lens, num_sink=8, num_recent=16)
     out = mixed_decode(d.q, cache, backend="triton")
+    all_exact = build_mixed_cache(d.k, d.v, bits=4, group_size=32, seq_lens=d.seq_lens, num_sink=64, num_recent=0)
+    with pytest.raises(ValueError, match="q: expected dtype in {bfloat16}"):  # as where a middle is decoded
+        mixed_decode(d.q.float(), all_exact, backend="triton")
     k_eff, v_eff = dequantize_mixed(cache)
     ref = attention_reference(d.q, k_eff, v_eff, d.seq_lens)
     assert float(output_errors(out, ref).rel_l2.max()) < 2e-2
