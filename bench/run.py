@@ -161,6 +161,13 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     spec = {k: v for k, v in dict(name=opts.workload, capacity=opts.capacity, seed=opts.workload_seed,
                                   short_len=opts.short_len).items() if v is not None}  # fmt: skip
     grids = list(opts.grids)
+    sweep_flags = [f for f, given in (("--batch", opts.batch), ("--context", opts.context)) if given]
+    sweep_flags += ["--" + _WORKLOAD_FLAGS[f"workload.{k}"].replace("_", "-") for k in spec]
+    if grids and "sweep" not in grids and sweep_flags:
+        verb = "picks" if len(sweep_flags) == 1 else "pick"
+        raise FoscarError(f"{', '.join(sweep_flags)} {verb} the [sweep] grid's points, and --grid {' --grid '.join(grids)} "
+                          "leaves that grid out (the [[ragged]] grid's points have their own batches and lengths); "
+                          "add --grid sweep, or drop those flags")
     if not grids and cfg.ragged and (opts.batch or opts.context or spec):
         grids = ["sweep"]  # flags that pick the [sweep] grid's points run it alone (unless --grid says more)
     try:

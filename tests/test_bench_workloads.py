@@ -186,6 +186,16 @@ def test_capacity_flag_below_the_context_is_one_line(capsys):
     assert code == 2 and "num_qo_heads from --model llama-3.1-70b-tp8: pass --num-qo-heads too" in err
 
 
+def test_sweep_flags_with_only_the_ragged_grid_are_refused(capsys):
+    # --grid ragged alone ran the ragged points and dropped --batch without a word
+    code, out, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--batch", "8", "--grid", "ragged")
+    assert code == 2 and ("--batch picks the [sweep] grid's points, and --grid ragged leaves that grid out" in err
+                          and "add --grid sweep" in err)
+    code, out, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--json", "--batch", "8",
+                              "--grid", "ragged", "--grid", "sweep")
+    assert code == 0, err
+
+
 def test_workload_flags_in_the_dry_run(capsys):
     code, out, err = run_main(capsys, "bench", "--smoke", "--dry-run", "--json", "--batch", "3", "--context", "40",
                               "--workload", "one-long", "--short-len", "9", "--capacity", "64")  # fmt: skip
