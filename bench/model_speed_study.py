@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA_VERSION
+from bench.config import SUPPORTED_GROUP_SIZES
 from bench.engine import Study, StudyOptions, new_run_dir, recorded_config
 from bench.errors import FoscarError
 from bench.kinds import MODEL_SPEED
@@ -58,16 +59,17 @@ class ModelSpeedOptions(StudyOptions):
     """The ``foscar model-speed`` flags, parsed (the shared ones in :class:`bench.engine.StudyOptions`).
     Empty lists mean the defaults."""
 
-    random_init: str | None = DEFAULT_RANDOM_INIT  # a transformers config.json, random weights
+    random_init: str | None = None  # a transformers config.json, random weights (default DEFAULT_RANDOM_INIT)
     model: str | None = None  # a local checkpoint directory instead of random_init
     num_layers: int | None = None  # override num_hidden_layers (random init)
     batch: list[int] = field(default_factory=list)  # default 1 and 8 (smoke: 1)
     context: list[int] = field(default_factory=list)  # prompt tokens; default 8192 and 32768 (smoke: 32)
     cache: list[str] = field(default_factory=list)  # of CACHES; default all
-    group_size: int = 128
-    decode: int = 64  # timed greedy decode steps
-    warmup: int = 3
-    profile_steps: int = 8
+    # None: the default, another under --smoke (config()); a value given is used as given, --smoke or not
+    group_size: int | None = None  # 128 (smoke: 64)
+    decode: int | None = None  # timed greedy decode steps: 64 (smoke: 3)
+    warmup: int | None = None  # 3 (smoke: 1)
+    profile_steps: int | None = None  # 8 (smoke: 1)
     backend: str = "auto"  # foscar.decode backend
     seed: int = 0
     smoke: bool = False  # SMOKE_RANDOM_INIT, batch 1 x 32 tokens, 3 steps: runs on the CPU
@@ -78,23 +80,33 @@ class ModelSpeedOptions(StudyOptions):
         the smoke settings and the defaults applied.
 
         Raises:
-            FoscarError: a cache not in :data:`CACHES`, or a step count below 1.
+            FoscarError: a cache not in :data:`CACHES`, a group size FOSCAR does not take, or a step count below 1
+                (0 for ``--warmup``).
         """
         from bench.errors import check_choices
 
         check_choices("--cache", self.cache, CACHES)
-        for name, x in (("--decode", self.decode), ("--warmup", self.warmup), ("--profile-steps", self.profile_steps)):
-            if x < (0 if name == "--warmup" else 1):
-                raise FoscarError(f"{name}: expected a positive number, got {x}")
         smoke = self.smoke
-        random_init = None if self.model else (SMOKE_RANDOM_INIT if smoke else self.random_init)
+
+        def chosen(value, default, smoke_default):
+            return value if value is not None else (smoke_default if smoke else default)
+
+        decode, warmup, profile_steps = chosen(self.decode, 64, 3), chosen(self.warmup, 3, 1), chosen(self.profile_steps, 8, 1)
+        for name, x in (("--decode", decode), ("--warmup", warmup), ("--profile-steps", profile_steps)):
+            if x < (0 if name == "--warmup" else 1):
+                raise FoscarError(f"{name}: expected a {'non-negative' if name == '--warmup' else 'positive'} "
+                                  f"number, got {x}")
+        group_size = chosen(self.group_size, 128, 64)
+        if group_size not in SUPPORTED_GROUP_SIZES:
+            raise FoscarError(f"--group-size {group_size}: expected one of {', '.join(map(str, SUPPORTED_GROUP_SIZES))}")
+        random_init = None if self.model else chosen(self.random_init, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT)
         return {
             "model": self.model, "random_init": random_init, "num_layers": self.num_layers,
             "batch": list(self.batch or ([1] if smoke else [1, 8])),
             "context": list(self.context or ([32] if smoke else [8192, 32768])),
             "cache": [c for c in CACHES if c in (self.cache or CACHES)],
-            "group_size": 64 if smoke else self.group_size, "decode": min(self.decode, 3) if smoke else self.decode,
-            "warmup": 1 if smoke else self.warmup, "profile_steps": 1 if smoke else self.profile_steps,
+            "group_size": group_size, "decode": decode,
+            "warmup": warmup, "profile_steps": profile_steps,
             "backend": self.backend, "seed": self.seed, "smoke": smoke,
         }  # fmt: skip
 

@@ -134,3 +134,22 @@ def test_devices_takes_both_commands(tiny_checkpoint, tmp_path):
 def test_a_bad_cache_is_refused_before_loading_anything(capsys):
     code, _, err = run_main(capsys, "model-speed", "--smoke", "--warmup", "-1")
     assert code == 2 and "--warmup" in err
+    code, _, err = run_main(capsys, "model-speed", "--smoke", "--group-size", "48")  # every FOSCAR point would fail
+    assert code == 2 and "--group-size 48: expected one of 32, 64, 128" in err
+
+
+def test_model_speed_smoke_uses_the_flags_given():
+    # --smoke used to force group size 64, 1 warm-up/profile step, at most 3 timed steps and its own config, whatever
+    # was passed (`--group-size 48` exited 0 and recorded 64)
+    from bench.model_speed_study import DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT, ModelSpeedOptions
+
+    smoke = ModelSpeedOptions(smoke=True).config()
+    assert (smoke["group_size"], smoke["decode"], smoke["warmup"], smoke["profile_steps"]) == (64, 3, 1, 1)
+    assert smoke["random_init"] == SMOKE_RANDOM_INIT
+    given = ModelSpeedOptions(smoke=True, group_size=32, decode=5, warmup=0, profile_steps=2,
+                              random_init="my.json").config()
+    assert (given["group_size"], given["decode"], given["warmup"], given["profile_steps"]) == (32, 5, 0, 2)
+    assert given["random_init"] == "my.json"
+    full = ModelSpeedOptions().config()
+    assert (full["group_size"], full["decode"], full["warmup"], full["profile_steps"]) == (128, 64, 3, 8)
+    assert full["random_init"] == DEFAULT_RANDOM_INIT

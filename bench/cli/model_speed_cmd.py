@@ -30,35 +30,41 @@ from bench.model_speed_study import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_IN
 
 Cache = Enum("Cache", {n: n for n in CACHES}, type=str)
 SpeedRandomInitOpt = Annotated[
-    str,
+    Optional[str],
     typer.Option("--random-init", metavar="CONFIG.json", help="A transformers config.json built with random weights "
-                 "(speed only; no accuracy claim). Ignored with --model."),
+                 f"(speed only; no accuracy claim). Ignored with --model. Default: {DEFAULT_RANDOM_INIT} "
+                 f"(--smoke: {SMOKE_RANDOM_INIT})."),
 ]  # fmt: skip
 CacheOpt = Annotated[Optional[list[Cache]], typer.Option("--cache", help="Cache (repeat; default all).")]
 NumLayersOpt = Annotated[Optional[int], typer.Option("--num-layers", min=1, help="Override num_hidden_layers (random init).")]
-SpeedGroupOpt = Annotated[int, typer.Option("--group-size", min=1, help="Group size of the FOSCAR caches.")]
-DecodeOpt = Annotated[int, typer.Option("--decode", min=1, help="Timed greedy decode steps per cache.")]
-WarmupOpt = Annotated[int, typer.Option("--warmup", min=0, help="Untimed decode steps first (the CUDA extension compiles on the first).")]
-ProfileOpt = Annotated[int, typer.Option("--profile-steps", min=1, help="Decode steps with CUDA events around attention and cache updates.")]
+SpeedGroupOpt = Annotated[Optional[int], typer.Option("--group-size", min=1, help="Group size of the FOSCAR caches. "
+                          "Default: 128 (--smoke: 64).")]  # fmt: skip
+DecodeOpt = Annotated[Optional[int], typer.Option("--decode", min=1, help="Timed greedy decode steps per cache. "
+                      "Default: 64 (--smoke: 3).")]  # fmt: skip
+WarmupOpt = Annotated[Optional[int], typer.Option("--warmup", min=0, help="Untimed decode steps first (the CUDA "
+                      "extension compiles on the first). Default: 3 (--smoke: 1).")]  # fmt: skip
+ProfileOpt = Annotated[Optional[int], typer.Option("--profile-steps", min=1, help="Decode steps with CUDA events "
+                       "around attention and cache updates. Default: 8 (--smoke: 1).")]  # fmt: skip
 SpeedSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the prompt tokens (each point's) and of the random weights.")]
 SpeedSmokeOpt = Annotated[
-    bool, typer.Option("--smoke", help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, 3 steps: runs on the CPU (interpreter).")
+    bool, typer.Option("--smoke", help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, group size 64, 1 warm-up, 3 timed "
+                       "and 1 profiled step: runs on the CPU (interpreter); flags given are used as given.")
 ]
 
 
 @app.command("model-speed")
 def model_speed(
     ctx: typer.Context,
-    random_init: SpeedRandomInitOpt = DEFAULT_RANDOM_INIT,
+    random_init: SpeedRandomInitOpt = None,
     model: HfModelOpt = None,
     num_layers: NumLayersOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
     cache: CacheOpt = None,
-    group_size: SpeedGroupOpt = 128,
-    decode: DecodeOpt = 64,
-    warmup: WarmupOpt = 3,
-    profile_steps: ProfileOpt = 8,
+    group_size: SpeedGroupOpt = None,
+    decode: DecodeOpt = None,
+    warmup: WarmupOpt = None,
+    profile_steps: ProfileOpt = None,
     backend: BackendOpt = Backend.auto,
     seed: SpeedSeedOpt = 0,
     smoke: SpeedSmokeOpt = False,
