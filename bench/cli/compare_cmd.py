@@ -50,7 +50,8 @@ def compare(
     out of the geometric means. Each series' geometric mean gets the same verdict; any slower FOSCAR row or
     series is a regression (the baselines' verdict is reported apart, never a regression). accuracy runs, on the
     error metrics (larger is worse): worse/better/same by the threshold; any worse is a regression. Rows
-    measured in only one run are listed (a failure with --strict); runs that share no row: verdict none, exit 2.
+    measured in only one run are listed (a failure with --strict); where no row of the runs' own kernels (FOSCAR's in
+    bench and ablate runs; any row in accuracy runs) was measured in both: verdict none, exit 2.
     """
     from bench.compare import exit_code, save_json, to_json
     from bench.study import compare_paths

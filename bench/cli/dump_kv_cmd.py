@@ -9,18 +9,18 @@ from typing import Annotated, Optional
 import typer
 
 from bench.cli.app import app
-from bench.cli.options import DebugOpt, EvalSeedOpt, HfModelOpt, RandomInitOpt, TextOpt
+from bench.cli.options import DebugOpt, DumpRandomInitOpt, DumpSeedOpt, HfModelOpt, TextOpt
 
 
 @app.command("dump-kv")
 def dump_kv(
     out: Annotated[Path, typer.Option("--out", help="The safetensors file to write.")],
     model: HfModelOpt = None,
-    random_init: RandomInitOpt = None,
+    random_init: DumpRandomInitOpt = None,
     text: TextOpt = None,
     layers: Annotated[Optional[list[int]], typer.Option("--layers", help="Layer index (repeat; default all).")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, help="Tokens of the text to run.")] = 512,
-    seed: EvalSeedOpt = 0,
+    seed: DumpSeedOpt = 0,
     debug: DebugOpt = False,
 ) -> None:
     """Write a model's per-layer post-RoPE queries, keys and values to a safetensors file.

@@ -127,8 +127,9 @@ DebugOpt = Annotated[
 ]
 OutOpt = Annotated[
     Optional[Path],
-    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by arch, study and git "
-                 "commit; --smoke runs and runs without GPU: under results/_scratch/)."),
+    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by the command, and for "
+                 "bench and accuracy also by arch and git commit; --smoke runs and runs without GPU: under "
+                 "results/_scratch/)."),
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
@@ -168,5 +169,12 @@ RandomInitOpt = Annotated[
 ]  # fmt: skip
 TextOpt = Annotated[Optional[Path], typer.Option("--text", help="A UTF-8 text file (default: the public-domain sample bench/data/sample.txt).")]
 EvalSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the rotation's signs and of --random-init's weights.")]
+DumpSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of --random-init's weights.")]
+DumpRandomInitOpt = Annotated[
+    Optional[Path],
+    typer.Option("--random-init", metavar="CONFIG.json", help="Instead of --model: a transformers config.json built "
+                 "with random weights (its K/V test the file format and the pipeline, not a model's statistics), "
+                 "e.g. configs/hf/tiny-qwen3.json."),
+]  # fmt: skip
 Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
 BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
