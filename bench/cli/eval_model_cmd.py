@@ -11,7 +11,7 @@ from bench.cli.app import app
 from bench.cli.options import (
     Backend,
     BackendOpt,
-    BitsOpt,
+    Bits,
     DebugOpt,
     DevicesOpt,
     EvalSeedOpt,
@@ -33,6 +33,7 @@ from bench.config import SUPPORTED_GROUP_SIZES
 from bench.engine import OutputFormat
 
 
+EvalBitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several; default 4).")]
 EvalGroupOpt = Annotated[
     Optional[list[int]],
     typer.Option("--group-size", help=f"Group size: {one_of(SUPPORTED_GROUP_SIZES)} (repeat; default 32)."),
@@ -51,7 +52,7 @@ def eval_model(
     ctx: typer.Context,
     model: HfModelOpt = None,
     random_init: RandomInitOpt = None,
-    bits: BitsOpt = None,
+    bits: EvalBitsOpt = None,
     group_sizes: EvalGroupOpt = None,
     num_sink: EvalSinkOpt = 0,
     num_recent: EvalRecentOpt = 0,
