@@ -10,7 +10,7 @@ import torch
 import foscar
 from foscar import attention_reference, quantize_kv, reference_decode
 from foscar.accuracy import aggregate, attention_kl, attention_log_probs, output_errors
-from foscar.data import DATA_KINDS, apply_rope, make_kv
+from foscar.data import DATA_KINDS, apply_rope, make_kv, outlier_rope_kv, student_t_kv
 from foscar.mixed import build_mixed_cache, dequantize_mixed, merge_states, mixed_decode, split_points
 from foscar.rotation import hadamard_matrix, random_signs, rotate, unrotate
 
@@ -98,6 +98,18 @@ def test_data_kinds_shapes_labels_determinism():
         make_kv("zeros", 1, 1, 1, 1, 64)
     with pytest.raises(ValueError, match="multiple"):
         make_kv("gaussian", 1, 3, 2, 8, 64)
+
+
+def test_data_generators_refuse_what_is_not_an_int():
+    for kwargs, name in ((dict(max_seq_len=64.0), "max_seq_len"), (dict(num_kv_heads=0), "num_kv_heads"),
+                         (dict(batch=True), "batch")):
+        args = dict(batch=1, num_qo_heads=4, num_kv_heads=2, max_seq_len=8, head_dim=64) | kwargs
+        with pytest.raises(ValueError, match=f"{name}: expected a positive int, got {kwargs[name]!r}"):
+            make_kv("gaussian", **args)
+    with pytest.raises(ValueError, match="num_outliers: expected"):
+        outlier_rope_kv(1, 4, 2, 8, 64, num_outliers=2.0)
+    with pytest.raises(ValueError, match="df: expected a positive int, got True"):
+        student_t_kv(1, 4, 2, 8, 64, df=True)
 
 
 def test_outlier_channels_and_heavy_tails():
