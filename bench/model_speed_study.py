@@ -412,6 +412,12 @@ def run_model_speed(opts: ModelSpeedOptions):
     from bench.resume import device_mismatch
     from bench.manifest import git_state, software_versions
 
+    if any(c != "bf16" for c in config["cache"]):  # every FOSCAR cache would fail at every point otherwise
+        try:
+            fh.check_model_config(model.config, config["group_size"])
+        except ValueError as e:
+            raise FoscarError(f"--group-size {config['group_size']} on {loaded.source}: {e}") from None
+
     attn_timer = _Timer(device)
     AttentionInterface.register(fh.ATTN_IMPLEMENTATION, attn_timer.wrap(fh.foscar_attention_forward))
     info = detect_device() if device.type == "cuda" else None

@@ -413,7 +413,7 @@ def dry_run(opts: BenchOptions, device: DeviceInfo | None | str = "detect") -> N
     memory_source = info.name if info is not None else None
     if total_memory is None and arch in NOMINAL_MEMORY:
         total_memory = NOMINAL_MEMORY[arch]  # no GPU asked: judged against the preset's GPU
-        memory_source = f"an {arch.upper()}'s, nominal"
+        memory_source = f"nominal for the {arch.upper()}"
     plans = plan_points(cfg, backends, interpreter, runnable, total_memory)
     if opts.shard is not None:  # only the shard's points
         check_shard_fits(opts.shard, len(plans))

@@ -33,6 +33,8 @@ import torch
 from foscar._validate import check_tensor
 from foscar.reference import gqa_ratio
 
+INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)  # attention_kl's seq_lens
+
 
 @dataclass
 class OutputErrors:
@@ -41,7 +43,6 @@ class OutputErrors:
     rel_l2: torch.Tensor
     max_abs: torch.Tensor
     cosine: torch.Tensor
-
 
 def output_errors(out: torch.Tensor, ref: torch.Tensor) -> OutputErrors:
     """Relative L2 error, max abs error and cosine similarity, per batch row.
@@ -141,7 +142,7 @@ def attention_kl(
         ``[batch]`` float64 CPU tensor, in nats (>= 0 up to rounding).
 
     Raises:
-        ValueError: shapes that do not fit each other; ``seq_lens`` not int32/int64, or a length
+        ValueError: shapes that do not fit each other; ``seq_lens`` not of an integer dtype, or a length
             outside ``[0, max_seq_len]``.
     """
     check_tensor("q_ref", q_ref, ndim=3)
@@ -149,7 +150,7 @@ def attention_kl(
     batch = q_ref.shape[0]
     check_tensor("k_ref", k_ref, shape=(batch, None, None, q_ref.shape[2]))
     check_tensor("k_test", k_test, shape=tuple(k_ref.shape))
-    check_tensor("seq_lens", seq_lens, shape=(batch,), dtypes=(torch.int32, torch.int64))
+    check_tensor("seq_lens", seq_lens, shape=(batch,), dtypes=INT_DTYPES)
     out = torch.zeros(batch, dtype=torch.float64)
     for b, length in enumerate(int(x) for x in seq_lens.tolist()):
         if not 0 <= length <= k_ref.shape[2]:

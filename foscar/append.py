@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from foscar._validate import check_tensor
@@ -59,7 +60,7 @@ def append_kv(
         >>> cache.seq_lens.tolist()
         [101]
     """
-    if not isinstance(check_capacity, bool):
+    if not isinstance(check_capacity, (bool, np.bool_)):
         raise ValueError(f"check_capacity: expected True or False, got {check_capacity!r}")
     if not isinstance(cache, QuantizedKVCache):
         if isinstance(cache, PagedQuantizedKVCache):
@@ -74,13 +75,13 @@ def append_kv(
     if cache.k_block is not None:
         raise ValueError("cache: append_kv supports token-wise K only; a channel-wise K cache "
                          "(k_layout='channel') must be re-quantized with quantize_kv")
-    if cache.head_dim & (cache.head_dim - 1):
-        raise ValueError(f"cache: append_kv takes a head_dim that is a power of two (decode takes 64, 128, 256), "
-                         f"got {cache.head_dim}; re-quantize the grown K/V with quantize_kv instead")
     shape = (cache.batch_size, cache.num_kv_heads, None, cache.head_dim)
     check_tensor("k_new", k_new, shape=shape, dtypes=FLOAT_DTYPES, device=cache.device)
     check_tensor("v_new", v_new, shape=tuple(k_new.shape), dtypes=(k_new.dtype,), device=cache.device)
     n_new = k_new.shape[2]
+    if cache.head_dim & (cache.head_dim - 1) and k_new.numel():  # an empty append launches nothing
+        raise ValueError(f"cache: append_kv takes a head_dim that is a power of two (decode takes 64, 128, 256), "
+                         f"got {cache.head_dim}; re-quantize the grown K/V with quantize_kv instead")
     if check_capacity and cache.batch_size and n_new:
         longest = int(cache.seq_lens.max()) + n_new
         if longest > cache.max_seq_len:

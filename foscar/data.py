@@ -25,12 +25,13 @@ weights is available offline here (see bench/README.md, ``foscar accuracy``).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import torch
 
-from foscar._validate import is_int
 from foscar.reference import gqa_ratio
 
 ROPE_BASE = 10000.0
@@ -105,10 +106,15 @@ def _finish(name, label, q, k, v, device) -> KVData:
     )
 
 
+def _integral(x) -> bool:
+    """An integer (Python's or numpy's), not a bool or a float."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
 def _shapes(batch, num_qo_heads, num_kv_heads, max_seq_len, head_dim):
     for name, x in (("batch", batch), ("num_qo_heads", num_qo_heads), ("num_kv_heads", num_kv_heads),
                     ("max_seq_len", max_seq_len), ("head_dim", head_dim)):
-        if not is_int(x) or x < 1:
+        if not _integral(x) or x < 1:
             raise ValueError(f"{name}: expected a positive int, got {x!r}")
     gqa_ratio(num_qo_heads, num_kv_heads)
     return (batch, num_qo_heads, head_dim), (batch, num_kv_heads, max_seq_len, head_dim)
@@ -150,7 +156,7 @@ def outlier_rope_kv(
             ``[0, head_dim]``.
     """
     qs, ks = _shapes(batch, num_qo_heads, num_kv_heads, max_seq_len, head_dim)
-    if not is_int(num_outliers) or not 0 <= num_outliers <= head_dim:
+    if not _integral(num_outliers) or not 0 <= num_outliers <= head_dim:
         raise ValueError(f"num_outliers: expected a value in [0, {head_dim}], got {num_outliers}")
     g = torch.Generator().manual_seed(seed)
     lo, hi = outlier_range
@@ -179,7 +185,7 @@ def student_t_kv(
         ValueError: as :func:`gaussian_kv`; ``df`` not a positive int.
     """
     qs, ks = _shapes(batch, num_qo_heads, num_kv_heads, max_seq_len, head_dim)
-    if not is_int(df) or df < 1:
+    if not _integral(df) or df < 1:
         raise ValueError(f"df: expected a positive int, got {df!r}")
     g = torch.Generator().manual_seed(seed)
     k = torch.randn(ks, generator=g)

@@ -382,7 +382,8 @@ def check_model_config(config: PreTrainedConfig, group_size: int = 32) -> None:
 
     Raises:
         ValueError: ``head_dim`` not in {64, 128, 256} or not a multiple of ``group_size``;
-            sliding-window layers; ``num_attention_heads`` not a multiple of ``num_key_value_heads``.
+            sliding-window layers (``layer_types``, or a ``sliding_window`` below ``max_position_embeddings``);
+            ``num_attention_heads`` not a multiple of ``num_key_value_heads``.
     """
     _, hq, hkv, head_dim = attention_shape(config)
     if head_dim not in SUPPORTED_HEAD_DIMS:
@@ -396,8 +397,11 @@ def check_model_config(config: PreTrainedConfig, group_size: int = 32) -> None:
     if kinds != {"full_attention"}:
         raise ValueError(f"layer_types: FoscarCache supports full-attention layers only, this model has {sorted(kinds)}")
     window = getattr(cfg, "sliding_window", None)
-    if not getattr(cfg, "layer_types", None) and window is not None and getattr(cfg, "use_sliding_window", True):
-        # a config without layer_types (Mistral's) whose every layer attends over a sliding window
+    longest = getattr(cfg, "max_position_embeddings", None)
+    if (not getattr(cfg, "layer_types", None) and window is not None and getattr(cfg, "use_sliding_window", True)
+            and (longest is None or window < longest)):
+        # a config without layer_types (Mistral's) whose every layer attends over a window the context can pass
+        # (Phi-3's 262144 against 131072 positions never fills)
         raise ValueError(f"sliding_window: FoscarCache supports full-attention layers only, this model's layers "
                          f"attend over a window of {window} tokens")
 

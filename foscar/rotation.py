@@ -45,7 +45,7 @@ def _hadamard_cpu(n: int) -> torch.Tensor:
 
 def hadamard_matrix(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> torch.Tensor:
     """The unnormalized Sylvester Hadamard matrix ``[n, n]`` (entries +-1, ``H @ H.T = n I``), a new
-    tensor the caller may modify (the rotations keep their own cached copy).
+    tensor the caller may modify: a copy of the cached one (which :func:`rotate` and :func:`unrotate` copy too).
 
     Raises:
         ValueError: ``n`` not a power of two.

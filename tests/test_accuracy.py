@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -110,6 +111,7 @@ def test_data_generators_refuse_what_is_not_an_int():
         outlier_rope_kv(1, 4, 2, 8, 64, num_outliers=2.0)
     with pytest.raises(ValueError, match="df: expected a positive int, got True"):
         student_t_kv(1, 4, 2, 8, 64, df=True)
+    assert make_kv("gaussian", np.int64(1), 4, 2, np.int32(8), 64).k.shape == (1, 2, 8, 64)  # numpy ints are ints
 
 
 def test_outlier_channels_and_heavy_tails():
@@ -255,6 +257,7 @@ def test_attention_kl_names_a_bad_length():
         attention_kl(q, k, q, k, torch.tensor([6]))
     with pytest.raises(ValueError, match="seq_lens: expected dtype"):
         attention_kl(q, k, q, k, torch.tensor([4.9]))  # was truncated to 4
+    assert attention_kl(q, k, q, k, torch.tensor([4], dtype=torch.int16)).item() == 0.0
 
 
 def test_output_errors_of_batch_zero():

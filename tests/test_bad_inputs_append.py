@@ -6,6 +6,7 @@ CPU through the Triton interpreter (tiny shapes); the ``gpu`` cases run the CUDA
 
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -212,6 +213,8 @@ def test_append_refuses_a_head_dim_that_is_not_a_power_of_two(device):
     with pytest.raises(ValueError, match="append_kv takes a head_dim that is a power of two .*got 96"):
         foscar.append_kv(cache, new, new)
     assert cache.seq_lens.tolist() == [4]
+    foscar.append_kv(cache, new[:, :, :0], new[:, :, :0])  # an empty append launches nothing: still a no-op
+    assert cache.seq_lens.tolist() == [4]
 
 
 def test_append_check_capacity_must_be_a_bool(device):
@@ -219,3 +222,5 @@ def test_append_check_capacity_must_be_a_bool(device):
     new = torch.randn(2, 1, 1, 64, device=device)
     with pytest.raises(ValueError, match="check_capacity: expected True or False, got 'no'"):
         foscar.append_kv(cache, new, new, check_capacity="no")
+    foscar.append_kv(cache, new, new, check_capacity=np.bool_(True))  # numpy's bool is a bool
+    assert cache.seq_lens.tolist() == [4, 4]

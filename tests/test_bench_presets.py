@@ -205,16 +205,16 @@ def test_dry_run_without_gpu_judges_against_the_presets_memory(capsys, no_gpu_ca
                                  "--context", "300000000", "--bits", "2", "--dry-run", "--json")
     assert code == 0, err
     plan = json.loads(stdout)
-    assert plan["device_total_memory_bytes"] == 143771 << 20
-    assert plan["device_total_memory_source"] == "an H200's, nominal"
+    assert plan["device_total_memory_bytes"] == 150109880320
+    assert plan["device_total_memory_source"] == "nominal for the H200"
     by_context = {p["context"]: p for p in plan["points"]}
     assert by_context[8192]["fits"] is True and by_context[8192]["estimated_seconds"] > 0
     assert by_context[300000000]["fits"] is False and by_context[300000000]["estimated_seconds"] == 0
     code, stdout, err = run_main(capsys, "bench", "--arch", "h200", "--batch", "64", "--context", "8192",
                                  "--context", "300000000", "--bits", "2", "--dry-run")
     assert code == 0, err
-    assert "1 of 2 points need more device memory than 140.4 GiB: a run skips them" in stdout
-    assert "(an H200's, nominal)" in stdout
+    assert "1 of 2 points need more device memory than 139.8 GiB: a run skips them" in stdout
+    assert "(nominal for the H200)" in stdout
 
 
 def test_dry_run_auto_without_gpu_says_what_to_pass(capsys, monkeypatch):

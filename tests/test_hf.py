@@ -176,6 +176,8 @@ def test_cache_checks():
         fh.FoscarCache(mistral)
     mistral.sliding_window = None  # Mistral v0.2 on: full attention
     fh.FoscarCache(mistral)
+    mistral.sliding_window = 2 * mistral.max_position_embeddings  # a window no context fills (Phi-3's configs)
+    fh.FoscarCache(mistral)
     ids = _prompt(0, 8).repeat(2, 1)
     mask = torch.ones_like(ids)
     mask[1, :3] = 0  # left padding: the prefill (SDPA) takes it, a FOSCAR decode step cannot

@@ -136,6 +136,9 @@ def test_a_bad_cache_is_refused_before_loading_anything(capsys):
     assert code == 2 and "--warmup" in err
     code, _, err = run_main(capsys, "model-speed", "--smoke", "--group-size", "48")  # every FOSCAR point would fail
     assert code == 2 and "--group-size 48: expected one of 32, 64, 128" in err
+    # one FOSCAR takes, but not on this model's head_dim (tiny-qwen3: 64): refused once the config is read
+    code, _, err = run_main(capsys, "model-speed", "--smoke", "--group-size", "128", "--format", "quiet")
+    assert code == 2 and "--group-size 128 on random-init:" in err and "multiple of group_size=128, got 64" in err
 
 
 def test_model_speed_smoke_uses_the_flags_given():

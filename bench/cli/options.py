@@ -127,9 +127,9 @@ DebugOpt = Annotated[
 ]
 OutOpt = Annotated[
     Optional[Path],
-    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-... named by the command, and for "
-                 "bench and accuracy also by arch and git commit; --smoke runs and runs without GPU: under "
-                 "results/_scratch/)."),
+    typer.Option("--out", help="Run directory (default: a new results/<timestamp>-<what ran>, e.g. bench's "
+                 "<arch>[-<model>][-smoke]-<git commit>; under results/_scratch/ for bench, ablate and accuracy "
+                 "--smoke runs and for runs without a GPU)."),
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
