@@ -318,15 +318,18 @@ def test_a_batch_of_one_takes_the_fixed_path_with_the_length_aware_chunks(capaci
 @pytest.mark.parametrize("ctas, head_dim, chunk, want", [(396, 128, 8192, 0), (397, 128, 8192, 2),
                                                          (512, 128, 8192, 2), (528, 128, 8192, 2), (529, 128, 8192, 0),
                                                          (384, 128, 8192, 0), (768, 128, 4096, 0), (1024, 128, 8192, 0),
-                                                         (512, 128, 513, 2), (512, 128, 512, 0), (512, 128, 8193, 0),
-                                                         (512, 128, 32768, 0), (512, 64, 8192, 0), (512, 256, 4096, 0)])
+                                                         (512, 128, 513, 2), (512, 128, 512, 0), (512, 128, 8193, 2),
+                                                         (512, 128, 32768, 2), (512, 128, 32769, 0),
+                                                         (512, 64, 8192, 0), (512, 256, 4096, 0)])
 def test_one_wave_and_a_tail_of_short_chunks_holds_two_ctas_an_sm(monkeypatch, ctas, head_dim, chunk, want):
-    """bench/NOTES.md §67: a head_dim-128 plan whose working CTAs at 3 an SM (132 SMs) would end in a wave of at most
-    one CTA an SM (396 < ctas <= 528), of 513..8192-token chunks, runs at most 2 an SM; the grids that measured slower
-    at 2 (384, 768, 1024 CTAs; 32K-token chunks), one-iteration chunks and the head dims where it was not measured
-    keep as many as fit (0)."""
+    """bench/NOTES.md §67, §89: a head_dim-128 plan whose working CTAs at 3 an SM (132 SMs) would end in a wave of at
+    most one CTA an SM (396 < ctas <= 528), of 513..32768-token chunks on a contiguous cache, runs at most 2 an SM; the
+    grids that measured slower at 2 (384, 768, 1024 CTAs), one-iteration chunks and the head dims where it was not
+    measured keep as many as fit (0). A paged cache's chunks: at most 8192 tokens."""
     monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
     assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == want
+    paged_want = want if chunk <= splits.LARGE_GRID_MAX_CHUNK_TOKENS else 0
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk, paged=True) == paged_want
 
 
 @pytest.mark.parametrize("ctas, head_dim, chunk, want", [(1, 128, 16, 1), (8, 128, 8192, 1), (132, 128, 8192, 1),
@@ -351,12 +354,13 @@ def test_max_ctas_per_sm_knob(monkeypatch):
             splits.max_ctas_per_sm_choice(8, 132, 128, 8192)
 
 
-@pytest.mark.parametrize("batch, context, head_dim, per_sequence", [(64, 8192, 128, 1), (64, 4096, 128, 1),
-                                                                    (64, 32768, 128, 2), (64, 8192, 64, 2),
-                                                                    (64, 8192, None, 2), (128, 8192, 128, 2)])
-def test_int4_keeps_one_chunk_where_the_grid_is_held_to_two_ctas_an_sm(batch, context, head_dim, per_sequence):
+@pytest.mark.parametrize("batch, context, head_dim, paged, per_sequence", [
+    (64, 8192, 128, False, 1), (64, 4096, 128, False, 1), (64, 32768, 128, False, 1), (64, 32768, 128, True, 2),
+    (64, 65536, 128, False, 2), (64, 8192, 64, False, 2), (64, 8192, None, False, 2), (128, 8192, 128, False, 2)])
+def test_int4_keeps_one_chunk_where_the_grid_is_held_to_two_ctas_an_sm(batch, context, head_dim, paged, per_sequence):
     """INT4 past one wave takes two chunks a sequence (§27) but where the one-chunk grid is held to 2 CTAs an SM
-    (head_dim 128, 397..528 CTAs of at most 8K tokens: bench/NOTES.md §67); without a head_dim, the §27 rule."""
-    slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=4, head_dim=head_dim)
+    (head_dim 128, 397..528 CTAs of at most 8K tokens, 32K on a contiguous cache: bench/NOTES.md §67, §89); without a
+    head_dim, the §27 rule."""
+    slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=4, head_dim=head_dim, paged=paged)
     assert target == batch * per_sequence and fixed == 0 and slots == target + batch
     assert splits.plan_chunk_tokens(context, batch, fixed, target) == context // per_sequence

@@ -233,7 +233,7 @@ def extension():
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
-                     bits=cache.bits, head_dim=cache.head_dim)
+                     bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"))
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

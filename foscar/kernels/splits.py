@@ -49,20 +49,27 @@ BATCH1_INT2_CHUNK_TOKENS = 1024
 # measured (bench/NOTES.md §67)
 LARGE_GRID_CTAS_PER_SM = 2
 LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than MIN_CHUNK_TOKENS)
+# ... on a contiguous cache, chunks of up to this many: INT2 64 x 32K (512 CTAs of 32K tokens) 0.90 of its time at 2 an
+# SM on the token-pairs loop, INT4 (two 16K chunks) 0.92, where a paged cache's 64 x 32K was 1.02 (bench/NOTES.md §89)
+LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS = 32768
 
 
-def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> bool:
+def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int, paged: bool = False) -> bool:
     """Whether the default rule of :func:`max_ctas_per_sm_choice` holds a grid to
     :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, between one and one and a third waves of working CTAs at
     :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most
     one CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`MIN_CHUNK_TOKENS` and at
-    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67)."""
+    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or on a contiguous cache (not ``paged``)
+    at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89)."""
     r = RESIDENT_CTAS_PER_SM
+    longest = LARGE_GRID_MAX_CHUNK_TOKENS if paged else max(LARGE_GRID_MAX_CHUNK_TOKENS,
+                                                            LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS)
     return (head_dim == 128 and r * num_sms < working_ctas <= (r + 1) * num_sms
-            and MIN_CHUNK_TOKENS < chunk_tokens <= LARGE_GRID_MAX_CHUNK_TOKENS)
+            and MIN_CHUNK_TOKENS < chunk_tokens <= longest)
 
 
-def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int) -> int:
+def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int,
+                           paged: bool = False) -> int:
     """How many CTAs of the CUDA kernel's grid may share an SM: :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`);
     ``ceil(working_ctas / num_sms)`` where that is below :data:`RESIDENT_CTAS_PER_SM` (a grid of at most two CTAs an
     SM, spread evenly); else 0 (as many as fit: 3 for the head_dim-128 folded instances).
@@ -87,6 +94,7 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
         num_sms: multiprocessors of the device.
         head_dim: the cache's; the rule holds only at 128 (elsewhere 0).
         chunk_tokens: the plan's chunk at the capacity (:func:`plan_chunk_tokens`), tokens.
+        paged: the cache is paged (:func:`holds_two_ctas`).
 
     Raises:
         ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
@@ -94,7 +102,7 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
     value = max_ctas_per_sm_setting()
     if value != "auto":
         return int(value)
-    if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens):
+    if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens, paged):
         return LARGE_GRID_CTAS_PER_SM
     spread = -(-working_ctas // max(1, num_sms))
     return spread if 0 < spread < RESIDENT_CTAS_PER_SM else 0
@@ -155,7 +163,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
-              head_dim: int | None = None) -> tuple[int, int, int]:
+              head_dim: int | None = None, paged: bool = False) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
@@ -175,7 +183,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit). Not where
     (``head_dim`` given) the one-chunk grid is held to two CTAs an SM (:func:`holds_two_ctas`): there the wave's tail
     that two chunks shortened is gone, and one chunk measured faster (INT4 64 x 8K 143.5-144.9 us against 149.2-149.7
-    with two chunks at 2 an SM and 150.9-151.0 with two at 3 an SM, bench/NOTES.md §67).
+    with two chunks at 2 an SM and 150.9-151.0 with two at 3 an SM, bench/NOTES.md §67). ``paged``: the cache is paged
+    (:func:`holds_two_ctas` takes longer chunks on a contiguous one).
 
     The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
     (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
@@ -234,7 +243,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
-    held = head_dim is not None and n == 1 and holds_two_ctas(batch * max(1, num_kv_heads), num_sms, head_dim, max_seq_len)
+    held = head_dim is not None and n == 1 and holds_two_ctas(batch * max(1, num_kv_heads), num_sms, head_dim,
+                                                              max_seq_len, paged)
     if bits is not None and bits >= 4 and past_wave and not held:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
