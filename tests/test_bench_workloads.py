@@ -486,4 +486,6 @@ def test_ragged_points_pass_their_check_on_the_gpu(tmp_path):
     bad = ran[ran["status"] != "ok"]
     assert bad.empty, bad[["kernel", "operand", "workload", "cache_bits", "status", "error"]].to_string()
     assert (df["grid"] == "ragged").all()
+    if not ran["kernel"].str.startswith("flashinfer").any():
+        pytest.skip("FlashInfer is not installed here: every row checked, no speed-up to compare")
     assert ran.loc[ran["kernel"] == "foscar-cuda", "speedup_vs_flashinfer_bf16"].notna().all()

@@ -355,12 +355,12 @@ def test_max_ctas_per_sm_knob(monkeypatch):
 
 
 @pytest.mark.parametrize("batch, context, head_dim, paged, per_sequence", [
-    (64, 8192, 128, False, 1), (64, 4096, 128, False, 1), (64, 32768, 128, False, 1), (64, 32768, 128, True, 2),
+    (64, 8192, 128, False, 1), (64, 4096, 128, False, 1), (64, 32768, 128, False, 2), (64, 32768, 128, True, 2),
     (64, 65536, 128, False, 2), (64, 8192, 64, False, 2), (64, 8192, None, False, 2), (128, 8192, 128, False, 2)])
 def test_int4_keeps_one_chunk_where_the_grid_is_held_to_two_ctas_an_sm(batch, context, head_dim, paged, per_sequence):
     """INT4 past one wave takes two chunks a sequence (§27) but where the one-chunk grid is held to 2 CTAs an SM
-    (head_dim 128, 397..528 CTAs of at most 8K tokens, 32K on a contiguous cache: bench/NOTES.md §67, §89); without a
-    head_dim, the §27 rule."""
+    (head_dim 128, 397..528 CTAs of at most 8K tokens on either cache: bench/NOTES.md §67; INT2 takes 32K chunks there
+    on a contiguous cache, INT4 not, §89); without a head_dim, the §27 rule."""
     slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=4, head_dim=head_dim, paged=paged)
     assert target == batch * per_sequence and fixed == 0 and slots == target + batch
     assert splits.plan_chunk_tokens(context, batch, fixed, target) == context // per_sequence

@@ -49,8 +49,8 @@ BATCH1_INT2_CHUNK_TOKENS = 1024
 # measured (bench/NOTES.md §67)
 LARGE_GRID_CTAS_PER_SM = 2
 LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than MIN_CHUNK_TOKENS)
-# ... on a contiguous cache, chunks of up to this many: INT2 64 x 32K (512 CTAs of 32K tokens) 0.90 of its time at 2 an
-# SM on the token-pairs loop, INT4 (two 16K chunks) 0.92, where a paged cache's 64 x 32K was 1.02 (bench/NOTES.md §89)
+# ... on a contiguous cache, chunks of up to this many: INT2 64 x 32K (512 CTAs of 32K tokens) 0.90-0.94 of its time at
+# 2 an SM on the token-pairs loop, 64 x 16K 0.92, 64 lognormal in 32K 0.94; a paged cache's 64 x 32K 1.02 (NOTES §89)
 LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS = 32768
 
 
@@ -183,8 +183,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     instead of 1, where INT2 at the same points is 12% / 1% slower with 2 (so INT2 keeps the fit). Not where
     (``head_dim`` given) the one-chunk grid is held to two CTAs an SM (:func:`holds_two_ctas`): there the wave's tail
     that two chunks shortened is gone, and one chunk measured faster (INT4 64 x 8K 143.5-144.9 us against 149.2-149.7
-    with two chunks at 2 an SM and 150.9-151.0 with two at 3 an SM, bench/NOTES.md §67). ``paged``: the cache is paged
-    (:func:`holds_two_ctas` takes longer chunks on a contiguous one).
+    with two chunks at 2 an SM and 150.9-151.0 with two at 3 an SM, bench/NOTES.md §67), and only for chunks of at most
+    :data:`LARGE_GRID_MAX_CHUNK_TOKENS` (INT2 takes longer ones on a contiguous cache, :func:`holds_two_ctas`; INT4's
+    one 32K chunk at 2 an SM was slower on a ragged batch, §89). ``paged``: the cache is paged.
 
     The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
     (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
@@ -243,8 +244,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
+    # INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS (the paged bound, on either
+    # cache): one 32K chunk at 2 an SM was 2.3% slower on a lognormal batch of 64 in 32K (bench/NOTES.md §89)
     held = head_dim is not None and n == 1 and holds_two_ctas(batch * max(1, num_kv_heads), num_sms, head_dim,
-                                                              max_seq_len, paged)
+                                                              max_seq_len, paged or (bits is not None and bits >= 4))
     if bits is not None and bits >= 4 and past_wave and not held:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
