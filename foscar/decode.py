@@ -204,7 +204,7 @@ class DecodePlan:
             made, on by default; False for the Triton kernel; bench/NOTES.md §62).
         max_ctas_per_sm: at most this many CTAs of the CUDA kernel share an SM, 0 as many as fit
             (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, ``FOSCAR_MAX_CTAS_PER_SM`` when the plan was
-            made: 2 where a head_dim-128 grid of 513..8192-token chunks (contiguous: up to 32768) would end, at 3 an SM,
+            made: 2 where a head_dim-128 grid of 513..8192-token chunks (contiguous INT2: up to 32768) would end, at 3 an SM,
             in a wave of single CTAs
             (:func:`foscar.kernels.splits.holds_two_ctas`), and at most one wave spread evenly; 0 for the Triton
             kernel; bench/NOTES.md §67, §73).
@@ -463,7 +463,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),
-                head_dim, plan_chunk_tokens(cache.max_seq_len, batch, fixed, target), paged),
+                head_dim, plan_chunk_tokens(cache.max_seq_len, batch, fixed, target), paged, cache.bits),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

@@ -325,11 +325,13 @@ def test_one_wave_and_a_tail_of_short_chunks_holds_two_ctas_an_sm(monkeypatch, c
     """bench/NOTES.md §67, §89: a head_dim-128 plan whose working CTAs at 3 an SM (132 SMs) would end in a wave of at
     most one CTA an SM (396 < ctas <= 528), of 513..32768-token chunks on a contiguous cache, runs at most 2 an SM; the
     grids that measured slower at 2 (384, 768, 1024 CTAs), one-iteration chunks and the head dims where it was not
-    measured keep as many as fit (0). A paged cache's chunks: at most 8192 tokens."""
+    measured keep as many as fit (0). INT4's and a paged cache's chunks: at most 8192 tokens."""
     monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
-    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == want
-    paged_want = want if chunk <= splits.LARGE_GRID_MAX_CHUNK_TOKENS else 0
-    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk, paged=True) == paged_want
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk, bits=2) == want
+    short_want = want if chunk <= splits.LARGE_GRID_MAX_CHUNK_TOKENS else 0  # paged, INT4 or no bit width given
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk, paged=True, bits=2) == short_want
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk, bits=4) == short_want
+    assert splits.max_ctas_per_sm_choice(ctas, 132, head_dim, chunk) == short_want
 
 
 @pytest.mark.parametrize("ctas, head_dim, chunk, want", [(1, 128, 16, 1), (8, 128, 8192, 1), (132, 128, 8192, 1),

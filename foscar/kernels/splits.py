@@ -54,22 +54,25 @@ LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (an
 LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS = 32768
 
 
-def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int, paged: bool = False) -> bool:
+def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int, paged: bool = False,
+                   bits: int | None = None) -> bool:
     """Whether the default rule of :func:`max_ctas_per_sm_choice` holds a grid to
     :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, between one and one and a third waves of working CTAs at
     :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most
     one CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`MIN_CHUNK_TOKENS` and at
-    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or on a contiguous cache (not ``paged``)
-    at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89)."""
+    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or for INT2 (``bits`` 2) on a contiguous cache
+    (not ``paged``) at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89: INT4 and paged caches measured level or
+    slower there)."""
     r = RESIDENT_CTAS_PER_SM
-    longest = LARGE_GRID_MAX_CHUNK_TOKENS if paged else max(LARGE_GRID_MAX_CHUNK_TOKENS,
-                                                            LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS)
+    longest = LARGE_GRID_MAX_CHUNK_TOKENS
+    if not paged and bits == 2:
+        longest = max(longest, LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS)
     return (head_dim == 128 and r * num_sms < working_ctas <= (r + 1) * num_sms
             and MIN_CHUNK_TOKENS < chunk_tokens <= longest)
 
 
 def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int,
-                           paged: bool = False) -> int:
+                           paged: bool = False, bits: int | None = None) -> int:
     """How many CTAs of the CUDA kernel's grid may share an SM: :data:`LARGE_GRID_CTAS_PER_SM` (:func:`holds_two_ctas`);
     ``ceil(working_ctas / num_sms)`` where that is below :data:`RESIDENT_CTAS_PER_SM` (a grid of at most two CTAs an
     SM, spread evenly); else 0 (as many as fit: 3 for the head_dim-128 folded instances).
@@ -94,7 +97,7 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
         num_sms: multiprocessors of the device.
         head_dim: the cache's; the rule holds only at 128 (elsewhere 0).
         chunk_tokens: the plan's chunk at the capacity (:func:`plan_chunk_tokens`), tokens.
-        paged: the cache is paged (:func:`holds_two_ctas`).
+        paged, bits: the cache is paged; its bit width (:func:`holds_two_ctas`).
 
     Raises:
         ValueError: ``FOSCAR_MAX_CTAS_PER_SM`` is not ``"auto"`` or an integer from 0 to 32.
@@ -102,7 +105,7 @@ def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk
     value = max_ctas_per_sm_setting()
     if value != "auto":
         return int(value)
-    if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens, paged):
+    if holds_two_ctas(working_ctas, num_sms, head_dim, chunk_tokens, paged, bits):
         return LARGE_GRID_CTAS_PER_SM
     spread = -(-working_ctas // max(1, num_sms))
     return spread if 0 < spread < RESIDENT_CTAS_PER_SM else 0
@@ -244,10 +247,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
-    # INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS (the paged bound, on either
-    # cache): one 32K chunk at 2 an SM was 2.3% slower on a lognormal batch of 64 in 32K (bench/NOTES.md §89)
+    # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer
+    # chunks for INT2 only; one 32K chunk at 2 an SM was 2.3% slower on a lognormal batch of 64 in 32K, NOTES §89)
     held = head_dim is not None and n == 1 and holds_two_ctas(batch * max(1, num_kv_heads), num_sms, head_dim,
-                                                              max_seq_len, paged or (bits is not None and bits >= 4))
+                                                              max_seq_len, paged, bits)
     if bits is not None and bits >= 4 and past_wave and not held:
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
