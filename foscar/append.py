@@ -40,8 +40,8 @@ def append_kv(
         ``cache`` (the same object).
 
     Raises:
-        ValueError: ``check_capacity`` not a bool; ``cache`` not a :class:`QuantizedKVCache` (a paged cache has no append:
-            append to the contiguous cache, then paginate it again); ``check_capacity`` while
+        ValueError: ``check_capacity`` not a bool; ``cache`` not a :class:`QuantizedKVCache` (a paged cache has
+            no append: append to the contiguous cache, then paginate it again); ``check_capacity`` while
             the current CUDA stream is capturing a graph (the check reads ``seq_lens`` on the
             host, which would invalidate the capture); what ``cache.validate()`` raises (a
             strided tensor; with ``check_capacity``, a ``seq_lens[b]`` outside

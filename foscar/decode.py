@@ -204,8 +204,8 @@ class DecodePlan:
             made, on by default; False for the Triton kernel; bench/NOTES.md §62).
         max_ctas_per_sm: at most this many CTAs of the CUDA kernel share an SM, 0 as many as fit
             (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, ``FOSCAR_MAX_CTAS_PER_SM`` when the plan was
-            made: 2 where a head_dim-128 grid of 513..8192-token chunks (contiguous INT2: up to 32768) would end, at 3 an SM,
-            in a wave of single CTAs
+            made: 2 where a head_dim-128 grid of 513..8192-token chunks (contiguous INT2: up to 32768) would end,
+            at 3 an SM, in a wave of single CTAs
             (:func:`foscar.kernels.splits.holds_two_ctas`), and at most one wave spread evenly; 0 for the Triton
             kernel; bench/NOTES.md §67, §73).
         pdl: whether the CUDA decode kernel is launched with programmatic dependent launch, its launch overlapping

@@ -60,9 +60,9 @@ def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens:
     :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, between one and one and a third waves of working CTAs at
     :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most
     one CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`MIN_CHUNK_TOKENS` and at
-    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or for INT2 (``bits`` 2) on a contiguous cache
-    (not ``paged``) at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89: INT4 and paged caches measured level or
-    slower there)."""
+    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or for INT2 (``bits`` 2) on a
+    contiguous cache (not ``paged``) at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89: INT4 and paged
+    caches measured level or slower there)."""
     r = RESIDENT_CTAS_PER_SM
     longest = LARGE_GRID_MAX_CHUNK_TOKENS
     if not paged and bits == 2:
