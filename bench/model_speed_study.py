@@ -91,14 +91,14 @@ class ModelSpeedOptions(StudyOptions):
         def chosen(value, default, smoke_default):
             return value if value is not None else (smoke_default if smoke else default)
 
-        decode, warmup, profile_steps = chosen(self.decode, 64, 3), chosen(self.warmup, 3, 1), chosen(self.profile_steps, 8, 1)
+        decode, warmup = chosen(self.decode, 64, 3), chosen(self.warmup, 3, 1)
+        profile_steps = chosen(self.profile_steps, 8, 1)
         for name, x in (("--decode", decode), ("--warmup", warmup), ("--profile-steps", profile_steps)):
             if x < (0 if name == "--warmup" else 1):
                 raise FoscarError(f"{name}: expected a {'non-negative' if name == '--warmup' else 'positive'} "
                                   f"number, got {x}")
         group_size = chosen(self.group_size, 128, 64)
-        if group_size not in SUPPORTED_GROUP_SIZES:
-            raise FoscarError(f"--group-size {group_size}: expected one of {', '.join(map(str, SUPPORTED_GROUP_SIZES))}")
+        check_choices("--group-size", [group_size], SUPPORTED_GROUP_SIZES)
         random_init = None if self.model else chosen(self.random_init, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT)
         return {
             "model": self.model, "random_init": random_init, "num_layers": self.num_layers,

@@ -323,7 +323,8 @@ def plan_table(
         if total_memory:
             cells.append("yes" if p.device_bytes <= total_memory else "[yellow]no: skipped[/]")
         table.add_row(*cells)
-    return Group(*(Text(line) for line in header), table, *(line if isinstance(line, Text) else Text(line) for line in caption))
+    caption_lines = (line if isinstance(line, Text) else Text(line) for line in caption)
+    return Group(*(Text(line) for line in header), table, *caption_lines)
 
 
 def _bytes(n: int) -> str:

@@ -165,7 +165,8 @@ def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     sweep_flags += ["--" + _WORKLOAD_FLAGS[f"workload.{k}"].replace("_", "-") for k in spec]
     if grids and "sweep" not in grids and sweep_flags:
         verb = "picks" if len(sweep_flags) == 1 else "pick"
-        raise FoscarError(f"{', '.join(sweep_flags)} {verb} the [sweep] grid's points, and --grid {' --grid '.join(grids)} "
+        asked = " --grid ".join(grids)
+        raise FoscarError(f"{', '.join(sweep_flags)} {verb} the [sweep] grid's points, and --grid {asked} "
                           "leaves that grid out (the [[ragged]] grid's points have their own batches and lengths); "
                           "add --grid sweep, or drop those flags")
     if not grids and cfg.ragged and (opts.batch or opts.context or spec):
