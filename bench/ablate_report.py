@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 
 from bench.ablate_grid import COLUMNS, KIND, add_reference_speedups, summarize_ablation
 from bench.errors import FoscarError
-from bench.plotting import DPI, FIGURE_WIDTH, palette
+from bench.plotting import FIGURE_WIDTH, palette, save_png
 from bench.runfiles import make_dir, read_json_if_present
 
 PANELS_PER_ROW = 3
@@ -181,7 +181,7 @@ def write_ablation_report(out: Path, run: AblationRun, md_name: str = "report.md
         if fig is None:
             empty.append(f"{title}: nothing to plot (no setting timed next to its reference).")
             continue
-        fig.savefig(out / name, dpi=DPI)
+        save_png(fig, out / name)
         written.append(out / name)
         drawn.append((name, title, caption))
     md = out / md_name

@@ -29,7 +29,7 @@ from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from bench.accuracy_grid import COLUMN_DOCS, PLAIN_LAYOUT, REFERENCE_VARIANT, TOLERANCE, Grid
-from bench.plotting import DPI, FIGURE_WIDTH
+from bench.plotting import FIGURE_WIDTH, save_png
 
 PANELS_PER_ROW = 4  # data kinds per row: a --kv-file run has one per layer; more kinds add rows, not width
 BITS_COLORS = {2: "#d62728", 4: "#1f77b4"}
@@ -285,7 +285,7 @@ def write_accuracy_report(out: Path, df: pd.DataFrame, summary: dict[str, Any], 
         fig = draw(df)
         if fig is None:
             continue
-        fig.savefig(out / name, dpi=DPI)
+        save_png(fig, out / name)
         written.append(out / name)
         plots.append((name, title, caption))
     if meta is None:

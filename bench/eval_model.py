@@ -501,6 +501,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     """
     from matplotlib.figure import Figure
 
+    from bench.plotting import save_png
     from bench.runfiles import open_report_run
 
     meta, df, out = open_report_run(run_dir, out)
@@ -523,7 +524,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     weights = "random weights: no accuracy claim" if meta.get("random_weights") else meta["model"]
     fig.suptitle(f"foscar eval-model: {meta.get('model_type')} ({weights}), {meta['tokens']} tokens", fontsize=10)
     png = out / "eval_model.png"
-    fig.savefig(png, dpi=110)
+    save_png(fig, png, dpi=110)
     lines = [f"# foscar eval-model: {meta['model']}", "",
              f"{meta.get('model_type')}, {meta['shape']}, {meta['tokens']} tokens of {meta['text']} "
              f"(tokenizer: {meta['tokenizer']}); {meta['device']}; `{meta['command']}`.", "",

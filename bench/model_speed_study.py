@@ -476,7 +476,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bench.plotting import DPI, FIGURE_WIDTH, palette
+    from bench.plotting import FIGURE_WIDTH, palette, save_png
     from bench.runfiles import open_report_run
 
     meta, df, out = open_report_run(run_dir, out)
@@ -504,7 +504,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> list[Path]:
         axes[0].legend(fontsize=9, frameon=False)
         note = " (interpreter: not a speed)" if str(meta.get("device", "")).startswith("cpu") else ""
         fig.suptitle(f"Whole-model decode speed: {meta.get('model')}{note}", fontsize=11)
-        fig.savefig(out / "model_speed.png", dpi=DPI)
+        save_png(fig, out / "model_speed.png")
         written.append(out / "model_speed.png")
     rows = [{c: (None if pd.isna(v) else v) for c, v in r.items()} for r in df.to_dict("records")]
     md = _markdown(rows, meta)

@@ -49,7 +49,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from bench.config import BenchConfig
 from bench.errors import FoscarError
-from bench.plotting import DPI, FIGURE_WIDTH
+from bench.plotting import FIGURE_WIDTH, save_png
 from bench.plotting import palette as _palette
 from bench.results import BASELINE_FP8_LABEL, BASELINE_LABEL
 from bench.rundir import Run, context_label, point_label, row_point_label, series_label, timed_rows, untimed_rows
@@ -137,7 +137,7 @@ def write_report(runs: list[Run], out: Path) -> Written:
 
 
 def _save(fig: Figure, out: Path, name: str, title: str, caption: str) -> Plot:
-    fig.savefig(out / name, dpi=DPI)
+    save_png(fig, out / name)
     return Plot(name, title, caption)
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.report import DPI, FIGURE_WIDTH, plot_bandwidth, plot_error_vs_speed, row_tolerances, series_colors
+from bench.plotting import DPI, save_png
+from bench.report import FIGURE_WIDTH, plot_bandwidth, plot_error_vs_speed, row_tolerances, series_colors
 from bench.results import add_speedups, new_row, to_frame
 from bench.rundir import Run
 from bench.workload import Point
@@ -121,3 +122,28 @@ def test_bandwidth_marks_read_floors_where_the_run_has_them():
     assert len(segs) == len(ax.patches) and all(abs(s[0][1] - 4.5) < 1e-9 for s in segs)
     labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert any(lbl.startswith("tick: read floor") for lbl in labels)
+
+
+def test_save_png_writes_a_palette_png_that_keeps_the_figure(tmp_path):
+    """Plots are stored as 256-colour palette PNGs (small enough for results/ to travel to
+    the GPU machine); the picture must stay what matplotlib drew, to the eye."""
+    import io
+
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    for i in range(8):
+        ax.plot(np.arange(10), np.arange(10) * (i + 1), label=str(i))
+    ax.legend()
+    path = save_png(fig, tmp_path / "p.png")
+    assert path == tmp_path / "p.png"
+    raw = io.BytesIO()
+    fig.savefig(raw, dpi=DPI, format="png")
+    with Image.open(path) as im, Image.open(raw) as ref:
+        assert im.mode == "P" and im.size == ref.size == (4 * DPI, 3 * DPI)
+        a = np.asarray(im.convert("RGB"), dtype=np.int16)
+        b = np.asarray(ref.convert("RGB"), dtype=np.int16)
+    assert np.abs(a - b).mean() < 2.0  # a palette, not a different picture
+    assert path.stat().st_size < raw.getbuffer().nbytes
