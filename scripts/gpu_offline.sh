@@ -46,6 +46,12 @@ fetch() {
     -d "$OFF/wheels" "flashinfer-python==$FLASHINFER_VERSION" "apache-tvm-ffi>=0.1.6,<0.2"
   ls -la "$OFF/wheels"
   record_git
+  if own_git; then  # what a copy to the GPU machine carries (some copy tools cap it, e.g. at 64 MiB)
+    local tree off
+    tree=$(cd "$ROOT" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {printf "%.1f", s / 1048576}')
+    off=$(du -sk "$OFF" | awk '{printf "%.1f", $1 / 1024}')
+    echo "to copy: tracked files $tree MiB + $OFF $off MiB" >&2
+  fi
 }
 
 own_git() {  # git answers for $ROOT itself (not for a repository that merely contains the copy), with a commit
