@@ -48,7 +48,7 @@ fetch() {
   record_git
   if own_git; then  # what a copy to the GPU machine carries (some copy tools cap it, e.g. at 64 MiB)
     local tree off
-    tree=$(cd "$ROOT" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {printf "%.1f", s / 1048576}')
+    tree=$(cd "$ROOT" && git ls-files -z | { xargs -0 stat -c %s 2>/dev/null || true; } | awk '{s += $1} END {printf "%.1f", s / 1048576}')
     off=$(du -sk "$OFF" | awk '{printf "%.1f", $1 / 1024}')
     echo "to copy: tracked files $tree MiB + $OFF $off MiB" >&2
   fi
