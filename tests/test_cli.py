@@ -244,3 +244,26 @@ def test_out_of_another_commands_run_and_a_directory_as_config_say_so(capsys, tm
     assert code == 2 and "holds a foscar accuracy run, not a foscar bench one: pass a new --out DIR" in err
     code, out, err = run_main(capsys, "bench", "--config", tmp_path, "--dry-run")
     assert code == 2 and "a directory; expected a TOML file" in err
+
+
+def test_command_help_is_reflowed_for_rich():
+    """typer's rich help keeps a docstring's line breaks (at 80 columns: "(--grid" / "picks)" on two half-filled
+    lines); every command's help is its docstring with each paragraph on one line, examples and blank lines kept."""
+    from bench.cli.app import app, reflow
+
+    assert reflow("""One
+    two three.
+
+    Para two
+    goes on.
+
+        indented example
+        second example
+    Tail\f
+    hidden
+    part""") == "One two three.\n\nPara two goes on.\n\n    indented example\n    second example\nTail\f\nhidden part"
+    for info in app.registered_commands:
+        lines = info.help.split("\n")
+        for prev, line in zip(lines, lines[1:]):
+            assert not (prev.strip() and line.strip() and not prev.startswith(" ") and not line.startswith(" ")
+                        and "\f" not in prev + line), (info.callback.__name__, prev, line)

@@ -35,5 +35,8 @@ from bench.cli import (  # noqa: F401  (registers the commands, in this order)
     model_speed_cmd,
     dump_kv_cmd,
 )
+from bench.cli.app import reflow_command_help
+
+reflow_command_help()
 
 __all__ = ["app", "main"]

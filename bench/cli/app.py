@@ -6,6 +6,7 @@ The commands register themselves on :data:`app` when their modules are imported
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -26,6 +27,29 @@ app = typer.Typer(
 @app.callback()
 def _root(debug: DebugOpt = False) -> None:
     """FOSCAR: affine-folded INT2/INT4 KV-cache decode attention."""
+
+
+def reflow(doc: str) -> str:
+    """A command's docstring as its ``--help`` text: each paragraph's lines joined into one line, so that rich wraps
+    it to the terminal's width (typer's rich help keeps the docstring's own line breaks, which at 80 columns left
+    half-filled lines); blank lines between paragraphs and indented lines (examples) stay as they are, and typer's
+    ``\\f`` (the end of the help) with them."""
+    out: list[str] = []
+    for line in inspect.cleandoc(doc).split("\n"):
+        joinable = line.strip() and not line.startswith(" ") and out and out[-1].strip() and not out[-1].startswith(" ")
+        if joinable and "\f" not in line and "\f" not in out[-1]:
+            out[-1] = f"{out[-1]} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def reflow_command_help() -> None:
+    """Give every registered command whose help comes from its docstring the :func:`reflow`-ed text (called once
+    the command modules are imported, ``bench/cli/__init__.py``)."""
+    for info in app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = reflow(info.callback.__doc__)
 
 
 def main(argv: list[str] | None = None) -> None:
