@@ -56,8 +56,9 @@ MUST_AGREE: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
     ("GPU model", lambda m: gpu_of(m).get("name")),
     ("timing mode", lambda m: m.get("timing_mode")),
 )
-# what meta.json["shards"] keeps of each shard's own manifest
+SHARD_WRITERS = "`foscar bench|ablate|accuracy|eval-model|model-speed --shard K/N`"  # the commands that write shard runs
 _LONG_COLUMNS = ("lengths",)  # point columns left out of a message
+# what meta.json["shards"] keeps of each shard's own manifest
 SHARD_KEEP = ("date", "command", "gpu", "gpu_state", "hbm_ceiling_tbps", "hbm_copy_tbps", "hbm_read_tbps",
               "hbm_bytes", "clock_readings", "resumes", "git", "versions")  # fmt: skip
 
@@ -96,13 +97,13 @@ def load_shard_run(path: Path | str) -> ShardRun:
         raise FoscarError(f"run directory not found: {path}")
     meta_path, csv = path / "meta.json", path / "results.csv"
     if not meta_path.is_file():
-        raise FoscarError(f"{path} has no meta.json; pass run directories written by `foscar bench --shard K/N`")
+        raise FoscarError(f"{path} has no meta.json; pass run directories written by {SHARD_WRITERS}")
     meta = read_json_object(meta_path)
     shard = shard_of(meta)
     if shard is None:
         raise FoscarError(
             f"{path} is not a shard run (its meta.json has no shard); pass run directories written by "
-            "`foscar bench|ablate|accuracy --shard K/N`"
+            f"{SHARD_WRITERS}"
         )
     study = study_class(meta.get("kind", BENCH))
     if csv.is_file():

@@ -135,8 +135,11 @@ def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, shards, 
     assert json.loads((tmp_path / "m" / "meta.json").read_text())["missing_shards"] == [1]
     assert len(read_results(tmp_path / "m" / "results.csv")) == 4
     run_bench(opts(grid_file, tmp_path / "whole"), device=None)
-    with pytest.raises(FoscarError, match="not a shard run"):
+    with pytest.raises(FoscarError, match="not a shard run.*eval-model\\|model-speed --shard K/N"):
         merge_runs([s0, tmp_path / "whole"], tmp_path / "m2")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FoscarError, match="has no meta.json.*bench\\|ablate\\|accuracy\\|eval-model"):
+        merge_runs([s0, tmp_path / "empty"], tmp_path / "m3")
 
 
 def test_a_shard_resumes_on_its_own(builds, grid_file, tmp_path):
