@@ -42,3 +42,28 @@ for p, ctas in [("2x8x32768", 256), ("2x32x8192", 256), ("2x64x8192", 512)]:
           f"{np.percentile(ex, [0, 50, 100]).round(2)} (last - median {ex.max() - med(ex):.2f})")
     print(f"  even share: {even:.2f} CTAs an SM against {per_sm:.0f}: the balance wins ~{win:.2f} us of "
           f"{ex.max():.1f} ({100 * win / ex.max():.1f}%) before its costs; crossing costs ~{cross:.2f} us a CTA")
+
+# Is an SM's speed a property of the SM (its place in the GPU: a schedule could then give slow SMs less), or of the
+# call? The mean loop of each SM's two CTAs, correlated across two calls of one point and across points (the SMs that
+# hold two CTAs in both; the one-CTA SMs left out, as they stream faster a CTA).
+def pair_means(p, call):
+    r = np.load(f"{sys.argv[1]}/timeline-{p}.npy").astype(np.int64)
+    d = {f: r[:, i] for i, f in enumerate(FIELDS)}
+    idx = np.argsort(d["gt_entry"])[256 * call: 256 * (call + 1)]
+    idx = idx[d["clk_loop"][idx] > 0]
+    sm = d["meta"][idx] & 0xFF
+    cnt = np.bincount(sm, minlength=SMS)
+    ghz = (d["clk_exit"][idx] - d["clk_entry"][idx]).sum() / (d["gt_exit"][idx] - d["gt_entry"][idx]).sum()
+    loop = (d["clk_loop_end"][idx] - d["clk_first"][idx]) / ghz / 1e3
+    return np.array([loop[sm == s].mean() if cnt[s] == 2 else np.nan for s in range(SMS)])
+
+
+def corr(a, b):
+    ok = ~np.isnan(a) & ~np.isnan(b)
+    return np.corrcoef(a[ok], b[ok])[0, 1], int(ok.sum())
+
+
+for p in ["2x8x32768", "2x32x8192"]:
+    print(f"{p}: per-SM pair-mean loop, call 0 against call 1: r = %.2f over %d SMs" % corr(pair_means(p, 0), pair_means(p, 1)))
+for p, q in [("2x8x32768", "2x32x8192"), ("2x8x32768", "2x8x131072"), ("2x32x8192", "2x8x131072")]:
+    print(f"{p} against {q} (call 0 each): r = %.2f over %d SMs" % corr(pair_means(p, 0), pair_means(q, 0)))
