@@ -262,8 +262,9 @@ def test_command_help_is_reflowed_for_rich():
     Tail\f
     hidden
     part""") == "One two three.\n\nPara two goes on.\n\n    indented example\n    second example\nTail\f\nhidden part"
+    assert reflow("Items:\n- one\n  more\n- two") == "Items:\n- one\n  more\n- two"
     for info in app.registered_commands:
         lines = info.help.split("\n")
         for prev, line in zip(lines, lines[1:]):
-            assert not (prev.strip() and line.strip() and not prev.startswith(" ") and not line.startswith(" ")
+            assert not (prev.strip() and line.strip() and not prev.startswith(" ") and not line.startswith((" ", "- ", "* "))
                         and "\f" not in prev + line), (info.callback.__name__, prev, line)
