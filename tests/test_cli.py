@@ -213,6 +213,13 @@ def test_flags_reach_the_options_dataclasses(monkeypatch, capsys, tmp_path):
     assert (opts.num_qo_heads, opts.workload_seed, opts.output) == (16, 3, OutputFormat.json)
     assert (opts.operand, opts.context, opts.group_size, opts.shard) == ([], [], None, None)
     assert opts.argv[:2] == ["foscar", "bench"] and isinstance(opts, BenchOptions)
+    assert opts.read_floor is None  # neither flag: the config's [timing] read_floor
+    for flag, want in (("--read-floor", True), ("--no-read-floor", False)):
+        seen.clear()
+        code, _, err = run_main(capsys, "bench", "--smoke", flag)
+        assert code == 0 and seen["bench"].read_floor is want, (flag, err)
+    code, _, err = run_main(capsys, "bench", "--smoke", "--read-floor", "--no-read-floor")
+    assert code == 2 and "--read-floor and --no-read-floor: pass one of them" in err
 
     code, _, err = run_main(capsys, "accuracy", "--group-size", "32", "--rotation", "hadamard", "--data", "gaussian",
                             "--kernel", "foscar-triton", "--num-sink", "0", "--no-plots", "--out", tmp_path / "a")  # fmt: skip
@@ -268,3 +275,20 @@ def test_command_help_is_reflowed_for_rich():
         for prev, line in zip(lines, lines[1:]):
             assert not (prev.strip() and line.strip() and not prev.startswith(" ") and not line.startswith((" ", "- ", "* "))
                         and "\f" not in prev + line), (info.callback.__name__, prev, line)
+
+
+def test_every_commands_help_fits_80_columns_uncut():
+    """At 80 columns rich's help cut 11 of ``foscar bench --help``'s values with "…" (a flag pair's second name took
+    a column of its own; a 30-character word in --out's help); no command's help cuts a word, and a config key in
+    brackets is shown, not read as rich markup."""
+    from bench.cli.app import app
+
+    runner = CliRunner()
+    names = [info.name or info.callback.__name__.replace("_", "-") for info in app.registered_commands]
+    assert "bench" in names and "merge" in names
+    for name in names:
+        result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+        assert result.exit_code == 0, (name, result.output)
+        assert "…" not in result.output, (name, [line for line in result.output.splitlines() if "…" in line])
+    help_text = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "80"}).output
+    assert "[timing]" in help_text and "--no-read-floor" in help_text

@@ -39,7 +39,7 @@ from bench.config import (
     model_names,
 )
 from bench.engine import OutputFormat
-from bench.errors import check_choices
+from bench.errors import FoscarError, check_choices
 from bench.lengths import WORKLOAD_NAMES
 from bench.shape import PAGE_ORDERS
 from bench.run import BenchOptions
@@ -114,16 +114,22 @@ SustainOpt = Annotated[
     typer.Option("--sustain-s", min=0, max=MAX_SUSTAIN_S, help="Before timing each row, replay it back to back, "
                  "untimed, for this many seconds and time it right after, so that every row is timed in the power and "
                  "clock state of sustained decoding (an H200 reaches its 700 W cap within a second and was still "
-                 "slowing after 2 s; bench/NOTES.md §77, §82). Default: the preset's [timing] sustain_s, 0."),
+                 "slowing after 2 s; bench/NOTES.md §77, §82). Default: the preset's \\[timing] sustain_s, 0."),
 ]  # fmt: skip
 ReadFloorOpt = Annotated[
-    Optional[bool],
-    typer.Option("--read-floor/--no-read-floor", help="Also time, for every timed row, a plain read of its "
+    bool,
+    typer.Option("--read-floor", help="Also time, for every timed row, a plain read of its "
                  "bytes over the same rotating copies and CUDA-graph replays (results.csv read_floor_us; "
                  "floor_fraction = read_floor_us / median_us, 1.0 as fast as that reference read; meaningful from ~100 "
                  "MiB up): the HBM ceiling is a 16 GiB stream, and a ~45 us call cannot reach it (bench/NOTES.md "
-                 "§84). Up to ~1 s more a row; not with --sustain-s's power state. Default: the preset's [timing] "
+                 "§84). Up to ~1 s more a row; not with --sustain-s's power state. Default: the preset's \\[timing] "
                  "read_floor, off."),
+]  # fmt: skip
+# Its own flag, not typer's "--read-floor/--no-read-floor" pair: rich's help gives a pair's second name a column of its
+# own, which left every option's help ~19 columns wide at 80 columns and cut 11 values with "…".
+NoReadFloorOpt = Annotated[
+    bool,
+    typer.Option("--no-read-floor", help="No read floors, whatever the config's \\[timing] read_floor says."),
 ]  # fmt: skip
 NearestOpt = Annotated[
     bool,
@@ -160,7 +166,8 @@ def bench(
     short_len: ShortLenOpt = None,
     grids: GridOpt = None,
     sustain_s: SustainOpt = None,
-    read_floor: ReadFloorOpt = None,
+    read_floor: ReadFloorOpt = False,
+    no_read_floor: NoReadFloorOpt = False,
     dry_run: DryRunOpt = False,
     nearest_preset: NearestOpt = False,
     shard: ShardOpt = None,
@@ -187,6 +194,8 @@ def bench(
     check_choices("--page-order", None if page_order is None else [page_order], PAGE_ORDERS)
     check_choices("--grid", grids, GRIDS)
     shard_k_n = sharding(shard, devices)
+    if read_floor and no_read_floor:
+        raise FoscarError("--read-floor and --no-read-floor: pass one of them")
     opts = build_options(
         BenchOptions,
         ctx,
@@ -194,6 +203,7 @@ def bench(
         output=OutputFormat.json if as_json else output_format,
         argv=["foscar", *command_args(ctx)],
         shard=shard_k_n,
+        read_floor=True if read_floor else False if no_read_floor else None,  # None: the config's
     )
     from bench.run import run_bench
 

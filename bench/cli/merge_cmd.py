@@ -16,7 +16,7 @@ from bench.engine import OutputFormat
 @app.command()
 def merge(
     ctx: typer.Context,
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories (foscar bench|ablate|accuracy|eval-model|model-speed --shard K/N).")],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories, written by foscar bench, ablate, accuracy, eval-model or model-speed with --shard K/N.")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
         bool, typer.Option("--allow-partial", help="Merge even when shards (or points of a shard) are missing; they are listed.")
