@@ -366,3 +366,70 @@ def test_int4_keeps_one_chunk_where_the_grid_is_held_to_two_ctas_an_sm(batch, co
     slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS, bits=4, head_dim=head_dim, paged=paged)
     assert target == batch * per_sequence and fixed == 0 and slots == target + batch
     assert splits.plan_chunk_tokens(context, batch, fixed, target) == context // per_sequence
+
+
+def test_skew_delta_and_the_launch_order():
+    """The launch-order skew (``FOSCAR_SKEW``, bench/NOTES.md §92) moves ``chunk / 32`` tokens in whole 256-token
+    iterations (none below 8K), and launches the first ``target_chunks`` slots even ones first: a permutation."""
+    assert [splits.skew_delta(c) for c in (512, 7936, 8192, 8448, 17920, 32768)] == [0, 0, 256, 256, 512, 1024]
+    for target in (1, 2, 7, 32, 33):
+        positions = [splits.launch_position(s, target, True) for s in range(target + 5)]
+        assert sorted(positions) == list(range(target + 5))  # a permutation; slots past the target stay
+        assert positions[target:] == list(range(target, target + 5))
+        half = (target + 1) // 2
+        assert all(positions[s] < half for s in range(0, target, 2))  # the even slots launch first
+        assert [splits.launch_position(s, target, False) for s in range(target)] == list(range(target))
+
+
+def test_skewed_schedule_covers_every_token_once():
+    """With the skew, each sequence's chunks still tile [0, len) in order, none empty unless the sequence is; the chunk
+    at an even slot of each pair (2k, 2k + 1) has the longer share, except where the pair's second chunk is too short
+    to give up ``delta`` (it then keeps the equal cut); the counts per sequence are the unskewed schedule's."""
+    # T = 129768 tokens over 8 target chunks: chunks of 16384, delta 512; sequences 2 and 6 start at odd slots,
+    # sequence 4's second chunk (300 tokens) is too short to give up delta
+    lengths = [20000, 9000, 17084, 0, 16684, 40000, 27000]
+    target, slots = 8, 16
+    plain = splits.schedule(lengths, slots, 0, target)
+    skewed = splits.schedule(lengths, slots, 0, target, skew=True)
+    chunk = plain[0][2]  # the first chunk of a sequence longer than one chunk
+    delta = splits.skew_delta(chunk)
+    assert delta == 512 and len(plain) == len(skewed)
+    assert [c[0] for c in plain] == [c[0] for c in skewed]
+    seen_odd_first, seen_guard, moved = False, False, 0
+    for b, n in enumerate(lengths):
+        mine = [(i, c) for i, c in enumerate(skewed) if c[0] == b]
+        assert mine[0][1][1] == 0 and mine[-1][1][2] == n
+        assert all(a[1][2] == c[1][1] for a, c in zip(mine, mine[1:]))  # contiguous
+        assert all(c[1][2] > c[1][1] for c in mine) or n == 0
+        for k in range(0, len(mine) - 1, 2):
+            (s0, c0), (s1, c1) = mine[k], mine[k + 1]
+            natural = min(chunk, n - (k + 1) * chunk)  # the pair's second chunk, unskewed
+            if s0 % 2 == 0 and natural <= delta:
+                seen_guard = True
+                assert c0[2] == (k + 1) * chunk
+            else:
+                # towards the chunk at the odd slot: the one at the even slot (launched first) grows
+                assert c0[2] == (k + 1) * chunk + (delta if s0 % 2 == 0 else -delta)
+                moved += 1
+            seen_odd_first |= s0 % 2 == 1
+    assert seen_odd_first and seen_guard and moved >= 3
+    # the kernel's plain cut where the skew is off, and below 8K-token chunks with it on
+    assert splits.schedule([8000] * 4, 8, 0, 8, skew=True) == splits.schedule([8000] * 4, 8, 0, 8)
+
+
+def test_skew_choice_only_where_two_ctas_share_an_sm(monkeypatch):
+    """``FOSCAR_SKEW=1`` turns the skew on only for length-aware chunks of at least 8K tokens in a grid of more CTAs
+    than SMs and at most two an SM; it is off by default, and a mistyped value is refused."""
+    monkeypatch.delenv("FOSCAR_SKEW", raising=False)
+    assert not splits.skew_choice(256, 132, 2, 0, 8192)
+    monkeypatch.setenv("FOSCAR_SKEW", "1")
+    assert splits.skew_choice(256, 132, 2, 0, 8192)  # INT2 8 x 32K: 4 chunks of 8K a sequence
+    assert splits.skew_choice(256, 132, 2, 0, 32768)  # 8 x 128K
+    assert not splits.skew_choice(256, 132, 2, 0, 4096)  # chunks too short to move whole iterations
+    assert not splits.skew_choice(256, 132, 2, 1, 8192)  # the fixed path
+    assert not splits.skew_choice(128, 132, 1, 0, 8192)  # one CTA an SM
+    assert not splits.skew_choice(512, 132, 2, 0, 8192)  # two rounds
+    assert not splits.skew_choice(256, 132, 3, 0, 8192)
+    monkeypatch.setenv("FOSCAR_SKEW", "yes")
+    with pytest.raises(ValueError, match="FOSCAR_SKEW: expected '1' or '0', got 'yes'"):
+        splits.skew_choice(256, 132, 2, 0, 8192)
