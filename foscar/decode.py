@@ -211,9 +211,6 @@ class DecodePlan:
         pdl: whether the CUDA decode kernel is launched with programmatic dependent launch, its launch overlapping
             the previous kernel's tail (:func:`foscar.kernels.decode_cuda.pdl_choice`, ``FOSCAR_PDL`` when the plan
             was made, on by default on sm_90; False for the Triton kernel; bench/NOTES.md §73).
-        skew: whether the CUDA decode kernel's length-aware chunks take the launch-order skew: each sequence's chunks
-            at even slots launched first and longer than those at odd slots (:func:`foscar.kernels.splits.skew_choice`,
-            ``FOSCAR_SKEW`` when the plan was made, off by default; False for the Triton kernel; bench/NOTES.md §92).
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -224,7 +221,7 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False, skew=False):
+                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -242,7 +239,6 @@ class DecodePlan:
         self.pv_pack = pv_pack
         self.max_ctas_per_sm = max_ctas_per_sm
         self.pdl = pdl
-        self.skew = skew
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -293,7 +289,7 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
-                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl, self.skew)
+                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
                 lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
@@ -374,7 +370,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     ``FOSCAR_MERGE`` is unset (:func:`foscar.kernels.decode_cuda.merge_choice`)."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
     from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
-                                       plan_chunks_per_sequence, skew_choice)
+                                       plan_chunks_per_sequence)
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -441,9 +437,6 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                         and merge_triton.speculation_window(fixed, head_dim) > 0)
         if fixed_window:
             predicted = fixed
-        working = batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target)
-        chunk_tokens = plan_chunk_tokens(cache.max_seq_len, batch, fixed, target)
-        max_ctas = max_ctas_per_sm_choice(working, device_sm_count(device), head_dim, chunk_tokens, paged, cache.bits)
         from_lengths = (seq_chunks is not None and fixed == 0 and not predicted
                         and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice())
         return DecodePlan(
@@ -468,9 +461,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
-            max_ctas_per_sm=max_ctas,
-            # longer chunks for the CTAs launched first, where two share an SM (FOSCAR_SKEW, read now; NOTES §92)
-            skew=skew_choice(working, device_sm_count(device), max_ctas, fixed, chunk_tokens),
+            max_ctas_per_sm=max_ctas_per_sm_choice(
+                batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),
+                head_dim, plan_chunk_tokens(cache.max_seq_len, batch, fixed, target), paged, cache.bits),
             o_part=torch.empty(slots, num_qo_heads, head_dim, **f32),
             lse_part=torch.empty(slots, num_qo_heads, **f32), counters=counters, seq_chunks=seq_chunks)
     meta, splits, per = decode_triton.plan_launch(batch, num_qo_heads, cache, device, num_splits)

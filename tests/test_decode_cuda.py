@@ -507,59 +507,6 @@ def test_gpu_ctas_per_sm_limit_keeps_the_output(monkeypatch, paged, bits, head_d
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("bits", [2, 4])
-def test_gpu_launch_order_skew_keeps_the_output(monkeypatch, paged, bits):
-    """``FOSCAR_SKEW=1`` (bench/NOTES.md §92): a uniform 8 x 32K batch of 8 KV heads (256 CTAs of 8K-token chunks)
-    takes the skew on a GPU of 129-255 SMs, and the output stays within the fp64 reference's tolerance. Then ragged
-    lengths through ``launch`` with a target of 8 chunks (chunks of 16K, delta 512: sequences starting at odd slots,
-    a second chunk too short to give up delta, an empty sequence), against the reference and against the same launch
-    without the skew (other chunk boundaries: the split merge's fp32 rounding only)."""
-    import foscar
-    from foscar.kernels import splits
-    from tests.test_paged import _check_paged
-
-    dev = torch.device("cuda")
-    monkeypatch.setenv("FOSCAR_SKEW", "1")
-    q, cache = _case(dev, batch=8, num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=[32768] * 8, bits=bits,
-                     group_size=128, seed=bits + 92)
-    target = foscar.paginate(cache, 16) if paged else cache
-    plan = foscar.plan_decode(target, 32, backend="cuda")
-    sms = splits.device_sm_count(dev)
-    assert plan.skew == (plan.max_ctas_per_sm == 2 and sms < 256 <= 2 * sms)
-    if paged:
-        _check_paged(q, cache, target, backend="cuda")
-    else:
-        _check(q, cache, backend="cuda")
-
-    lengths = [20000, 9000, 17084, 0, 16684, 40000, 27000]  # tests/test_splits.py's skewed schedule
-    q, cache = _case(dev, batch=7, num_qo_heads=8, num_kv_heads=2, head_dim=128, seq_lens=lengths, bits=bits,
-                     group_size=128, seed=bits + 93)
-    target = foscar.paginate(cache, 16) if paged else cache
-    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
-    f32 = dict(dtype=torch.float32, device=dev)
-    results = []
-    for skew in (False, True):
-        o_part, lse_part = torch.empty(16, 8, 128, **f32), torch.empty(16, 8, **f32)
-        out, lse = torch.empty(7, 8, 128, dtype=torch.bfloat16, device=dev), torch.empty(7, 8, **f32)
-        counters = torch.zeros(7, 2, dtype=torch.int32, device=dev)
-        decode_cuda.launch(q, target, 128 ** -0.5, o_part, lse_part, out, lse, counters, 0, 8, skew=skew)
-        torch.cuda.synchronize()
-        assert not torch.isnan(out).any() and not torch.isnan(lse[torch.tensor(lengths, device=dev) > 0]).any()
-        for b, n in enumerate(lengths):
-            if n == 0:
-                assert not out[b].any() and bool(torch.isneginf(lse[b]).all())
-                continue
-            err = float((out[b].double() - ref[b]).norm() / ref[b].norm())
-            assert err < TOL, (skew, b, err)
-            assert torch.allclose(lse[b].double(), ref_lse[b], rtol=0, atol=1e-3)
-        assert bool((counters == 0).all())
-        results.append((out.float(), lse))
-    (o0, l0), (o1, l1) = results
-    assert torch.allclose(o1, o0, rtol=2 ** -7, atol=1e-4) and torch.allclose(l1, l0, rtol=0, atol=1e-4, equal_nan=True)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("bits, head_dim", [(2, 128), (4, 128), (2, 64), (4, 256)])
 def test_gpu_query_rows_off_8_byte_alignment(bits, head_dim):
     """The integer QK loads each head's query with 8-byte loads where its row is 8-byte aligned, else 2-byte

@@ -153,18 +153,17 @@ def build_settings() -> dict[str, object]:
         (``FOSCAR_MERGE_FROM_LENGTHS`` now, :func:`foscar.kernels.merge_triton.from_lengths_choice`), "pv_pack": bool
         (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "max_ctas_per_sm": str (``FOSCAR_MAX_CTAS_PER_SM`` now,
         ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "pdl": bool (``FOSCAR_PDL``
-        now, :func:`pdl_wanted`), "skew": bool (``FOSCAR_SKEW`` now, whether plans may take the launch-order skew,
-        :func:`foscar.kernels.splits.skew_choice`), "source_hash": str, "default_build": bool}``;
+        now, :func:`pdl_wanted`), "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
-        ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_SKEW=1``) is set, i.e. the
+        ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
-            ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
-            ``FOSCAR_PDL`` or ``FOSCAR_SKEW`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or
+            ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``
+            or ``FOSCAR_PDL`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or
             an integer 0..32.
     """
     from foscar.kernels import merge_triton
@@ -173,15 +172,15 @@ def build_settings() -> dict[str, object]:
     custom_csrc = CSRC.resolve() != DEFAULT_CSRC.resolve()
     speculate, pdl, fixed_window = speculate_choice(), merge_triton.pdl_wanted(), fixed_window_choice()
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
-    max_ctas, decode_pdl, skew = max_ctas_per_sm_setting(), pdl_wanted(), env_flag("FOSCAR_SKEW", "0")
+    max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
     merge = merge_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
-            "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "skew": skew, "source_hash": source_hash(),
+            "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
-                              and decode_pdl and not skew)}
+                              and decode_pdl)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -274,7 +273,7 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
-           pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False, skew: bool = False) -> None:
+           pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
@@ -308,10 +307,6 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``pdl``: launch with programmatic dependent launch (:func:`pdl_choice`): the kernel may be scheduled while the
     kernel before it in the stream finishes and waits (``griddepcontrol.wait``) before it reads anything. Same outputs.
-
-    ``skew`` (length-aware chunks, ``fixed_splits == 0``; ignored otherwise): each sequence's chunks at even slots are
-    launched first and are longer than those at odd slots (:func:`foscar.kernels.splits.skew_choice`). The same
-    outputs up to the split merge's fp32 rounding (other chunk boundaries).
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
@@ -319,7 +314,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
         fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
-        MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl), int(skew),
+        MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl),
     )
 
 

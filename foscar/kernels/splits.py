@@ -263,48 +263,6 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     return target + (batch if room else 0), 0, target
 
 
-SKEW_MIN_CHUNK_TOKENS = 8192  # the kernel's skew moves chunk // 32 tokens in whole 256-token iterations: none below
-
-
-def skew_delta(chunk: int) -> int:
-    """Tokens that the launch-order skew moves at each boundary between a sequence's chunks ``2k`` and ``2k + 1``:
-    ``chunk / 32`` (3.1%) rounded down to whole 256-token iterations, so 0 below :data:`SKEW_MIN_CHUNK_TOKENS`
-    (the kernel's ``delta`` in ``find_work``)."""
-    return (chunk >> 5) & ~(CHUNK_ALIGN_TOKENS - 1)
-
-
-def skew_choice(working_ctas: int, num_sms: int, max_ctas_per_sm: int, fixed_splits: int, chunk_tokens: int) -> bool:
-    """Whether a CUDA decode plan takes the launch-order skew (``FOSCAR_SKEW``, read when the plan is made; default
-    ``"0"``): the first ``target_chunks`` slots launched even slots first, and each sequence's chunks at even slots
-    longer by :func:`skew_delta` than those at odd ones (``Params::skew``, ``csrc/folded_decode_sm90.cuh``).
-
-    Why: where a one-wave grid puts two CTAs on an SM, the one launched first (the lower block index) streams faster
-    than the one launched after it. In session 43's timeline records of INT2 8 x 32K, 32 x 8K and 8 x 128K (two calls
-    each; 124 SMs of two CTAs) the higher-indexed CTA's loop was the longer one on 98-100% of the SMs, by a median
-    2.0-2.7 us of ~41 us (8K-token chunks) and 9.4 of ~167 (32K), ~5.5%; the SM then runs its last CTA alone at about
-    half the pair's rate (bench/NOTES.md §92). Only where that applies: length-aware chunks (``fixed_splits == 0``),
-    more working CTAs than SMs and at most two an SM (``num_sms < working_ctas <= 2 * num_sms``, ``max_ctas_per_sm``
-    2), and chunks of at least :data:`SKEW_MIN_CHUNK_TOKENS` at the capacity (``chunk_tokens``).
-
-    Raises:
-        ValueError: ``FOSCAR_SKEW`` is set to anything but ``"1"`` or ``"0"``.
-    """
-    from foscar.kernels.knobs import env_flag
-
-    return (env_flag("FOSCAR_SKEW", "0") and fixed_splits == 0 and max_ctas_per_sm == 2
-            and num_sms < working_ctas <= 2 * num_sms and skew_delta(chunk_tokens) > 0)
-
-
-def launch_position(slot: int, target_chunks: int, skew: bool) -> int:
-    """Where a work slot's CTAs stand in the launch order (``cta_slot`` in ``csrc/folded_decode_sm90.cuh`` maps back):
-    the slot itself, or with ``skew`` the first ``target_chunks`` slots even ones first (slot ``2j`` at ``j``, ``2j + 1``
-    at ``ceil(target_chunks / 2) + j``)."""
-    if not skew or slot >= target_chunks:
-        return slot
-    half = (target_chunks + 1) // 2
-    return slot // 2 if slot % 2 == 0 else half + slot // 2
-
-
 def merges(batch: int, num_slots: int) -> bool:
     """Whether a plan of ``num_slots`` work slots (:func:`plan_work`) over ``batch`` sequences can give a
     sequence two chunks, so that its partials need the split merge. ``num_slots == batch``: every sequence
@@ -322,18 +280,13 @@ def first_chunk(total_tokens: int, target_chunks: int) -> int:
     return -(-max(chunk, MIN_CHUNK_TOKENS) // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS
 
 
-def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
-             skew: bool = False) -> list[tuple[int, int, int]]:
+def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
 
     Args:
         lengths: every sequence's length, already clamped to the cache.
         num_slots, fixed_splits, target_chunks: from :func:`plan_work`.
-        skew: the plan's launch-order skew (:func:`skew_choice`; length-aware chunks only): the boundary between a
-            sequence's chunks ``2k`` and ``2k + 1`` moves by :func:`skew_delta` towards the chunk at the odd slot
-            (forwards where chunk ``2k`` is at an even slot, where the chunk after the boundary keeps more than
-            ``delta`` tokens; backwards otherwise).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -355,18 +308,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
 
     while chunks_total(chunk) > num_slots and chunk < (1 << 30):
         chunk = min((chunk * chunks_total(chunk) // num_slots + align) // align * align, 1 << 30)
-    delta = skew_delta(chunk) if skew else 0
     for b, n in enumerate(lengths):
         count = -(-n // chunk) if n > 0 else 1
-        first = len(out)
-
-        def start(i):
-            s = i * chunk
-            if i % 2 == 0 or delta == 0:
-                return s
-            if first % 2 == 0:
-                return s + delta if n - s > delta else s
-            return s - delta
-
-        out += [(b, start(i), start(i + 1) if i + 1 < count else n) for i in range(count)]
+        out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
     return out

@@ -44,7 +44,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
                    int64_t target_chunks, double qk_scale_log2, int64_t mode, int64_t fixed_window, int64_t pv_pack,
-                   int64_t max_ctas_per_sm, int64_t pdl, int64_t skew) {
+                   int64_t max_ctas_per_sm, int64_t pdl) {
   // ranks and dtypes first, so that a wrong one is refused here with a message formatted as above, before any torch
   // accessor below (size(d), stride(d), data_ptr<T>()) checks it with its own
   FOSCAR_CHECK(q.dim() == 3, "q: [batch, num_qo_heads, head_dim], got %lld dims", (long long)q.dim());
@@ -125,7 +125,6 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                (long long)max_ctas_per_sm);
   FOSCAR_CHECK(pdl == 0 || pdl == 1, "pdl: 0 (a plain launch) or 1 (programmatic dependent launch), got %lld",
                (long long)pdl);
-  FOSCAR_CHECK(skew == 0 || skew == 1, "skew: 0 (equal chunks) or 1 (launch-order skew), got %lld", (long long)skew);
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
@@ -133,8 +132,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
-      (int)fixed_window, pv_pack != 0, (int)max_ctas_per_sm, (int)pdl, (int)skew,
-      c10::cuda::getCurrentCUDAStream());
+      (int)fixed_window, pv_pack != 0, (int)max_ctas_per_sm, (int)pdl, c10::cuda::getCurrentCUDAStream());
   FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }
 

@@ -37,11 +37,10 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, int skew,
-    cudaStream_t stream) {
+    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1 || max_ctas_per_sm < 0 ||
-      (pdl != 0 && pdl != 1) || (skew != 0 && skew != 1))
+      (pdl != 0 && pdl != 1))
     return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
   if (fixed_splits > 0 ? num_slots != batch * fixed_splits : num_slots < batch) return cudaErrorInvalidValue;
@@ -89,7 +88,6 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.num_slots = num_slots;
   p.fixed_splits = fixed_splits;
   p.target_chunks = target_chunks;
-  p.skew = fixed_splits == 0 ? skew : 0;  // length-aware chunks only
   p.num_indices = num_indices;
   // 16-byte scale copies need rows / pages of whole 16-byte chunks and 16-byte aligned bases (a view
   // with another storage offset takes the 4-byte path)

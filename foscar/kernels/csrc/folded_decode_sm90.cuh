@@ -602,11 +602,6 @@ struct Params {
   int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
                         // shared memory where more would fit; bench/NOTES.md §67)
   int pdl;              // host launch only: 1 launches with programmatic dependent launch (bench/NOTES.md §73)
-  int skew;             // 1 (length-aware chunks only): launch-order skew (bench/NOTES.md §92): the first target_chunks
-                        // slots are launched even slots first (cta_slot), and the boundary between a sequence's
-                        // chunks 2k and 2k + 1 moves by chunk / 32 (whole 256-token iterations; none below 8K tokens)
-                        // towards the chunk at an odd slot, so that the chunk launched first, which streams ~5%
-                        // faster beside the one launched after it on the same SM, has more tokens (find_work)
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
   unsigned long long* timeline;
@@ -719,17 +714,9 @@ template <bool G2D>
 __device__ __forceinline__ bool launched_2d(const Params& p) {
   return G2D && gridDim.x == (unsigned)p.num_kv_heads;
 }
-// skew (length-aware chunks): the grid's first target_chunks slot positions hold the even slots, then the odd ones
-// (positions past target_chunks: their own slot), so that a uniform one-wave grid launches every sequence's even
-// chunks before its odd ones (Params::skew)
 template <bool G2D>
 __device__ __forceinline__ int cta_slot(const Params& p) {
-  int y = launched_2d<G2D>(p) ? (int)blockIdx.y : (int)(blockIdx.x / p.num_kv_heads);
-  if (p.skew && y < p.target_chunks) {
-    const int half = (p.target_chunks + 1) >> 1;
-    y = y < half ? 2 * y : 2 * (y - half) + 1;
-  }
-  return y;
+  return launched_2d<G2D>(p) ? (int)blockIdx.y : (int)(blockIdx.x / p.num_kv_heads);
 }
 template <bool G2D>
 __device__ __forceinline__ int cta_kv_head(const Params& p) {
@@ -805,20 +792,8 @@ __device__ Work find_work(const Params& p, int slot) {
     w.count = __shfl_sync(0xffffffffu, n, src);
     const int blen = __shfl_sync(0xffffffffu, len, src);
     w.index = slot - w.first;
-    if (!p.skew) {
-      w.start = w.index * chunk;
-      w.end = min(w.start + chunk, blen);
-    } else {  // Params::skew: chunk i starts at i * chunk, moved by delta where i is odd (splits.py schedule)
-      const int delta = (chunk >> 5) & ~(kChunkAlign - 1);
-      const bool even_first = (w.first & 1) == 0;  // chunk 0 at an even slot: the even chunks are launched first
-      auto start_of = [&](int i) {
-        const int s = i * chunk;
-        if (!(i & 1) || delta == 0) return s;
-        return even_first ? (blen - s > delta ? s + delta : s) : s - delta;
-      };
-      w.start = start_of(w.index);
-      w.end = w.index + 1 < w.count ? start_of(w.index + 1) : blen;
-    }
+    w.start = w.index * chunk;
+    w.end = min(w.start + chunk, blen);
     // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
     if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
   };

@@ -34,9 +34,7 @@
 // padded where more would fit; bench/NOTES.md §67). pdl: 1 launches the kernel with programmatic dependent launch
 // (cudaLaunchAttributeProgrammaticStreamSerialization; the kernel waits in griddepcontrol.wait before its first
 // read, so its launch may overlap the previous kernel's tail where that kernel triggers), 0 a plain launch; every CTA
-// executes griddepcontrol.launch_dependents after its main loop either way (bench/NOTES.md §43, §73). skew: 1 (length-
-// aware chunks; ignored with fixed_splits > 0) launches each sequence's even chunks first and gives them more tokens
-// than the odd ones (Params::skew in folded_decode_sm90.cuh; bench/NOTES.md §92), 0 equal chunks in slot order.
+// executes griddepcontrol.launch_dependents after its main loop either way (bench/NOTES.md §43, §73).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
@@ -44,8 +42,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, int skew,
-    cudaStream_t stream);
+    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
 
 // 1 where the instance for (bits, head_dim, group_size, mode, paged, channel_k: k_block != 0) holds the in-kernel
 // split merge (counters, seq_chunks nullptr), 0 where its launches need seq_chunks and the merge kernel: a build
