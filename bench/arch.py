@@ -32,11 +32,12 @@ ARCH_NEEDS: dict[Arch, tuple[int, str]] = {
 CPU_ARCH = "cpu"  # label of a --smoke run with no GPU
 
 # device memory of each preset's GPU, bytes, for a dry run without a GPU (a run goes by the free memory, less):
-# the H200's is torch's total_memory as every stored H200 run recorded it (meta.json); the H100 SXM's (80 GB) and the
-# B200's (180 GB) are nvidia-smi's totals, which are ~0.6 GiB above torch's (the H200: 143771 MiB against 143156).
-# Other SKUs differ (H100 NVL: 94 GB).
+# torch's total_memory as the stored runs recorded it (meta.json) for the H200 and the H100 80GB HBM3 (SXM; session
+# 48's run, results/2026-12-05-h100-s48: 85017493504, where nvidia-smi says 81559 MiB); the B200's (180 GB) is
+# nvidia-smi's total, which is ~0.5-0.6 GiB above torch's (the H200: 143771 MiB against 143156, the H100 81559 against
+# 81078). Other SKUs differ (H100 NVL: 94 GB).
 NOMINAL_MEMORY: dict[str, int] = {
-    Arch.h100.value: 81559 << 20,
+    Arch.h100.value: 85017493504,
     Arch.h200.value: 150109880320,
     Arch.b200.value: 183359 << 20,
 }
