@@ -128,8 +128,8 @@ DebugOpt = Annotated[
 OutOpt = Annotated[
     Optional[Path],
     typer.Option("--out", help="Run directory (default: a new results/<timestamp>-<what ran>, e.g. bench's "
-                 "<arch>-<git commit>, with -<model> and -smoke after <arch> where given; under results/_scratch/ for bench, ablate and accuracy "
-                 "--smoke runs and for runs without a GPU)."),
+                 "<arch>-<git commit>, with -<model> and -smoke after <arch> where given; under results/_scratch/ for "
+                 "bench, ablate and accuracy --smoke runs and for runs without a GPU)."),
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
