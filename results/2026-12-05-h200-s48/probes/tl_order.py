@@ -3,19 +3,13 @@
 CTA index. Over session 43's records (results/2026-12-04-h200-s43/probes/call1/c1.tgz)."""
 import sys
 import numpy as np
-from bench.timeline import FIELDS
+from tl_calls import calls
 D = sys.argv[1] if len(sys.argv) > 1 else "/tmp/s48/tl/tl"
-for p, n in [("2x8x32768", 256), ("2x32x8192", 256), ("2x8x131072", 256)]:
-    r = np.load(f"{D}/timeline-{p}.npy").astype(np.int64)
-    d = {f: r[:, i] for i, f in enumerate(FIELDS)}
-    order = np.argsort(d["gt_entry"])
-    for call in range(len(order) // n):
-        idx = order[n * call:n * (call + 1)]
-        idx = idx[d["clk_loop"][idx] > 0]
-        ghz = (d["clk_exit"][idx] - d["clk_entry"][idx]).sum() / (d["gt_exit"][idx] - d["gt_entry"][idx]).sum()
-        loop = (d["clk_loop_end"][idx] - d["clk_first"][idx]) / ghz / 1e3
-        ent = d["gt_entry"][idx]
-        meta = d["meta"][idx]; sm = meta & 0xFF; cta = (meta >> 8) & 0xFFFF
+for p in ["2x8x32768", "2x32x8192", "2x8x131072"]:
+    for call, d in enumerate(calls(D, p)):
+        loop = (d["clk_loop_end"] - d["clk_first"]) / d["ghz"] / 1e3
+        ent = d["gt_entry"]
+        meta = d["meta"]; sm = meta & 0xFF; cta = (meta >> 8) & 0xFFFF
         hi_slower, diff, tie, ent_first = 0, [], 0, 0
         pairs = 0
         for s in range(132):

@@ -6,26 +6,17 @@ the last CTAs alone, then the epilogues). Lost time = time - tokens streamed in 
 of session 48's call 2 (skew 0: the default build) and session 43's call 1. python tl_ramp.py DIR..."""
 import sys
 import numpy as np
-from bench.timeline import FIELDS
+from tl_calls import calls
 
 for D in sys.argv[1:]:
-    for p, n in [("2x8x32768", 256), ("2x32x8192", 256), ("2x8x131072", 256)]:
-        try:
-            r = np.load(f"{D}/timeline-{p}.npy").astype(np.int64)
-        except FileNotFoundError:
-            continue
-        d = {f: r[:, i] for i, f in enumerate(FIELDS)}
-        order = np.argsort(d["gt_entry"])
-        for call in range(len(order) // n):
-            idx = order[n * call:n * (call + 1)]
-            idx = idx[d["clk_loop"][idx] > 0]
-            ghz = (d["clk_exit"][idx] - d["clk_entry"][idx]).sum() / (d["gt_exit"][idx] - d["gt_entry"][idx]).sum()
-            t0 = d["gt_entry"][idx].min()
-            ent = (d["gt_entry"][idx] - t0) / 1e3
-            a = ent + (d["clk_first"][idx] - d["clk_entry"][idx]) / ghz / 1e3  # loop start (first sub-tile landed)
-            b = ent + (d["clk_loop_end"][idx] - d["clk_entry"][idx]) / ghz / 1e3
-            ex = (d["gt_exit"][idx] - t0) / 1e3
-            tok = ((d["tokens"][idx] >> 32) - (d["tokens"][idx] & 0xFFFFFFFF)).astype(float)
+    for p in ["2x8x32768", "2x32x8192", "2x8x131072"]:
+        for call, d in enumerate(calls(D, p)):
+            t0 = d["gt_entry"].min()
+            ent = (d["gt_entry"] - t0) / 1e3
+            a = ent + (d["clk_first"] - d["clk_entry"]) / d["ghz"] / 1e3  # loop start (first sub-tile landed)
+            b = ent + (d["clk_loop_end"] - d["clk_entry"]) / d["ghz"] / 1e3
+            ex = (d["gt_exit"] - t0) / 1e3
+            tok = ((d["tokens"] >> 32) - (d["tokens"] & 0xFFFFFFFF)).astype(float)
             rate = tok / (b - a)
             dt = 0.05
             t = np.arange(0, ex.max() + dt, dt)

@@ -3,23 +3,17 @@ faster. What would chunks skewed by slot (more tokens for the first-dispatched C
 CTAs: the joint phase's token rate, the younger's lone tail, and the end if both had ended together."""
 import sys
 import numpy as np
-from bench.timeline import FIELDS
+from tl_calls import calls
 D = sys.argv[1] if len(sys.argv) > 1 else "/tmp/s48/tl/tl"
-for p, n in [("2x8x32768", 256), ("2x32x8192", 256), ("2x8x131072", 256)]:
-    r = np.load(f"{D}/timeline-{p}.npy").astype(np.int64)
-    d = {f: r[:, i] for i, f in enumerate(FIELDS)}
-    order = np.argsort(d["gt_entry"])
-    for call in range(len(order) // n):
-        idx = order[n * call:n * (call + 1)]
-        idx = idx[d["clk_loop"][idx] > 0]
-        ghz = (d["clk_exit"][idx] - d["clk_entry"][idx]).sum() / (d["gt_exit"][idx] - d["gt_entry"][idx]).sum()
-        t0 = d["gt_entry"][idx].min()
+for p in ["2x8x32768", "2x32x8192", "2x8x131072"]:
+    for call, d in enumerate(calls(D, p)):
+        t0 = d["gt_entry"].min()
         # times in us from the call's first entry, by the global timer for entry and the SM clock inside
-        ent = (d["gt_entry"][idx] - t0) / 1e3
-        first = ent + (d["clk_first"][idx] - d["clk_entry"][idx]) / ghz / 1e3
-        lend = ent + (d["clk_loop_end"][idx] - d["clk_entry"][idx]) / ghz / 1e3
-        tok = (d["tokens"][idx] >> 32) - (d["tokens"][idx] & 0xFFFFFFFF)
-        meta = d["meta"][idx]; sm = meta & 0xFF; cta = (meta >> 8) & 0xFFFF
+        ent = (d["gt_entry"] - t0) / 1e3
+        first = ent + (d["clk_first"] - d["clk_entry"]) / d["ghz"] / 1e3
+        lend = ent + (d["clk_loop_end"] - d["clk_entry"]) / d["ghz"] / 1e3
+        tok = (d["tokens"] >> 32) - (d["tokens"] & 0xFFFFFFFF)
+        meta = d["meta"]; sm = meta & 0xFF; cta = (meta >> 8) & 0xFFFF
         cnt = np.bincount(sm, minlength=132)
         lone = cnt[sm] == 1
         lone_rate = np.median(tok[lone] / (lend[lone] - first[lone])) if lone.any() else np.nan
