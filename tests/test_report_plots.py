@@ -129,10 +129,9 @@ def test_save_png_writes_a_palette_png_that_keeps_the_figure(tmp_path):
     the GPU machine); the picture must stay what matplotlib drew, to the eye."""
     import io
 
+    from matplotlib.colors import to_rgb
     from matplotlib.figure import Figure
     from PIL import Image
-
-    from matplotlib.colors import to_rgb
 
     fig = Figure(figsize=(4, 3))
     ax = fig.subplots()

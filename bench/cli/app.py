@@ -32,8 +32,8 @@ def _root(debug: DebugOpt = False) -> None:
 def reflow(doc: str) -> str:
     """A command's docstring as its ``--help`` text: each paragraph's lines joined into one line, so that rich wraps
     it to the terminal's width (typer's rich help keeps the docstring's own line breaks, which at 80 columns left
-    half-filled lines); blank lines between paragraphs, indented lines (examples) and list items (``- ``, ``* ``) stay on their own lines, and typer's
-    ``\\f`` (the end of the help) with them."""
+    half-filled lines); blank lines between paragraphs, indented lines (examples) and list items (``- ``, ``* ``) stay
+    on their own lines, and typer's ``\\f`` (the end of the help) with them."""
     out: list[str] = []
     for line in inspect.cleandoc(doc).split("\n"):
         joinable = (line.strip() and not line.startswith((" ", "- ", "* ")) and out and out[-1].strip()
