@@ -3,10 +3,10 @@
 # from .ab/ (call 3 with --quick, call 4 with --short) and were given H100s. QUEUED FOR AN H200 (~3 min of device time
 # with the build): the question §93 leaves open is what a plain read of one wave reaches there at the decode's depth
 # (the `wcp` rows at 3 stages).
-# Expected (written before): ~86% of the ceiling at 160 MiB (session 40's Triton grid-256 read 86%), bulk copies within
-# 1% of cp.async as on the H100. Then the decode itself at the same bytes on the same GPU (two bench.ab rounds, ~1.5 min
-# with the build), so that the plain read and the decode are compared in one machine. Run from the repository root
-# through scripts/gpu_offline.sh (carry .offline):
+# Expected (written before): ~86% of the ceiling at 160 MiB (session 40's Triton grid-256 read 86%), per-warp bulk
+# copies (wbulk) 0.5-2% slower than per-warp cp.async (wcp), as on the H100. Then the decode itself at the same bytes
+# on the same GPU (two bench.ab rounds, ~1.5 min with the build), so that the plain read and the decode are compared in
+# one machine. Run from the repository root through scripts/gpu_offline.sh (carry .offline):
 #   bash results/2026-12-05-h100-s49/probes/s49h.sh
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv > $OUT/gpu.csv 2>&1
 mkdir -p $OUT/sp
