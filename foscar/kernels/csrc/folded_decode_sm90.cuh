@@ -90,7 +90,7 @@ namespace foscar {
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
 #ifndef FOSCAR_L2_AHEAD  // A > 0: a probe build (session 50) whose contiguous token-wise full-path copies also ask L2 to
-#define FOSCAR_L2_AHEAD 0  // fetch sub-tile it + A (cp.async.bulk.prefetch.L2, six lanes, one array each): DRAM requests
+#define FOSCAR_L2_AHEAD 0  // fetch sub-tile it + A (cp.async.bulk.prefetch.L2, one a warp for each of the six arrays): DRAM requests
 #endif                     // A sub-tiles deeper than the shared-memory stages; 0 (default): none of it is compiled
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
