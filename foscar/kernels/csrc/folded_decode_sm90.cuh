@@ -89,9 +89,6 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
-#ifndef FOSCAR_L2_AHEAD  // A > 0: a probe build (session 50) whose contiguous token-wise full-path copies also ask L2 to
-#define FOSCAR_L2_AHEAD 0  // fetch sub-tile it + A (cp.async.bulk.prefetch.L2, one a warp for each of the six arrays): DRAM requests
-#endif                     // A sub-tiles deeper than the shared-memory stages; 0 (default): none of it is compiled
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -330,11 +327,6 @@ __device__ __forceinline__ void cp_async16_full(uint32_t smem, const void* gmem)
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes));
-}
-// L2 prefetch of `bytes` (a multiple of 16) from gmem (16-byte aligned): a hint, no completion to wait for (PTX ISA 8.0,
-// sm_90: "cp.async.bulk.prefetch")
-__device__ __forceinline__ void prefetch_l2_bulk(const void* gmem, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -1701,18 +1693,6 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
     if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
-    // sub-tile it + A into L2 where it is full: six warp-uniform prefetches (the uniform datapath's UBLKPF, once a warp)
-    if constexpr (FOSCAR_L2_AHEAD > 0 && !PAGED && !CH && !IL) {
-      if (t0 + FOSCAR_L2_AHEAD * stride + kTileTokens <= end) {
-        const long long arow = trow + (long long)FOSCAR_L2_AHEAD * stride;
-        prefetch_l2_bulk(kc + arow * RB, kTileTokens * RB);
-        prefetch_l2_bulk(vc + arow * RB, kTileTokens * RB);
-        prefetch_l2_bulk(ks_g + arow * NG, kTileTokens * NG * 4);
-        prefetch_l2_bulk(kz_g + arow * NG, kTileTokens * NG * 4);
-        prefetch_l2_bulk(vs_g + arow * NG, kTileTokens * NG * 4);
-        prefetch_l2_bulk(vz_g + arow * NG, kTileTokens * NG * 4);
-      }
-    }
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = IL ? (const uint8_t*)il(trow, 0, 16 * lane) : kc + trow * RB + 16 * lane;
       const uint8_t* vsrc = IL ? (const uint8_t*)il(trow, 1, 16 * lane) : vc + trow * RB + 16 * lane;
