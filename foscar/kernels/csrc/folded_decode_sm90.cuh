@@ -89,6 +89,9 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
+#ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile from the
+#define FOSCAR_L2_ONLY 0  // warp's first one (L2 hits after the first step, no DRAM stream; the outputs are wrong): the
+#endif                    // decode's time with its loads out of DRAM's way (bench/NOTES.md §94); 0: none of it
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -1690,8 +1693,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   auto issue_full = [&](int it, const uint32_t* ids) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
-    long long trow = t0;  // row of token t0 (contiguous: from row0, where kc and the scale bases start)
-    if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
+    long long trow = FOSCAR_L2_ONLY && !PAGED ? first : t0;  // row of token t0 (contiguous: from row0, where kc and
+    if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // the scale bases start); (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = IL ? (const uint8_t*)il(trow, 0, 16 * lane) : kc + trow * RB + 16 * lane;
