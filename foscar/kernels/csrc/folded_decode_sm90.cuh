@@ -89,9 +89,10 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
-#ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile from the
-#define FOSCAR_L2_ONLY 0  // warp's first one (L2 hits after the first step, no DRAM stream; the outputs are wrong): the
-#endif                    // decode's time with its loads out of DRAM's way (bench/NOTES.md §94); 0: none of it
+#ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile's codes
+#define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
+#endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
+                          // channel-wise K's scale rows still stream); 0: none of it is compiled
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
