@@ -3,19 +3,20 @@
 # control, if that is what comes; ~6 min of device time with the builds and the stream probe below). Run from the
 # repository root through scripts/gpu_offline.sh (carry .offline):   bash results/2026-12-05-h200-s50/probes/s51c1.sh
 # Why: on the H200 a plain one-wave read at the decode's depth reaches 90.0% of the ceiling at 160 MiB and the decode
-# 79-81% (bench/NOTES.md §94); on the H100 the two match (§93). `FOSCAR_L2_ONLY=1` ("l") copies every full sub-tile
-# of a contiguous cache from the warp's first one: after the first step every copy is an L2 hit, so the loop runs its
-# full work with no DRAM stream behind it (its outputs are wrong; the address arithmetic is a little shorter). Against
-# the default ("t"), head_dim-128 builds, rounds t l l t t l.
+# 79-81% (bench/NOTES.md §94); on the H100 the two match (§93). `FOSCAR_L2_ONLY=1` ("l") copies every full sub-tile of a
+# contiguous cache from the warp's first one: after the first step every copy is an L2 hit, so the loop runs its full
+# work with no DRAM stream behind it (its outputs are wrong; the address arithmetic is a little shorter). Against the
+# default ("t"), head_dim-128 builds, rounds t l l t t l.
 # Expected (written before): if the decode is held by its own step (its work between waits, §94's reading), "l" is
 # within ~5% of "t" at INT2 8 x 32K, 32 x 8K and 8 x 128K on the H200 (8 x 32K >= ~43.5 us where "t" is ~46); if it is
 # the decode's request pattern in DRAM, "l" reaches the plain read's time or better (8 x 32K <= ~40.4 us, >= 12%
-# faster). INT4 8 x 32K (memory-bound, §87's ncu) "l" >= 15% faster. On an H100 "l" <= 5% faster at the INT2 points
-# (the decode there reads as fast as the plain read at its depth).
+# faster). INT4 8 x 32K (memory-bound, §87's ncu) "l" >= 15% faster. On an H100 "l" <= 5% faster at the INT2 points (the
+# decode there reads as fast as the plain read at its depth).
 # First, before the builds (so that no compile shares the CPUs with its timing), the stream probe with the decode's six
 # streams a warp (stream_probe6.py --six, ~1.5 min with its own build): per-warp cp.async from one stream (w-cp.async)
-# against six (w-cp6: 2 KiB K codes, 2 KiB V codes, four 256-byte scale runs, as the decode's copies). Expected: w-cp6 within 2 points of w-cp at 3 stages (90.0% at 160 MiB on session 50's
-# H200); if it is 5 or more points lower, the decode's streams, not its step, are what the H200 lacks.
+# against six (w-cp6: 2 KiB K codes, 2 KiB V codes, four 256-byte scale runs, as the decode's copies). Expected: w-cp6
+# within 2 points of w-cp at 3 stages (90.0% at 160 MiB on session 50's H200); if it is 5 or more points lower, the
+# decode's streams, not its step, are what the H200 lacks.
 : "${T0:=$(date +%s)}"
 left() { echo $((${LIMIT:-480} - ($(date +%s) - T0))); }
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv > $OUT/gpu.csv 2>&1
