@@ -15,11 +15,13 @@ is that probe:
 ``run`` builds (or loads) the extension of the environment's build, measures every point's error against the fp64
 reference of the dequantized cache on fresh random data (seed 0; ``err``, the bench's ``max_rel_err``; a NaN is
 flagged), then times it as ``foscar bench`` times (:func:`bench.timing.time_fn`: a CUDA-graph replay over rotating
-copies of the cache, every call reading from HBM), and rewrites ``OUT.csv`` with this call's rows after each point
-(one CSV per label and round; a point that fails records its error and the probe goes on; the exit status is 1
-when one failed). ``table`` prints the median us per point and (label, round), each label's mean over its rounds over the base
-label's, the points whose outputs differ between builds or rounds (a SHA-1 of the output), the largest error per
-label and whether any output held a NaN.
+copies of the cache, every call reading from HBM) with the SM clock and its event reasons read through NVML just before
+and after (the bench's columns, :mod:`bench.clocks`; empty without ``pynvml``), and rewrites ``OUT.csv`` with this
+call's rows after each point (one CSV per label and round; a point that fails records its error and the probe goes on;
+the exit status is 1 when one failed). ``table`` prints the median us per point and (label, round), each label's mean
+over its rounds over the base label's, the points whose outputs differ between builds or rounds (a SHA-1 of the output),
+the largest error per label and whether any output held a NaN, and each (label, round, point) timed while the clock was
+held down (:data:`bench.clocks.THROTTLE_REASONS` before or after its timing).
 
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
 :data:`bench.lengths.WORKLOAD_NAMES`, default uniform), ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
@@ -35,6 +37,7 @@ attention writes it; the decode then runs behind a kernel that does not trigger,
 from __future__ import annotations
 
 import argparse
+import numbers
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +144,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
 
     Columns: the point (:data:`KEYS`), ``m`` (the label), ``rnd``, ``median_us`` (us), ``err`` (max relative L2
     error against the fp64 reference), ``sha`` (SHA-1 of the output and the LSE, 12 hex digits), ``nan`` (a NaN in
-    either), ``error`` (a failed point's exception, else empty). Needs a CUDA GPU with the CUDA kernel.
+    either), ``error`` (a failed point's exception, else empty), and the clock columns of :mod:`bench.clocks`
+    (``sm_clock_before_mhz``, ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after``: NVML's readings
+    just before and after the timing; empty where NVML is missing or fails). Needs a CUDA GPU with the CUDA kernel.
 
     Raises:
         FileNotFoundError: ``out_csv``'s folder does not exist (checked before any GPU work).
@@ -151,7 +156,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     import torch
 
     import foscar
+    from bench.arch import detect_device
     from bench.backends import Prepared, clone_cache
+    from bench.clocks import ClockReader, clock_fields
     from bench.sweep import rotation
     from bench.timing import time_fn
     from bench.workload import max_rel_err
@@ -159,12 +166,14 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     if not out_csv.parent.is_dir():
         raise FileNotFoundError(f"ab run: no folder {out_csv.parent} for {out_csv.name}")
     dev = torch.device("cuda")
+    info = detect_device()
+    clocks, _ = ClockReader.open(info.uuid if info else None, torch.cuda.current_device())  # read only, never set
     rows: list[dict] = []
     for pp in points:
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
-                   query_copy=int(query_copy))
+                   query_copy=int(query_copy), **clock_fields(None, None))
         try:
             w, cache, nbytes = build_point(pp, dev)
 
@@ -183,8 +192,10 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
                        nan=bool(torch.isnan(out).any() or torch.isnan(lse).any()))
             prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes,
                             replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
+            before = clocks.read() if clocks else None
             row["median_us"] = round(time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100,
                                              cpu_reps=1).median_us, 3)
+            row.update(clock_fields(before, clocks.read() if clocks else None))
             del w, cache
         except Exception as e:  # recorded; the other points still run
             row["error"] = f"{type(e).__name__}: {e}"[:300]
@@ -192,6 +203,8 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         rows.append(row)
         print(row, flush=True)
         pd.DataFrame(rows).to_csv(out_csv, index=False)
+    if clocks:
+        clocks.close()
     return pd.DataFrame(rows)
 
 
@@ -234,7 +247,29 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
                            int(r["group_size"])).label
         lines.append(f"failed: {r['m']} round {r['rnd']} {where}: {r['error']}")
+    lines += throttled_lines(ok)
     return "\n".join(lines)
+
+
+def throttled_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per row of ``rows`` (run's columns) whose clock event reasons before or after its timing include a
+    throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row has clock readings
+    (rows written before session 50, or without NVML)."""
+    from bench.clocks import THROTTLE_REASONS
+
+    cols = [c for c in ("clock_events_before", "clock_events_after") if c in rows]
+    if rows.empty or not cols or rows[cols].isna().all().all():
+        return []
+    out = []
+    for _, r in rows.iterrows():
+        hit = sorted({e for c in cols if isinstance(r[c], str) for e in r[c].split("+") if e in THROTTLE_REASONS})
+        if hit:
+            where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
+                               int(r["group_size"])).label
+            after = r.get("sm_clock_after_mhz")
+            mhz = f", SM {float(after):.0f} MHz after" if isinstance(after, numbers.Real) and pd.notna(after) else ""
+            out.append(f"throttled: {r['m']} round {r['rnd']} {where} ({'+'.join(hit)}{mhz})")
+    return out + [f"rows timed while the clock was held down: {len(out)} of {len(rows)}"]
 
 
 def main(argv: list[str] | None = None) -> int:

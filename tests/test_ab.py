@@ -98,3 +98,24 @@ def test_run_refuses_a_missing_folder_before_gpu_work(tmp_path, capsys):
 def test_run_takes_query_copy_and_still_checks_the_folder_first(tmp_path, capsys):
     assert ab.main(["run", "x", "0", str(tmp_path / "nope" / "o.csv"), "--point", "2x1x16", "--query-copy"]) == 2
     assert "no folder" in capsys.readouterr().err
+
+
+def test_table_names_rows_timed_while_the_clock_was_held_down(tmp_path, capsys):
+    clock = dict(sm_clock_before_mhz=1980, clock_events_before="none")
+    a = _rows("a", 0, 4.0).assign(**clock, sm_clock_after_mhz=1980, clock_events_after="none")
+    b = _rows("b", 0, 3.0).assign(**clock, sm_clock_after_mhz=1755, clock_events_after="sw_power_cap+gpu_idle")
+    text = ab.table([a, b])
+    assert "throttled: b round 0 2x1x16 (sw_power_cap, SM 1755 MHz after)" in text
+    assert "throttled: a" not in text and "rows timed while the clock was held down: 1 of 2" in text
+    f1, f2 = tmp_path / "a.csv", tmp_path / "b.csv"  # through the CSVs: the clocks read back as integers
+    a.to_csv(f1, index=False)
+    b.to_csv(f2, index=False)
+    assert ab.main(["table", str(f1), str(f2)]) == 0
+    assert "(sw_power_cap, SM 1755 MHz after)" in capsys.readouterr().out
+
+
+def test_table_says_nothing_of_clocks_where_no_row_has_readings():
+    # CSVs of before session 50 have no clock columns; a run without NVML has them empty
+    assert "held down" not in ab.table([_rows("a", 0, 4.0), _rows("b", 0, 3.0)])
+    empty = dict(sm_clock_before_mhz=None, sm_clock_after_mhz=None, clock_events_before=None, clock_events_after=None)
+    assert "held down" not in ab.table([_rows("a", 0, 4.0).assign(**empty), _rows("b", 0, 3.0).assign(**empty)])
