@@ -244,31 +244,33 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
     failed = d[d["error"].fillna("") != ""] if "error" in d else d.iloc[:0]
     for _, r in failed.iterrows():
-        where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
-                           int(r["group_size"])).label
-        lines.append(f"failed: {r['m']} round {r['rnd']} {where}: {r['error']}")
+        lines.append(f"failed: {r['m']} round {r['rnd']} {_row_label(r)}: {r['error']}")
     lines += throttled_lines(ok)
     return "\n".join(lines)
+
+
+def _row_label(r: pd.Series) -> str:
+    """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
+    return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
+                      int(r["group_size"])).label
 
 
 def throttled_lines(rows: pd.DataFrame) -> list[str]:
     """One line per row of ``rows`` (run's columns) whose clock event reasons before or after its timing include a
     throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row has clock readings
     (rows written before session 50, or without NVML)."""
-    from bench.clocks import THROTTLE_REASONS
+    from bench.clocks import throttle_reasons
 
     cols = [c for c in ("clock_events_before", "clock_events_after") if c in rows]
     if rows.empty or not cols or rows[cols].isna().all().all():
         return []
     out = []
     for _, r in rows.iterrows():
-        hit = sorted({e for c in cols if isinstance(r[c], str) for e in r[c].split("+") if e in THROTTLE_REASONS})
+        hit = sorted({e for c in cols for e in throttle_reasons(r[c])})
         if hit:
-            where = ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
-                               int(r["group_size"])).label
             after = r.get("sm_clock_after_mhz")
             mhz = f", SM {float(after):.0f} MHz after" if isinstance(after, numbers.Real) and pd.notna(after) else ""
-            out.append(f"throttled: {r['m']} round {r['rnd']} {where} ({'+'.join(hit)}{mhz})")
+            out.append(f"throttled: {r['m']} round {r['rnd']} {_row_label(r)} ({'+'.join(hit)}{mhz})")
     return out + [f"rows timed while the clock was held down: {len(out)} of {len(rows)}"]
 
 

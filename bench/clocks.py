@@ -148,6 +148,12 @@ def _events(x: Any) -> list[str]:
     return x.split("+")
 
 
+def throttle_reasons(events: Any) -> list[str]:
+    """The throttling reasons (:data:`THROTTLE_REASONS`) among one reading's event reasons (a ``clock_events_*``
+    value, :func:`event_names` form), in their order; none for a missing reading or ``"none"``."""
+    return [e for e in _events(events) if e in THROTTLE_REASONS]
+
+
 def judged_clock(row: pd.Series) -> float | None:
     """The row's SM clock for the median test: the reading just after its timing, else the
     one just before; a reading taken while the GPU was idle (``gpu_idle`` among its
@@ -180,7 +186,7 @@ def add_clock_notes(df: pd.DataFrame, timed_statuses: tuple[str, ...] = ("ok", "
     for i in timed:
         notes = []
         for when in ("before", "after"):
-            hit = [e for e in _events(df.at[i, f"clock_events_{when}"]) if e in THROTTLE_REASONS]
+            hit = throttle_reasons(df.at[i, f"clock_events_{when}"])
             if hit:
                 notes.append(f"throttled {when} timing ({'+'.join(hit)})")
         mhz = clocks[i]
