@@ -93,9 +93,6 @@ namespace foscar {
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
                           // channel-wise K's scale rows still stream); 0: none of it is compiled
-#ifndef FOSCAR_MERGE_TICKET  // 1: a probe build (session 51) of the in-kernel merge that takes its arrival ticket
-#define FOSCAR_MERGE_TICKET 0  // when the loop ends and counts the written partials apart (merge_chunks); 0: the
-#endif                         // arrival after the partial is written (the default)
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -1109,38 +1106,15 @@ __device__ __forceinline__ void merge_rows_warp(const MergeArgs& a) {
 // channel-wise loops moved by register allocation, bench/NOTES.md §83); in an unbounded instance of 128 registers
 // (INT4 G=64) it raised the kernel's count to 168 (a noinline callee's registers count against its caller's) and
 // moved its loop
-//
-// FOSCAR_MERGE_TICKET builds (a probe): thread 0 takes its ticket (atom.relaxed add 1 to the counter's low 16 bits,
-// `ticket` = the value before) when the epilogue starts, so its round trip runs beside the CTA's own combine. After
-// the partial, a CTA with an earlier ticket releases (red.release.gpu add 1 << 16: "written"); the CTA with the last
-// ticket (its loop ended last: every other CTA of the sequence is resident and past its loop, so none of them waits
-// on anything) acquires the counter until count - 1 partials are written, then resets it to 0 (no add is left in
-// this launch: each CTA's "written" follows its ticket on the same address). The last CTA's round trips after its
-// partial: one acquire load (more where another partial is late) in place of the release's wait for its stores and
-// the atom. Ordering as above, the release being the red's and the acquire the load's. Needs count < 2^16.
 template <int HEAD_DIM, bool MW>
-__device__ __noinline__ void merge_chunks(MergeArgs a, unsigned ticket) {
+__device__ __noinline__ void merge_chunks(MergeArgs a) {
   __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
   int last = 0;
-  if (threadIdx.x == 0) {
-#if FOSCAR_MERGE_TICKET
-    if ((ticket & 0xffffu) == (unsigned)(a.count - 1)) {
-      unsigned written;
-      do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(written) : "l"(a.counter) : "memory");
-      } while ((written >> 16) != (unsigned)(a.count - 1));
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(a.counter), "r"(0u) : "memory");
-      last = 1;
-    } else {
-      asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(a.counter), "r"(1u << 16) : "memory");
-    }
-#else
-    (void)ticket;  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
+  if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
     unsigned old;
     asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
                  : "=r"(old) : "l"(a.counter), "r"((unsigned)(a.count - 1)) : "memory");
     last = old == (unsigned)(a.count - 1);
-#endif
   }
   if (!__syncthreads_or(last)) return;
 
@@ -1335,13 +1309,6 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
                                          int tig) {
   using F = Fmt<BITS, HEAD_DIM, GROUP>;
   constexpr int RB = F::RB, P = F::P, KSTEPS = F::KSTEPS;
-  unsigned ticket = 0;  // FOSCAR_MERGE_TICKET: thread 0's arrival ticket (merge_chunks), taken before the combine
-#if FOSCAR_FUSED_MERGE && FOSCAR_MERGE_TICKET
-  if (FM && p.fuse_merge && threadIdx.x == 0 && s_work[2] > 1)
-    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n"
-                 : "=r"(ticket) : "l"(reinterpret_cast<unsigned*>(p.counters) + s_work[0] * p.num_kv_heads + hkv)
-                 : "memory");
-#endif
   cp_async_commit();
   asm volatile("cp.async.wait_all;\n" ::);
   __syncthreads();
@@ -1428,8 +1395,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
       merge_chunks<HEAD_DIM, MW>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
                                        p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
-                                       num_qo_heads, p.gqa, count},
-                                ticket);
+                                       num_qo_heads, p.gqa, count});
     } else
 #endif
     if (slot_is_first<grid_2d<CH>()>(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel
