@@ -81,7 +81,7 @@ def measure_hbm_tbps(device: torch.device, nbytes: int = DEFAULT_BYTES) -> float
     return measure_hbm(device, nbytes)["ceiling_tbps"]
 
 
-def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | None:
+def read_floor_us(nbytes: int, copies: int, device: torch.device, sustain_s: float = 0.0) -> float | None:
     """The read floor of a row: the median time (us) of the faster of :data:`READ_SHAPES`' read streams (the ceiling's
     two read kernels) over ``nbytes`` bytes (rounded up to whole 64-byte blocks, at most 60 bytes more), timed as
     ``foscar bench`` times a row (:func:`bench.timing.time_graph`: CUDA-graph replays over ``copies`` buffers, called
@@ -89,6 +89,10 @@ def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | Non
     size, not a bound: a row's ``floor_fraction`` is this over its median, and can pass 1 where the read's launch and
     drain are a large share (a few MiB: the 5 MiB floor of INT2 1 x 8K is 3.3 us, 34% of the ceiling) and a decode
     overlaps consecutive calls (PDL); from ~100 MiB up it is what reading the bytes takes.
+
+    ``sustain_s`` (``foscar bench --sustain-s``): before each read stream's timed replays, that many seconds of untimed
+    replays of the same read (:func:`bench.timing.time_graph`), so that a sustained run's floor is timed after the same
+    warm-up as its rows (the read's own power state: a plain read draws less power than a decode).
 
     The ceiling (:func:`measure_hbm`) is a 16 GiB stream; a decode of 160 MiB lasts ~45 us, and the launch and the
     first loads' latency are a larger share of that. Measured on two H200s (bench/NOTES.md §84): 93.5-95% of the
@@ -109,7 +113,8 @@ def read_floor_us(nbytes: int, copies: int, device: torch.device) -> float | Non
     for b in bufs:
         b.view(torch.int32).random_()
     try:
-        return min(time_graph([_read_stream(b, block, warps) for b in bufs]).median_us for block, warps in READ_SHAPES)
+        return min(time_graph([_read_stream(b, block, warps) for b in bufs], sustain_s=sustain_s).median_us
+                   for block, warps in READ_SHAPES)
     finally:
         del bufs
         torch.cuda.empty_cache()

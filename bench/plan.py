@@ -114,12 +114,13 @@ def setup_costs(interpreter: bool) -> SetupCosts:
 def row_seconds(nbytes: int, interpreter: bool, cpu_reps: int, sustain_s: float = 0.0, read_floor: bool = False) -> float:
     """Estimated wall time of one row that runs (see the module docstring); ``sustain_s``: the config's untimed
     seconds before the row's timing (``--sustain-s``), counted in full; ``read_floor`` (``--read-floor``): the
-    row's read floor timed too, two read shapes timed as the row (an upper bound: rows of the same bytes share one)."""
+    row's read floor timed too, two read shapes timed as the row, each after ``sustain_s`` of untimed reads (an upper
+    bound: rows of the same bytes share one)."""
     if interpreter:
         return INTERPRETER_SETUP.row_s + (1 + cpu_reps) * INTERPRETER_CALL_S + sustain_s
     call_s = nbytes / (ASSUMED_TBPS * 1e12)
     timing_s = GRAPH_REPLAYS * max(REPLAY_S, call_s)
-    return GPU_SETUP.row_s + timing_s + sustain_s + (2 * timing_s if read_floor else 0.0)
+    return GPU_SETUP.row_s + timing_s + sustain_s + (2 * (timing_s + sustain_s) if read_floor else 0.0)
 
 
 def plan_points(

@@ -16,8 +16,9 @@ then the ``[[ragged]]`` grid, :func:`bench.points.grid`):
    input copies (:func:`rotation`, :mod:`bench.timing`), with the GPU's SM clock
    and clock event reasons read just before and just after (:mod:`bench.clocks`);
 4. with ``--read-floor`` (``BenchConfig.read_floor``), once the point's inputs are freed: every timed row's read floor,
-   a plain read of its bytes over as many copies as its rotation, timed the same way (:func:`bench.hbm.read_floor_us`;
-   one measurement per byte count and copy count in a run): ``read_floor_us`` and ``floor_fraction``;
+   a plain read of its bytes over as many copies as its rotation, timed the same way, ``--sustain-s`` included
+   (:func:`bench.hbm.read_floor_us`; one measurement per byte count and copy count in a run): ``read_floor_us`` and
+   ``floor_fraction``;
 5. add the point's speed-ups and the clock notes (over all rows so far), rewrite ``results.csv`` (so nothing measured is lost
    if a later point crashes the process), print the point's table, free memory.
 
@@ -257,7 +258,8 @@ def run_point(point: Point, sweep: Sweep) -> list[dict[str, Any]]:
 
 def _set_read_floor(row: dict[str, Any], sweep: Sweep) -> None:
     """``read_floor_us`` and ``floor_fraction`` of a row timed by CUDA-graph replay (:func:`bench.hbm.read_floor_us`
-    over its bytes and its rotation's copies, measured once per pair in a run). Rows timed otherwise (the do_bench
+    over its bytes and its rotation's copies, measured once per pair in a run, after the run's ``sustain_s`` of untimed
+    reads as its rows are after theirs). Rows timed otherwise (the do_bench
     fallback times one copy eagerly) get none. Where the floor's buffers do not fit or its timing raises, the row keeps
     its own numbers, the floor stays empty, and the console says why (once per pair)."""
     if (row.get("status") not in TIMED or row.get("timing_mode") != GRAPH_TIMING or not row.get("bytes")
@@ -267,7 +269,7 @@ def _set_read_floor(row: dict[str, Any], sweep: Sweep) -> None:
     if key not in sweep.floors:
         why = None
         try:
-            sweep.floors[key] = read_floor_us(*key, sweep.device)
+            sweep.floors[key] = read_floor_us(*key, sweep.device, sustain_s=sweep.cfg.sustain_s)
             if sweep.floors[key] is None:
                 why = "its buffers would leave less than 1 GiB of device memory free"
         except Exception as e:  # a floor that cannot be timed leaves the row as it is

@@ -171,17 +171,19 @@ def test_sustained_calls_come_right_before_the_timed_ones():
 def test_read_floor_is_set_once_per_bytes_and_copies(monkeypatch):
     """``_set_read_floor`` (``--read-floor``, GPU runs): a timed row gets ``read_floor_us`` from one measurement per
     (bytes, rotation copies) and ``floor_fraction`` = read_floor_us / median_us; untimed rows, a floor that does not
-    fit (None) and one whose timing raises leave the row's floor empty."""
+    fit (None) and one whose timing raises leave the row's floor empty. The floor is timed after the run's
+    ``sustain_s`` (``--sustain-s``), as its rows are."""
     seen = []
 
-    def floor(nbytes, copies, device):
+    def floor(nbytes, copies, device, sustain_s):
+        assert sustain_s == 1.5
         seen.append((nbytes, copies))
         if nbytes == 3000:
             raise RuntimeError("no graph")
         return None if nbytes == 2000 else 5.0
 
     monkeypatch.setattr(bench.sweep, "read_floor_us", floor)
-    sweep = Sweep(BenchConfig(read_floor=True), [], torch.device("cpu"), None, None, console=None)
+    sweep = Sweep(BenchConfig(read_floor=True, sustain_s=1.5), [], torch.device("cpu"), None, None, console=None)
     g = "cuda_graph"
     rows = [dict(status="ok", timing_mode=g, bytes=1000, working_set_bytes=4000, median_us=10.0),
             dict(status="suspect", timing_mode=g, bytes=1000, working_set_bytes=4000, median_us=4.0),
@@ -219,6 +221,8 @@ def test_read_floor_from_the_timing_table_and_the_flag(tmp_path, value, ok):
     off, _ = resolve_config(BenchOptions(arch="h200"), "h200")
     assert on.read_floor and not off.read_floor and config_hash(on) != config_hash(off)
     assert row_seconds(10**9, False, 3, read_floor=True) > row_seconds(10**9, False, 3)
+    # with --sustain-s, each of the floor's two read shapes is sustained too
+    assert row_seconds(10**9, False, 3, 2.0, True) == pytest.approx(row_seconds(10**9, False, 3, 0.0, True) + 3 * 2.0)
 
 
 def test_read_floor_skips_rows_not_timed_by_graph_replay_and_says_why_a_floor_is_missing(monkeypatch):
@@ -230,7 +234,7 @@ def test_read_floor_skips_rows_not_timed_by_graph_replay_and_says_why_a_floor_is
 
     calls = []
 
-    def floor(nbytes, copies, device):
+    def floor(nbytes, copies, device, sustain_s):
         calls.append(nbytes)
         if nbytes == 3000:
             raise RuntimeError("capture failed")
