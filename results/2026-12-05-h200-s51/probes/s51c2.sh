@@ -9,6 +9,7 @@
 # unchanged). k / t: INT2 1 x 8K and 1 x 32K (many chunks a sequence; the merge is on the call's critical path)
 # 0.94-0.98; 1 x 128K 0.97-0.995; 8 x 32K and 8 x 128K (4 chunks) 0.985-1.00; one-long 8 x 128K 0.97-1.00;
 # 32 x 8K (one chunk a sequence: no merge, a control) 0.995-1.005.
+# As run (session 51, call 1): alone on an H100, building its own "t" (s51c1.sh did not run in that call).
 : "${T0:=$(date +%s)}"
 left() { echo $((${LIMIT:-480} - ($(date +%s) - T0))); }
 mkdir -p /tmp/o2
