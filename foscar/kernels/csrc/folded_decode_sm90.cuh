@@ -1694,8 +1694,9 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   auto issue_full = [&](int it, const uint32_t* ids) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
     const int t0 = first + it * stride;
-    long long trow = FOSCAR_L2_ONLY && !PAGED ? first : t0;  // row of token t0 (contiguous: from row0, where kc and
-    if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // the scale bases start); (its page holds the whole sub-tile)
+    // row of token t0 (contiguous: from row0, where kc and the scale bases start; FOSCAR_L2_ONLY: the warp's first)
+    long long trow = FOSCAR_L2_ONLY && !PAGED ? first : t0;
+    if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
     const uint32_t sst = st + 2 * F::CODE_BYTES;
     if constexpr (!round_rows) {  // the sub-tile's rows are adjacent
       const uint8_t* ksrc = IL ? (const uint8_t*)il(trow, 0, 16 * lane) : kc + trow * RB + 16 * lane;
