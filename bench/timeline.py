@@ -25,7 +25,13 @@ repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of
   where the next call's CTAs enter, with PDL, before this call has ended);
 * ``sm_tail``: over the SMs that ran two or more working CTAs (by ``%smid``), the median time between an SM's last two
   CTA exits, i.e. how long it ran its last CTA alone (at a one-wave point two CTAs an SM do not finish together:
-  bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only.
+  bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only;
+* ``SM MHz``: the call's SM clock under load, ``clock64`` cycles over ``%globaltimer`` ns (the median over its CTAs;
+  NVML's reading before and after a timing misses a clock held down by the power cap only while the kernels run:
+  bench/NOTES.md §96).
+
+``python -m bench.timeline --records DIR/timeline-2x8x32768.npy`` prints the same table from records saved with
+``--save``, on any machine.
 
 The record layout (13 u64 per CTA, written by thread 0) is :data:`FIELDS`, the kernel's
 ``kTimelineFields`` (``foscar/kernels/csrc/folded_decode_sm90.cuh``). ``clock64`` cycles are
@@ -237,6 +243,36 @@ def record_file(pp: ProbePoint) -> str:
     return f"timeline-{pp.label.replace(':', '-')}.npy"
 
 
+def format_calls(title: str, timelines: list[CallTimeline]) -> str:
+    """The table ``python -m bench.timeline`` prints for one point: a heading line (``title``, then the units), then
+    one row a call: CTAs, each phase's median (us), span, gap, sm_tail (us), the 1-CTA SMs and the SM clock in MHz
+    (``CallTimeline.ghz``: ``clock64`` cycles per ``%globaltimer`` ns over the call's CTAs, the clock under load)."""
+    lines = [f"{title}, us, medians over the working CTAs:",
+             "  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span          gap     sm_tail"
+             "  1-CTA SMs  SM MHz"]
+    for i, t in enumerate(timelines):
+        gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11
+        tail = f"{t.sm_tail_us:10.2f}" if t.sm_tail_us is not None else " " * 10
+        lines.append(f"  {i:4d} {t.ctas:5d}  " + "  ".join(f"{t.phases[p]:10.2f}" for p in PHASES)
+                     + f"  {t.span_us:10.2f}  {gap}  {tail}  {t.one_cta_sms:9d}  {t.ghz * 1e3:6.0f}")
+    return "\n".join(lines)
+
+
+def read_records(paths: list[str]) -> int:
+    """``--records``: the table of each saved ``--save`` file (``timeline-POINT.npy``), on the CPU; the number of
+    calls from the records themselves (:func:`calls_in`). Returns the exit status: 2 where a file is missing or is not
+    a record array of this layout (records of sessions before the epilogue's cuts have 10 fields, not 13)."""
+    for path in paths:
+        try:
+            records = np.load(path)
+            timelines = summarize(records, calls_in(records))
+        except (OSError, ValueError) as e:
+            print(f"bench.timeline: {path}: {e}", file=sys.stderr)
+            return 2
+        print(format_calls(os.path.basename(path), timelines))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -250,7 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-POINT.npy "
                     "(record_file)")
+    ap.add_argument("--records", action="append", metavar="FILE", help="print the table of records saved with "
+                    "--save (repeat), on the CPU; no GPU work, the other options ignored")
     args = ap.parse_args(argv)
+    if args.records:
+        return read_records(args.records)
     try:
         points = [parse_point(t, bits=args.bits) for t in args.point or ["1x16", "1x8192", "8x32768"]]
     except ValueError as e:
@@ -275,14 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)
-        print(f"INT{pp.bits} {describe(pp)} (max_rel_err {err:.2e}), us, medians over the working CTAs:")
-        print("  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span          gap     sm_tail"
-              "  1-CTA SMs")
-        for i, t in enumerate(timelines):
-            gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11
-            tail = f"{t.sm_tail_us:10.2f}" if t.sm_tail_us is not None else " " * 10
-            print(f"  {i:4d} {t.ctas:5d}  " + "  ".join(f"{t.phases[p]:10.2f}" for p in PHASES)
-                  + f"  {t.span_us:10.2f}  {gap}  {tail}  {t.one_cta_sms:9d}")
+        print(format_calls(f"INT{pp.bits} {describe(pp)} (max_rel_err {err:.2e})", timelines))
     return 0
 
 

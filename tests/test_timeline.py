@@ -151,3 +151,27 @@ def test_sm_tail_is_the_time_an_sm_runs_its_last_cta_alone():
     assert t.sm_tail_us == pytest.approx(1.5, abs=2e-3) and t.one_cta_sms == 1
     one = timeline.summarize_call(np.array(rec[-1:], dtype=np.int64))  # no SM ran two
     assert one.sm_tail_us is None and one.one_cta_sms == 1
+
+
+def test_records_from_a_saved_file_print_the_table_with_the_clock(tmp_path, capsys):
+    # two calls of three CTAs at 1.75 GHz, saved as --save writes them; --records reads them back on the CPU
+    rec = np.array([_record(10_000 * c, 0.4, 0.7, 0.2, 10.0, 0.9, iters=8, ghz=1.75, sm=b, block=b)
+                    for c in range(2) for b in range(3)], dtype=np.int64)
+    f = tmp_path / "timeline-2x8x32768.npy"
+    np.save(f, rec)
+    assert timeline.main(["--records", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("timeline-2x8x32768.npy, us, medians over the working CTAs:")
+    assert "SM MHz" in out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["0", "1"] and all(r[-1] == "1750" for r in rows)
+    assert float(rows[0][5]) == pytest.approx(10.0, abs=0.01)  # the loop column, us at the records' own clock
+
+
+def test_records_refuses_a_missing_file_and_an_old_layout(tmp_path, capsys):
+    assert timeline.main(["--records", str(tmp_path / "none.npy")]) == 2
+    assert "none.npy" in capsys.readouterr().err
+    old = tmp_path / "old.npy"
+    np.save(old, np.zeros((4, 10), dtype=np.int64))  # session 28's records: 10 fields
+    assert timeline.main(["--records", str(old)]) == 2
+    assert r"expected [n, 13]" in capsys.readouterr().err

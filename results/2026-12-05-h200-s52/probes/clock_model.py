@@ -1,0 +1,91 @@
+"""Session 52 (no GPU): is the H200's INT2 one-wave decode its step at the H200's clock under load?
+
+Reads only files already in results/ (run from the repository root, `python results/2026-12-05-h200-s52/probes/
+clock_model.py`; output in clock_model.txt beside it):
+- the step alone, at 1980 MHz: session 51's `FOSCAR_L2_ONLY` ("l") rows on an H100 (every copy an L2 hit, no DRAM
+  stream; the same die as the H200's; bench/NOTES.md §95), `results/2026-12-05-h100-s51/probes/call2/c1.tgz`;
+- the H200's SM clock while the decode runs: `clock64` cycles over `%globaltimer` ns per CTA (median per call) in the
+  profiling build's records of sessions 43 (`results/2026-12-04-h200-s43/probes/call1/c1.tgz`) and 48 (skew 0, the
+  default order: `results/2026-12-05-h200-s48/probes/call2/tl.tgz`);
+- the H200's bench times of the default build: sessions 42, 45, 46 (two runs), with their NVML clocks before and after.
+Prints per point: the step at 1980 MHz, the clocks under load, the step's time at them (x 1980 / MHz), the bench's
+times and the time that 85% of each run's ceiling allows.
+"""
+
+import glob
+import io
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.timeline import calls_in, split_calls
+
+POINTS = [(8, 32768), (32, 8192), (64, 8192), (8, 131072)]
+TL = {"s43": ("results/2026-12-04-h200-s43/probes/call1/c1.tgz", "tl/"),
+      "s48": ("results/2026-12-05-h200-s48/probes/call2/tl.tgz", "s0/")}
+BENCH = {"s42": "results/2026-12-04-h200-s42/bench-bf3777b/results.csv",
+         "s45": "results/2026-12-05-h200-s45/bench-foscar-5ddb108/results.csv",
+         "s46": "results/2026-12-05-h200-s46/bench-f705ebf/results.csv",
+         "s46-r2": "results/2026-12-05-h200-s46/bench-f705ebf-r2/results.csv"}
+
+
+def members(tgz: str, prefix: str, suffix: str) -> dict[str, bytes]:
+    with tarfile.open(tgz) as t:
+        return {Path(m.name).name: t.extractfile(m).read() for m in t.getmembers()
+                if m.isfile() and m.name.lstrip("./").startswith(prefix) and m.name.endswith(suffix)}
+
+
+def call_mhz(records: np.ndarray) -> list[float]:
+    """Each call's median over its CTAs of clock64 cycles per globaltimer ns (CTAs of >= 1 us), in MHz."""
+    out = []
+    for p in split_calls(records, calls_in(records)):
+        p = p.astype(np.int64)
+        ns, cyc = p[:, 1] - p[:, 0], p[:, 7] - p[:, 2]
+        ok = ns >= 1000
+        out.append(float(np.median(cyc[ok] / ns[ok])) * 1e3)
+    return out
+
+
+ab = pd.concat(pd.read_csv(io.BytesIO(b)) for b in
+               members("results/2026-12-05-h100-s51/probes/call2/c1.tgz", "ab-", ".csv").values())
+bench = {k: pd.read_csv(v) for k, v in BENCH.items()}
+clocks = {}
+for sess, (tgz, prefix) in TL.items():
+    for name, data in members(tgz, prefix, ".npy").items():
+        clocks.setdefault(name, []).extend((sess, i, m) for i, m in enumerate(call_mhz(np.load(io.BytesIO(data)))))
+
+print("INT2 G=128 BF16 operands, contiguous, uniform. Step = H100 'l' (no DRAM stream, 1980 MHz, 3 rounds).")
+for batch, context in POINTS:
+    sel = ab[(ab.bits == 2) & (ab.batch == batch) & (ab.context == context)]
+    step = sel[sel.m == "l"].median_us
+    base = sel[sel.m == "t"].median_us
+    mhz = clocks.get(f"timeline-2x{batch}x{context}.npy", [])
+    print(f"\n{batch} x {context}: step at 1980 MHz {step.min():.1f}-{step.max():.1f} us (H100 decode 't' "
+          f"{base.min():.1f}-{base.max():.1f} us)")
+    if mhz:
+        ms = np.array([m for _, _, m in mhz])
+        print("  H200 clock under load (MHz, per profiled call): "
+              + ", ".join(f"{s} call {i}: {m:.0f}" for s, i, m in mhz))
+        print(f"  the step at those clocks: {step.median() * 1980 / ms.max():.1f}-{step.median() * 1980 / ms.min():.1f}"
+              f" us (median clock {np.median(ms):.0f} MHz: {step.median() * 1980 / np.median(ms):.1f} us)")
+    for k, d in bench.items():
+        r = d[(d.kernel == "foscar-cuda") & (d.bits == 2) & (d.operand == "bf16") & (d.workload == "uniform")
+              & (d.batch == batch) & (d.context == context)].iloc[0]
+        t85 = r.bytes / (0.85 * r.hbm_ceiling_tbps * 1e12) * 1e6
+        print(f"  H200 bench {k:6s}: {r.median_us:6.1f} us = {r.sol_fraction:.1%} of {r.hbm_ceiling_tbps:.3f} TB/s "
+              f"(85% needs <= {t85:.1f} us); NVML SM clock {r.sm_clock_before_mhz:.0f} -> {r.sm_clock_after_mhz:.0f}"
+              f" MHz, after: {r.clock_events_after}")
+
+# ncu's own reading: "SM Frequency" (elapsed SM cycles over the duration) of every H200 details page in results/
+print("\nncu details pages on H200s (`--clock-control none`): the kernel's SM Frequency, its duration and grid")
+for f in sorted(glob.glob("results/*h200*/probes/**/*details*.csv", recursive=True)
+                + glob.glob("results/*h200*/probes/**/det-*.csv.gz", recursive=True)):
+    d = pd.read_csv(f, compression="infer", dtype=str)
+    d = d[d["Section Name"] == "GPU Speed Of Light Throughput"]
+    for (_, kernel, grid), g in d.groupby(["ID", "Kernel Name", "Grid Size"]):
+        v = dict(zip(g["Metric Name"], g["Metric Value"]))
+        if "folded_decode_kernel" in kernel and "SM Frequency" in v:
+            print(f"  {v['SM Frequency']} GHz, {v['Duration']:>7} us, grid {grid:12s} {kernel.split('(')[0][5:]:42s} "
+                  f"{f.split('/', 1)[1]}")
