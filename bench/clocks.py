@@ -11,7 +11,14 @@ is below its maximum), once just before and once just after. The readings go int
 * ``clock_events_before``, ``clock_events_after``: the reasons set, as names joined
   by ``+`` (``"none"``: NVML reported none); empty when nothing was read (no GPU, no
   ``pynvml``, an NVML error);
-* ``clock_note``: empty, or why the row's time may be off (:func:`add_clock_notes`).
+* ``clock_note``: empty, or why the row's time may be off (:func:`add_clock_notes`);
+* ``sm_clock_during_mhz``, ``clock_events_during``: what a :class:`ClockSampler` read every
+  :data:`SAMPLE_INTERVAL_S` while the row's timed calls ran (the median SM clock of its
+  samples; every reason any sample saw). The readings before and after miss a clock held
+  down only while the kernels run: on the H200 NVML read 1980 MHz around INT2's one-wave
+  rows, which ran at 1.7-1.8 GHz by the kernel's own ``clock64`` / ``%globaltimer`` and by
+  ncu (bench/NOTES.md §96). These two columns are information: no note is made from them
+  (the notes, and so ``foscar compare``'s ``ambiguous``, keep the readings before and after).
 
 A row gets a note when (a) a throttling reason (:data:`THROTTLE_REASONS`: power cap,
 thermal or hardware slowdown, power brake) was set before or after its timing, or
@@ -29,13 +36,16 @@ fails, the fields stay empty and nothing else changes.
 from __future__ import annotations
 
 import math
+import statistics
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 CLOCK_COLUMNS = ["sm_clock_before_mhz", "sm_clock_after_mhz", "clock_events_before", "clock_events_after",
-                 "clock_note"]  # fmt: skip
+                 "clock_note", "sm_clock_during_mhz", "clock_events_during"]  # fmt: skip
+SAMPLE_INTERVAL_S = 0.005  # a ClockSampler's pause between readings (a row's timed replays last ~150 ms)
 CLOCK_DROP = 0.05  # an SM clock this far below the run's median gets a note
 
 # NVML clock event reason bits (nvml.h: nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*)
@@ -123,6 +133,64 @@ class ClockReader:
 
     def close(self) -> None:
         _shutdown(self._nvml)
+
+
+class ClockSampler:
+    """Reads a :class:`ClockReader` every ``interval_s`` seconds on a thread while its ``with`` block runs (the
+    timed calls: :func:`bench.timing.time_fn`'s ``during``); :attr:`readings` holds what it read (failed reads
+    left out), at least one reading each at the block's start and end. Reads only, never sets.
+
+    NVML calls release the GIL, and the timed replays are CUDA graphs timed by CUDA events on the GPU, so the
+    thread does not enter the times.
+    """
+
+    def __init__(self, reader: ClockReader, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self._reader = reader
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.readings: list[ClockReading] = []
+
+    def _take(self) -> None:
+        r = self._reader.read()
+        if r is not None:
+            self.readings.append(r)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._take()
+
+    def __enter__(self) -> ClockSampler:
+        self.readings = []
+        self._stop.clear()
+        self._take()
+        self._thread = threading.Thread(target=self._loop, name="foscar-clock-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._take()
+
+    def fields(self) -> dict[str, Any]:
+        """The ``results.csv`` columns of :meth:`readings`: ``sm_clock_during_mhz`` (median, MHz, an integer) and
+        ``clock_events_during`` (every reason any reading saw, in :data:`EVENT_REASONS`' order, :func:`event_names`
+        form; ``"none"`` where none did); both ``None`` without readings."""
+        return during_fields(self.readings)
+
+
+def during_fields(readings: list[ClockReading]) -> dict[str, Any]:
+    """``sm_clock_during_mhz`` (the median SM clock of ``readings``, MHz, rounded to an integer) and
+    ``clock_events_during`` (the union of their reasons, :func:`event_names` form); ``None`` for both without
+    readings."""
+    if not readings:
+        return {"sm_clock_during_mhz": None, "clock_events_during": None}
+    seen = {e for r in readings for e in _events(r.events)}
+    known = [name for name in EVENT_REASONS.values() if name in seen]
+    return {"sm_clock_during_mhz": int(round(statistics.median(r.sm_clock_mhz for r in readings))),
+            "clock_events_during": "+".join(known + sorted(seen - set(known))) or NO_EVENTS}
 
 
 def _shutdown(nvml: Any) -> None:

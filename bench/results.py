@@ -43,7 +43,8 @@ Columns of ``results.csv`` (:data:`COLUMNS`):
   torch or NVML; empty on the CPU or where neither says);
 * the GPU's clocks around the row's timing: ``sm_clock_before_mhz``,
   ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after`` and
-  ``clock_note`` (:mod:`bench.clocks`; empty without NVML);
+  ``clock_note``, and what NVML read while the timed calls ran: ``sm_clock_during_mhz`` (the median of its
+  readings), ``clock_events_during`` (:mod:`bench.clocks`; empty without NVML);
 * ``status``: ``ok``; ``failed`` (check failed: not timed); ``error`` (raised:
   ``error`` holds the reason); ``skipped`` (cannot run here, or the point does not
   fit in memory); ``suspect`` (timed, but faster than the HBM ceiling allows: a
@@ -199,7 +200,7 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows as a DataFrame with exactly :data:`COLUMNS`, nullable integer columns."""
     df = pd.DataFrame(rows, columns=COLUMNS)
     for c in ("bits", *INT_SHAPE_COLUMNS, "reps", "bytes", "capacity", "kv_tokens", "sm_clock_before_mhz",
-              "sm_clock_after_mhz"):  # fmt: skip
+              "sm_clock_after_mhz", "sm_clock_during_mhz"):  # fmt: skip
         df[c] = pd.to_numeric(df[c]).astype("Int64")
     _backfill_workload(df)
     for c in ("median_us", "p20_us", "p80_us", "tbps", "sol_fraction", "hbm_ceiling_tbps", "read_floor_us",
@@ -467,6 +468,7 @@ def read_results(path: Path) -> pd.DataFrame:
     """Read a ``results.csv`` back with the schema's dtypes."""
     text = {"kernel": str, "operand": str, "status": str, "error": str, "checked_rows": str, "workload": str,
             "lengths": str, "k_layout": str, "grid": str,  # "4096" in lengths is a text, not a number
-            "clock_events_before": str, "clock_events_after": str, "clock_note": str, "gpu_uuid": str}
+            "clock_events_before": str, "clock_events_after": str, "clock_note": str, "gpu_uuid": str,
+            "clock_events_during": str}
     df = pd.read_csv(path, dtype=text)
     return to_frame(df.to_dict("records"))

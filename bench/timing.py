@@ -22,6 +22,7 @@ fixes the interpreter choice.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from dataclasses import dataclass
@@ -112,7 +113,8 @@ def capture_graph(fns: list[Callable[[], object]], rounds: int = 1):
 
 
 def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, replays: int = 15, sustain_s: float = 0.0,
-               on_sustained: Callable[[], object] | None = None) -> Timing:
+               on_sustained: Callable[[], object] | None = None,
+               during: contextlib.AbstractContextManager | None = None) -> Timing:
     """Median time of one call, from CUDA-graph replays of ``fns`` (each called in turn).
 
     Args:
@@ -127,6 +129,8 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
             clock (bench/NOTES.md §77, §82). The timed replays follow at once (no capture in between, in which an
             idle GPU's clock would recover).
         on_sustained: called between those and the timed replays (the harness reads the SM clock there).
+        during: a context manager entered for the timed replays only (the harness's
+            :class:`bench.clocks.ClockSampler`).
 
     Returns:
         :class:`Timing` in microseconds per call, mode :data:`GRAPH_TIMING`.
@@ -153,7 +157,8 @@ def time_graph(fns: list[Callable[[], object]], *, replay_ms: float = 10.0, repl
     graph = capture_graph(fns, rounds)
     calls = rounds * len(fns)
     sustain([graph.replay], sustain_s, torch.cuda.synchronize, on_sustained)
-    samples = [replay_ms_of(graph) * 1e3 / calls for _ in range(replays)]
+    with during if during is not None else contextlib.nullcontext():
+        samples = [replay_ms_of(graph) * 1e3 / calls for _ in range(replays)]
     del graph
     return summarize(samples, GRAPH_TIMING)
 
@@ -188,6 +193,7 @@ def time_cpu(fn: Callable[[], object], reps: int) -> Timing:
 def time_fn(
     fns: list[Callable[[], object]], device_type: str, *, warmup_ms: float, rep_ms: float, cpu_reps: int,
     sustain_s: float = 0.0, on_sustained: Callable[[], object] | None = None,
+    during: contextlib.AbstractContextManager | None = None,
 ) -> Timing:
     """Dispatch on the device.
 
@@ -195,16 +201,19 @@ def time_fn(
     :func:`time_gpu` (do_bench with L2 flush) on ``fns[0]``. Otherwise perf_counter.
     ``sustain_s`` (``foscar bench --sustain-s``): that many seconds of untimed calls right before the timed ones
     (:func:`time_graph`'s replays; eager calls, synchronized, on the do_bench fallback and the CPU), then
-    ``on_sustained()``.
+    ``on_sustained()``. ``during``: a context manager entered for the timed calls only (graph replays; the whole
+    do_bench or CPU timing on the fallbacks), as the harness's clock sampler.
     """
     if device_type == "cuda":
         try:
-            return time_graph(fns, sustain_s=sustain_s, on_sustained=on_sustained)
+            return time_graph(fns, sustain_s=sustain_s, on_sustained=on_sustained, during=during)
         except Exception:  # not capturable: time it eagerly with the L2 flushed
             import torch
 
             torch.cuda.synchronize()
             sustain(fns, sustain_s, torch.cuda.synchronize, on_sustained)
-            return time_gpu(fns[0], warmup_ms, rep_ms)
+            with during if during is not None else contextlib.nullcontext():
+                return time_gpu(fns[0], warmup_ms, rep_ms)
     sustain(fns, sustain_s, on_sustained=on_sustained)
-    return time_cpu(fns[0], cpu_reps)
+    with during if during is not None else contextlib.nullcontext():
+        return time_cpu(fns[0], cpu_reps)

@@ -263,3 +263,57 @@ def test_real_nvml_reading_and_a_bench_row_with_clocks(tmp_path):
     ok = df[df["status"] == "ok"]
     assert len(ok) and ok["sm_clock_before_mhz"].notna().all() and ok["sm_clock_after_mhz"].notna().all()
     assert ok["clock_events_after"].notna().all()
+
+
+def test_sampler_reads_while_its_block_runs_and_summarizes():
+    from bench.clocks import ClockSampler, during_fields
+
+    fake = FakeNvml()
+    reader = ClockReader(fake, "handle")
+    fake.sm, fake.mask = 1755, 0x004  # sw_power_cap while the timed calls run
+    with ClockSampler(reader, interval_s=0.001) as s:
+        import time
+
+        time.sleep(0.03)
+    assert len(s.readings) >= 3  # one at each end and some between
+    assert s.fields() == {"sm_clock_during_mhz": 1755, "clock_events_during": "sw_power_cap"}
+    # the median clock and every reason any reading saw, in NVML's bit order; nothing read -> empty
+    mixed = [ClockReading(1980, "none"), ClockReading(1700, "hw_slowdown"), ClockReading(1710, "sw_power_cap"),
+             ClockReading(1720, "none")]
+    assert during_fields(mixed) == {"sm_clock_during_mhz": 1715, "clock_events_during": "sw_power_cap+hw_slowdown"}
+    assert during_fields([]) == {"sm_clock_during_mhz": None, "clock_events_during": None}
+    fake.fail = True  # NVML errors: no readings, no exception
+    with ClockSampler(reader, interval_s=0.001) as s:
+        pass
+    assert s.readings == [] and s.fields()["sm_clock_during_mhz"] is None
+
+
+def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
+    # a real ClockReader over a fake NVML: the sampler runs inside the timing only (bench.timing.time_fn's during);
+    # its columns are information, no note is made from them
+    cfg = BenchConfig(num_qo_heads=2, num_kv_heads=1, head_dim=64, page_size=16, batch=[1], context=[16], bits=[2],
+                      group_size=32, kernels=["quant"], cpu_reps=1)  # fmt: skip
+    fake = FakeNvml()
+    fake.sm, fake.mask = 1980, 0
+
+    def slow_cpu_timing(fn, reps):  # the sampler's window: the clock drops only while this runs
+        import time
+
+        fake.sm, fake.mask = 1760, 0x004
+        time.sleep(0.03)
+        fake.sm, fake.mask = 1980, 0
+        return real_time_cpu(fn, reps)
+
+    import bench.timing as timing
+
+    real_time_cpu = timing.time_cpu
+    monkeypatch.setattr(timing, "time_cpu", slow_cpu_timing)
+    sweep = Sweep(cfg, [_exact("quant", True)], torch.device("cpu"), None, tmp_path / "results.csv", None,
+                  clocks=ClockReader(fake, "handle"))  # fmt: skip
+    df = run_sweep(sweep)
+    row = df.iloc[0]
+    assert row["sm_clock_before_mhz"] == 1980 and row["sm_clock_after_mhz"] == 1980
+    assert row["sm_clock_during_mhz"] == 1760 and row["clock_events_during"] == "sw_power_cap"
+    assert pd.isna(row["clock_note"])
+    back = pd.read_csv(tmp_path / "results.csv")
+    assert back["sm_clock_during_mhz"].iloc[0] == 1760
