@@ -20,8 +20,9 @@ and after (the bench's columns, :mod:`bench.clocks`; empty without ``pynvml``), 
 call's rows after each point (one CSV per label and round; a point that fails records its error and the probe goes on;
 the exit status is 1 when one failed). ``table`` prints the median us per point and (label, round), each label's mean
 over its rounds over the base label's, the points whose outputs differ between builds or rounds (a SHA-1 of the output),
-the largest error per label and whether any output held a NaN, and each (label, round, point) timed while the clock was
-held down (:data:`bench.clocks.THROTTLE_REASONS` before or after its timing).
+the largest error per label and whether any output held a NaN, the SM clock while each point's timed calls ran (per
+label, over its rounds), and each (label, round, point) timed while the clock was held down
+(:data:`bench.clocks.THROTTLE_REASONS` before, during or after its timing).
 
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
 :data:`bench.lengths.WORKLOAD_NAMES`, default uniform), ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
@@ -146,7 +147,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     error against the fp64 reference), ``sha`` (SHA-1 of the output and the LSE, 12 hex digits), ``nan`` (a NaN in
     either), ``error`` (a failed point's exception, else empty), and the clock columns of :mod:`bench.clocks`
     (``sm_clock_before_mhz``, ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after``: NVML's readings
-    just before and after the timing; empty where NVML is missing or fails). Needs a CUDA GPU with the CUDA kernel.
+    just before and after the timing; ``sm_clock_during_mhz``, ``clock_events_during``: the median clock and every
+    reason of its readings every few ms during the timed calls, :class:`bench.clocks.ClockSampler`; empty where NVML
+    is missing or fails). Needs a CUDA GPU with the CUDA kernel.
 
     Raises:
         FileNotFoundError: ``out_csv``'s folder does not exist (checked before any GPU work).
@@ -158,7 +161,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     import foscar
     from bench.arch import detect_device
     from bench.backends import Prepared, clone_cache
-    from bench.clocks import ClockReader, clock_fields
+    from bench.clocks import ClockReader, ClockSampler, clock_fields, during_fields
     from bench.sweep import rotation
     from bench.timing import time_fn
     from bench.workload import max_rel_err
@@ -173,7 +176,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
-                   query_copy=int(query_copy), **clock_fields(None, None))
+                   query_copy=int(query_copy), **clock_fields(None, None), **during_fields([]))
         try:
             w, cache, nbytes = build_point(pp, dev)
 
@@ -193,9 +196,12 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes,
                             replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
             before = clocks.read() if clocks else None
+            sampler = ClockSampler(clocks) if clocks else None
             row["median_us"] = round(time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100,
-                                             cpu_reps=1).median_us, 3)
+                                             cpu_reps=1, during=sampler).median_us, 3)
             row.update(clock_fields(before, clocks.read() if clocks else None))
+            if sampler is not None:
+                row.update(sampler.fields())
             del w, cache
         except Exception as e:  # recorded; the other points still run
             row["error"] = f"{type(e).__name__}: {e}"[:300]
@@ -242,11 +248,18 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         shas = ok.groupby(KEYS)["sha"].nunique()
         lines.append(f"points whose outputs differ between builds or rounds: {int((shas > 1).sum())} of {len(shas)}")
         lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
+        lines += during_lines(ok)
     failed = d[d["error"].fillna("") != ""] if "error" in d else d.iloc[:0]
     for _, r in failed.iterrows():
         lines.append(f"failed: {r['m']} round {r['rnd']} {_row_label(r)}: {r['error']}")
     lines += throttled_lines(ok)
     return "\n".join(lines)
+
+
+def read_rows(path: Path) -> pd.DataFrame:
+    """One of :func:`run`'s CSVs, its labels, errors and hashes read as text (a label ``1`` or a hash of digits
+    stays a string)."""
+    return pd.read_csv(path, dtype={"m": str, "error": str, "sha": str})
 
 
 def _row_label(r: pd.Series) -> str:
@@ -255,21 +268,31 @@ def _row_label(r: pd.Series) -> str:
                       int(r["group_size"])).label
 
 
+def during_lines(rows: pd.DataFrame) -> list[str]:
+    """The SM clock while the timed calls ran (``sm_clock_during_mhz``), per point and label: ``min-max`` MHz over
+    the rounds; none where no row has the column's readings (rows written before session 52, or without NVML)."""
+    if "sm_clock_during_mhz" not in rows or rows["sm_clock_during_mhz"].isna().all():
+        return []
+    g = rows.dropna(subset=["sm_clock_during_mhz"]).groupby(KEYS + ["m"])["sm_clock_during_mhz"]
+    t = (g.min().astype(int).astype(str) + "-" + g.max().astype(int).astype(str)).unstack("m")
+    return ["SM clock during the timed calls (MHz, min-max over the rounds; NVML every few ms):", t.to_string()]
+
+
 def throttled_lines(rows: pd.DataFrame) -> list[str]:
-    """One line per row of ``rows`` (run's columns) whose clock event reasons before or after its timing include a
-    throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row has clock readings
+    """One line per row of ``rows`` (run's columns) whose clock event reasons before, during (from session 52) or after
+    its timing include a throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row has clock readings
     (rows written before session 50, or without NVML)."""
     from bench.clocks import throttle_reasons
 
-    cols = [c for c in ("clock_events_before", "clock_events_after") if c in rows]
+    cols = [c for c in ("clock_events_before", "clock_events_during", "clock_events_after") if c in rows]
     if rows.empty or not cols or rows[cols].isna().all().all():
         return []
     out = []
     for _, r in rows.iterrows():
         hit = sorted({e for c in cols for e in throttle_reasons(r[c])})
         if hit:
-            after = r.get("sm_clock_after_mhz")
-            mhz = f", SM {float(after):.0f} MHz after" if isinstance(after, numbers.Real) and pd.notna(after) else ""
+            mhz = "".join(f", SM {float(v):.0f} MHz {when}" for when in ("during", "after")
+                          if isinstance(v := r.get(f"sm_clock_{when}_mhz"), numbers.Real) and pd.notna(v))
             out.append(f"throttled: {r['m']} round {r['rnd']} {_row_label(r)} ({'+'.join(hit)}{mhz})")
     return out + [f"rows timed while the clock was held down: {len(out)} of {len(rows)}"]
 
@@ -294,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             points = [parse_point(s) for s in a.point]
             rows = run(a.label, a.round, a.out_csv, points, a.query_copy)
             return 1 if (rows["error"] != "").any() else 0
-        print(table([pd.read_csv(f, dtype={"m": str, "error": str, "sha": str}) for f in a.csv], a.base))
+        print(table([read_rows(f) for f in a.csv], a.base))
     except (ValueError, FileNotFoundError) as e:
         print(f"bench.ab: {e}", file=sys.stderr)
         return 2

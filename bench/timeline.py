@@ -26,6 +26,7 @@ repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of
 * ``sm_tail``: over the SMs that ran two or more working CTAs (by ``%smid``), the median time between an SM's last two
   CTA exits, i.e. how long it ran its last CTA alone (at a one-wave point two CTAs an SM do not finish together:
   bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only;
+* ``loop_kcyc``: the loop's median in thousands of SM cycles (its us at the call's clock);
 * ``SM MHz``: the call's SM clock under load, ``clock64`` cycles over ``%globaltimer`` ns (the median over its CTAs;
   NVML's reading before and after a timing misses a clock held down by the power cap only while the kernels run:
   bench/NOTES.md §96).
@@ -245,16 +246,18 @@ def record_file(pp: ProbePoint) -> str:
 
 def format_calls(title: str, timelines: list[CallTimeline]) -> str:
     """The table ``python -m bench.timeline`` prints for one point: a heading line (``title``, then the units), then
-    one row a call: CTAs, each phase's median (us), span, gap, sm_tail (us), the 1-CTA SMs and the SM clock in MHz
-    (``CallTimeline.ghz``: ``clock64`` cycles per ``%globaltimer`` ns over the call's CTAs, the clock under load)."""
+    one row a call: CTAs, each phase's median (us), span, gap, sm_tail (us), the 1-CTA SMs, the SM clock in MHz
+    (``CallTimeline.ghz``: ``clock64`` cycles per ``%globaltimer`` ns over the call's CTAs, the clock under load) and
+    the loop's median in thousands of SM cycles (``loop_kcyc``: comparable across clocks and GPUs of one die)."""
     lines = [f"{title}, us, medians over the working CTAs:",
              "  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span          gap     sm_tail"
-             "  1-CTA SMs  SM MHz"]
+             "  1-CTA SMs  SM MHz  loop_kcyc"]
     for i, t in enumerate(timelines):
         gap = f"{t.gap_us:11.2f}" if t.gap_us is not None else " " * 11
         tail = f"{t.sm_tail_us:10.2f}" if t.sm_tail_us is not None else " " * 10
         lines.append(f"  {i:4d} {t.ctas:5d}  " + "  ".join(f"{t.phases[p]:10.2f}" for p in PHASES)
-                     + f"  {t.span_us:10.2f}  {gap}  {tail}  {t.one_cta_sms:9d}  {t.ghz * 1e3:6.0f}")
+                     + f"  {t.span_us:10.2f}  {gap}  {tail}  {t.one_cta_sms:9d}  {t.ghz * 1e3:6.0f}"
+                     + f"  {t.phases['loop'] * t.ghz:9.2f}")
     return "\n".join(lines)
 
 

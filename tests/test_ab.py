@@ -119,3 +119,24 @@ def test_table_says_nothing_of_clocks_where_no_row_has_readings():
     assert "held down" not in ab.table([_rows("a", 0, 4.0), _rows("b", 0, 3.0)])
     empty = dict(sm_clock_before_mhz=None, sm_clock_after_mhz=None, clock_events_before=None, clock_events_after=None)
     assert "held down" not in ab.table([_rows("a", 0, 4.0).assign(**empty), _rows("b", 0, 3.0).assign(**empty)])
+
+
+def test_table_gives_the_clock_during_the_timed_calls(tmp_path, capsys):
+    # session 52's columns: the median NVML clock of the samples taken while the timed calls ran, per label over its
+    # rounds; a power cap seen only during the calls is a throttled row too
+    clock = dict(sm_clock_before_mhz=1980, clock_events_before="none", sm_clock_after_mhz=1980,
+                 clock_events_after="none")
+    rows = [_rows("t", 0, 46.0).assign(**clock, sm_clock_during_mhz=1755, clock_events_during="sw_power_cap"),
+            _rows("t", 1, 46.2).assign(**clock, sm_clock_during_mhz=1770, clock_events_during="sw_power_cap"),
+            _rows("l", 0, 41.0).assign(**clock, sm_clock_during_mhz=1980, clock_events_during="none")]
+    text = ab.table(rows)
+    assert "SM clock during the timed calls" in text
+    line = next(x for x in text.splitlines() if x.lstrip().startswith("2 ") and "1755" in x)
+    assert "1755-1770" in line and "1980-1980" in line
+    assert "throttled: t round 0 2x1x16 (sw_power_cap, SM 1755 MHz during, SM 1980 MHz after)" in text
+    assert "rows timed while the clock was held down: 2 of 3" in text
+    # rows without the columns (before session 52) print no such table
+    assert "during the timed calls" not in ab.table([_rows("a", 0, 4.0).assign(**clock)])
+    f = tmp_path / "t.csv"
+    pd.concat(rows).to_csv(f, index=False)
+    assert ab.main(["table", str(f)]) == 0 and "1755-1770" in capsys.readouterr().out

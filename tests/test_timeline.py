@@ -164,7 +164,7 @@ def test_records_from_a_saved_file_print_the_table_with_the_clock(tmp_path, caps
     assert out.startswith("timeline-2x8x32768.npy, us, medians over the working CTAs:")
     assert "SM MHz" in out
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
-    assert [r[0] for r in rows] == ["0", "1"] and all(r[-1] == "1750" for r in rows)
+    assert [r[0] for r in rows] == ["0", "1"] and all(r[-2] == "1750" and r[-1] == "17.50" for r in rows)
     assert float(rows[0][5]) == pytest.approx(10.0, abs=0.01)  # the loop column, us at the records' own clock
 
 

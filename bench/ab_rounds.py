@@ -1,0 +1,220 @@
+"""A whole A/B probe in one command: build kernel variants side by side, then time them in alternated rounds.
+
+Every session's kernel experiment (bench/NOTES.md) runs the same loop on the GPU machine: build each variant's
+extension at once, then ``python -m bench.ab run`` one process per (variant, round) in an order such as ``t l l t t l``
+(a drift of the GPU's clock over the call falls on both), within the call's time, then ``python -m bench.ab table``.
+Sessions 49-51 wrote that loop into each probe script; this module is the loop:
+
+    python -m bench.ab_rounds OUT_DIR --variant t:FOSCAR_ONLY_HEAD_DIM=128 \\
+        --variant l:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_L2_ONLY=1 --order "t l l t t l" \\
+        --point 2x8x32768 --point 2x32x8192 [--limit-s 300] [--query-copy]
+
+A variant is ``NAME:DEFINES[@CSRC]``, as ``scripts/gpu_ab.sh`` reads ``FOSCAR_AB``: DEFINES comma-separated ``-D``
+knobs of the kernel header (``FOSCAR_NVCC_DEFINES``), CSRC another source directory (``FOSCAR_CSRC``). The first
+variant is the table's base. Written under OUT_DIR: ``build-NAME.log``, ``ab-NAME-R.csv`` and ``.log`` per round
+(:func:`bench.ab.run`'s rows), and ``ab-table.txt`` (:func:`bench.ab.table`, also printed). A variant whose build
+fails is left out of the rounds; a round that fails keeps its rows and log, and the rounds go on; rounds stop when
+fewer than ``--round-s`` seconds are left of ``--limit-s`` (counted from the start of this command, builds included).
+Exit status 0 when every build and round ran, 1 otherwise, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench.ab import parse_point
+
+BUILD = "from foscar.kernels import decode_cuda as d; print(d.extension().__name__)"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One build: its label, ``-D`` knobs (``FOSCAR_NVCC_DEFINES``, space-separated there) and source directory
+    (``FOSCAR_CSRC``; empty: this tree's)."""
+
+    name: str
+    defines: tuple[str, ...] = ()
+    csrc: str = ""
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) with this variant's two variables set."""
+        env = dict(os.environ if base is None else base)
+        env["FOSCAR_NVCC_DEFINES"] = " ".join(self.defines)
+        env["FOSCAR_CSRC"] = self.csrc
+        return env
+
+
+def parse_variant(text: str) -> Variant:
+    """``NAME:DEFINES[@CSRC]``, e.g. ``t:``, ``l:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_L2_ONLY=1``, ``old:@old/csrc``.
+
+    Raises:
+        ValueError: no ``:``, an empty name or one other than letters, digits, ``-`` and ``_`` (it names files), or
+            an empty define between commas.
+    """
+    name, sep, rest = text.partition(":")
+    if not sep:
+        raise ValueError(f"variant {text!r}: expected NAME:DEFINES[@CSRC], e.g. l:FOSCAR_L2_ONLY=1 or base:")
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ValueError(f"variant {text!r}: the name must be letters, digits, '-' or '_' (it names the CSV files)")
+    defines, _, csrc = rest.partition("@")
+    parts = tuple(defines.split(",")) if defines else ()
+    if any(not d.strip() for d in parts):
+        raise ValueError(f"variant {text!r}: an empty define between commas")
+    return Variant(name, tuple(d.strip() for d in parts), csrc)
+
+
+def parse_order(text: str, names: list[str]) -> list[str]:
+    """The rounds' order, labels separated by spaces or commas (``"t l l t t l"``).
+
+    Raises:
+        ValueError: empty, or a label that is not a variant's name (the names are listed).
+    """
+    order = text.replace(",", " ").split()
+    if not order:
+        raise ValueError("--order: no labels")
+    unknown = sorted(set(order) - set(names))
+    if unknown:
+        raise ValueError(f"--order: {', '.join(unknown)} not among the variants {', '.join(names)}")
+    return order
+
+
+def rounds(order: list[str]) -> list[tuple[str, int]]:
+    """``(label, round)`` for each entry of ``order``, a label's rounds numbered from 0 in order of appearance."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in order:
+        out.append((label, seen.get(label, 0)))
+        seen[label] = seen.get(label, 0) + 1
+    return out
+
+
+Runner = Callable[..., subprocess.CompletedProcess]
+
+
+def build_all(variants: list[Variant], out: Path, run: Runner | None = None, jobs: int | None = None) -> list[str]:
+    """Build (or load) every variant's extension at once, ``MAX_JOBS`` shared (``jobs`` in all, default the CPU
+    count); each build's output in ``out/build-NAME.log``. Returns the names whose build failed."""
+    run = run or subprocess.run
+    jobs_each = max(1, (jobs or os.cpu_count() or 1) // len(variants))
+
+    def one(v: Variant) -> bool:
+        with open(out / f"build-{v.name}.log", "w") as log:
+            env = v.env() | {"MAX_JOBS": str(jobs_each)}
+            return run([sys.executable, "-c", BUILD], env=env, stdout=log, stderr=subprocess.STDOUT).returncode == 0
+
+    with ThreadPoolExecutor(len(variants)) as pool:
+        ok = list(pool.map(one, variants))
+    return [v.name for v, good in zip(variants, ok) if not good]
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """One ``(label, round)``: ``status`` is the exit status of ``bench.ab run``, ``"timeout"``, or ``"not run"``
+    (too little time left); ``seconds`` its wall time."""
+
+    label: str
+    rnd: int
+    status: int | str
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    def line(self) -> str:
+        if self.status == "not run":
+            return f"{self.label} round {self.rnd}: not run (too little of --limit-s left)"
+        return f"{self.label} round {self.rnd}: rc={self.status} in {self.seconds:.0f} s"
+
+
+def run_rounds(variants: list[Variant], order: list[str], points: list[str], out: Path, *, limit_s: float,
+               round_s: float, query_copy: bool = False, run: Runner | None = None,
+               clock: Callable[[], float] = time.monotonic, start: float | None = None) -> list[RoundResult]:
+    """``python -m bench.ab run`` for each ``(label, round)`` of ``order`` in turn, with the label's environment, each
+    under a timeout of what is left of ``limit_s`` (from ``start``, default now) less 10 s; a round is not started
+    with fewer than ``round_s`` seconds left. Returns one :class:`RoundResult` per entry of ``order``."""
+    run = run or subprocess.run
+    by_name = {v.name: v for v in variants}
+    start = clock() if start is None else start
+    results = []
+    for label, rnd in rounds(order):
+        left = limit_s - (clock() - start)
+        if left < round_s:
+            results.append(RoundResult(label, rnd, "not run"))
+            continue
+        cmd = [sys.executable, "-m", "bench.ab", "run", label, str(rnd), str(out / f"ab-{label}-{rnd}.csv")]
+        cmd += [a for p in points for a in ("--point", p)] + (["--query-copy"] if query_copy else [])
+        t0 = clock()
+        with open(out / f"ab-{label}-{rnd}.log", "w") as log:
+            try:
+                status: int | str = run(cmd, env=by_name[label].env(), stdout=log, stderr=subprocess.STDOUT,
+                                        timeout=max(1.0, left - 10)).returncode
+            except subprocess.TimeoutExpired:
+                status = "timeout"
+        results.append(RoundResult(label, rnd, status, clock() - t0))
+    return results
+
+
+def write_table(out: Path, base: str) -> tuple[str, bool]:
+    """:func:`bench.ab.table` of every ``ab-*-*.csv`` under ``out`` (base ``base``), written to ``out/ab-table.txt``;
+    ``(text, ok)``, ``ok`` False where there are no rows or the table cannot be made (the reason is the text)."""
+    from bench.ab import read_rows, table
+
+    csvs = sorted(out.glob("ab-*-*.csv"))
+    try:
+        text, ok = table([read_rows(f) for f in csvs], base), True
+    except ValueError as e:  # no rows, or the base has none that ran
+        text, ok = f"no table: {e}", False
+    (out / "ab-table.txt").write_text(text + "\n")
+    return text, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.ab_rounds", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--variant", action="append", required=True, help="NAME:DEFINES[@CSRC] (repeat; the first is "
+                    "the base)")
+    ap.add_argument("--order", required=True, help='the rounds, e.g. "t l l t t l"')
+    ap.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]")
+    ap.add_argument("--limit-s", type=float, default=480.0, help="seconds for the whole command, builds included "
+                    "(default 480)")
+    ap.add_argument("--round-s", type=float, default=30.0, help="start no round with fewer seconds left (default 30)")
+    ap.add_argument("--query-copy", action="store_true", help="bench.ab run's --query-copy")
+    a = ap.parse_args(argv)
+    start = time.monotonic()
+    try:
+        variants = [parse_variant(v) for v in a.variant]
+        names = [v.name for v in variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"--variant: names must differ, got {', '.join(names)}")
+        order = parse_order(a.order, names)
+        for p in a.point:
+            parse_point(p)  # a bad point fails here, not in every round
+    except ValueError as e:
+        print(f"bench.ab_rounds: {e}", file=sys.stderr)
+        return 2
+    a.out_dir.mkdir(parents=True, exist_ok=True)
+    failed = build_all(variants, a.out_dir)
+    print(f"built {len(variants) - len(failed)} of {len(variants)} variants in {time.monotonic() - start:.0f} s"
+          + (f"; failed: {', '.join(failed)} (see build-NAME.log)" if failed else ""), flush=True)
+    built = [n for n in names if n not in failed]
+    if not built:
+        return 1
+    results = run_rounds([v for v in variants if v.name in built], [x for x in order if x in built], a.point,
+                         a.out_dir, limit_s=a.limit_s, round_s=a.round_s, query_copy=a.query_copy, start=start)
+    print("\n".join(r.line() for r in results), flush=True)
+    text, ok = write_table(a.out_dir, built[0])
+    print(text)
+    return 0 if not failed and all(r.ok for r in results) and ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
