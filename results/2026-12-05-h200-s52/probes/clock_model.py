@@ -89,3 +89,19 @@ for f in sorted(glob.glob("results/*h200*/probes/**/*details*.csv", recursive=Tr
         if "folded_decode_kernel" in kernel and "SM Frequency" in v:
             print(f"  {v['SM Frequency']} GHz, {v['Duration']:>7} us, grid {grid:12s} {kernel.split('(')[0][5:]:42s} "
                   f"{f.split('/', 1)[1]}")
+
+# a CTA alone on its SM against one that shares its SM with a second CTA: the loop's median in thousands of SM cycles
+# (clk_loop_end - clk_loop), working CTAs of the one-wave points (124 SMs hold two, 8 hold one)
+print("\nLoop cycles (k) of a CTA alone on its SM / sharing it with one other, per profiled call (H200 records above)")
+for sess, (tgz, prefix) in TL.items():
+    for name, data in sorted(members(tgz, prefix, ".npy").items()):
+        records = np.load(io.BytesIO(data)).astype(np.int64)
+        for i, p in enumerate(split_calls(records, calls_in(records))):
+            w = p[((p[:, 8] >> 40) & 0xFFFF) > 0]
+            sm = w[:, 8] & 0xFF
+            per_sm = pd.Series(sm).map(pd.Series(sm).value_counts()).to_numpy()
+            loop = (w[:, 6] - w[:, 4]) / 1e3
+            if (per_sm == 1).any() and (per_sm == 2).any():
+                one, two = np.median(loop[per_sm == 1]), np.median(loop[per_sm == 2])
+                print(f"  {sess} {name} call {i}: alone {one:.1f} ({(per_sm == 1).sum()} CTAs), sharing {two:.1f} "
+                      f"({(per_sm == 2).sum()}): {one / two:.3f}")
