@@ -15,7 +15,8 @@ variant is the table's base. Written under OUT_DIR: ``build-NAME.log``, ``ab-NAM
 (:func:`bench.ab.run`'s rows), and ``ab-table.txt`` (:func:`bench.ab.table`, also printed). A variant whose build
 fails is left out of the rounds; a round that fails keeps its rows and log, and the rounds go on; rounds stop when
 fewer than ``--round-s`` seconds are left of ``--limit-s`` (counted from the start of this command, builds included).
-Exit status 0 when every build and round ran, 1 otherwise, 2 for bad arguments.
+OUT_DIR must not hold an earlier run's ``ab-*.csv`` (they would enter the table). Exit status 0 when every build and
+round ran, 1 otherwise, 2 for bad arguments (checked before any build).
 """
 
 from __future__ import annotations
@@ -179,9 +180,10 @@ def write_table(out: Path, base: str) -> tuple[str, bool]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.ab_rounds", description=__doc__.split("\n\n")[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--variant", action="append", required=True, help="NAME:DEFINES[@CSRC] (repeat; the first is "
-                    "the base)")
+    ap.add_argument("out_dir", type=Path, help="a folder for the logs, each round's CSV and the table (new, or "
+                    "without ab-*.csv: earlier rounds would enter the table)")
+    ap.add_argument("--variant", action="append", required=True, help="NAME:DEFINES[@CSRC], DEFINES comma-separated "
+                    "(repeat; the first is the base)")
     ap.add_argument("--order", required=True, help='the rounds, e.g. "t l l t t l"')
     ap.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]")
     ap.add_argument("--limit-s", type=float, default=480.0, help="seconds for the whole command, builds included "
@@ -198,6 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         order = parse_order(a.order, names)
         for p in a.point:
             parse_point(p)  # a bad point fails here, not in every round
+        if not 0 < a.round_s <= a.limit_s:
+            raise ValueError(f"--round-s {a.round_s:g} and --limit-s {a.limit_s:g}: expected 0 < round-s <= limit-s "
+                             "(no round could run)")
+        stale = sorted(f.name for f in a.out_dir.glob("ab-*.csv")) if a.out_dir.is_dir() else []
+        if stale:
+            raise ValueError(f"{a.out_dir} already holds {', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''} "
+                             "from earlier rounds, which would enter the table: use a new folder")
     except ValueError as e:
         print(f"bench.ab_rounds: {e}", file=sys.stderr)
         return 2

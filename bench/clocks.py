@@ -13,12 +13,13 @@ is below its maximum), once just before and once just after. The readings go int
   ``pynvml``, an NVML error);
 * ``clock_note``: empty, or why the row's time may be off (:func:`add_clock_notes`);
 * ``sm_clock_during_mhz``, ``clock_events_during``: what a :class:`ClockSampler` read every
-  :data:`SAMPLE_INTERVAL_S` while the row's timed calls ran (the median SM clock of its
-  samples; every reason any sample saw). The readings before and after miss a clock held
-  down only while the kernels run: on the H200 NVML read 1980 MHz around INT2's one-wave
-  rows, which ran at 1.7-1.8 GHz by the kernel's own ``clock64`` / ``%globaltimer`` and by
-  ncu (bench/NOTES.md §96). These two columns are information: no note is made from them
-  (the notes, and so ``foscar compare``'s ``ambiguous``, keep the readings before and after).
+  :data:`SAMPLE_INTERVAL_S` while the row's timed graph replays ran (the median SM clock of
+  its samples; every reason any sample saw; empty on the eager and CPU fallbacks). The
+  readings before and after can miss a clock held down only while the kernels run: on the
+  H200, sessions 42 and 45 read 1980 MHz before and after INT2's one-wave rows, which ran at
+  1.7-1.8 GHz by the kernel's own ``clock64`` / ``%globaltimer`` and by ncu (bench/NOTES.md
+  §96). These two columns are information: no note is made from them (the notes, and so
+  ``foscar compare``'s ``ambiguous``, keep the readings before and after).
 
 A row gets a note when (a) a throttling reason (:data:`THROTTLE_REASONS`: power cap,
 thermal or hardware slowdown, power brake) was set before or after its timing, or
@@ -45,7 +46,7 @@ import pandas as pd
 
 CLOCK_COLUMNS = ["sm_clock_before_mhz", "sm_clock_after_mhz", "clock_events_before", "clock_events_after",
                  "clock_note", "sm_clock_during_mhz", "clock_events_during"]  # fmt: skip
-SAMPLE_INTERVAL_S = 0.005  # a ClockSampler's pause between readings (a row's timed replays last ~150 ms)
+SAMPLE_INTERVAL_S = 0.02  # a ClockSampler's pause between readings (a row's 15 timed replays last ~150 ms)
 CLOCK_DROP = 0.05  # an SM clock this far below the run's median gets a note
 
 # NVML clock event reason bits (nvml.h: nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*)
@@ -137,11 +138,13 @@ class ClockReader:
 
 class ClockSampler:
     """Reads a :class:`ClockReader` every ``interval_s`` seconds on a thread while its ``with`` block runs (the
-    timed calls: :func:`bench.timing.time_fn`'s ``during``); :attr:`readings` holds what it read (failed reads
-    left out), at least one reading each at the block's start and end. Reads only, never sets.
+    timed graph replays: :func:`bench.timing.time_fn`'s ``during``); :attr:`readings` holds what it read (failed
+    reads left out), one reading each at the block's start and end and those between. Reads only, never sets.
 
-    NVML calls release the GIL, and the timed replays are CUDA graphs timed by CUDA events on the GPU, so the
-    thread does not enter the times.
+    Each replay is timed by CUDA events around one graph launch, and the main thread waits for it with the GIL
+    released, so the thread's few tens of us of Python every ``interval_s`` can delay a replay's launch after its
+    start event only where the two coincide: at most that much on one of the 15 replays, whose median is taken. Not
+    yet checked on a GPU with the sampler on and off (an A/A).
     """
 
     def __init__(self, reader: ClockReader, interval_s: float = SAMPLE_INTERVAL_S) -> None:

@@ -26,10 +26,12 @@ repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of
 * ``sm_tail``: over the SMs that ran two or more working CTAs (by ``%smid``), the median time between an SM's last two
   CTA exits, i.e. how long it ran its last CTA alone (at a one-wave point two CTAs an SM do not finish together:
   bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only;
-* ``loop_kcyc``: the loop's median in thousands of SM cycles (its us at the call's clock);
-* ``SM MHz``: the call's SM clock under load, ``clock64`` cycles over ``%globaltimer`` ns (the median over its CTAs;
-  NVML's reading before and after a timing misses a clock held down by the power cap only while the kernels run:
-  bench/NOTES.md §96).
+* ``SM MHz``: the call's SM clock under load, ``clock64`` cycles over ``%globaltimer`` ns (the median over its
+  working CTAs of 1 us or more; NVML's readings before and after a timing can miss a clock held down only while the
+  kernels run: bench/NOTES.md §96);
+* ``loop_kcyc``: the loop's median in thousands of SM cycles (its us at the call's clock). Between calls of different
+  clocks, a loop held by the SMs' cycles keeps its ``loop_kcyc`` and a loop held by something on its own clock (the
+  memory) keeps its us: §96 found the latter on the H200.
 
 ``python -m bench.timeline --records DIR/timeline-2x8x32768.npy`` prints the same table from records saved with
 ``--save``, on any machine.
@@ -62,6 +64,7 @@ MAX_CALLS = 8  # decodes in the profiled graph (one record a CTA each)
 # them, so that the calls after the first show back-to-back decodes, as the bench times them (bench/NOTES.md §88: a
 # one-call profile of INT2 64 x 32K spanned 1.32x the bench's time)
 MIN_CALLS = 3
+CLOCK_MIN_NS = 1000  # a CTA's clock64 / %globaltimer ratio counts toward its call's clock from this duration up
 DEFINE = "FOSCAR_TIMELINE=1"
 
 
@@ -71,7 +74,7 @@ class CallTimeline:
 
     ctas: int
     working: int
-    ghz: float  # clock64 cycles per globaltimer ns over the call's CTAs
+    ghz: float  # clock64 cycles per globaltimer ns, the median over the call's working CTAs of >= 1 us
     phases: dict[str, float]
     span_us: float
     gap_us: float | None  # None for the last call
@@ -142,7 +145,12 @@ def summarize_call(rec: np.ndarray, next_rec: np.ndarray | None = None) -> CallT
         raise ValueError("no CTA of this call has work (empty sequences?)")
     dur_ns = (rec[:, 1] - rec[:, 0]).astype(float)
     dur_cyc = (rec[:, 7] - rec[:, 2]).astype(float)
-    ok = dur_ns > 0
+    # the clock from the working CTAs that ran at least CLOCK_MIN_NS: an empty or sub-us CTA's ratio reads low (the
+    # stamps' own gap and %globaltimer's steps weigh on a short interval; at INT2 64 x 8K, where half the grid is
+    # empty, all CTAs gave 1671 MHz against the working CTAs' 1747, bench/NOTES.md §96)
+    ok = work & (dur_ns >= CLOCK_MIN_NS)
+    if not ok.any():
+        ok = dur_ns > 0
     ghz = float(np.median(dur_cyc[ok] / dur_ns[ok])) if ok.any() else float("nan")
     w = rec[work]
 
@@ -247,9 +255,10 @@ def record_file(pp: ProbePoint) -> str:
 def format_calls(title: str, timelines: list[CallTimeline]) -> str:
     """The table ``python -m bench.timeline`` prints for one point: a heading line (``title``, then the units), then
     one row a call: CTAs, each phase's median (us), span, gap, sm_tail (us), the 1-CTA SMs, the SM clock in MHz
-    (``CallTimeline.ghz``: ``clock64`` cycles per ``%globaltimer`` ns over the call's CTAs, the clock under load) and
-    the loop's median in thousands of SM cycles (``loop_kcyc``: comparable across clocks and GPUs of one die)."""
-    lines = [f"{title}, us, medians over the working CTAs:",
+    (``CallTimeline.ghz``: ``clock64`` cycles per ``%globaltimer`` ns over the call's working CTAs, the clock under
+    load) and the loop's median in thousands of SM cycles (``loop_kcyc``; whether a loop's time follows its cycles or
+    the wall clock is what comparing calls of different clocks tells, bench/NOTES.md §96)."""
+    lines = [f"{title}: medians over the working CTAs, us (SM MHz: MHz; loop_kcyc: thousands of SM cycles):",
              "  call  CTAs  " + "  ".join(f"{p:>10}" for p in PHASES) + "        span          gap     sm_tail"
              "  1-CTA SMs  SM MHz  loop_kcyc"]
     for i, t in enumerate(timelines):
@@ -263,17 +272,24 @@ def format_calls(title: str, timelines: list[CallTimeline]) -> str:
 
 def read_records(paths: list[str]) -> int:
     """``--records``: the table of each saved ``--save`` file (``timeline-POINT.npy``), on the CPU; the number of
-    calls from the records themselves (:func:`calls_in`). Returns the exit status: 2 where a file is missing or is not
-    a record array of this layout (records of sessions before the epilogue's cuts have 10 fields, not 13)."""
+    calls from the records themselves (:func:`calls_in`). A file that cannot be read is named with the reason on
+    stderr and the others still print. Returns the exit status: 2 where a file is missing, is not one ``.npy`` array
+    (an archive of them is to be extracted first) or is not a record array of this layout (records written before
+    session 31's epilogue stamps have 10 fields, not 13)."""
+    status = 0
     for path in paths:
         try:
-            records = np.load(path)
+            records = np.load(path, allow_pickle=False)
+            if not isinstance(records, np.ndarray):
+                raise ValueError("not one .npy array (an .npz archive?): pass the timeline-POINT.npy files")
             timelines = summarize(records, calls_in(records))
-        except (OSError, ValueError) as e:
-            print(f"bench.timeline: {path}: {e}", file=sys.stderr)
-            return 2
+        except Exception as e:  # reported per file; the rest still print
+            hint = " (a .tgz of records? extract it and pass its .npy files)" if "pickle" in str(e) else ""
+            print(f"bench.timeline: {path}: {e}{hint}", file=sys.stderr)
+            status = 2
+            continue
         print(format_calls(os.path.basename(path), timelines))
-    return 0
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,8 +201,8 @@ def time_fn(
     :func:`time_gpu` (do_bench with L2 flush) on ``fns[0]``. Otherwise perf_counter.
     ``sustain_s`` (``foscar bench --sustain-s``): that many seconds of untimed calls right before the timed ones
     (:func:`time_graph`'s replays; eager calls, synchronized, on the do_bench fallback and the CPU), then
-    ``on_sustained()``. ``during``: a context manager entered for the timed calls only (graph replays; the whole
-    do_bench or CPU timing on the fallbacks), as the harness's clock sampler.
+    ``on_sustained()``. ``during``: a context manager entered for :func:`time_graph`'s timed replays only (the
+    harness's clock sampler, a thread); not on the fallbacks, whose eager launches or CPU timing a thread could delay.
     """
     if device_type == "cuda":
         try:
@@ -212,8 +212,6 @@ def time_fn(
 
             torch.cuda.synchronize()
             sustain(fns, sustain_s, torch.cuda.synchronize, on_sustained)
-            with during if during is not None else contextlib.nullcontext():
-                return time_gpu(fns[0], warmup_ms, rep_ms)
+            return time_gpu(fns[0], warmup_ms, rep_ms)
     sustain(fns, sustain_s, on_sustained=on_sustained)
-    with during if during is not None else contextlib.nullcontext():
-        return time_cpu(fns[0], cpu_reps)
+    return time_cpu(fns[0], cpu_reps)

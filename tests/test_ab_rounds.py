@@ -122,9 +122,19 @@ def test_main_leaves_out_a_variant_whose_build_failed(tmp_path, monkeypatch, cap
     (["--variant", "t:", "--order", "t l", "--point", "2x8x32768"], "l not among the variants t"),
     (["--variant", "t:", "--order", "t", "--point", "3x8x32768"], "bits 3, expected 2 or 4"),
     (["--variant", "t", "--order", "t", "--point", "2x8x32768"], "expected NAME:DEFINES"),
+    (["--variant", "t:", "--order", "t", "--point", "2x8x32768", "--limit-s", "-5"], "expected 0 < round-s <= limit-s"),
+    (["--variant", "t:", "--order", "t", "--point", "2x8x32768", "--limit-s", "20"], "expected 0 < round-s <= limit-s"),
 ])
 def test_main_refuses_bad_arguments_before_any_build(tmp_path, monkeypatch, capsys, args, words):
     fake = FakeRun({"t": 1.0})
     monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
     assert ab_rounds.main([str(tmp_path / "o"), *args]) == 2
     assert words in capsys.readouterr().err and fake.calls == [] and not (tmp_path / "o").exists()
+
+
+def test_main_refuses_a_folder_with_earlier_rounds(tmp_path, monkeypatch, capsys):
+    fake = FakeRun({"t": 1.0})
+    monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
+    (tmp_path / "ab-old-0.csv").write_text("m\n")
+    assert ab_rounds.main([str(tmp_path), "--variant", "t:", "--order", "t", "--point", "2x8x32768"]) == 2
+    assert "already holds ab-old-0.csv" in capsys.readouterr().err and fake.calls == []

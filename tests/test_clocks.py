@@ -289,25 +289,26 @@ def test_sampler_reads_while_its_block_runs_and_summarizes():
 
 
 def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
-    # a real ClockReader over a fake NVML: the sampler runs inside the timing only (bench.timing.time_fn's during);
-    # its columns are information, no note is made from them
+    # a real ClockReader over a fake NVML; the sweep hands its sampler to time_fn as `during`, which the graph path
+    # enters around its timed replays (here a stand-in time_fn does, on the CPU); the columns are information, no note
+    import time
+
+    import bench.sweep as sweep_mod
+    from bench.timing import time_cpu
+
     cfg = BenchConfig(num_qo_heads=2, num_kv_heads=1, head_dim=64, page_size=16, batch=[1], context=[16], bits=[2],
                       group_size=32, kernels=["quant"], cpu_reps=1)  # fmt: skip
     fake = FakeNvml()
     fake.sm, fake.mask = 1980, 0
 
-    def slow_cpu_timing(fn, reps):  # the sampler's window: the clock drops only while this runs
-        import time
-
-        fake.sm, fake.mask = 1760, 0x004
-        time.sleep(0.03)
+    def graph_like_time_fn(fns, device_type, *, during=None, cpu_reps=1, **kw):
+        fake.sm, fake.mask = 1760, 0x004  # held down only while the timed calls run
+        with during:
+            time.sleep(0.1)
         fake.sm, fake.mask = 1980, 0
-        return real_time_cpu(fn, reps)
+        return time_cpu(fns[0], cpu_reps)
 
-    import bench.timing as timing
-
-    real_time_cpu = timing.time_cpu
-    monkeypatch.setattr(timing, "time_cpu", slow_cpu_timing)
+    monkeypatch.setattr(sweep_mod, "time_fn", graph_like_time_fn)
     sweep = Sweep(cfg, [_exact("quant", True)], torch.device("cpu"), None, tmp_path / "results.csv", None,
                   clocks=ClockReader(fake, "handle"))  # fmt: skip
     df = run_sweep(sweep)
@@ -317,3 +318,20 @@ def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
     assert pd.isna(row["clock_note"])
     back = pd.read_csv(tmp_path / "results.csv")
     assert back["sm_clock_during_mhz"].iloc[0] == 1760
+
+
+def test_time_fn_enters_during_on_the_graph_path_only():
+    # the CPU (and the eager do_bench fallback) time without the sampler: a thread could delay their launches
+    from bench.timing import time_fn
+
+    entered = []
+
+    class Probe:
+        def __enter__(self):
+            entered.append(1)
+
+        def __exit__(self, *exc):
+            pass
+
+    t = time_fn([lambda: None], "cpu", warmup_ms=1, rep_ms=1, cpu_reps=2, during=Probe())
+    assert t.median_us >= 0 and entered == []

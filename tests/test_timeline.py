@@ -161,17 +161,33 @@ def test_records_from_a_saved_file_print_the_table_with_the_clock(tmp_path, caps
     np.save(f, rec)
     assert timeline.main(["--records", str(f)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("timeline-2x8x32768.npy, us, medians over the working CTAs:")
+    assert out.startswith("timeline-2x8x32768.npy: medians over the working CTAs, us (SM MHz: MHz; loop_kcyc:")
     assert "SM MHz" in out
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [r[0] for r in rows] == ["0", "1"] and all(r[-2] == "1750" and r[-1] == "17.50" for r in rows)
     assert float(rows[0][5]) == pytest.approx(10.0, abs=0.01)  # the loop column, us at the records' own clock
 
 
-def test_records_refuses_a_missing_file_and_an_old_layout(tmp_path, capsys):
+def test_records_refuses_a_missing_file_an_old_layout_and_an_archive_and_goes_on(tmp_path, capsys):
     assert timeline.main(["--records", str(tmp_path / "none.npy")]) == 2
     assert "none.npy" in capsys.readouterr().err
     old = tmp_path / "old.npy"
     np.save(old, np.zeros((4, 10), dtype=np.int64))  # session 28's records: 10 fields
     assert timeline.main(["--records", str(old)]) == 2
     assert r"expected [n, 13]" in capsys.readouterr().err
+    npz = tmp_path / "x.npz"
+    np.savez(npz, a=np.zeros(3))
+    good = tmp_path / "timeline-2x1x16.npy"
+    np.save(good, np.array([_record(1000, 0.4, 0.7, 0.2, 5.0, 0.9, iters=1, block=b) for b in range(2)],
+                           dtype=np.int64))
+    assert timeline.main(["--records", str(npz), "--records", str(good)]) == 2  # the good file still prints
+    captured = capsys.readouterr()
+    assert "x.npz: not one .npy array" in captured.err and captured.out.startswith("timeline-2x1x16.npy")
+
+
+def test_the_clock_comes_from_working_ctas_of_a_microsecond_or_more():
+    # 4 working CTAs at 1.75 GHz; 6 empty sub-us CTAs whose stamps read a lower ratio: they do not count
+    work = [_record(1000, 0.4, 0.7, 0.2, 10.0, 0.9, iters=8, ghz=1.75, block=b) for b in range(4)]
+    empty = [_record(1000, 0.1, 0.0, 0.0, 0.0, 0.3, iters=0, ghz=1.2, block=4 + b) for b in range(6)]
+    t = timeline.summarize_call(np.array(work + empty, dtype=np.int64))
+    assert t.ghz == pytest.approx(1.75, rel=1e-3) and t.phases["loop"] == pytest.approx(10.0, abs=2e-3)

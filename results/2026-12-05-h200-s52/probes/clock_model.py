@@ -8,8 +8,11 @@ clock_model.py`; output in clock_model.txt beside it):
   profiling build's records of sessions 43 (`results/2026-12-04-h200-s43/probes/call1/c1.tgz`) and 48 (skew 0, the
   default order: `results/2026-12-05-h200-s48/probes/call2/tl.tgz`);
 - the H200's bench times of the default build: sessions 42, 45, 46 (two runs), with their NVML clocks before and after.
-Prints per point: the step at 1980 MHz, the clocks under load, the step's time at them (x 1980 / MHz), the bench's
-times and the time that 85% of each run's ceiling allows.
+Prints per point: the step at 1980 MHz, each profiled call's clock under load and loop (us and thousands of cycles),
+the step's time at those clocks (x 1980 / MHz), how the loop's time moves with the clock over the calls (the slope of
+log us on log MHz: -1 where the SM's cycles hold the loop, 0 where something on its own clock does), the bench's times
+and the time that 85% of each run's ceiling allows; then every ncu page's SM frequency, and the loop cycles of a CTA
+alone on its SM against one sharing it.
 """
 
 import glob
@@ -20,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.timeline import calls_in, split_calls
+from bench.timeline import calls_in, split_calls, summarize
 
 POINTS = [(8, 32768), (32, 8192), (64, 8192), (8, 131072)]
 TL = {"s43": ("results/2026-12-04-h200-s43/probes/call1/c1.tgz", "tl/"),
@@ -37,15 +40,10 @@ def members(tgz: str, prefix: str, suffix: str) -> dict[str, bytes]:
                 if m.isfile() and m.name.lstrip("./").startswith(prefix) and m.name.endswith(suffix)}
 
 
-def call_mhz(records: np.ndarray) -> list[float]:
-    """Each call's median over its CTAs of clock64 cycles per globaltimer ns (CTAs of >= 1 us), in MHz."""
-    out = []
-    for p in split_calls(records, calls_in(records)):
-        p = p.astype(np.int64)
-        ns, cyc = p[:, 1] - p[:, 0], p[:, 7] - p[:, 2]
-        ok = ns >= 1000
-        out.append(float(np.median(cyc[ok] / ns[ok])) * 1e3)
-    return out
+def calls(records: np.ndarray) -> list[tuple[float, float]]:
+    """Each call's (SM clock in MHz, the loop's median in us) by bench.timeline.summarize: the clock is the median
+    over the working CTAs of >= 1 us of clock64 cycles per globaltimer ns."""
+    return [(t.ghz * 1e3, t.phases["loop"]) for t in summarize(records, calls_in(records))]
 
 
 ab = pd.concat(pd.read_csv(io.BytesIO(b)) for b in
@@ -54,7 +52,8 @@ bench = {k: pd.read_csv(v) for k, v in BENCH.items()}
 clocks = {}
 for sess, (tgz, prefix) in TL.items():
     for name, data in members(tgz, prefix, ".npy").items():
-        clocks.setdefault(name, []).extend((sess, i, m) for i, m in enumerate(call_mhz(np.load(io.BytesIO(data)))))
+        clocks.setdefault(name, []).extend((sess, i, m, us) for i, (m, us) in
+                                           enumerate(calls(np.load(io.BytesIO(data)))))
 
 print("INT2 G=128 BF16 operands, contiguous, uniform. Step = H100 'l' (no DRAM stream, 1980 MHz, 3 rounds).")
 for batch, context in POINTS:
@@ -65,11 +64,19 @@ for batch, context in POINTS:
     print(f"\n{batch} x {context}: step at 1980 MHz {step.min():.1f}-{step.max():.1f} us (H100 decode 't' "
           f"{base.min():.1f}-{base.max():.1f} us)")
     if mhz:
-        ms = np.array([m for _, _, m in mhz])
-        print("  H200 clock under load (MHz, per profiled call): "
-              + ", ".join(f"{s} call {i}: {m:.0f}" for s, i, m in mhz))
+        ms = np.array([m for _, _, m, _ in mhz])
+        loop = np.array([us for _, _, _, us in mhz])
+        kcyc = loop * ms / 1e3
+        print("  H200 profiled calls (the profiling build): "
+              + ", ".join(f"{s} call {i}: {m:.0f} MHz, loop {us:.2f} us = {us * m / 1e3:.1f} kcyc"
+                          for s, i, m, us in mhz))
         print(f"  the step at those clocks: {step.median() * 1980 / ms.max():.1f}-{step.median() * 1980 / ms.min():.1f}"
               f" us (median clock {np.median(ms):.0f} MHz: {step.median() * 1980 / np.median(ms):.1f} us)")
+        if len(ms) > 2:  # the loop's time against the clock: -1 if held by SM cycles, 0 if by a clock of its own
+            slope = np.polyfit(np.log(ms), np.log(loop), 1)[0]
+            print(f"  d log(loop us) / d log(MHz) over the {len(ms)} calls: {slope:+.2f} (clock {ms.min():.0f}-"
+                  f"{ms.max():.0f} MHz, loop {loop.min():.2f}-{loop.max():.2f} us, "
+                  f"{kcyc.min():.1f}-{kcyc.max():.1f} kcyc)")
     for k, d in bench.items():
         r = d[(d.kernel == "foscar-cuda") & (d.bits == 2) & (d.operand == "bf16") & (d.workload == "uniform")
               & (d.batch == batch) & (d.context == context)].iloc[0]
@@ -96,7 +103,7 @@ print("\nLoop cycles (k) of a CTA alone on its SM / sharing it with one other, p
 for sess, (tgz, prefix) in TL.items():
     for name, data in sorted(members(tgz, prefix, ".npy").items()):
         records = np.load(io.BytesIO(data)).astype(np.int64)
-        for i, p in enumerate(split_calls(records, calls_in(records))):
+        for i, p in enumerate(split_calls(records, calls_in(records))):  # (p[:, 8] >> 40) & 0xFFFF: the CTA's steps
             w = p[((p[:, 8] >> 40) & 0xFFFF) > 0]
             sm = w[:, 8] & 0xFF
             per_sm = pd.Series(sm).map(pd.Series(sm).value_counts()).to_numpy()

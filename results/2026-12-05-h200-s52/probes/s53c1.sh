@@ -1,39 +1,45 @@
 #!/usr/bin/env bash
-# QUEUED (session 52, no GPU lent; not run): the SM clock and the step's cycles of INT2's one-wave points, on an H200
-# first (an H100 is the method's control). ~4-5 min of device time, builds included. Run from the repository root
-# through scripts/gpu_offline.sh (carry .offline):   bash results/2026-12-05-h200-s52/probes/s53c1.sh
-# It replaces session 50's s51c1.sh for the H200 (same A/B, now through bench.ab_rounds; its stream probe left out).
+# QUEUED (session 52, no GPU lent; not run): what holds INT2's one-wave points on an H200 (an H100 is the control of
+# the clock methods). ~6 min of device time, builds included. Run from the repository root through
+# scripts/gpu_offline.sh (carry .offline):   bash results/2026-12-05-h200-s52/probes/s53c1.sh
+# It replaces session 50's s51c1.sh for the H200 (its stream probe and A/B, the A/B now through bench.ab_rounds, plus
+# timelines). SKIP_STREAM_PROBE=1 skips step (1).
 #
-# Why (bench/NOTES.md §96, from records already in results/): the H200 ran these decodes at 1.68-1.81 GHz by their own
-# clock64 / %globaltimer (sessions 43 and 48) and 1.78-1.80 GHz by ncu (sessions 10-43), while NVML read 1980 MHz
-# before and after the bench's timings; the step alone (session 51's FOSCAR_L2_ONLY "l", every copy an L2 hit, on an
-# H100 at 1980 MHz) at those clocks gives the H200's times. If so the H200's one-wave points are held by the step's
-# cycles at the clock the power cap leaves, not by DRAM.
+# Why (bench/NOTES.md §96, from records already in results/): the H200 ran these decodes at 1.67-1.80 GHz by their own
+# clock64 / %globaltimer (sessions 43, 48) and 1.78-1.80 GHz by ncu, but across 16 profiled calls the loop's time did
+# not follow the clock (slopes -0.32..+0.22; -1 if SM cycles held it), and a CTA alone on its SM took 0.86-0.92 of the
+# cycles of one sharing it: the memory side holds these points, not the SM clock or issue. A plain one-wave read at
+# the decode's depth reaches 90% (§94); the decode 79-84%.
 #
-# Steps: (1) four head_dim-128 builds at once: t (default), l (FOSCAR_L2_ONLY=1), and both with FOSCAR_TIMELINE=1;
-# (2) bench.timeline of t and of l at INT2 8 x 32K, 32 x 8K and INT4 8 x 32K (its SM MHz and loop_kcyc columns,
-# records saved); (3) bench.ab_rounds t / l, rounds t l l t t l at five points (bench.ab's rows now hold NVML's clock
-# every 5 ms during the timed calls: sm_clock_during_mhz).
+# Steps: (1) session 50's stream probe with the decode's six streams a warp (stream_probe6.py --six, never run; its
+# own build): per-warp cp.async from one stream (w-cp) against six (w-cp6), 2 and 3 stages, no spin and 1000 cycles;
+# (2) four head_dim-128 builds at once: t (default), l (FOSCAR_L2_ONLY=1: every copy an L2 hit), both with
+# FOSCAR_TIMELINE=1; (3) bench.timeline of t and of l at INT2 8 x 32K, 32 x 8K and INT4 8 x 32K (SM MHz, loop us and
+# loop_kcyc; records saved); (4) bench.ab_rounds t / l, rounds t l l t t l, five points (bench.ab's rows now hold
+# NVML's clock every 20 ms during the timed replays: sm_clock_during_mhz).
 #
 # Expected (written before), on an H200:
-# - timeline t: SM MHz 1680-1810 at INT2 8 x 32K and 32 x 8K (§96); INT2 8 x 32K loop_kcyc 70-76 (session 48's s0 calls
-#   read 70.4-75.6).
-# - timeline l: its loop_kcyc within 5% of t's at INT2 8 x 32K and 32 x 8K (the step's cycles hold those points, DRAM
-#   adds none), and its SM MHz at or above t's (no DRAM traffic draws less power). INT4 8 x 32K: l's loop_kcyc
-#   >= 30% below t's (INT4 is memory-bound there, §87's ncu).
-# - ab_rounds: t's sm_clock_during_mhz 1680-1810 at the INT2 one-wave points if NVML sees what clock64 sees (if it
-#   reads ~1980 there, NVML's readings miss the clock under load and the column says only that); l / t at INT2
-#   8 x 32K and 32 x 8K = (t's clock / l's clock) within 5%: the time differs only by the clock.
-# - Against that: l's loop_kcyc 10% or more below t's at INT2 8 x 32K would say DRAM holds part of the step on the
-#   H200 after all (§95's "both together").
-# On an H100 (the control): timeline SM MHz ~1980 at every point (else the clock64 / %globaltimer method is off);
-# l's loop_kcyc ~0.65-0.70 of t's at the INT2 points (§95's l / t 0.65-0.68); NVML during ~1980.
+# - (1): w-cp6 within 2 points of w-cp at 2 stages and no spin (§89's one-buffer layout was level: six streams are not
+#   it); with 1000 cycles of spin both lower, w-cp6 not more than 2 points below w-cp.
+# - (3) t: SM MHz 1670-1810 at the INT2 points; loop 40.9-42.8 us at 8 x 32K and 32 x 8K (sessions 43/48: 40.96-42.74).
+# - (3) l: loop us 10-20% below t's at INT2 8 x 32K and 32 x 8K (no DRAM stream; the H100's "l" / "t" whole-call ratio
+#   was 0.65-0.68 where DRAM held it; on the H200 the loop is held nearer the L2's side), SM MHz at or above t's.
+#   If l's loop us is within 5% of t's, the L2's delivery, not DRAM, holds the H200's loop.
+#   INT4 8 x 32K: l's loop >= 30% below t's (memory-bound, §87).
+# - (4): l / t at INT2 8 x 32K and 32 x 8K 0.80-0.92 (whole calls); t's sm_clock_during_mhz 1670-1810 if NVML sees
+#   what clock64 sees (if it reads ~1980, NVML's readings miss the clock under load and the column says only that).
+# On an H100 (the control): timeline SM MHz ~1980 at every point (else the clock64 / %globaltimer ratio is off); l's
+#   loop ~0.6-0.7 of t's at the INT2 points (§95: whole calls 0.65-0.68); NVML during ~1980.
 : "${T0:=$(date +%s)}"
-LIMIT="${LIMIT:-540}"
+LIMIT="${LIMIT:-570}"
 left() { echo $((LIMIT - ($(date +%s) - T0))); }
 OUT="${OUT:?set OUT}"
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv > "$OUT/gpu.csv" 2>&1
 W=/tmp/s53; rm -rf $W; mkdir -p $W/tl-t $W/tl-l
+if [ -z "$SKIP_STREAM_PROBE" ]; then  # first, so that no compile shares the CPUs with its timing
+  t0=$SECONDS; timeout 200 python results/2026-12-05-h200-s50/probes/stream_probe6.py --six > $W/stream_probe6.txt 2>&1
+  echo "stream probe rc=$? wall=$((SECONDS - t0)) left=$(left)"; cp $W/stream_probe6.txt "$OUT/"
+fi
 HD="FOSCAR_ONLY_HEAD_DIM=128"
 B='from foscar.kernels import decode_cuda as d; print(d.extension().__name__)'
 # the exact FOSCAR_NVCC_DEFINES strings that bench.ab_rounds and bench.timeline will set (the build's name hashes them)
@@ -48,9 +54,15 @@ for m in t l; do
   FOSCAR_NVCC_DEFINES="$defs" timeout 120 python -m bench.timeline $TP --save $W/tl-$m > $W/timeline-$m.txt 2>&1
   echo "timeline $m rc=$? left=$(left)"; cp $W/timeline-$m.txt "$OUT/"
 done
-python -m bench.ab_rounds $W/ab --variant "t:$HD" --variant "l:$HD,FOSCAR_L2_ONLY=1" --order "t l l t t l" \
-  --point 2x8x32768 --point 2x32x8192 --point 2x8x131072 --point 2x64x8192 --point 4x8x32768 \
-  --limit-s $(( $(left) - 20 )) --round-s 25 2>&1 | tail -60
+R=$(( $(left) - 20 ))
+if [ "$R" -ge 40 ]; then
+  python -m bench.ab_rounds $W/ab --variant "t:$HD" --variant "l:$HD,FOSCAR_L2_ONLY=1" --order "t l l t t l" \
+    --point 2x8x32768 --point 2x32x8192 --point 2x8x131072 --point 2x64x8192 --point 4x8x32768 \
+    --limit-s $R --round-s 25 > $W/ab_rounds.log 2>&1
+  echo "ab_rounds rc=$? left=$(left)"; tail -60 $W/ab_rounds.log
+else
+  echo "skip ab_rounds: left=$(left)"
+fi
 cp $W/ab/ab-table.txt "$OUT/" 2>/dev/null
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader >> "$OUT/gpu.csv" 2>&1
 tar -czf "$OUT/s53c1.tgz" -C $W --exclude='*.so' .
