@@ -112,3 +112,52 @@ for sess, (tgz, prefix) in TL.items():
                 one, two = np.median(loop[per_sm == 1]), np.median(loop[per_sm == 2])
                 print(f"  {sess} {name} call {i}: alone {one:.1f} ({(per_sm == 1).sum()} CTAs), sharing {two:.1f} "
                       f"({(per_sm == 2).sum()}): {one / two:.3f}")
+
+# the loop's time against the clock over all profiled calls at once: log(loop us) on log(MHz), each (point, session)
+# with a level of its own (demeaned); and without each graph's first call
+print("\nPooled over the INT2 one-wave points' calls, each (point, session) its own level: d log(us) / d log(MHz)")
+groups = []
+for sess, (tgz, prefix) in TL.items():
+    for name, data in sorted(members(tgz, prefix, ".npy").items()):
+        if "64x" in name:  # two waves, one call (below)
+            continue
+        ts = summarize(np.load(io.BytesIO(data)), calls_in(np.load(io.BytesIO(data))))
+        if len(ts) > 1:
+            groups.append((sess, name, ts))
+
+
+def pooled(part, skip_first=False):
+    xs, ys = [], []
+    for _, _, ts in groups:
+        ts = ts[1:] if skip_first else ts
+        if len(ts) < 2:
+            continue
+        x = np.log([t.ghz for t in ts])
+        y = np.log([part(t) for t in ts])
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    slope = float((x * y).sum() / (x * x).sum())
+    dof = len(x) - 1 - len(xs)
+    se = float(np.sqrt(((y - slope * x) ** 2).sum() / dof / (x * x).sum()))
+    return slope, se, len(x)
+
+
+for label, part in [("loop", lambda t: t.phases["loop"])]:  # (outside the loop, calls 1+ wait for PDL in find_work)
+    for skip in (False, True):
+        b, se, n = pooled(part, skip)
+        print(f"  {label}{' (first calls left out)' if skip else ''}: {b:+.2f} +- {se:.2f} (SE, {n} calls in "
+              f"{len(groups)} groups)")
+
+# INT2 64 x 8K: one call of two waves; the clock of each wave's working CTAs (>= 1 us), by entry time
+for sess, (tgz, prefix) in TL.items():
+    for name, data in members(tgz, prefix, ".npy").items():
+        if name != "timeline-2x64x8192.npy":
+            continue
+        p = np.load(io.BytesIO(data)).astype(np.int64)
+        w = p[((p[:, 8] >> 40) & 0xFFFF) > 0]
+        first = w[:, 0] < w[:, 0].min() + 2000  # entered within 2 us of the first CTA
+        for lab, sel in (("first wave", first), ("second wave", ~first)):
+            ns, cyc = w[sel, 1] - w[sel, 0], w[sel, 7] - w[sel, 2]
+            print(f"  {sess} INT2 64 x 8K {lab}: {sel.sum()} working CTAs, {np.median(cyc / ns) * 1e3:.0f} MHz, "
+                  f"loop {np.median((w[sel, 6] - w[sel, 4]) / (cyc / ns)) / 1e3:.1f} us")
