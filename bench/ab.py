@@ -148,7 +148,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     either), ``error`` (a failed point's exception, else empty), and the clock columns of :mod:`bench.clocks`
     (``sm_clock_before_mhz``, ``sm_clock_after_mhz``, ``clock_events_before``, ``clock_events_after``: NVML's readings
     just before and after the timing; ``sm_clock_during_mhz``, ``clock_events_during``: the median clock and every
-    reason of its readings every few ms during the timed calls, :class:`bench.clocks.ClockSampler`; empty where NVML
+    reason of its readings every 20 ms during the timed graph replays, :class:`bench.clocks.ClockSampler`; empty where NVML
     is missing or fails). Needs a CUDA GPU with the CUDA kernel.
 
     Raises:
@@ -163,7 +163,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     from bench.backends import Prepared, clone_cache
     from bench.clocks import ClockReader, ClockSampler, clock_fields, during_fields
     from bench.sweep import rotation
-    from bench.timing import time_fn
+    from bench.timing import GRAPH_TIMING, time_fn
     from bench.workload import max_rel_err
 
     if not out_csv.parent.is_dir():
@@ -197,10 +197,10 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
                             replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
             before = clocks.read() if clocks else None
             sampler = ClockSampler(clocks) if clocks else None
-            row["median_us"] = round(time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100,
-                                             cpu_reps=1, during=sampler).median_us, 3)
+            timing = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1, during=sampler)
+            row["median_us"] = round(timing.median_us, 3)
             row.update(clock_fields(before, clocks.read() if clocks else None))
-            if sampler is not None:
+            if sampler is not None and timing.mode == GRAPH_TIMING:  # (not after a fallback to eager timing)
                 row.update(sampler.fields())
             del w, cache
         except Exception as e:  # recorded; the other points still run
@@ -275,13 +275,13 @@ def during_lines(rows: pd.DataFrame) -> list[str]:
         return []
     g = rows.dropna(subset=["sm_clock_during_mhz"]).groupby(KEYS + ["m"])["sm_clock_during_mhz"]
     t = (g.min().astype(int).astype(str) + "-" + g.max().astype(int).astype(str)).unstack("m")
-    return ["SM clock during the timed calls (MHz, min-max over the rounds; NVML every few ms):", t.to_string()]
+    return ["SM clock during the timed calls (MHz, min-max over the rounds; NVML every 20 ms):", t.to_string()]
 
 
 def throttled_lines(rows: pd.DataFrame) -> list[str]:
     """One line per row of ``rows`` (run's columns) whose clock event reasons before, during (from session 52) or after
-    its timing include a throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row has clock readings
-    (rows written before session 50, or without NVML)."""
+    its timing include a throttling reason (:data:`bench.clocks.THROTTLE_REASONS`), and a count line; none where no row
+    has clock readings (rows written before session 50, or without NVML)."""
     from bench.clocks import throttle_reasons
 
     cols = [c for c in ("clock_events_before", "clock_events_during", "clock_events_after") if c in rows]

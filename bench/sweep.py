@@ -306,14 +306,14 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
             if sweep.clocks:
                 before[0] = sweep.clocks.read()
 
-        # NVML read every few ms while the timed calls run (a real reader only: a stand-in hands out readings)
+        # NVML read every 20 ms while the timed graph replays run (a real reader only: a stand-in hands out readings)
         sampler = ClockSampler(sweep.clocks) if isinstance(sweep.clocks, ClockReader) else None
         timing = time_fn(fns, dev.type, warmup_ms=cfg.warmup_ms, rep_ms=cfg.rep_ms, cpu_reps=cfg.cpu_reps,
                          sustain_s=cfg.sustain_s, on_sustained=sustained if cfg.sustain_s > 0 else None,
                          during=sampler)
         after = sweep.clocks.read() if sweep.clocks else None
         row.update(clock_fields(before[0], after))
-        if sampler is not None:
+        if sampler is not None and timing.mode == GRAPH_TIMING:  # (a graph that failed mid-way fell back to eager)
             row.update(sampler.fields())
         set_timing(row, timing, prep.bytes, sweep.hbm_tbps)
         row["working_set_bytes"] = prep.bytes * len(fns)

@@ -263,6 +263,10 @@ def test_real_nvml_reading_and_a_bench_row_with_clocks(tmp_path):
     ok = df[df["status"] == "ok"]
     assert len(ok) and ok["sm_clock_before_mhz"].notna().all() and ok["sm_clock_after_mhz"].notna().all()
     assert ok["clock_events_after"].notna().all()
+    # the readings during the timed graph replays (session 52): a clock in range and the reasons seen
+    graph = ok[ok["timing_mode"] == "cuda_graph"]
+    assert len(graph) and graph["sm_clock_during_mhz"].between(100, 5000).all()
+    assert graph["clock_events_during"].notna().all()
 
 
 def test_sampler_reads_while_its_block_runs_and_summarizes():
@@ -293,8 +297,10 @@ def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
     # enters around its timed replays (here a stand-in time_fn does, on the CPU); the columns are information, no note
     import time
 
+    import dataclasses
+
     import bench.sweep as sweep_mod
-    from bench.timing import time_cpu
+    from bench.timing import GRAPH_TIMING, time_cpu
 
     cfg = BenchConfig(num_qo_heads=2, num_kv_heads=1, head_dim=64, page_size=16, batch=[1], context=[16], bits=[2],
                       group_size=32, kernels=["quant"], cpu_reps=1)  # fmt: skip
@@ -306,7 +312,7 @@ def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
         with during:
             time.sleep(0.1)
         fake.sm, fake.mask = 1980, 0
-        return time_cpu(fns[0], cpu_reps)
+        return dataclasses.replace(time_cpu(fns[0], cpu_reps), mode=GRAPH_TIMING)  # as the graph path returns
 
     monkeypatch.setattr(sweep_mod, "time_fn", graph_like_time_fn)
     sweep = Sweep(cfg, [_exact("quant", True)], torch.device("cpu"), None, tmp_path / "results.csv", None,
@@ -318,6 +324,12 @@ def test_sweep_records_the_clock_during_the_timed_calls(tmp_path, monkeypatch):
     assert pd.isna(row["clock_note"])
     back = pd.read_csv(tmp_path / "results.csv")
     assert back["sm_clock_during_mhz"].iloc[0] == 1760
+    # a timing that ended on a fallback (not the graph's replays) records no during-clock
+    monkeypatch.setattr(sweep_mod, "time_fn", lambda fns, device_type, *, during=None, cpu_reps=1, **kw:
+                        (during.__enter__(), during.__exit__(None, None, None), time_cpu(fns[0], cpu_reps))[-1])
+    sweep = Sweep(cfg, [_exact("quant", True)], torch.device("cpu"), None, tmp_path / "r2.csv", None,
+                  clocks=ClockReader(fake, "handle"))  # fmt: skip
+    assert pd.isna(run_sweep(sweep).iloc[0]["sm_clock_during_mhz"])
 
 
 def test_time_fn_enters_during_on_the_graph_path_only():
