@@ -16,8 +16,8 @@ is below its maximum), once just before and once just after. The readings go int
   :data:`SAMPLE_INTERVAL_S` while the row's timed graph replays ran (the median SM clock of
   its samples; every reason any sample saw; empty on the eager and CPU fallbacks). The
   readings before and after can miss a clock held down only while the kernels run: on the
-  H200, sessions 42 and 45 read 1980 MHz before and after INT2's one-wave rows, which ran at
-  1.7-1.8 GHz by the kernel's own ``clock64`` / ``%globaltimer`` and by ncu (bench/NOTES.md
+  H200, sessions 42 and 45 read 1980 MHz before and after INT2 8 x 32K and 32 x 8K, which ran
+  at 1.7-1.8 GHz by the kernel's own ``clock64`` / ``%globaltimer`` and by ncu (bench/NOTES.md
   §96). These two columns are information: no note is made from them (the notes, and so
   ``foscar compare``'s ``ambiguous``, keep the readings before and after).
 

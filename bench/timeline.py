@@ -31,7 +31,7 @@ repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of
   kernels run: bench/NOTES.md §96);
 * ``loop_kcyc``: the loop's median in thousands of SM cycles (its us at the call's clock). Between calls of different
   clocks, a loop held by the SMs' cycles keeps its ``loop_kcyc`` and a loop held by something on its own clock (the
-  memory) keeps its us: §96 found the latter on the H200.
+  memory) keeps its us: §96 read the latter in the H200's records (pooled slope of log us on log MHz -0.12 +- 0.24).
 
 ``python -m bench.timeline --records DIR/timeline-2x8x32768.npy`` prints the same table from records saved with
 ``--save``, on any machine.
