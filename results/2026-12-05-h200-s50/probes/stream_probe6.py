@@ -2,6 +2,8 @@
 `w-cp6`, stream_probe6.cu) and `--six`: 256 CTAs at 160 and 640 MiB, per-warp cp.async from one stream (`w-cp`) and
 from six, 2 and 3 stages, no spin and 1000 cycles. Run from the repository root:
 python results/2026-12-05-h200-s50/probes/stream_probe6.py --six
+Session 52 added `--spins=0,1000,2000,3000` (the spins to run, clock cycles a stage, in place of the mode's; before it
+ran): the decode's work between waits is ~2000-2400 cycles a step (bench/NOTES.md §96).
 
 Session 49's text: can a one-wave grid of 128-thread CTAs, two an SM, read a decode's
 bytes at >= 90% of the ceiling, and does the copy mechanism (every thread's 16-byte cp.async, as the decode does, or
@@ -66,6 +68,9 @@ def main() -> None:
         spins = [0, 1000]
     if "--six" in sys.argv:
         stages = [2, 3]
+    for arg in sys.argv[1:]:  # session 52: --spins=0,1000,2000,3000 (clock cycles a stage) in place of the above
+        if arg.startswith("--spins="):
+            spins = [int(x) for x in arg.split("=", 1)[1].split(",")]
     floors = {}
     print("grid iters MiB stages mode ncopy spin us tbps of_ceiling of_floor", flush=True)
     for grid, iters in shapes:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # QUEUED (session 52, no GPU lent; not run): what holds INT2's one-wave points on an H200 (an H100 is the control of
-# the clock methods). ~6 min of device time, builds included, at most LIMIT (default 570) s. Run from the repository
+# the clock methods). ~7 min of device time, builds included, at most LIMIT (default 570) s. Run from the repository
 # root through scripts/gpu_offline.sh (carry .offline):   bash results/2026-12-05-h200-s52/probes/s53c1.sh
 # It replaces session 50's s51c1.sh for the H200 (its A/B, now through bench.ab_rounds, and its stream probe, plus
 # timelines). SKIP_STREAM_PROBE=1 skips step (4).
@@ -17,7 +17,8 @@
 # methods' bias) and INT4 8 x 32K (SM MHz, loop us and loop_kcyc per call; records saved); (3) bench.ab_rounds t / l,
 # rounds t l l t t l, five points (bench.ab's rows now hold NVML's clock every 20 ms during the timed replays:
 # sm_clock_during_mhz); (4) if time is left, session 50's stream probe with the decode's six streams a warp
-# (stream_probe6.py --six, never run; its own build): per-warp cp.async from one stream (w-cp) against six (w-cp6).
+# (stream_probe6.py --six, never run; its own build): per-warp cp.async from one stream (w-cp) against six (w-cp6),
+# 2 and 3 stages, spins of 0-3000 cycles a stage.
 #
 # Expected (written before), on an H200:
 # - (2) t: SM MHz 1670-1810 at the INT2 one-wave points; loop 40.9-42.8 us at 8 x 32K and 32 x 8K (sessions 43/48:
@@ -30,7 +31,10 @@
 # - (3): l / t at INT2 8 x 32K and 32 x 8K 0.80-0.92 (whole calls); t's sm_clock_during_mhz 1670-1810 if NVML sees
 #   what clock64 sees (if it reads ~1980, NVML's readings miss the clock under load and the column says only that).
 # - (4): w-cp6 within 2 points of w-cp at 2 stages and no spin (§89's one-buffer layout was level: six streams are not
-#   it); with 1000 cycles of spin both lower, w-cp6 not more than 2 points below w-cp.
+#   it); with spin both lower, w-cp6 not more than 2 points below w-cp. The spins 0 / 1000 / 2000 / 3000 cycles a stage
+#   (the decode's work between waits is ~2000-2400 cycles a step: H100 "l"'s loop ~37 us / 32 steps x 1980 MHz): if
+#   that work is what holds the decode, w-cp at 2 stages and 2000-3000 cycles reads 78-85% at 160 MiB (the decode:
+#   79-84%); if w-cp stays >= 87% there, the decode's work between waits is not it.
 # On an H100: timeline SM MHz ~1980 at every point if the ratio is right; a lower reading is ambiguous (an H100 under
 # its own 700 W cap) unless NVML during the timed calls reads ~1980 with no cap reason. l's loop ~0.6-0.7 of t's at the
 # INT2 points (§95: whole calls 0.65-0.68).
@@ -54,7 +58,7 @@ for m in t l; do
   FOSCAR_NVCC_DEFINES="$defs" timeout 120 python -m bench.timeline $TP --save $W/tl-$m > $W/timeline-$m.txt 2>&1
   echo "timeline $m rc=$? left=$(left)"; cp $W/timeline-$m.txt "$OUT/"
 done
-R=$(( $(left) - 20 - 150 * (1 - ${SKIP_STREAM_PROBE:-0}) ))  # the stream probe's ~150 s kept for the end
+R=$(( $(left) - 20 - 180 * (1 - ${SKIP_STREAM_PROBE:-0}) ))  # the stream probe's ~180 s kept for the end
 [ "$R" -lt 100 ] && R=$(( $(left) - 20 ))  # too little for both: the A/B first
 if [ "$R" -ge 40 ]; then
   python -m bench.ab_rounds $W/ab --variant "t:$HD" --variant "l:$HD,FOSCAR_L2_ONLY=1" --order "t l l t t l" \
@@ -65,9 +69,9 @@ else
   echo "skip ab_rounds: left=$(left)"
 fi
 cp $W/ab/ab-table.txt "$OUT/" 2>/dev/null
-if [ -z "$SKIP_STREAM_PROBE" ] && [ "$(left)" -ge 150 ]; then  # last: no compile shares the CPUs with its timing
+if [ -z "$SKIP_STREAM_PROBE" ] && [ "$(left)" -ge 120 ]; then  # last: no compile shares the CPUs with its timing
   t0=$SECONDS; timeout $(( $(left) - 15 )) python results/2026-12-05-h200-s50/probes/stream_probe6.py --six \
-    > $W/stream_probe6.txt 2>&1
+    --spins=0,1000,2000,3000 > $W/stream_probe6.txt 2>&1
   echo "stream probe rc=$? wall=$((SECONDS - t0)) left=$(left)"; cp $W/stream_probe6.txt "$OUT/"
 else
   echo "skip stream probe: left=$(left)"
