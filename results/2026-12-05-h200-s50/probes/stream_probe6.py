@@ -3,7 +3,7 @@
 from six, 2 and 3 stages, no spin and 1000 cycles. Run from the repository root:
 python results/2026-12-05-h200-s50/probes/stream_probe6.py --six
 Session 52 added `--spins=0,1000,2000,3000` (the spins to run, clock cycles a stage, in place of the mode's; before it
-ran): the decode's work between waits is ~2000-2400 cycles a step (bench/NOTES.md §96).
+ran): the decode's step is ~2300 cycles with its waits, its work between them at most that (bench/NOTES.md §96).
 
 Session 49's text: can a one-wave grid of 128-thread CTAs, two an SM, read a decode's
 bytes at >= 90% of the ceiling, and does the copy mechanism (every thread's 16-byte cp.async, as the decode does, or

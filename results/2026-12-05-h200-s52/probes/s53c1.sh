@@ -32,9 +32,9 @@
 #   what clock64 sees (if it reads ~1980, NVML's readings miss the clock under load and the column says only that).
 # - (4): w-cp6 within 2 points of w-cp at 2 stages and no spin (§89's one-buffer layout was level: six streams are not
 #   it); with spin both lower, w-cp6 not more than 2 points below w-cp. The spins 0 / 1000 / 2000 / 3000 cycles a stage
-#   (the decode's work between waits is ~2000-2400 cycles a step: H100 "l"'s loop ~37 us / 32 steps x 1980 MHz): if
-#   that work is what holds the decode, w-cp at 2 stages and 2000-3000 cycles reads 78-85% at 160 MiB (the decode:
-#   79-84%); if w-cp stays >= 87% there, the decode's work between waits is not it.
+#   bracket the decode's step (~2300 cycles with its waits: H100 "l"'s loop ~37 us / 32 steps x 1980 MHz; its work
+#   between waits at most that): if that work is what holds the decode, w-cp at 2 stages and 2000 cycles reads 78-85%
+#   at 160 MiB (the decode: 79-84%); if w-cp stays >= 87% there, the decode's work between waits is not it.
 # On an H100: timeline SM MHz ~1980 at every point if the ratio is right; a lower reading is ambiguous (an H100 under
 # its own 700 W cap) unless NVML during the timed calls reads ~1980 with no cap reason. l's loop ~0.6-0.7 of t's at the
 # INT2 points (§95: whole calls 0.65-0.68).
