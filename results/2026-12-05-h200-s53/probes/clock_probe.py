@@ -164,6 +164,7 @@ def main() -> None:
     if "--no-decode" not in sys.argv:
         import foscar
         from bench.ab import build_point, parse_point
+        keep = []
         for label in ("2x8x32768", "4x8x32768"):
             try:
                 w, cache, _ = build_point(parse_point(label), dev)
@@ -182,6 +183,7 @@ def main() -> None:
                 torch.cuda.synchronize()
                 print(f"  decode {label}: {e0.elapsed_time(e1) * 1e3 / 50:.2f} us a call (graph of 50)", flush=True)
                 loads[f"decode {label}"] = (lambda g=g: g.replay())
+                keep.append((w, cache, plan, g))  # the graph reads these: they must outlive it
             except Exception as e:  # the probe goes on without this load
                 print(f"  decode {label}: failed: {e!r}", flush=True)
     print("(C) one CTA spinning 3e7 cycles beside a load on another stream: load | stamps' MHz | spin us (stamps) | "
