@@ -12,7 +12,8 @@ timeline build takes them), %globaltimer over the whole grid, and CUDA events; w
 (B) idle spins, 1 CTA and one CTA an SM, 2e3-2e8 cycles: the stamps' MHz (median, min, max over CTAs), the events'
     MHz (cycles / event time; launch overhead makes it low below ~1 ms) and NVML.
 (C) one CTA spinning 3e7 cycles (~15 ms) while another stream keeps the GPU busy: with nothing (control), a 1 GiB
-    device copy (DRAM only), the INT2 8 x 32K decode (CUDA graph of 50 calls, replayed) and INT4 8 x 32K. The spin
+    device copy (DRAM only), the INT2 8 x 32K decode (CUDA graph of 50 calls, replayed), INT4 8 x 32K and FlashInfer
+    BF16 at 8 x 32K (fa2 with tensor cores, XQA; added after the H100's call3, before the H200 ran it). The spin
     shares an SM with the load's CTAs, so its clock is the SMs' clock under that load, measured over ~15 ms where the
     stamps' own gap does not weigh.
 
@@ -186,6 +187,33 @@ def main() -> None:
                 keep.append((w, cache, plan, g))  # the graph reads these: they must outlive it
             except Exception as e:  # the probe goes on without this load
                 print(f"  decode {label}: failed: {e!r}", flush=True)
+        # the baseline at the INT2 point's shape (BF16 cache), as foscar bench builds it
+        from bench.backends import registered_backends
+        for name in ("flashinfer-fa2-tc", "flashinfer-xqa"):
+            try:
+                w, _, _ = build_point(parse_point("2x8x32768"), dev)
+                be = registered_backends()[name]
+                why = be.unavailable(dev)
+                if why:
+                    raise RuntimeError(why)
+                prep = be.build(w, None)
+                for _ in range(3):
+                    prep.fn()
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(50):
+                        prep.fn()
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record()
+                g.replay()
+                e1.record()
+                torch.cuda.synchronize()
+                print(f"  {name} bf16 8x32768: {e0.elapsed_time(e1) * 1e3 / 50:.2f} us a call (graph of 50)", flush=True)
+                loads[f"{name} 8x32768"] = (lambda g=g: g.replay())
+                keep.append((w, prep, g))
+            except Exception as e:  # the probe goes on without this load
+                print(f"  {name}: failed: {e!r}", flush=True)
     print("(C) one CTA spinning 3e7 cycles beside a load on another stream: load | stamps' MHz | spin us (stamps) | "
           "load us (events) | load calls | NVML MHz during", flush=True)
     sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
@@ -215,7 +243,7 @@ def main() -> None:
                     b1.record()
                 torch.cuda.synchronize()
             mhz, span = stamps(out, 1)
-            print(f"  {name:18s} | {fmt(mhz)} | {span / 1e3:9.1f} | {b0.elapsed_time(b1) * 1e3:9.1f} | {calls:5d} | "
+            print(f"  {name:26s} | {fmt(mhz)} | {span / 1e3:9.1f} | {b0.elapsed_time(b1) * 1e3:9.1f} | {calls:5d} | "
                   f"{nv.text()}", flush=True)
     print(f"NVML SM clock at the end: {nv.read() if nv.nv else '-'} MHz", flush=True)
 
