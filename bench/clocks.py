@@ -17,10 +17,10 @@ is below its maximum), once just before and once just after. The readings go int
   its samples; every reason any sample saw; empty on the eager and CPU fallbacks). The
   readings before and after can miss a clock held down only while the kernels run. None of
   NVML's readings is the SMs' clock under an attention decode: a CTA spinning on ``clock64``
-  beside the decode read 1806-1810 MHz on an H200 and 1836-1844 on an H100 (1801-1817 beside
-  FlashInfer BF16), while NVML read 1980 (bench/NOTES.md §97). These two columns are
-  information: no note is made from them (the notes, and so ``foscar compare``'s
-  ``ambiguous``, keep the readings before and after).
+  beside the INT2 / INT4 8 x 32K decode read 1806-1810 MHz on an H200 and 1836-1844 on an H100
+  (1801-1817 beside FlashInfer BF16 on the H200), while NVML read 1980 (bench/NOTES.md
+  §97). These two columns are information: no note is made from them (the notes, and so
+  ``foscar compare``'s ``ambiguous``, keep the readings before and after).
 
 A row gets a note when (a) a throttling reason (:data:`THROTTLE_REASONS`: power cap,
 thermal or hardware slowdown, power brake) was set before or after its timing, or
