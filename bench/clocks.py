@@ -15,12 +15,12 @@ is below its maximum), once just before and once just after. The readings go int
 * ``sm_clock_during_mhz``, ``clock_events_during``: what a :class:`ClockSampler` read every
   :data:`SAMPLE_INTERVAL_S` while the row's timed graph replays ran (the median SM clock of
   its samples; every reason any sample saw; empty on the eager and CPU fallbacks). The
-  readings before and after can miss a clock held down only while the kernels run. None of
-  NVML's readings is the SMs' clock under an attention decode: a CTA spinning on ``clock64``
-  beside the INT2 / INT4 8 x 32K decode read 1806-1810 MHz on an H200 and 1836-1844 on an H100
-  (1801-1817 beside FlashInfer BF16 on the H200), while NVML read 1980 (bench/NOTES.md
-  §97). These two columns are information: no note is made from them (the notes, and so
-  ``foscar compare``'s ``ambiguous``, keep the readings before and after).
+  readings before and after can miss a clock held down only while the kernels run. At the
+  points probed NVML's readings were not the SMs' clock under the decode: a CTA spinning on
+  ``clock64`` beside the INT2 / INT4 8 x 32K decode read 1806-1810 MHz on an H200 and
+  1836-1844 on an H100 (1801-1817 beside FlashInfer BF16 on the H200), while NVML read 1980
+  (bench/NOTES.md §97). These two columns are information: no note is made from them (the
+  notes, and so ``foscar compare``'s ``ambiguous``, keep the readings before and after).
 
 A row gets a note when (a) a throttling reason (:data:`THROTTLE_REASONS`: power cap,
 thermal or hardware slowdown, power brake) was set before or after its timing, or
