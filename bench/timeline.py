@@ -27,11 +27,14 @@ repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of
   CTA exits, i.e. how long it ran its last CTA alone (at a one-wave point two CTAs an SM do not finish together:
   bench/NOTES.md §87); ``1-CTA SMs``: the SMs that ran one working CTA only;
 * ``SM MHz``: the call's SM clock under load, ``clock64`` cycles over ``%globaltimer`` ns (the median over its
-  working CTAs of 1 us or more; NVML's readings before and after a timing can miss a clock held down only while the
-  kernels run: bench/NOTES.md §96);
+  working CTAs of 1 us or more). NVML does not show this clock: beside the decode a spinning CTA read 1806-1810 MHz
+  on an H200 and 1836-1844 on an H100 while NVML read 1980, and this column read 1-6% below the spin, unexplained
+  (bench/NOTES.md §96, §97);
 * ``loop_kcyc``: the loop's median in thousands of SM cycles (its us at the call's clock). Between calls of different
   clocks, a loop held by the SMs' cycles keeps its ``loop_kcyc`` and a loop held by something on its own clock (the
   memory) keeps its us: §96 read the latter in the H200's records (pooled slope of log us on log MHz -0.12 +- 0.24).
+  The phases' us are cycles over the call's clock, so that slope leans to -1 by construction: it says little where the
+  calls' clocks span less than ~3% (§97).
 
 ``python -m bench.timeline --records DIR/timeline-2x8x32768.npy`` prints the same table from records saved with
 ``--save``, on any machine.
