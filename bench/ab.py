@@ -33,6 +33,11 @@ the bench) and ``:gN`` (quantization group size N: 32, 64 or 128, default 128). 
 programmatic dependent launch, so it never triggers its dependents early), as a serving step's kernel before the
 attention writes it; the decode then runs behind a kernel that does not trigger, not behind its own previous call
 (bench/NOTES.md §73 measured what PDL does there). The times include the copy's.
+
+``--no-sampler``: no :class:`bench.clocks.ClockSampler` thread reads NVML during the timed replays (the readings just
+before and after stay); the columns ``sm_clock_during_mhz`` and ``clock_events_during`` stay empty and the column
+``sampler`` is 0. Rounds with and without it are the A/A of the sampler: whether reading NVML every 20 ms from a second
+host thread moves the times that ``foscar bench`` records.
 """
 
 from __future__ import annotations
@@ -138,10 +143,12 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     return w, cache, w.cache.bytes_read() + w.io_bytes()
 
 
-def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_copy: bool = False) -> pd.DataFrame:
+def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_copy: bool = False,
+        sampler: bool = True) -> pd.DataFrame:
     """Measure the error of and time ``points`` with the environment's build; ``out_csv`` rewritten with this call's
     rows after each point. ``query_copy``: every timed call is a copy of the query (a plain kernel) and then the
-    decode (the module's ``--query-copy``); the column ``query_copy`` says which.
+    decode (the module's ``--query-copy``); the column ``query_copy`` says which. ``sampler``: read the clock during
+    the timed replays (False: the module's ``--no-sampler``); the column ``sampler`` says which.
 
     Columns: the point (:data:`KEYS`), ``m`` (the label), ``rnd``, ``median_us`` (us), ``err`` (max relative L2
     error against the fp64 reference), ``sha`` (SHA-1 of the output and the LSE, 12 hex digits), ``nan`` (a NaN in
@@ -176,7 +183,8 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
-                   query_copy=int(query_copy), **clock_fields(None, None), **during_fields([]))
+                   query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
+                   **during_fields([]))
         try:
             w, cache, nbytes = build_point(pp, dev)
 
@@ -196,12 +204,12 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             prep = Prepared(fn=fn, output=lambda: None, bytes=nbytes,
                             replica=lambda: make(w.q.clone(), clone_cache(cache))[0])
             before = clocks.read() if clocks else None
-            sampler = ClockSampler(clocks) if clocks else None
-            timing = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1, during=sampler)
+            during = ClockSampler(clocks) if clocks and sampler else None
+            timing = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1, during=during)
             row["median_us"] = round(timing.median_us, 3)
             row.update(clock_fields(before, clocks.read() if clocks else None))
-            if sampler is not None and timing.mode == GRAPH_TIMING:  # (not after a fallback to eager timing)
-                row.update(sampler.fields())
+            if during is not None and timing.mode == GRAPH_TIMING:  # (not after a fallback to eager timing)
+                row.update(during.fields())
             del w, cache
         except Exception as e:  # recorded; the other points still run
             row["error"] = f"{type(e).__name__}: {e}"[:300]
@@ -308,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")
+    r.add_argument("--no-sampler", action="store_true",
+                   help="no NVML readings during the timed replays (the sampler's A/A; before and after stay)")
     t = sub.add_parser("table", help="the A/B table of run's CSVs")
     t.add_argument("csv", nargs="+", type=Path)
     t.add_argument("--base", default=None, help="the label the others are divided by (default: the first)")
@@ -315,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "run":
             points = [parse_point(s) for s in a.point]
-            rows = run(a.label, a.round, a.out_csv, points, a.query_copy)
+            rows = run(a.label, a.round, a.out_csv, points, a.query_copy, not a.no_sampler)
             return 1 if (rows["error"] != "").any() else 0
         print(table([read_rows(f) for f in a.csv], a.base))
     except (ValueError, FileNotFoundError) as e:

@@ -100,6 +100,20 @@ def test_run_takes_query_copy_and_still_checks_the_folder_first(tmp_path, capsys
     assert "no folder" in capsys.readouterr().err
 
 
+def test_run_no_sampler_reaches_run_as_false(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(label, rnd, out_csv, points, query_copy=False, sampler=True):
+        seen.update(label=label, sampler=sampler, query_copy=query_copy)
+        return pd.DataFrame({"error": [""]})
+
+    monkeypatch.setattr(ab, "run", fake_run)
+    assert ab.main(["run", "o", "1", str(tmp_path / "o.csv"), "--point", "2x8x32768", "--no-sampler"]) == 0
+    assert seen == dict(label="o", sampler=False, query_copy=False)
+    assert ab.main(["run", "s", "1", str(tmp_path / "s.csv"), "--point", "2x8x32768"]) == 0
+    assert seen["sampler"] is True
+
+
 def test_table_names_rows_timed_while_the_clock_was_held_down(tmp_path, capsys):
     clock = dict(sm_clock_before_mhz=1980, clock_events_before="none")
     a = _rows("a", 0, 4.0).assign(**clock, sm_clock_after_mhz=1980, clock_events_after="none")
