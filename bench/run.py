@@ -214,7 +214,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     cfg, cfg_path = resolve_config(opts, arch)
     cfg_hash = config_hash(cfg)
     from bench.backends import select_backends  # the registry imports no torch
-    from bench.clocks import ClockReader
+    from bench.clocks import SAMPLE_INTERVAL_S, ClockReader
 
     backends = select_backends(cfg.kernels)
 
@@ -279,7 +279,8 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
     # the clocks are only read (bench.clocks), never set
     clocks, clocks_why = (None, "no GPU (CPU run)") if info is None else ClockReader.open(info.uuid, dev.index or 0)
     manifest["clock_readings"] = (
-        "NVML: SM clock and clock event reasons just before and after every row's timing" if clocks else f"none: {clocks_why}"
+        "NVML: SM clock and clock event reasons just before and after every row's timing, and every "
+        f"{int(SAMPLE_INTERVAL_S * 1000)} ms during its timed CUDA-graph replays" if clocks else f"none: {clocks_why}"
     )
     site = Site((manifest.get("gpu") or {}).get("uuid"), hbm)  # this session's GPU (torch, else NVML) and ceiling
     run = start_run(study, out, manifest, opts.shard, prior, site=site)
