@@ -93,6 +93,13 @@ namespace foscar {
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
                           // channel-wise K's scale rows still stream); 0: none of it is compiled
+#ifndef FOSCAR_PREWAIT_PREFETCH  // N > 0: a probe build (session 55) whose contiguous token-wise CTAs, before
+#define FOSCAR_PREWAIT_PREFETCH 0  // griddepcontrol.wait, derive their chunk from the lengths read relaxed (a stale
+#endif                             // value moves only the hint) and ask L2 for its first N steps (prefetch.global.L2,
+                                   // a hint: it changes no value read after the wait); 0: none of it is compiled
+#ifndef FOSCAR_EARLY_TRIGGER  // 1: a probe build (session 55): griddepcontrol.launch_dependents at the kernel's start,
+#define FOSCAR_EARLY_TRIGGER 0  // so the next grid's CTAs take the SMs this grid's early CTAs leave (its tail); 0: after
+#endif                          // the main loop (bench/NOTES.md §43)
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -683,6 +690,20 @@ __device__ __forceinline__ int clamp_length(const Params& p, int len) {
   return min(max(len, 0), min(p.max_seq_len, kMaxLength));
 }
 
+// a length: RELAXED (before griddepcontrol.wait, FOSCAR_PREWAIT_PREFETCH), ld.relaxed.gpu, so that a value the
+// previous grid may still write is read without a data race and never enters L1 (the read after the wait must not hit
+// a stale line); else a plain load
+template <bool RELAXED>
+__device__ __forceinline__ int load_len(const int* ptr) {
+  if constexpr (RELAXED) {
+    int v;
+    asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(ptr));
+    return v;
+  } else {
+    return *ptr;
+  }
+}
+
 // lo_raw, hi_raw: kv_indptr[b], kv_indptr[b + 1]; last_raw: kv_last_page_len[b]
 __device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_raw, int last_raw, int& page0) {
   const int lo = min(max(lo_raw, 0), p.num_indices);
@@ -694,15 +715,16 @@ __device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_
   return pages > 0 ? ((pages - 1) << p.page_shift) + last : 0;
 }
 
-template <bool PAGED>
+template <bool PAGED, bool RELAXED = false>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
+  static_assert(!(PAGED && RELAXED), "relaxed lengths: contiguous caches only");
   if constexpr (PAGED) {
     int lo;
     const int len = paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
     if (page0) *page0 = lo;
     return len;
   } else {
-    return clamp_length(p, p.lens[b]);
+    return clamp_length(p, load_len<RELAXED>(p.lens + b));
   }
 }
 
@@ -745,7 +767,7 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 // count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
 // sequence, which writes a zero row and LSE -inf), slots in sequence order.
 // ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
-template <bool PAGED, bool ONE_CHUNK>
+template <bool PAGED, bool ONE_CHUNK, bool RELAXED = false>
 __device__ Work find_work(const Params& p, int slot) {
   Work w{0, 0, 0, 0, 0, 0, 0};
   if (ONE_CHUNK && p.fixed_splits == 1) {  // one chunk a sequence: slot b is sequence b's tokens [0, len), no division
@@ -753,14 +775,14 @@ __device__ Work find_work(const Params& p, int slot) {
     // run-time divisions by fixed_splits and by the chunk were ~75 dependent instructions around the length's
     // load, bench/NOTES.md §74, §75)
     if (slot >= p.batch) return w;
-    w.end = seq_length<PAGED>(p, slot, &w.page0);
+    w.end = seq_length<PAGED, RELAXED>(p, slot, &w.page0);
     w.b = slot; w.count = 1; w.first = slot;
     return w;
   }
   if (p.fixed_splits > 0) {
     const int b = slot / p.fixed_splits, i = slot % p.fixed_splits;
     if (b >= p.batch) return w;
-    const int len = seq_length<PAGED>(p, b, &w.page0);
+    const int len = seq_length<PAGED, RELAXED>(p, b, &w.page0);
     int chunk = (len + p.fixed_splits - 1) / p.fixed_splits;
     chunk = max(kChunkAlign, (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
     const int n = chunks_of(len, chunk);
@@ -826,7 +848,7 @@ __device__ Work find_work(const Params& p, int slot) {
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < K; ++j) len[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
+      for (int j = 0; j < K; ++j) len[j] = b0 + j < p.batch ? load_len<RELAXED>(p.lens + b0 + j) : 0;
 #pragma unroll
       for (int j = 0; j < K; ++j) len[j] = clamp_length(p, len[j]);
     }
@@ -885,13 +907,13 @@ __device__ Work find_work(const Params& p, int slot) {
     if (one_pass(std::integral_constant<int, 4>{})) return w;
   }
   long long total = 0;
-  for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED>(p, b);
+  for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED, RELAXED>(p, b);
   int chunk = first_chunk(total);
   // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
     int n = 0;
-    for (int b = lane; b < p.batch; b += 32) n += chunks_of(seq_length<PAGED>(p, b), chunk);
+    for (int b = lane; b < p.batch; b += 32) n += chunks_of(seq_length<PAGED, RELAXED>(p, b), chunk);
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
     if (n <= p.num_slots || chunk >= (1 << 30)) break;
@@ -902,7 +924,7 @@ __device__ Work find_work(const Params& p, int slot) {
   int base = 0;
   for (int b0 = 0; b0 < p.batch; b0 += 32) {
     const int b = b0 + lane;
-    const int len = b < p.batch ? seq_length<PAGED>(p, b) : 0;
+    const int len = b < p.batch ? seq_length<PAGED, RELAXED>(p, b) : 0;
     const int n = b < p.batch ? chunks_of(len, chunk) : 0;
     int incl = n;
 #pragma unroll
@@ -1456,6 +1478,36 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   }
   FOSCAR_TL(0, global_timer());
   FOSCAR_TL(2, clock64());
+#endif
+#if FOSCAR_EARLY_TRIGGER
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+#if FOSCAR_PREWAIT_PREFETCH > 0
+  if constexpr (!PAGED && !CH && !FOSCAR_TILE_PROBE) {
+    // the chunk's first FOSCAR_PREWAIT_PREFETCH steps (kWarps sub-tiles of kTileTokens each) of K / V codes and the
+    // four scale arrays, as 128-byte lines spread over the CTA's threads
+    const Work pw = find_work<false, FOSCAR_ONE_CHUNK_PATH, true>(p, slot);
+    if (pw.count > 0 && pw.end > pw.start) {
+      constexpr int RB = Fmt<BITS, HEAD_DIM, GROUP>::RB, NG = Fmt<BITS, HEAD_DIM, GROUP>::NG;
+      const int n = min(pw.end - pw.start, FOSCAR_PREWAIT_PREFETCH * kWarps * kTileTokens);
+      const long long r0 = (long long)(pw.b * p.num_kv_heads + hkv) * p.max_seq_len + pw.start;
+      const char* base[6] = {reinterpret_cast<const char*>(p.k_codes) + r0 * RB,
+                             reinterpret_cast<const char*>(p.v_codes) + r0 * RB,
+                             reinterpret_cast<const char*>(p.k_scale + r0 * NG),
+                             reinterpret_cast<const char*>(p.k_offset + r0 * NG),
+                             reinterpret_cast<const char*>(p.v_scale + r0 * NG),
+                             reinterpret_cast<const char*>(p.v_offset + r0 * NG)};
+      const long long bytes[6] = {(long long)n * RB, (long long)n * RB, n * NG * 4ll, n * NG * 4ll,
+                                  n * NG * 4ll, n * NG * 4ll};
+#pragma unroll
+      for (int a = 0; a < 6; ++a) {
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(base[a]) & ~(uintptr_t)127;
+        const uintptr_t hi = reinterpret_cast<uintptr_t>(base[a]) + bytes[a];
+        for (uintptr_t l = lo + 128u * threadIdx.x; l < hi; l += 128u * blockDim.x)
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
+      }
+    }
+  }
 #endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: the previous grid's writes are visible
   // (channel-wise K keeps the general fixed path: with the one-chunk path ptxas spilled 64 bytes in its FP8 INT2 G=32
@@ -2700,7 +2752,9 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
   // batch 8 2% slower (bench/NOTES.md §43)
+#if !FOSCAR_EARLY_TRIGGER
   asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
   FOSCAR_TL(6, clock64());
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
