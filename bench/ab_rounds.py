@@ -7,11 +7,14 @@ Sessions 49-51 wrote that loop into each probe script; this module is the loop:
 
     python -m bench.ab_rounds OUT_DIR --variant t:FOSCAR_ONLY_HEAD_DIM=128 \\
         --variant l:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_L2_ONLY=1 --order "t l l t t l" \\
-        --point 2x8x32768 --point 2x32x8192 [--limit-s 300] [--query-copy]
+        --point 2x8x32768 --point 2x32x8192 [--limit-s 300] [--query-copy] [--run-flag NAME:FLAG]
 
 A variant is ``NAME:DEFINES[@CSRC]``, as ``scripts/gpu_ab.sh`` reads ``FOSCAR_AB``: DEFINES comma-separated ``-D``
 knobs of the kernel header (``FOSCAR_NVCC_DEFINES``), CSRC another source directory (``FOSCAR_CSRC``). The first
-variant is the table's base. Written under OUT_DIR: ``build-NAME.log``, ``ab-NAME-R.csv`` and ``.log`` per round
+variant is the table's base. ``--run-flag NAME:FLAG`` passes one of ``bench.ab run``'s per-round flags
+(``--no-sampler``, ``--query-copy``) to variant NAME's rounds only: an A/A of a run option is two variants of the same
+build, ``s:`` and ``o:`` with ``--run-flag o:--no-sampler`` (variants whose defines and source are the same are built
+once). Written under OUT_DIR: ``build-NAME.log``, ``ab-NAME-R.csv`` and ``.log`` per round
 (:func:`bench.ab.run`'s rows), and ``ab-table.txt`` (:func:`bench.ab.table`, also printed). A variant whose build
 fails is left out of the rounds; a round that fails keeps its rows and log, and the rounds go on; rounds stop when
 fewer than ``--round-s`` seconds are left of ``--limit-s`` (counted from the start of this command, builds included).
@@ -44,6 +47,12 @@ class Variant:
     name: str
     defines: tuple[str, ...] = ()
     csrc: str = ""
+    run_flags: tuple[str, ...] = ()  # bench.ab run's flags for this variant's rounds (RUN_FLAGS)
+
+    @property
+    def build(self) -> tuple[tuple[str, ...], str]:
+        """What names its extension: variants equal here share one build."""
+        return self.defines, self.csrc
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) with this variant's two variables set."""
@@ -70,6 +79,33 @@ def parse_variant(text: str) -> Variant:
     if any(not d.strip() for d in parts):
         raise ValueError(f"variant {text!r}: an empty define between commas")
     return Variant(name, tuple(d.strip() for d in parts), csrc)
+
+
+# bench.ab run's per-round flags that --run-flag may give one variant (each is a column of its rows)
+RUN_FLAGS = ("--no-sampler", "--query-copy")
+
+
+def add_run_flags(variants: list[Variant], specs: list[str]) -> list[Variant]:
+    """``variants`` with each ``NAME:FLAG`` of ``specs`` added to variant NAME's ``run_flags``.
+
+    Raises:
+        ValueError: no ``:``, a name that is not a variant's (the names are listed), or a flag not in
+            :data:`RUN_FLAGS` (they are listed).
+    """
+    by_name = {v.name: v for v in variants}
+    for spec in specs:
+        name, sep, flag = spec.partition(":")
+        if not sep:
+            raise ValueError(f"--run-flag {spec!r}: expected NAME:FLAG, e.g. o:--no-sampler")
+        if name not in by_name:
+            raise ValueError(f"--run-flag {spec!r}: {name} not among the variants {', '.join(by_name)}")
+        if flag not in RUN_FLAGS:
+            raise ValueError(f"--run-flag {spec!r}: {flag!r} is not one of bench.ab run's per-round flags "
+                             f"{', '.join(RUN_FLAGS)}")
+        v = by_name[name]
+        if flag not in v.run_flags:
+            by_name[name] = Variant(v.name, v.defines, v.csrc, (*v.run_flags, flag))
+    return [by_name[v.name] for v in variants]
 
 
 def parse_order(text: str, names: list[str]) -> list[str]:
@@ -102,18 +138,26 @@ Runner = Callable[..., subprocess.CompletedProcess]
 
 def build_all(variants: list[Variant], out: Path, run: Runner | None = None, jobs: int | None = None) -> list[str]:
     """Build (or load) every variant's extension at once, ``MAX_JOBS`` shared (``jobs`` in all, default the CPU
-    count); each build's output in ``out/build-NAME.log``. Returns the names whose build failed."""
+    count); each build's output in ``out/build-NAME.log``. Variants of the same :attr:`Variant.build` are built once,
+    by the first of them (the others' logs name it). Returns the names whose build failed."""
     run = run or subprocess.run
-    jobs_each = max(1, (jobs or os.cpu_count() or 1) // len(variants))
+    firsts: dict[tuple, Variant] = {}
+    for v in variants:
+        firsts.setdefault(v.build, v)
+    builds = list(firsts.values())
+    jobs_each = max(1, (jobs or os.cpu_count() or 1) // len(builds))
 
     def one(v: Variant) -> bool:
         with open(out / f"build-{v.name}.log", "w") as log:
             env = v.env() | {"MAX_JOBS": str(jobs_each)}
             return run([sys.executable, "-c", BUILD], env=env, stdout=log, stderr=subprocess.STDOUT).returncode == 0
 
-    with ThreadPoolExecutor(len(variants)) as pool:
-        ok = list(pool.map(one, variants))
-    return [v.name for v, good in zip(variants, ok) if not good]
+    with ThreadPoolExecutor(len(builds)) as pool:
+        ok = dict(zip((v.build for v in builds), pool.map(one, builds)))
+    for v in variants:
+        if firsts[v.build] is not v:
+            (out / f"build-{v.name}.log").write_text(f"the build of variant {firsts[v.build].name}\n")
+    return [v.name for v in variants if not ok[v.build]]
 
 
 @dataclass(frozen=True)
@@ -139,7 +183,8 @@ class RoundResult:
 def run_rounds(variants: list[Variant], order: list[str], points: list[str], out: Path, *, limit_s: float,
                round_s: float, query_copy: bool = False, run: Runner | None = None,
                clock: Callable[[], float] = time.monotonic, start: float | None = None) -> list[RoundResult]:
-    """``python -m bench.ab run`` for each ``(label, round)`` of ``order`` in turn, with the label's environment, each
+    """``python -m bench.ab run`` for each ``(label, round)`` of ``order`` in turn, with the label's environment and
+    run flags (:attr:`Variant.run_flags`, then ``--query-copy`` where ``query_copy``), each
     under a timeout of what is left of ``limit_s`` (from ``start``, default now) less 10 s; a round is not started
     with fewer than ``round_s`` seconds left. Returns one :class:`RoundResult` per entry of ``order``."""
     run = run or subprocess.run
@@ -152,7 +197,8 @@ def run_rounds(variants: list[Variant], order: list[str], points: list[str], out
             results.append(RoundResult(label, rnd, "not run"))
             continue
         cmd = [sys.executable, "-m", "bench.ab", "run", label, str(rnd), str(out / f"ab-{label}-{rnd}.csv")]
-        cmd += [a for p in points for a in ("--point", p)] + (["--query-copy"] if query_copy else [])
+        flags = [*by_name[label].run_flags] + (["--query-copy"] if query_copy else [])
+        cmd += [a for p in points for a in ("--point", p)] + list(dict.fromkeys(flags))
         t0 = clock()
         with open(out / f"ab-{label}-{rnd}.log", "w") as log:
             try:
@@ -189,7 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit-s", type=float, default=480.0, help="seconds for the whole command, builds included "
                     "(default 480)")
     ap.add_argument("--round-s", type=float, default=30.0, help="start no round with fewer seconds left (default 30)")
-    ap.add_argument("--query-copy", action="store_true", help="bench.ab run's --query-copy")
+    ap.add_argument("--query-copy", action="store_true", help="bench.ab run's --query-copy (every variant)")
+    ap.add_argument("--run-flag", action="append", default=[], metavar="NAME:FLAG",
+                    help=f"one of bench.ab run's flags ({', '.join(RUN_FLAGS)}) for variant NAME's rounds only "
+                    "(repeat)")
     a = ap.parse_args(argv)
     start = time.monotonic()
     try:
@@ -197,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise ValueError(f"--variant: names must differ, got {', '.join(names)}")
+        variants = add_run_flags(variants, a.run_flag)
         order = parse_order(a.order, names)
         for p in a.point:
             parse_point(p)  # a bad point fails here, not in every round

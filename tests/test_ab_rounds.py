@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bench import ab_rounds
-from bench.ab_rounds import RoundResult, Variant, parse_order, parse_variant, rounds
+from bench.ab_rounds import RoundResult, Variant, add_run_flags, parse_order, parse_variant, rounds
 
 
 def test_parse_variant_forms_and_errors():
@@ -23,6 +23,15 @@ def test_parse_variant_forms_and_errors():
                        ("t:A=1,,B=2", "empty define")]:
         with pytest.raises(ValueError, match=words):
             parse_variant(bad)
+
+
+def test_run_flags_go_to_their_variant_only():
+    s, o = Variant("s"), Variant("o")
+    assert add_run_flags([s, o], ["o:--no-sampler", "o:--no-sampler"]) == [s, Variant("o", run_flags=("--no-sampler",))]
+    for bad, words in [("o", "expected NAME:FLAG"), ("x:--no-sampler", "x not among the variants s, o"),
+                       ("o:--limit-s", "not one of bench.ab run's per-round flags --no-sampler, --query-copy")]:
+        with pytest.raises(ValueError, match=words):
+            add_run_flags([s, o], [bad])
 
 
 def test_order_and_rounds():
@@ -68,6 +77,23 @@ def test_builds_share_the_cpus_and_name_the_failures(tmp_path):
     envs = {env["FOSCAR_NVCC_DEFINES"]: env["MAX_JOBS"] for _, env in fake.calls}
     assert envs == {"FOSCAR_ONLY_HEAD_DIM=128": "8", "FOSCAR_L2_ONLY=1": "8"}
     assert (tmp_path / "build-t.log").exists() and (tmp_path / "build-l.log").exists()
+
+
+def test_variants_of_one_build_are_built_once(tmp_path):
+    fake = FakeRun({"s": 1.0, "o": 1.0, "l": 1.0}, fail_builds={"s"})
+    variants = [Variant("s", ("A=1",)), Variant("o", ("A=1",), run_flags=("--no-sampler",)), Variant("l", ("B=1",))]
+    assert ab_rounds.build_all(variants, tmp_path, run=fake, jobs=16) == ["s", "o"]
+    assert sorted(env["FOSCAR_NVCC_DEFINES"] for _, env in fake.calls) == ["A=1", "B=1"]
+    assert "the build of variant s" in (tmp_path / "build-o.log").read_text()
+
+
+def test_a_variants_run_flags_reach_its_rounds_only(tmp_path):
+    fake = FakeRun({"s": 46.0, "o": 46.0}, seconds=1.0)
+    variants = [Variant("s"), Variant("o", run_flags=("--no-sampler",))]
+    ab_rounds.run_rounds(variants, ["s", "o"], ["2x8x32768"], tmp_path, limit_s=100, round_s=20, query_copy=True,
+                         run=fake.__call__, clock=fake.clock, start=0.0)
+    assert [c[7:] for c, _ in fake.calls] == [["--point", "2x8x32768", "--query-copy"],
+                                             ["--point", "2x8x32768", "--no-sampler", "--query-copy"]]
 
 
 def test_rounds_in_order_with_each_variants_environment_until_time_runs_out(tmp_path):
@@ -124,6 +150,7 @@ def test_main_leaves_out_a_variant_whose_build_failed(tmp_path, monkeypatch, cap
     (["--variant", "t", "--order", "t", "--point", "2x8x32768"], "expected NAME:DEFINES"),
     (["--variant", "t:", "--order", "t", "--point", "2x8x32768", "--limit-s", "-5"], "expected 0 < round-s <= limit-s"),
     (["--variant", "t:", "--order", "t", "--point", "2x8x32768", "--limit-s", "20"], "expected 0 < round-s <= limit-s"),
+    (["--variant", "t:", "--order", "t", "--point", "2x8x32768", "--run-flag", "t:--fast"], "per-round flags"),
 ])
 def test_main_refuses_bad_arguments_before_any_build(tmp_path, monkeypatch, capsys, args, words):
     fake = FakeRun({"t": 1.0})
