@@ -168,9 +168,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     import foscar
     from bench.arch import detect_device
     from bench.backends import Prepared, clone_cache
-    from bench.clocks import ClockReader, ClockSampler, clock_fields, during_fields
+    from bench.clocks import ClockReader, ClockSampler, clock_fields, during_fields, sampled_fields
     from bench.sweep import rotation
-    from bench.timing import GRAPH_TIMING, time_fn
+    from bench.timing import time_fn
     from bench.workload import max_rel_err
 
     if not out_csv.parent.is_dir():
@@ -208,8 +208,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             timing = time_fn(rotation(prep, dev), "cuda", warmup_ms=25, rep_ms=100, cpu_reps=1, during=during)
             row["median_us"] = round(timing.median_us, 3)
             row.update(clock_fields(before, clocks.read() if clocks else None))
-            if during is not None and timing.mode == GRAPH_TIMING:  # (not after a fallback to eager timing)
-                row.update(during.fields())
+            row.update(sampled_fields(during, timing.mode))
             del w, cache
         except Exception as e:  # recorded; the other points still run
             row["error"] = f"{type(e).__name__}: {e}"[:300]

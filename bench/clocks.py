@@ -186,6 +186,16 @@ class ClockSampler:
         return during_fields(self.readings)
 
 
+def sampled_fields(sampler: ClockSampler | None, timing_mode: str) -> dict[str, Any]:
+    """:meth:`ClockSampler.fields` where ``sampler`` read during CUDA-graph replays (``timing_mode`` is
+    :data:`bench.timing.GRAPH_TIMING`); ``{}`` where there is no sampler or the timing fell back to eager calls (a
+    graph that failed mid-way), whose readings would not be the replays'. The one rule of ``foscar bench``'s sweep and
+    ``python -m bench.ab``."""
+    from bench.timing import GRAPH_TIMING
+
+    return sampler.fields() if sampler is not None and timing_mode == GRAPH_TIMING else {}
+
+
 def during_fields(readings: list[ClockReading]) -> dict[str, Any]:
     """``sm_clock_during_mhz`` (the median SM clock of ``readings``, MHz, rounded to an integer) and
     ``clock_events_during`` (the union of their reasons, :func:`event_names` form); ``None`` for both without

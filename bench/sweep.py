@@ -48,7 +48,7 @@ import torch
 from rich.console import Console
 
 from bench.backends import Backend, Prepared, operand_unavailable
-from bench.clocks import ClockReader, ClockSampler, add_clock_notes, clock_fields
+from bench.clocks import ClockReader, ClockSampler, add_clock_notes, clock_fields, sampled_fields
 from bench.config import BenchConfig, config_from_meta
 from bench.engine import Site, Study, error_reason, run_points
 from bench.hbm import read_floor_us
@@ -313,8 +313,7 @@ def _run_row(be: Backend, operand: str | None, row: dict[str, Any], w, checked: 
                          during=sampler)
         after = sweep.clocks.read() if sweep.clocks else None
         row.update(clock_fields(before[0], after))
-        if sampler is not None and timing.mode == GRAPH_TIMING:  # (a graph that failed mid-way fell back to eager)
-            row.update(sampler.fields())
+        row.update(sampled_fields(sampler, timing.mode))
         set_timing(row, timing, prep.bytes, sweep.hbm_tbps)
         row["working_set_bytes"] = prep.bytes * len(fns)
         del fns

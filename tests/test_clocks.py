@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from bench.backends import Backend, Prepared
-from bench.clocks import ClockReader, ClockReading, add_clock_notes, clock_fields, event_names, judged_clock
+from bench.clocks import (ClockReader, ClockReading, ClockSampler, add_clock_notes, clock_fields, event_names,
+                          judged_clock, sampled_fields)
 from bench.compare import compare_runs, exit_code
 from bench.config import BenchConfig
 from bench.results import add_speedups, new_row, to_frame
@@ -347,3 +348,15 @@ def test_time_fn_enters_during_on_the_graph_path_only():
 
     t = time_fn([lambda: None], "cpu", warmup_ms=1, rep_ms=1, cpu_reps=2, during=Probe())
     assert t.median_us >= 0 and entered == []
+
+
+def test_sampled_fields_only_for_graph_replays():
+    class Reader:
+        def read(self):
+            return ClockReading(sm_clock_mhz=1830, events="sw_power_cap")
+
+    sampler = ClockSampler(Reader(), interval_s=0.001)
+    with sampler:
+        pass
+    assert sampled_fields(sampler, "cuda_graph") == {"sm_clock_during_mhz": 1830, "clock_events_during": "sw_power_cap"}
+    assert sampled_fields(sampler, "do_bench") == {} and sampled_fields(None, "cuda_graph") == {}
