@@ -97,6 +97,9 @@ namespace foscar {
 #define FOSCAR_PREWAIT_PREFETCH 0  // griddepcontrol.wait, derive their chunk from the lengths read relaxed (a stale
 #endif                             // value moves only the hint) and ask L2 for its first N steps (prefetch.global.L2,
                                    // a hint: it changes no value read after the wait); 0: none of it is compiled
+#ifndef FOSCAR_PREWAIT_WAVE  // 1 (with FOSCAR_PREWAIT_PREFETCH): only the first wave's CTAs prefetch (a later wave's
+#define FOSCAR_PREWAIT_WAVE 0  // start after this grid's own CTAs, when the wait no longer waits); 0: every CTA
+#endif
 #ifndef FOSCAR_EARLY_TRIGGER  // 1: a probe build (session 55): griddepcontrol.launch_dependents at the kernel's start,
 #define FOSCAR_EARLY_TRIGGER 0  // so the next grid's CTAs take the SMs this grid's early CTAs leave (its tail); 0: after
 #endif                          // the main loop (bench/NOTES.md §43)
@@ -613,6 +616,10 @@ struct Params {
   int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
                         // shared memory where more would fit; bench/NOTES.md §67)
   int pdl;              // host launch only: 1 launches with programmatic dependent launch (bench/NOTES.md §73)
+#if FOSCAR_PREWAIT_PREFETCH > 0
+  int prewait_ctas;     // set by launch(): CTAs cta_index() < this prefetch before the wait (FOSCAR_PREWAIT_WAVE: the
+                        // launch's first wave, SMs x CTAs an SM; else all)
+#endif
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
   unsigned long long* timeline;
@@ -1487,7 +1494,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     // the chunk's first FOSCAR_PREWAIT_PREFETCH steps (kWarps sub-tiles of kTileTokens each) of K / V codes and the
     // four scale arrays, as 128-byte lines spread over the CTA's threads
     const Work pw = find_work<false, FOSCAR_ONE_CHUNK_PATH, true>(p, slot);
-    if (pw.count > 0 && pw.end > pw.start) {
+    if (pw.count > 0 && pw.end > pw.start && cta_index() < (unsigned long long)p.prewait_ctas) {
       constexpr int RB = Fmt<BITS, HEAD_DIM, GROUP>::RB, NG = Fmt<BITS, HEAD_DIM, GROUP>::NG;
       const int n = min(pw.end - pw.start, FOSCAR_PREWAIT_PREFETCH * kWarps * kTileTokens);
       const long long r0 = (long long)(pw.b * p.num_kv_heads + hkv) * p.max_seq_len + pw.start;
@@ -2780,6 +2787,9 @@ constexpr int kMaxCtasPerSm = 32;  // FOSCAR_MAX_CTAS_PER_SM's largest value (fo
 struct LaunchCache {
   std::atomic<int> attr[kMaxDevices];
   std::atomic<int> padded[kMaxDevices][kMaxCtasPerSm + 1];
+#if FOSCAR_PREWAIT_PREFETCH > 0
+  std::atomic<int> wave[kMaxDevices][kMaxCtasPerSm + 1];  // CTAs of one wave (SMs x CTAs an SM), 0: not computed
+#endif
 };
 // one cache per instance and per shared library: internal linkage, so that two builds of the extension loaded in one
 // process (each its own kernels) do not share it, as a function-local static of launch() would (a GNU unique symbol)
@@ -2866,6 +2876,26 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
     err = occupancy_limited_smem(kernel, cache, dev, smem, p.max_ctas_per_sm, dyn);
     if (err != cudaSuccess) return err;
   }
+#if FOSCAR_PREWAIT_PREFETCH > 0
+  Params lp = p;  // with prewait_ctas
+  lp.prewait_ctas = 1 << 30;
+  if (FOSCAR_PREWAIT_WAVE) {
+    const int k = min(max(p.max_ctas_per_sm, 0), kMaxCtasPerSm);
+    const bool cached = dev >= 0 && dev < kMaxDevices;
+    int wave = cached ? cache.wave[dev][k].load(std::memory_order_acquire) : 0;
+    if (wave == 0) {
+      int fit = 0, sms = 0;
+      if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kWarps * 32, dyn)) != cudaSuccess)
+        return err;
+      if ((err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return err;
+      wave = max(1, fit * sms);
+      if (cached) cache.wave[dev][k].store(wave, std::memory_order_release);
+    }
+    lp.prewait_ctas = wave;
+  }
+#else
+  const Params& lp = p;
+#endif
   cudaLaunchConfig_t cfg = {};
   // num_kv_heads x num_slots (FOSCAR_GRID_2D: no division in the kernel, cta_slot), one dimension past gridDim.y's
   // limit; either way block slot * num_kv_heads + hkv in launch order
@@ -2879,7 +2909,7 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = p.pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, p);
+  return cudaLaunchKernelEx(&cfg, kernel, lp);
 }
 
 // All formats of one operand mode: cudaErrorInvalidValue for an unsupported

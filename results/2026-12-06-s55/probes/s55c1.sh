@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 55, call 1: the next call's first sub-tiles asked of L2 before griddepcontrol.wait, and the PDL trigger at
 # the kernel's start. Run from the repository root through scripts/gpu_offline.sh (carry .offline), at most LIMIT
-# (default 560) s:   bash results/2026-12-06-h200-s55/probes/s55c1.sh
+# (default 560) s:   bash results/2026-12-06-s55/probes/s55c1.sh
 #
 # Why (bench/NOTES.md §97): on an H200 the INT2 one-wave points' loop reads 86-89% of the ceiling, the whole call
 # 79-85%; the 3-5 us a call around the loop (to the loop 0.9-1.3 us, the first sub-tile 0.9-1.1, the epilogue and the
