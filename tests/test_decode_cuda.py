@@ -636,8 +636,8 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
                "FOSCAR_IMMA_PV_INT4": ("1",), "FOSCAR_PV_PACK": ("0",), "FOSCAR_PV_PACK_INT4": ("0",),
                "FOSCAR_PK_TOKENS": ("0",), "FOSCAR_QK_HALF": ("0",), "FOSCAR_ONE_CHUNK_PATH": ("0",),
                "FOSCAR_GRID_2D": ("0",), "FOSCAR_CP_L2_PREFETCH": ("128",), "FOSCAR_TILE_PROBE": ("1",),
-               "FOSCAR_L2_ONLY": ("1",), "FOSCAR_PREWAIT_PREFETCH": ("2",), "FOSCAR_EARLY_TRIGGER": ("1",),
-               "FOSCAR_PREWAIT_WAVE": ("1", "FOSCAR_PREWAIT_PREFETCH=2"),
+               "FOSCAR_L2_ONLY": ("1",), "FOSCAR_PREWAIT_PREFETCH": ("0",), "FOSCAR_EARLY_TRIGGER": ("0",),
+               "FOSCAR_PREWAIT_WAVE": ("0",),
                "FOSCAR_MIN_BLOCKS": ("2",)}
 
 

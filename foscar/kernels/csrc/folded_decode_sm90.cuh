@@ -93,16 +93,26 @@ namespace foscar {
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
                           // channel-wise K's scale rows still stream); 0: none of it is compiled
-#ifndef FOSCAR_PREWAIT_PREFETCH  // N > 0: a probe build (session 55) whose contiguous token-wise CTAs, before
-#define FOSCAR_PREWAIT_PREFETCH 0  // griddepcontrol.wait, derive their chunk from the lengths read relaxed (a stale
-#endif                             // value moves only the hint) and ask L2 for its first N steps (prefetch.global.L2,
-                                   // a hint: it changes no value read after the wait); 0: none of it is compiled
-#ifndef FOSCAR_PREWAIT_WAVE  // 1 (with FOSCAR_PREWAIT_PREFETCH): only the first wave's CTAs prefetch (a later wave's
-#define FOSCAR_PREWAIT_WAVE 0  // start after this grid's own CTAs, when the wait no longer waits); 0: every CTA
+// N > 0 (default 4): before griddepcontrol.wait, a contiguous token-wise CTA places its chunk from the lengths read
+// with ld.relaxed.gpu (a stale value moves only the hint; every address stays inside the cache) and asks L2 for the
+// chunk's first N steps (prefetch.global.L2: a hint, no value read after the wait changes). With PDL the next call's
+// CTAs start while this one's last CTAs run, and their first sub-tiles come from DRAM then, not after the wait
+// (bench/NOTES.md §99); 0: none of it is compiled
+#ifndef FOSCAR_PREWAIT_PREFETCH
+#define FOSCAR_PREWAIT_PREFETCH 4
 #endif
-#ifndef FOSCAR_EARLY_TRIGGER  // 1: a probe build (session 55): griddepcontrol.launch_dependents at the kernel's start,
-#define FOSCAR_EARLY_TRIGGER 0  // so the next grid's CTAs take the SMs this grid's early CTAs leave (its tail); 0: after
-#endif                          // the main loop (bench/NOTES.md §43)
+// 1 (default; with FOSCAR_PREWAIT_PREFETCH): only the CTAs of the launch's first wave (cta_index() < SMs x CTAs an
+// SM) prefetch: a later wave's CTAs start after this grid's own, when the wait no longer waits and a prefetch would
+// run just ahead of their copies (an H100's 64 x 8K 2% slower, §99); 0: every CTA
+#ifndef FOSCAR_PREWAIT_WAVE
+#define FOSCAR_PREWAIT_WAVE 1
+#endif
+// 1 (default): in the instances that prefetch before the wait, and where no merge kernel follows (fuse_merge),
+// griddepcontrol.launch_dependents at the kernel's start, so that the next call's CTAs take the SMs this call's
+// early CTAs leave (its tail) and prefetch there; 0, and elsewhere: after the main loop (bench/NOTES.md §43, §99)
+#ifndef FOSCAR_EARLY_TRIGGER
+#define FOSCAR_EARLY_TRIGGER 1
+#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -618,7 +628,7 @@ struct Params {
   int pdl;              // host launch only: 1 launches with programmatic dependent launch (bench/NOTES.md §73)
 #if FOSCAR_PREWAIT_PREFETCH > 0
   int prewait_ctas;     // set by launch(): CTAs cta_index() < this prefetch before the wait (FOSCAR_PREWAIT_WAVE: the
-                        // launch's first wave, SMs x CTAs an SM; else all)
+                        // launch's first wave, SMs x CTAs an SM; else all); 0 where the launch has no PDL
 #endif
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
@@ -1486,15 +1496,18 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   FOSCAR_TL(0, global_timer());
   FOSCAR_TL(2, clock64());
 #endif
-#if FOSCAR_EARLY_TRIGGER
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
+  // before the wait (FOSCAR_PREWAIT_PREFETCH): no value read here reaches the outputs
+  constexpr bool PREWAIT = FOSCAR_PREWAIT_PREFETCH > 0 && !PAGED && !CH && !FOSCAR_TILE_PROBE;
+  constexpr bool EARLY = PREWAIT && FOSCAR_EARLY_TRIGGER;  // the trigger at the start where p.fuse_merge
+  if (EARLY && p.fuse_merge) asm volatile("griddepcontrol.launch_dependents;\n" ::);
 #if FOSCAR_PREWAIT_PREFETCH > 0
-  if constexpr (!PAGED && !CH && !FOSCAR_TILE_PROBE) {
-    // the chunk's first FOSCAR_PREWAIT_PREFETCH steps (kWarps sub-tiles of kTileTokens each) of K / V codes and the
-    // four scale arrays, as 128-byte lines spread over the CTA's threads
-    const Work pw = find_work<false, FOSCAR_ONE_CHUNK_PATH, true>(p, slot);
-    if (pw.count > 0 && pw.end > pw.start && cta_index() < (unsigned long long)p.prewait_ctas) {
+  // the chunk's first FOSCAR_PREWAIT_PREFETCH steps (kWarps sub-tiles of kTileTokens each) of K / V codes and the four
+  // scale arrays, as 128-byte lines spread over the CTA's threads; a CTA past prewait_ctas (a later wave, or a launch
+  // without PDL) goes straight to the wait
+  if constexpr (PREWAIT) {
+    const Work pw = cta_index() < (unsigned long long)p.prewait_ctas
+                        ? find_work<false, FOSCAR_ONE_CHUNK_PATH, true>(p, slot) : Work{0, 0, 0, 0, 0, 0, 0};
+    if (pw.count > 0 && pw.end > pw.start) {
       constexpr int RB = Fmt<BITS, HEAD_DIM, GROUP>::RB, NG = Fmt<BITS, HEAD_DIM, GROUP>::NG;
       const int n = min(pw.end - pw.start, FOSCAR_PREWAIT_PREFETCH * kWarps * kTileTokens);
       const long long r0 = (long long)(pw.b * p.num_kv_heads + hkv) * p.max_seq_len + pw.start;
@@ -2758,10 +2771,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 
   // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
-  // batch 8 2% slower (bench/NOTES.md §43)
-#if !FOSCAR_EARLY_TRIGGER
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
+  // batch 8 2% slower (bench/NOTES.md §43); EARLY instances without a merge kernel after them triggered at the start
+  if (!(EARLY && p.fuse_merge)) asm volatile("griddepcontrol.launch_dependents;\n" ::);
   FOSCAR_TL(6, clock64());
 
   // ---- merge the 4 warps through shared memory, write the output (one chunk) or this chunk's partial
@@ -2878,8 +2889,8 @@ cudaError_t launch(const Params& p, int batch, cudaStream_t stream) {
   }
 #if FOSCAR_PREWAIT_PREFETCH > 0
   Params lp = p;  // with prewait_ctas
-  lp.prewait_ctas = 1 << 30;
-  if (FOSCAR_PREWAIT_WAVE) {
+  lp.prewait_ctas = p.pdl ? 1 << 30 : 0;  // without PDL this CTA starts after the previous grid: nothing to overlap
+  if (FOSCAR_PREWAIT_WAVE && p.pdl) {
     const int k = min(max(p.max_ctas_per_sm, 0), kMaxCtasPerSm);
     const bool cached = dev >= 0 && dev < kMaxDevices;
     int wave = cached ? cache.wave[dev][k].load(std::memory_order_acquire) : 0;
