@@ -12,10 +12,13 @@
 // or by foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel, and one-shot foscar.decode calls). The
 // merge kernel is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch
 // overlaps this kernel's tail, as every CTA
-// executes griddepcontrol.launch_dependents once its main loop is done. This kernel is launched with PDL too
-// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before anything is read, so
+// executes griddepcontrol.launch_dependents once its main loop is done (where no merge kernel follows, contiguous
+// token-wise instances trigger at their start: FOSCAR_EARLY_TRIGGER). This kernel is launched with PDL too
+// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before any value is read, so
 // that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
-// cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread).
+// cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread). Before
+// the wait, a contiguous token-wise CTA of the first wave asks L2 for its chunk's first steps (FOSCAR_PREWAIT_PREFETCH,
+// lengths read relaxed for the addresses only; NOTES §99).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
