@@ -28,18 +28,20 @@ HD="FOSCAR_ONLY_HEAD_DIM=128"
 OLD="$HD,FOSCAR_PREWAIT_PREFETCH=0,FOSCAR_EARLY_TRIGGER=0,FOSCAR_PREWAIT_WAVE=0"
 # the full default build for C, beside A's three head_dim-128 builds
 (MAX_JOBS=6 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build-full.log 2>&1; echo "full build rc=$?" >> $W/build-full.log) &
-python -m bench.ab_rounds $W/ab --variant "old:$OLD" --variant "new:$HD" --variant "n2:$HD,FOSCAR_PREWAIT_PREFETCH=2" \
-  --order "old new n2 n2 new old old new n2" \
+# SHORT=1 (a call with little device time left): A without n2, rounds old new new old old new, in A_S seconds
+V3=(--variant "n2:$HD,FOSCAR_PREWAIT_PREFETCH=2"); ORDER="old new n2 n2 new old old new n2"
+[ "${SHORT:-0}" = 1 ] && { V3=(); ORDER="old new new old old new"; }
+python -m bench.ab_rounds $W/ab --variant "old:$OLD" --variant "new:$HD" "${V3[@]}" --order "$ORDER" \
   --point 2x8x32768 --point 2x32x8192 --point 2x64x8192 --point 2x32x32768 --point 2x64x32768 --point 2x8x131072 \
   --point 4x8x32768 --point 2x1x8192 --point 2x8x32768:lognormal --point 2x8x32768:paged \
-  --limit-s $(( $(left) - 230 )) --round-s 20 > $W/ab_rounds.log 2>&1
+  --limit-s ${A_S:-$(( $(left) - 230 ))} --round-s 20 > $W/ab_rounds.log 2>&1
 echo "A: ab_rounds rc=$? left=$(left)"; tail -45 $W/ab_rounds.log
-python -m bench.ab_rounds $W/abq --variant "old:$OLD" --variant "new:$HD" --order "old new new old" --query-copy \
+[ "$(left)" -ge 230 ] && python -m bench.ab_rounds $W/abq --variant "old:$OLD" --variant "new:$HD" --order "old new new old" --query-copy \
   --point 2x8x32768 --point 2x32x8192 --point 2x1x8192 --point 2x8x32768:lognormal \
   --limit-s $(( $(left) - 190 )) --round-s 12 > $W/abq_rounds.log 2>&1
 echo "B: ab_rounds rc=$? left=$(left)"; tail -22 $W/abq_rounds.log
 wait; tail -1 $W/build-full.log; echo "C at left=$(left)"
-timeout $(( $(left) - 15 )) python -m pytest -m gpu -n 4 -q -p no:cacheprovider tests/test_decode_cuda.py \
+[ "$(left)" -ge 100 ] && timeout $(( $(left) - 15 )) python -m pytest -m gpu -n 4 -q -p no:cacheprovider tests/test_decode_cuda.py \
   tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py tests/test_plan.py tests/test_merge_slots.py \
   tests/test_append.py tests/test_paged.py -k 'not knob_builds_compile' > $W/pytest.log 2>&1
 echo "C: pytest rc=$? left=$(left)"; tail -5 $W/pytest.log
