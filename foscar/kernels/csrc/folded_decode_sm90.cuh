@@ -13,12 +13,13 @@
 // merge kernel is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch
 // overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done (where no merge kernel follows, contiguous
-// token-wise instances trigger at their start: FOSCAR_EARLY_TRIGGER). This kernel is launched with PDL too
-// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before any value is read, so
+// token-wise instances built with FOSCAR_PREWAIT_PREFETCH and FOSCAR_EARLY_TRIGGER, its default, trigger at their
+// start). This kernel is launched with PDL too
+// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so
 // that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
 // cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread). Before
-// the wait, a contiguous token-wise CTA of the first wave asks L2 for its chunk's first steps (FOSCAR_PREWAIT_PREFETCH,
-// lengths read relaxed for the addresses only; NOTES §99).
+// the wait, in builds with FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave
+// asks L2 for its chunk's first steps (lengths read relaxed for the addresses only; NOTES §99).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -96,21 +97,23 @@ namespace foscar {
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
                           // channel-wise K's scale rows still stream); 0: none of it is compiled
-// N > 0 (default 4): before griddepcontrol.wait, a contiguous token-wise CTA places its chunk from the lengths read
-// with ld.relaxed.gpu (a stale value moves only the hint; every address stays inside the cache) and asks L2 for the
+// N > 0: before griddepcontrol.wait, a contiguous token-wise CTA places its chunk from the lengths read with
+// ld.relaxed.gpu (a stale value moves only the hint; every line touched holds a byte of the cache) and asks L2 for the
 // chunk's first N steps (prefetch.global.L2: a hint, no value read after the wait changes). With PDL the next call's
 // CTAs start while this one's last CTAs run, and their first sub-tiles come from DRAM then, not after the wait
-// (bench/NOTES.md §99); 0: none of it is compiled
+// (bench/NOTES.md §99: on an H100, N = 4 with the trigger at the start, INT2 8 x 32K 2.9% and a ragged batch 12%
+// faster). 0 (default until it has run on an H200 and through the GPU suite in this form, §99): none of it is compiled
 #ifndef FOSCAR_PREWAIT_PREFETCH
-#define FOSCAR_PREWAIT_PREFETCH 4
+#define FOSCAR_PREWAIT_PREFETCH 0
 #endif
-// 1 (default; with FOSCAR_PREWAIT_PREFETCH): only the CTAs of the launch's first wave (cta_index() < SMs x CTAs an
+// 1 (default; acts with FOSCAR_PREWAIT_PREFETCH): only the CTAs of the launch's first wave (cta_index() < SMs x CTAs an
 // SM) prefetch: a later wave's CTAs start after this grid's own, when the wait no longer waits and a prefetch would
 // run just ahead of their copies (an H100's 64 x 8K 2% slower, §99); 0: every CTA
 #ifndef FOSCAR_PREWAIT_WAVE
 #define FOSCAR_PREWAIT_WAVE 1
 #endif
-// 1 (default): in the instances that prefetch before the wait, and where no merge kernel follows (fuse_merge),
+// 1 (default; acts with FOSCAR_PREWAIT_PREFETCH): in the instances that prefetch before the wait, and where no merge
+// kernel follows (fuse_merge),
 // griddepcontrol.launch_dependents at the kernel's start, so that the next call's CTAs take the SMs this call's
 // early CTAs leave (its tail) and prefetch there; 0, and elsewhere: after the main loop (bench/NOTES.md §43, §99)
 #ifndef FOSCAR_EARLY_TRIGGER
@@ -1490,7 +1493,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #if FOSCAR_TIMELINE
   // before griddepcontrol.wait, on purpose: the entry stamps; the counter is only ever touched by atomics and each
   // record by its own CTA, and with PDL every CTA of the previous call has started (taken its record) before this
-  // call's CTAs are scheduled (they trigger after their loop), so records stay in call order (bench/timeline.py)
+  // call's CTAs are scheduled (they trigger after their loop, or after this record where FOSCAR_EARLY_TRIGGER acts),
+  // so records stay in call order (bench/timeline.py)
   unsigned long long* tl_rec = nullptr;
   if (p.timeline != nullptr && threadIdx.x == 0) {
     const unsigned long long i = atomicAdd(p.timeline, 1ull);

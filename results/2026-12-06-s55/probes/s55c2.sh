@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# NOT RUN (session 55: every request after call 1 was refused); s55c3.sh, queued, holds its first-wave bound.
 # Session 55, call 2: s55c1.sh's prefetch before griddepcontrol.wait again, with a first-wave bound, more large points
 # and a predecessor that does not trigger. Run from the repository root through scripts/gpu_offline.sh (carry
 # .offline), at most LIMIT (default 570) s:   bash results/2026-12-06-s55/probes/s55c2.sh
