@@ -14,9 +14,8 @@
 // overlaps this kernel's tail, as every CTA
 // executes griddepcontrol.launch_dependents once its main loop is done (where no merge kernel follows, contiguous
 // token-wise instances built with FOSCAR_PREWAIT_PREFETCH and FOSCAR_EARLY_TRIGGER, its default, trigger at their
-// start). This kernel is launched with PDL too
-// where Params::pdl is set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so
-// that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
+// start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by default on sm_90:
+// griddepcontrol.wait before any value that reaches the outputs is read, so that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
 // cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread). Before
 // the wait, in builds with FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave
 // asks L2 for its chunk's first steps (lengths read relaxed for the addresses only; NOTES §99).
@@ -108,14 +107,15 @@ namespace foscar {
 #endif
 // 1 (default; acts with FOSCAR_PREWAIT_PREFETCH): only the CTAs of the launch's first wave (cta_index() < SMs x CTAs an
 // SM) prefetch: a later wave's CTAs start after this grid's own, when the wait no longer waits and a prefetch would
-// run just ahead of their copies (an H100's 64 x 8K 2% slower, §99); 0: every CTA
+// run just ahead of their copies (a guess at why 2 steps made an H100's 64 x 8K 2% slower; untested, §99); 0: every
+// CTA
 #ifndef FOSCAR_PREWAIT_WAVE
 #define FOSCAR_PREWAIT_WAVE 1
 #endif
 // 1 (default; acts with FOSCAR_PREWAIT_PREFETCH): in the instances that prefetch before the wait, and where no merge
-// kernel follows (fuse_merge),
-// griddepcontrol.launch_dependents at the kernel's start, so that the next call's CTAs take the SMs this call's
-// early CTAs leave (its tail) and prefetch there; 0, and elsewhere: after the main loop (bench/NOTES.md §43, §99)
+// kernel follows (fuse_merge), griddepcontrol.launch_dependents at the kernel's start, so that the next call's CTAs
+// take the SMs this call's early CTAs leave (its tail) and prefetch there; 0, and elsewhere: after the main loop
+// (bench/NOTES.md §43, §99)
 #ifndef FOSCAR_EARLY_TRIGGER
 #define FOSCAR_EARLY_TRIGGER 1
 #endif
@@ -713,9 +713,9 @@ __device__ __forceinline__ int clamp_length(const Params& p, int len) {
   return min(max(len, 0), min(p.max_seq_len, kMaxLength));
 }
 
-// a length: RELAXED (before griddepcontrol.wait, FOSCAR_PREWAIT_PREFETCH), ld.relaxed.gpu, so that a value the
-// previous grid may still write is read without a data race and never enters L1 (the read after the wait must not hit
-// a stale line); else a plain load
+// a length: RELAXED (before griddepcontrol.wait, FOSCAR_PREWAIT_PREFETCH), ld.relaxed.gpu: a strong read that never
+// enters L1 (the read after the wait must not hit a stale line); the value, which the previous grid may still be
+// writing, may be stale and only places the prefetch; else a plain load
 template <bool RELAXED>
 __device__ __forceinline__ int load_len(const int* ptr) {
   if constexpr (RELAXED) {
