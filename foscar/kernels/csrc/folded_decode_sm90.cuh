@@ -1,24 +1,23 @@
 // FOSCAR folded INT2/INT4 split-KV decode attention for sm_90 (mma.sync; BF16 or FP8 operands).
 //
-// One CTA = one (KV head, work slot); a slot is one chunk of one sequence's tokens (length-aware
-// split-KV, find_work below: chunks sized from the actual lengths so that every SM gets about the same
-// number of tokens, DESIGN §10). 4 warps, each streaming its own 64-token sub-tiles (tokens
-// [start + (4 * it + warp) * 64, +64)) through a private two-stage cp.async pipeline in shared
-// memory, with its own online softmax; the 4 warps are merged through shared memory at the end.
-// A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
-// partial and base-2 LSE, merged by default by the last CTA of the sequence (an atomic counter per (sequence, KV
-// head), reset by that CTA; plans' default since session 37, bench/NOTES.md §79-§80: faster than the merge kernel at
-// batch 8 and for empty sequences, slower at batch 1 with 32 chunks a sequence; §17, §29: its earlier forms, slower),
-// or by foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel, and one-shot foscar.decode calls). The
-// merge kernel is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch
-// overlaps this kernel's tail, as every CTA
-// executes griddepcontrol.launch_dependents once its main loop is done (where no merge kernel follows, contiguous
-// token-wise instances built with FOSCAR_PREWAIT_PREFETCH and FOSCAR_EARLY_TRIGGER, its default, trigger at their
-// start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by default on sm_90:
-// griddepcontrol.wait before any value that reaches the outputs is read, so that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one
-// cause being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread). Before
-// the wait, in builds with FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave
-// asks L2 for its chunk's first steps (lengths read relaxed for the addresses only; NOTES §99).
+// One CTA = one (KV head, work slot); a slot is one chunk of one sequence's tokens (length-aware split-KV, find_work
+// below: chunks sized from the actual lengths so that every SM gets about the same number of tokens, DESIGN §10). 4
+// warps, each streaming its own 64-token sub-tiles (tokens [start + (4 * it + warp) * 64, +64)) through a private
+// two-stage cp.async pipeline in shared memory, with its own online softmax; the 4 warps are merged through shared
+// memory at the end. A sequence of one chunk writes its output directly; otherwise each chunk writes a normalized fp32
+// partial and base-2 LSE, merged by default by the last CTA of the sequence (an atomic counter per (sequence, KV head),
+// reset by that CTA; plans' default since session 37, bench/NOTES.md §79-§80: faster than the merge kernel at batch 8
+// and for empty sequences, slower at batch 1 with 32 chunks a sequence; §17, §29: its earlier forms, slower), or by
+// foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel, and one-shot foscar.decode calls). The merge kernel
+// is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this
+// kernel's tail, as every CTA executes griddepcontrol.launch_dependents once its main loop is done (where no merge
+// kernel follows, contiguous token-wise instances built with FOSCAR_PREWAIT_PREFETCH and FOSCAR_EARLY_TRIGGER, its
+// default, trigger at their start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by
+// default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so that its launch overlaps
+// the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause being the grid's CTAs
+// piling three on the SMs left free, which plans now avoid by an even spread). Before the wait, in builds with
+// FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave asks L2 for its chunk's first
+// steps (lengths read relaxed for the addresses only; NOTES §99).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
