@@ -181,10 +181,10 @@ class RoundResult:
 
 
 def run_rounds(variants: list[Variant], order: list[str], points: list[str], out: Path, *, limit_s: float,
-               round_s: float, query_copy: bool = False, run: Runner | None = None,
+               round_s: float, run: Runner | None = None,
                clock: Callable[[], float] = time.monotonic, start: float | None = None) -> list[RoundResult]:
     """``python -m bench.ab run`` for each ``(label, round)`` of ``order`` in turn, with the label's environment and
-    run flags (:attr:`Variant.run_flags`, then ``--query-copy`` where ``query_copy``), each
+    run flags (:attr:`Variant.run_flags`), each
     under a timeout of what is left of ``limit_s`` (from ``start``, default now) less 10 s; a round is not started
     with fewer than ``round_s`` seconds left. Returns one :class:`RoundResult` per entry of ``order``."""
     run = run or subprocess.run
@@ -197,8 +197,7 @@ def run_rounds(variants: list[Variant], order: list[str], points: list[str], out
             results.append(RoundResult(label, rnd, "not run"))
             continue
         cmd = [sys.executable, "-m", "bench.ab", "run", label, str(rnd), str(out / f"ab-{label}-{rnd}.csv")]
-        flags = [*by_name[label].run_flags] + (["--query-copy"] if query_copy else [])
-        cmd += [a for p in points for a in ("--point", p)] + list(dict.fromkeys(flags))
+        cmd += [a for p in points for a in ("--point", p)] + list(by_name[label].run_flags)
         t0 = clock()
         with open(out / f"ab-{label}-{rnd}.log", "w") as log:
             try:
@@ -246,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise ValueError(f"--variant: names must differ, got {', '.join(names)}")
-        variants = add_run_flags(variants, a.run_flag)
+        # --query-copy: the same run flag for every variant
+        variants = add_run_flags(variants, a.run_flag + [f"{n}:--query-copy" for n in names if a.query_copy])
         order = parse_order(a.order, names)
         for p in a.point:
             parse_point(p)  # a bad point fails here, not in every round
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if not built:
         return 1
     results = run_rounds([v for v in variants if v.name in built], [x for x in order if x in built], a.point,
-                         a.out_dir, limit_s=a.limit_s, round_s=a.round_s, query_copy=a.query_copy, start=start)
+                         a.out_dir, limit_s=a.limit_s, round_s=a.round_s, start=start)
     print("\n".join(r.line() for r in results), flush=True)
     text, ok = write_table(a.out_dir, built[0])
     print(text)

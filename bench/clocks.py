@@ -45,6 +45,8 @@ from typing import Any
 
 import pandas as pd
 
+from bench.timing import GRAPH_TIMING
+
 CLOCK_COLUMNS = ["sm_clock_before_mhz", "sm_clock_after_mhz", "clock_events_before", "clock_events_after",
                  "clock_note", "sm_clock_during_mhz", "clock_events_during"]  # fmt: skip
 SAMPLE_INTERVAL_S = 0.02  # a ClockSampler's pause between readings (a row's 15 timed replays last ~150 ms)
@@ -191,8 +193,6 @@ def sampled_fields(sampler: ClockSampler | None, timing_mode: str) -> dict[str, 
     :data:`bench.timing.GRAPH_TIMING`); ``{}`` where there is no sampler or the timing fell back to eager calls (a
     graph that failed mid-way), whose readings would not be the replays'. The one rule of ``foscar bench``'s sweep and
     ``python -m bench.ab``."""
-    from bench.timing import GRAPH_TIMING
-
     return sampler.fields() if sampler is not None and timing_mode == GRAPH_TIMING else {}
 
 

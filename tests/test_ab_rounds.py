@@ -89,8 +89,8 @@ def test_variants_of_one_build_are_built_once(tmp_path):
 
 def test_a_variants_run_flags_reach_its_rounds_only(tmp_path):
     fake = FakeRun({"s": 46.0, "o": 46.0}, seconds=1.0)
-    variants = [Variant("s"), Variant("o", run_flags=("--no-sampler",))]
-    ab_rounds.run_rounds(variants, ["s", "o"], ["2x8x32768"], tmp_path, limit_s=100, round_s=20, query_copy=True,
+    variants = add_run_flags([Variant("s"), Variant("o")], ["o:--no-sampler", "s:--query-copy", "o:--query-copy"])
+    ab_rounds.run_rounds(variants, ["s", "o"], ["2x8x32768"], tmp_path, limit_s=100, round_s=20,
                          run=fake.__call__, clock=fake.clock, start=0.0)
     assert [c[7:] for c, _ in fake.calls] == [["--point", "2x8x32768", "--query-copy"],
                                              ["--point", "2x8x32768", "--no-sampler", "--query-copy"]]
@@ -131,6 +131,17 @@ def test_main_builds_runs_and_writes_the_table(tmp_path, monkeypatch, capsys):
     assert rc == 0 and "built 2 of 2 variants" in text and "l round 1: rc=0" in text and "0.891" in text
     assert sorted(f.name for f in out.glob("ab-*.csv")) == ["ab-l-0.csv", "ab-l-1.csv", "ab-t-0.csv", "ab-t-1.csv"]
     assert all(c[0][0] == sys.executable for c in fake.calls)
+
+
+def test_main_query_copy_reaches_every_variant_once(tmp_path, monkeypatch):
+    fake = FakeRun({"s": 46.0, "o": 46.0}, seconds=0.0)
+    monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
+    assert ab_rounds.main([str(tmp_path), "--variant", "s:", "--variant", "o:", "--order", "s o", "--point",
+                           "2x8x32768", "--query-copy", "--run-flag", "o:--query-copy",
+                           "--run-flag", "o:--no-sampler"]) == 0
+    rounds_ = [c for c, _ in fake.calls if c[1] == "-m"]
+    assert [c[7:] for c in rounds_] == [["--point", "2x8x32768", "--query-copy"],
+                                        ["--point", "2x8x32768", "--query-copy", "--no-sampler"]]
 
 
 def test_main_leaves_out_a_variant_whose_build_failed(tmp_path, monkeypatch, capsys):
