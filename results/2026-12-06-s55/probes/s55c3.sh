@@ -20,13 +20,7 @@
 # 0.98-1.00, paged 0.99-1.01 (not prefetched, its trigger unchanged); n2 within 1.5% of new; outputs bit-identical to
 # old's. On an H100: call 1's ep4 ratios within 1%, 64 x 8K level. B: new / old 1.00-1.02 (the prefetch just ahead of
 # the copies, as §94's; what a serving step without PDL before the attention pays). C: every test passes.
-: "${T0:=$(date +%s)}"
-LIMIT="${LIMIT:-560}"
-left() { echo $((LIMIT - ($(date +%s) - T0))); }
-OUT="${OUT:?set OUT}"
-nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit,enforced.power.limit --format=csv > "$OUT/gpu.csv" 2>&1
-git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
-W=/tmp/s55; rm -rf $W; mkdir -p $W
+. scripts/probe_preamble.sh /tmp/s55  # T0, LIMIT (560), left(), gpu.csv, commit.txt, W, probe_end
 HD="FOSCAR_ONLY_HEAD_DIM=128"
 OLD="$HD"
 NEW="$HD,FOSCAR_PREWAIT_PREFETCH=4"
@@ -50,5 +44,4 @@ wait; tail -1 $W/build-full.log; echo "C at left=$(left)"
   tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py tests/test_plan.py tests/test_merge_slots.py \
   tests/test_append.py tests/test_paged.py -k 'not knob_builds_compile' > $W/pytest.log 2>&1
 echo "C: pytest rc=$? left=$(left)"; tail -5 $W/pytest.log
-nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader >> "$OUT/gpu.csv" 2>&1
-tar -czf "$OUT/s55c3.tgz" -C $W --exclude='*.so' .
+probe_end s55c3
