@@ -641,6 +641,8 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
                # the trigger and the wave bound act only in builds that prefetch before the wait
                "FOSCAR_EARLY_TRIGGER": ("0", "FOSCAR_PREWAIT_PREFETCH=4"),
                "FOSCAR_PREWAIT_WAVE": ("0", "FOSCAR_PREWAIT_PREFETCH=4"),
+               # paged instances prefetch with it in builds that prefetch (KNOB_UNITS: the paged unit)
+               "FOSCAR_PREWAIT_PAGED": ("1", "FOSCAR_PREWAIT_PREFETCH=4"),
                "FOSCAR_MIN_BLOCKS": ("2",)}
 
 
@@ -651,22 +653,36 @@ def test_knob_builds_cover_every_knob_of_the_kernel():
     assert knobs - {"FOSCAR_ONLY_HEAD_DIM", "FOSCAR_TIMELINE"} == set(KNOB_BUILDS)
 
 
-# gpu: 22 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
+# the unit a knob acts in, where that is not the contiguous BF16 one (its build and its reference compile that unit)
+KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu"}
+
+
+# gpu: 24 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
 @pytest.mark.gpu
 def test_knob_builds_compile(tmp_path):
-    """Each knob of KNOB_BUILDS at its other value compiles the contiguous BF16 unit (head_dim 128) without error, to
-    a cubin other than its reference's (without -lineinfo, whose strings would differ anyway): not the default in
-    disguise."""
+    """Each knob of KNOB_BUILDS at its other value compiles its unit (KNOB_UNITS, else the contiguous BF16 one; head_dim
+    128) without error, to a cubin other than its reference's, the same unit built with the knob's extra defines
+    alone (without -lineinfo, whose strings would differ anyway): not the reference in disguise."""
     nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found: cannot compile the CUDA source here")
-    src = next(s for s in decode_cuda.SOURCES if s.name == "decode_mode_bf16.cu")
     flags = [f for f in decode_cuda.BASE_NVCC_FLAGS if f != "-lineinfo"]
-    builds = {"default": [], **{k: [f"-D{k}={v[0]}", *(f"-D{d}" for d in v[1:])] for k, v in KNOB_BUILDS.items()}}
-    procs = {k: subprocess.Popen([nvcc, *flags, "-DFOSCAR_ONLY_HEAD_DIM=128", *defs, "-cubin", str(src),
+    # name -> (unit, defines): each knob's build, then each reference that is not another knob's build
+    builds = {k: (KNOB_UNITS.get(k, "decode_mode_bf16.cu"), (f"-D{k}={v[0]}", *(f"-D{d}" for d in v[1:])))
+              for k, v in KNOB_BUILDS.items()}
+    by_build = {(unit, frozenset(defs)): k for k, (unit, defs) in builds.items()}
+    reference = {}
+    for k, (unit, defs) in list(builds.items()):
+        ref = (unit, frozenset(defs[1:]))
+        if ref not in by_build:
+            by_build[ref] = f"reference{len(by_build)}"
+            builds[by_build[ref]] = (unit, defs[1:])
+        reference[k] = by_build[ref]
+    sources = {s.name: s for s in decode_cuda.SOURCES}
+    procs = {k: subprocess.Popen([nvcc, *flags, "-DFOSCAR_ONLY_HEAD_DIM=128", *defs, "-cubin", str(sources[unit]),
                                   "-o", str(tmp_path / f"{k}.cubin")],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k, defs in builds.items()}
+             for k, (unit, defs) in builds.items()}
     failed = {}
     for k, proc in procs.items():
         try:
@@ -678,15 +694,9 @@ def test_knob_builds_compile(tmp_path):
         if proc.returncode != 0:
             failed[k] = err[-1500:]
     assert not failed, failed
-    # a knob's reference: the build of its extra defines alone (another knob's build), else the default
-    by_defines = {frozenset(defs): k for k, defs in builds.items()}
-
-    def reference(knob: str) -> str:
-        return by_defines.get(frozenset(f"-D{d}" for d in KNOB_BUILDS[knob][1:]), "default")
-
     same = [k for k in KNOB_BUILDS
-            if (tmp_path / f"{k}.cubin").read_bytes() == (tmp_path / f"{reference(k)}.cubin").read_bytes()]
-    assert not same, f"these knob builds compile to their reference's cubin (the default's, or the added ones'): {same}"
+            if (tmp_path / f"{k}.cubin").read_bytes() == (tmp_path / f"{reference[k]}.cubin").read_bytes()]
+    assert not same, f"these knob builds compile to their reference's cubin (the same unit without the knob): {same}"
 
 
 def test_binding_source_compiles(tmp_path):

@@ -7,8 +7,10 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -128,7 +130,9 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   cudaError_t err = foscar_folded_decode_sm90(
       q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
       v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
-      indices ? (int)kv_indices->numel() : 0, indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
+      indices ? (int)kv_indices->numel() : 0,
+      indices ? (int)std::min<int64_t>(k_codes.size(0), std::numeric_limits<int>::max()) : 0,
+      indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
       lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,

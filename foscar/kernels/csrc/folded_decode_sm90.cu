@@ -33,7 +33,7 @@ extern "C" int foscar_fused_merge_in(int bits, int head_dim, int group_size, int
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
+    int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
@@ -47,6 +47,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   if (fixed_window != 0 && (fixed_window != 1 || fixed_splits < 2 || seq_chunks == nullptr)) return cudaErrorInvalidValue;
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
+  if (paged && num_pages < 0) return cudaErrorInvalidValue;
   if (paged) {  // page sizes: powers of two
     while ((1 << page_shift) < page_size) ++page_shift;
     if (kv_indptr == nullptr || page_size < 1 || (1 << page_shift) != page_size) return cudaErrorInvalidValue;
@@ -89,6 +90,9 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.fixed_splits = fixed_splits;
   p.target_chunks = target_chunks;
   p.num_indices = num_indices;
+#if FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED
+  p.num_pages = num_pages;
+#endif
   // 16-byte scale copies need rows / pages of whole 16-byte chunks and 16-byte aligned bases (a view
   // with another storage offset takes the 4-byte path)
   bool bases16 = true;

@@ -118,6 +118,13 @@ namespace foscar {
 #ifndef FOSCAR_EARLY_TRIGGER
 #define FOSCAR_EARLY_TRIGGER 1
 #endif
+// 1 (acts with FOSCAR_PREWAIT_PREFETCH): paged token-wise instances prefetch before the wait too, the chunk's pages
+// read from kv_indptr / kv_indices with ld.relaxed.gpu (a stale id moves only the hint; ids at or past the pool's
+// num_pages are skipped), and trigger at their start as the contiguous ones do (bench/NOTES.md §100); 0 (default):
+// paged instances keep the plain path (their trigger after the main loop)
+#ifndef FOSCAR_PREWAIT_PAGED
+#define FOSCAR_PREWAIT_PAGED 0
+#endif
 #ifndef FOSCAR_TIMELINE  // 1: a profiling build whose CTAs write a timeline of their phases into Params::timeline
 #define FOSCAR_TIMELINE 0  // (python -m bench.timeline; bench/NOTES.md §66); 0: none of it is compiled
 #endif
@@ -634,6 +641,9 @@ struct Params {
 #if FOSCAR_PREWAIT_PREFETCH > 0
   int prewait_ctas;     // set by launch(): CTAs cta_index() < this prefetch before the wait (FOSCAR_PREWAIT_WAVE: the
                         // launch's first wave, SMs x CTAs an SM; else all); 0 where the launch has no PDL
+#if FOSCAR_PREWAIT_PAGED
+  int num_pages;        // paged: the pool's pages (k_codes' first dimension); the prefetch skips ids at or past it
+#endif
 #endif
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
@@ -712,9 +722,9 @@ __device__ __forceinline__ int clamp_length(const Params& p, int len) {
   return min(max(len, 0), min(p.max_seq_len, kMaxLength));
 }
 
-// a length: RELAXED (before griddepcontrol.wait, FOSCAR_PREWAIT_PREFETCH), ld.relaxed.gpu: a strong read that never
-// enters L1 (the read after the wait must not hit a stale line); the value, which the previous grid may still be
-// writing, may be stale and only places the prefetch; else a plain load
+// a length or a page-table entry: RELAXED (before griddepcontrol.wait, FOSCAR_PREWAIT_PREFETCH), ld.relaxed.gpu: a
+// strong read that never enters L1 (the read after the wait must not hit a stale line); the value, which the previous
+// grid may still be writing, may be stale and only places the prefetch; else a plain load
 template <bool RELAXED>
 __device__ __forceinline__ int load_len(const int* ptr) {
   if constexpr (RELAXED) {
@@ -739,10 +749,10 @@ __device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_
 
 template <bool PAGED, bool RELAXED = false>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
-  static_assert(!(PAGED && RELAXED), "relaxed lengths: contiguous caches only");
   if constexpr (PAGED) {
     int lo;
-    const int len = paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
+    const int len = paged_length(p, load_len<RELAXED>(p.kv_indptr + b), load_len<RELAXED>(p.kv_indptr + b + 1),
+                                 load_len<RELAXED>(p.lens + b), lo);
     if (page0) *page0 = lo;
     return len;
   } else {
@@ -843,7 +853,7 @@ __device__ Work find_work(const Params& p, int slot) {
     w.start = w.index * chunk;
     w.end = min(w.start + chunk, blen);
     // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
-    if constexpr (PAGED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
+    if constexpr (PAGED) w.page0 = min(max(load_len<RELAXED>(p.kv_indptr + w.b), 0), p.num_indices);
   };
   // One pass, for up to 32 x K sequences whose first chunk fits the slots (every uniform batch; the host
   // sizes num_slots for it): lane l holds the K sequences K*l .. K*l + K - 1 (slot order = sequence order
@@ -859,9 +869,9 @@ __device__ Work find_work(const Params& p, int slot) {
     if constexpr (PAGED) {  // every load first: K + 1 kv_indptr entries and K last-page lengths
       int ptr[K + 1], last[K];
 #pragma unroll
-      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? p.kv_indptr[b0 + j] : 0;
+      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? load_len<RELAXED>(p.kv_indptr + b0 + j) : 0;
 #pragma unroll
-      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
+      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? load_len<RELAXED>(p.lens + b0 + j) : 0;
 #pragma unroll
       for (int j = 0; j < K; ++j) {
         int page0;  // (take reloads it for the slot's sequence)
@@ -1503,7 +1513,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   FOSCAR_TL(2, clock64());
 #endif
   // before the wait (FOSCAR_PREWAIT_PREFETCH): no value read here reaches the outputs
-  constexpr bool PREWAIT = FOSCAR_PREWAIT_PREFETCH > 0 && !PAGED && !CH && !FOSCAR_TILE_PROBE;
+  constexpr bool PREWAIT =
+      FOSCAR_PREWAIT_PREFETCH > 0 && (!PAGED || FOSCAR_PREWAIT_PAGED) && !CH && !FOSCAR_TILE_PROBE;
   constexpr bool EARLY = PREWAIT && FOSCAR_EARLY_TRIGGER;  // the trigger at the start where p.fuse_merge
   if (EARLY && p.fuse_merge) asm volatile("griddepcontrol.launch_dependents;\n" ::);
 #if FOSCAR_PREWAIT_PREFETCH > 0
@@ -1512,25 +1523,50 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   // without PDL) goes straight to the wait
   if constexpr (PREWAIT) {
     const Work pw = cta_index() < (unsigned long long)p.prewait_ctas
-                        ? find_work<false, FOSCAR_ONE_CHUNK_PATH, true>(p, slot) : Work{0, 0, 0, 0, 0, 0, 0};
+                        ? find_work<PAGED, FOSCAR_ONE_CHUNK_PATH, true>(p, slot) : Work{0, 0, 0, 0, 0, 0, 0};
     if (pw.count > 0 && pw.end > pw.start) {
       constexpr int RB = Fmt<BITS, HEAD_DIM, GROUP>::RB, NG = Fmt<BITS, HEAD_DIM, GROUP>::NG;
       const int n = min(pw.end - pw.start, FOSCAR_PREWAIT_PREFETCH * kWarps * kTileTokens);
-      const long long r0 = (long long)(pw.b * p.num_kv_heads + hkv) * p.max_seq_len + pw.start;
-      const char* base[6] = {reinterpret_cast<const char*>(p.k_codes) + r0 * RB,
-                             reinterpret_cast<const char*>(p.v_codes) + r0 * RB,
-                             reinterpret_cast<const char*>(p.k_scale + r0 * NG),
-                             reinterpret_cast<const char*>(p.k_offset + r0 * NG),
-                             reinterpret_cast<const char*>(p.v_scale + r0 * NG),
-                             reinterpret_cast<const char*>(p.v_offset + r0 * NG)};
-      const long long bytes[6] = {(long long)n * RB, (long long)n * RB, n * NG * 4ll, n * NG * 4ll,
-                                  n * NG * 4ll, n * NG * 4ll};
+      // the lines of rows [r0, r0 + m) of the six arrays, from the s-th on, every step-th
+      auto prefetch_rows = [&](long long r0, int m, int s, int step) {
+        const char* base[6] = {reinterpret_cast<const char*>(p.k_codes) + r0 * RB,
+                               reinterpret_cast<const char*>(p.v_codes) + r0 * RB,
+                               reinterpret_cast<const char*>(p.k_scale + r0 * NG),
+                               reinterpret_cast<const char*>(p.k_offset + r0 * NG),
+                               reinterpret_cast<const char*>(p.v_scale + r0 * NG),
+                               reinterpret_cast<const char*>(p.v_offset + r0 * NG)};
+        const long long bytes[6] = {(long long)m * RB, (long long)m * RB, m * NG * 4ll, m * NG * 4ll,
+                                    m * NG * 4ll, m * NG * 4ll};
 #pragma unroll
-      for (int a = 0; a < 6; ++a) {
-        const uintptr_t lo = reinterpret_cast<uintptr_t>(base[a]) & ~(uintptr_t)127;
-        const uintptr_t hi = reinterpret_cast<uintptr_t>(base[a]) + bytes[a];
-        for (uintptr_t l = lo + 128u * threadIdx.x; l < hi; l += 128u * blockDim.x)
-          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
+        for (int a = 0; a < 6; ++a) {
+          const uintptr_t lo = reinterpret_cast<uintptr_t>(base[a]) & ~(uintptr_t)127;
+          const uintptr_t hi = reinterpret_cast<uintptr_t>(base[a]) + bytes[a];
+          for (uintptr_t l = lo + 128u * s; l < hi; l += 128u * step)
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
+        }
+      };
+      if constexpr (!PAGED) {
+        prefetch_rows((long long)(pw.b * p.num_kv_heads + hkv) * p.max_seq_len + pw.start, n, threadIdx.x, blockDim.x);
+      } else {
+#if FOSCAR_PREWAIT_PAGED
+        // the chunk's pages j0 .. j0 + npg - 1 (of the sequence's), tpp threads a page: each reads its page's id
+        // (relaxed; an id outside the pool is skipped) and takes every tpp-th line of the page's rows
+        const int page = 1 << p.page_shift;
+        const int j0 = pw.start >> p.page_shift, npg = ((pw.start + n - 1) >> p.page_shift) - j0 + 1;
+        const int tpp = max(1, (int)blockDim.x / npg), groups = (int)blockDim.x / tpp;
+        if ((int)threadIdx.x / tpp < groups) {
+          for (int j = threadIdx.x / tpp; j < npg; j += groups) {
+            const int idx = pw.page0 + j0 + j;
+            if (idx >= p.num_indices) break;
+            const int id = load_len<true>(p.kv_indices + idx);
+            if (id < 0 || id >= p.num_pages) continue;
+            const int t_lo = max(pw.start, (j0 + j) << p.page_shift);
+            const int t_hi = min(pw.start + n, (j0 + j + 1) << p.page_shift);
+            prefetch_rows(((long long)id * p.num_kv_heads + hkv) * page + (t_lo & (page - 1)), t_hi - t_lo,
+                          threadIdx.x % tpp, tpp);
+          }
+        }
+#endif
       }
     }
   }

@@ -10,7 +10,9 @@
 // kv_indptr = kv_indices = nullptr, page_size ignored. Paged cache (FlashInfer-style page
 // table, page_size a power of two): lens = kv_last_page_len [batch]; the kernel derives each
 // length from kv_indptr (no extra kernel). Lengths are clamped to what the cache holds (contiguous:
-// max_seq_len; paged: num_indices = the length of kv_indices, kv_last_page_len to 0..page_size).
+// max_seq_len; paged: num_indices = the length of kv_indices, kv_last_page_len to 0..page_size). num_pages: paged,
+// the pool's pages (k_codes' first dimension; builds with FOSCAR_PREWAIT_PAGED prefetch no page id at or past it);
+// ignored elsewhere.
 // Output: out [batch, num_qo_heads, head_dim] bf16 and lse [batch, num_qo_heads] fp32 (natural
 // log), through the split partials o_part [num_slots, num_qo_heads, head_dim] / lse_part
 // [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads] int32, zero before the first
@@ -41,7 +43,7 @@
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int num_indices, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
+    int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks,
     long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
