@@ -751,8 +751,10 @@ template <bool PAGED, bool RELAXED = false>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
   if constexpr (PAGED) {
     int lo;
-    const int len = paged_length(p, load_len<RELAXED>(p.kv_indptr + b), load_len<RELAXED>(p.kv_indptr + b + 1),
-                                 load_len<RELAXED>(p.lens + b), lo);
+    // (the plain form as it was: a form through load_len<false> moved one paged main loop by an instruction)
+    const int len = RELAXED ? paged_length(p, load_len<true>(p.kv_indptr + b), load_len<true>(p.kv_indptr + b + 1),
+                                           load_len<true>(p.lens + b), lo)
+                            : paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
     if (page0) *page0 = lo;
     return len;
   } else {
