@@ -11,13 +11,14 @@
 // foscar/kernels/merge_triton.py merge_slots (FOSCAR_MERGE=kernel, and one-shot foscar.decode calls). The merge kernel
 // is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this
 // kernel's tail, as every CTA executes griddepcontrol.launch_dependents once its main loop is done (where no merge
-// kernel follows, contiguous token-wise instances built with FOSCAR_PREWAIT_PREFETCH and FOSCAR_EARLY_TRIGGER, its
-// default, trigger at their start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by
+// kernel follows, token-wise instances that prefetch before the wait, built with FOSCAR_PREWAIT_PREFETCH, and
+// FOSCAR_EARLY_TRIGGER, its default, trigger at their start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by
 // default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so that its launch overlaps
 // the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause being the grid's CTAs
 // piling three on the SMs left free, which plans now avoid by an even spread). Before the wait, in builds with
-// FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave asks L2 for its chunk's first
-// steps (lengths read relaxed for the addresses only; NOTES §99).
+// FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave (paged too, with
+// FOSCAR_PREWAIT_PAGED) asks L2 for its chunk's first steps (lengths and page ids read relaxed for the addresses only;
+// NOTES §99, §100).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
@@ -99,8 +100,9 @@ namespace foscar {
 // ld.relaxed.gpu (a stale value moves only the hint; every line touched holds a byte of the cache) and asks L2 for the
 // chunk's first N steps (prefetch.global.L2: a hint, no value read after the wait changes). With PDL the next call's
 // CTAs start while this one's last CTAs run, and their first sub-tiles come from DRAM then, not after the wait
-// (bench/NOTES.md §99: on an H100, N = 4 with the trigger at the start, INT2 8 x 32K 2.9% and a ragged batch 12%
-// faster). 0 (default until it has run on an H200 and through the GPU suite in this form, §99): none of it is compiled
+// (bench/NOTES.md §99, §100: on an H100, N = 4 with the trigger at the start, INT2 8 x 32K 2.8% and a ragged batch
+// 12% faster behind a kernel that triggers, up to 6.8% slower behind one that does not). 0 (default: a serving step
+// whose kernel before the attention does not trigger pays that, §100): none of it is compiled
 #ifndef FOSCAR_PREWAIT_PREFETCH
 #define FOSCAR_PREWAIT_PREFETCH 0
 #endif
@@ -749,12 +751,15 @@ __device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_
 
 template <bool PAGED, bool RELAXED = false>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
-  if constexpr (PAGED) {
+  if constexpr (PAGED && RELAXED) {
     int lo;
-    // (the plain form as it was: a form through load_len<false> moved one paged main loop by an instruction)
-    const int len = RELAXED ? paged_length(p, load_len<true>(p.kv_indptr + b), load_len<true>(p.kv_indptr + b + 1),
-                                           load_len<true>(p.lens + b), lo)
-                            : paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
+    const int len = paged_length(p, load_len<true>(p.kv_indptr + b), load_len<true>(p.kv_indptr + b + 1),
+                                 load_len<true>(p.lens + b), lo);
+    if (page0) *page0 = lo;
+    return len;
+  } else if constexpr (PAGED) {  // (the plain loads as written before the relaxed form: SASS counts unchanged)
+    int lo;
+    const int len = paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
     if (page0) *page0 = lo;
     return len;
   } else {
@@ -855,7 +860,8 @@ __device__ Work find_work(const Params& p, int slot) {
     w.start = w.index * chunk;
     w.end = min(w.start + chunk, blen);
     // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
-    if constexpr (PAGED) w.page0 = min(max(load_len<RELAXED>(p.kv_indptr + w.b), 0), p.num_indices);
+    if constexpr (PAGED && RELAXED) w.page0 = min(max(load_len<true>(p.kv_indptr + w.b), 0), p.num_indices);
+    if constexpr (PAGED && !RELAXED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
   };
   // One pass, for up to 32 x K sequences whose first chunk fits the slots (every uniform batch; the host
   // sizes num_slots for it): lane l holds the K sequences K*l .. K*l + K - 1 (slot order = sequence order
@@ -870,10 +876,17 @@ __device__ Work find_work(const Params& p, int slot) {
     int len[K];
     if constexpr (PAGED) {  // every load first: K + 1 kv_indptr entries and K last-page lengths
       int ptr[K + 1], last[K];
+      if constexpr (RELAXED) {
 #pragma unroll
-      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? load_len<RELAXED>(p.kv_indptr + b0 + j) : 0;
+        for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? load_len<true>(p.kv_indptr + b0 + j) : 0;
 #pragma unroll
-      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? load_len<RELAXED>(p.lens + b0 + j) : 0;
+        for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? load_len<true>(p.lens + b0 + j) : 0;
+      } else {  // (the plain loads as they were written before the relaxed form, SASS counts unchanged)
+#pragma unroll
+      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? p.kv_indptr[b0 + j] : 0;
+#pragma unroll
+      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
+      }
 #pragma unroll
       for (int j = 0; j < K; ++j) {
         int page0;  // (take reloads it for the slot's sequence)

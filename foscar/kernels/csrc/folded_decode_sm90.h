@@ -36,10 +36,11 @@
 // padded where more would fit; bench/NOTES.md §67). pdl: 1 launches the kernel with programmatic dependent launch
 // (cudaLaunchAttributeProgrammaticStreamSerialization; the kernel waits in griddepcontrol.wait before it reads any
 // value that reaches the outputs, so its launch may overlap the previous kernel's tail where that kernel triggers; in
-// builds with FOSCAR_PREWAIT_PREFETCH, off by default, contiguous token-wise instances prefetch into L2 their chunk's
-// first steps before the wait, placed from lengths read relaxed, a hint that changes no value), 0 a plain launch (no
-// prefetch); every CTA executes griddepcontrol.launch_dependents after its main loop, or at its start in the instances
-// that prefetch where no merge kernel follows (bench/NOTES.md §43, §73, §99).
+// builds with FOSCAR_PREWAIT_PREFETCH, off by default, contiguous token-wise instances (paged too, with
+// FOSCAR_PREWAIT_PAGED) prefetch into L2 their chunk's first steps before the wait, placed from lengths and page ids
+// read relaxed, a hint that changes no value), 0 a plain launch (no prefetch); every CTA executes
+// griddepcontrol.launch_dependents after its main loop, or at its start in the instances that prefetch where no merge
+// kernel follows (bench/NOTES.md §43, §73, §99, §100).
 extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,

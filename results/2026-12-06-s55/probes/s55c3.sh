@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# QUEUED (session 55: written for call 3, which no device was lent for; not run). The prefetch before
+# NOT RUN (session 55: written for call 3, which no device was lent for; session 56's s56c1.sh holds it, with a
+# paged part added). The prefetch before
 # griddepcontrol.wait in its final form (FOSCAR_PREWAIT_PREFETCH=4 with the defaults FOSCAR_PREWAIT_WAVE=1,
 # FOSCAR_EARLY_TRIGGER=1: first wave only, the trigger at the start in contiguous token-wise instances with no merge
 # kernel after them) against the default kernel, and the decode's GPU tests on a build with it: what it takes to make
