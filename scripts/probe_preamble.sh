@@ -16,12 +16,13 @@
 LIMIT="${LIMIT:-560}"
 OUT="${OUT:?set OUT}"
 left() { echo $((LIMIT - ($(date +%s) - T0))); }
-nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit,enforced.power.limit \
-  --format=csv > "$OUT/gpu.csv" 2>&1
+q=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit
+nvidia-smi --query-gpu=$q,enforced.power.limit --format=csv > "$OUT/gpu.csv" 2>&1
 echo "${FOSCAR_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" > "$OUT/commit.txt"
 W="${1:-/tmp/probe}"
 rm -rf "$W"; mkdir -p "$W"
 probe_end() {
-  nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader >> "$OUT/gpu.csv" 2>&1
+  nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+    >> "$OUT/gpu.csv" 2>&1
   tar -czf "$OUT/${1:-probe}.tgz" -C "$W" --exclude='*.so' .
 }

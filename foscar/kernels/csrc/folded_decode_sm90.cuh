@@ -12,13 +12,13 @@
 // is launched with programmatic dependent launch (FOSCAR_MERGE_PDL, default on; NOTES §43): its launch overlaps this
 // kernel's tail, as every CTA executes griddepcontrol.launch_dependents once its main loop is done (where no merge
 // kernel follows, token-wise instances that prefetch before the wait, built with FOSCAR_PREWAIT_PREFETCH, and
-// FOSCAR_EARLY_TRIGGER, its default, trigger at their start). This kernel is launched with PDL too where Params::pdl is set (FOSCAR_PDL, on by
-// default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so that its launch overlaps
-// the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause being the grid's CTAs
-// piling three on the SMs left free, which plans now avoid by an even spread). Before the wait, in builds with
-// FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave (paged too, with
-// FOSCAR_PREWAIT_PAGED) asks L2 for its chunk's first steps (lengths and page ids read relaxed for the addresses only;
-// NOTES §99, §100).
+// FOSCAR_EARLY_TRIGGER, its default, trigger at their start). This kernel is launched with PDL too where Params::pdl is
+// set (FOSCAR_PDL, on by default on sm_90: griddepcontrol.wait before any value that reaches the outputs is read, so
+// that its launch overlaps the tail of the kernel before it; NOTES §73: §17 and §45 had measured it slower, one cause
+// being the grid's CTAs piling three on the SMs left free, which plans now avoid by an even spread). Before the wait,
+// in builds with FOSCAR_PREWAIT_PREFETCH (off by default), a contiguous token-wise CTA of the first wave (paged too,
+// with FOSCAR_PREWAIT_PAGED) asks L2 for its chunk's first steps (lengths and page ids read relaxed for the addresses
+// only; NOTES §99, §100).
 //
 // Tensor-core shapes (mma.sync.m16n8k16, bf16 in, fp32 accumulate):
 //   QK:  S^T[token, head] = K[token, :] . Q[head, :]   M = 16 tokens, N = 8 query heads
