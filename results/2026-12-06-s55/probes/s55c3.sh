@@ -21,28 +21,6 @@
 # 0.98-1.00, paged 0.99-1.01 (not prefetched, its trigger unchanged); n2 within 1.5% of new; outputs bit-identical to
 # old's. On an H100: call 1's ep4 ratios within 1%, 64 x 8K level. B: new / old 1.00-1.02 (the prefetch just ahead of
 # the copies, as §94's; what a serving step without PDL before the attention pays). C: every test passes.
-. scripts/probe_preamble.sh /tmp/s55  # T0, LIMIT (560), left(), gpu.csv, commit.txt, W, probe_end
-HD="FOSCAR_ONLY_HEAD_DIM=128"
-OLD="$HD"
-NEW="$HD,FOSCAR_PREWAIT_PREFETCH=4"
-export FOSCAR_NVCC_DEFINES="FOSCAR_PREWAIT_PREFETCH=4"  # C's build and tests (ab_rounds sets its own per variant)
-# C's full build (with the exported FOSCAR_NVCC_DEFINES), beside A's three head_dim-128 builds
-[ "${SHORT:-0}" = 1 ] || (MAX_JOBS=6 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build-full.log 2>&1; echo "full build rc=$?" >> $W/build-full.log) &
-# SHORT=1 (a call with little device time left): A without n2, rounds old new new old old new, in A_S seconds
-V3=(--variant "n2:$HD,FOSCAR_PREWAIT_PREFETCH=2"); ORDER="old new n2 n2 new old old new n2"
-[ "${SHORT:-0}" = 1 ] && { V3=(); ORDER="old new new old old new"; }
-python -m bench.ab_rounds $W/ab --variant "old:$OLD" --variant "new:$NEW" "${V3[@]}" --order "$ORDER" \
-  --point 2x8x32768 --point 2x32x8192 --point 2x64x8192 --point 2x32x32768 --point 2x64x32768 --point 2x8x131072 \
-  --point 4x8x32768 --point 2x1x8192 --point 2x8x32768:lognormal --point 2x8x32768:paged \
-  --limit-s ${A_S:-$(( $(left) - 230 ))} --round-s 20 > $W/ab_rounds.log 2>&1
-echo "A: ab_rounds rc=$? left=$(left)"; tail -45 $W/ab_rounds.log
-[ "$(left)" -ge 230 ] && python -m bench.ab_rounds $W/abq --variant "old:$OLD" --variant "new:$NEW" --order "old new new old" --query-copy \
-  --point 2x8x32768 --point 2x32x8192 --point 2x1x8192 --point 2x8x32768:lognormal \
-  --limit-s $(( $(left) - 190 )) --round-s 12 > $W/abq_rounds.log 2>&1
-echo "B: ab_rounds rc=$? left=$(left)"; tail -22 $W/abq_rounds.log
-wait; tail -1 $W/build-full.log; echo "C at left=$(left)"
-[ "$(left)" -ge 100 ] && timeout $(( $(left) - 15 )) python -m pytest -m gpu -n 4 -q -p no:cacheprovider tests/test_decode_cuda.py \
-  tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py tests/test_plan.py tests/test_merge_slots.py \
-  tests/test_append.py tests/test_paged.py -k 'not knob_builds_compile' > $W/pytest.log 2>&1
-echo "C: pytest rc=$? left=$(left)"; tail -5 $W/pytest.log
-probe_end s55c3
+# (the commands: s56c1.sh's parts A, B and C; this file keeps session 55's plan and expectations as written)
+echo "s55c3.sh: superseded by results/2026-12-06-s56/probes/s56c1.sh" >&2
+exit 2
