@@ -47,10 +47,10 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   if (fixed_window != 0 && (fixed_window != 1 || fixed_splits < 2 || seq_chunks == nullptr)) return cudaErrorInvalidValue;
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
-  if (paged && num_pages < 0) return cudaErrorInvalidValue;
   if (paged) {  // page sizes: powers of two
     while ((1 << page_shift) < page_size) ++page_shift;
-    if (kv_indptr == nullptr || page_size < 1 || (1 << page_shift) != page_size) return cudaErrorInvalidValue;
+    if (kv_indptr == nullptr || page_size < 1 || (1 << page_shift) != page_size || num_pages < 0)
+      return cudaErrorInvalidValue;
   }
   int k_block_shift = 0, k_blocks = 0;
   if (k_block != 0) {  // channel-wise K: 32, 64 or 128 tokens per block; paged: whole blocks per page

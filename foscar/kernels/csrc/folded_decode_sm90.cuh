@@ -751,15 +751,10 @@ __device__ __forceinline__ int paged_length(const Params& p, int lo_raw, int hi_
 
 template <bool PAGED, bool RELAXED = false>
 __device__ __forceinline__ int seq_length(const Params& p, int b, int* page0 = nullptr) {
-  if constexpr (PAGED && RELAXED) {
+  if constexpr (PAGED) {
     int lo;
-    const int len = paged_length(p, load_len<true>(p.kv_indptr + b), load_len<true>(p.kv_indptr + b + 1),
-                                 load_len<true>(p.lens + b), lo);
-    if (page0) *page0 = lo;
-    return len;
-  } else if constexpr (PAGED) {  // (the plain loads as written before the relaxed form: SASS counts unchanged)
-    int lo;
-    const int len = paged_length(p, p.kv_indptr[b], p.kv_indptr[b + 1], p.lens[b], lo);
+    const int len = paged_length(p, load_len<RELAXED>(p.kv_indptr + b), load_len<RELAXED>(p.kv_indptr + b + 1),
+                                 load_len<RELAXED>(p.lens + b), lo);
     if (page0) *page0 = lo;
     return len;
   } else {
@@ -860,8 +855,7 @@ __device__ Work find_work(const Params& p, int slot) {
     w.start = w.index * chunk;
     w.end = min(w.start + chunk, blen);
     // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
-    if constexpr (PAGED && RELAXED) w.page0 = min(max(load_len<true>(p.kv_indptr + w.b), 0), p.num_indices);
-    if constexpr (PAGED && !RELAXED) w.page0 = min(max(p.kv_indptr[w.b], 0), p.num_indices);
+    if constexpr (PAGED) w.page0 = min(max(load_len<RELAXED>(p.kv_indptr + w.b), 0), p.num_indices);
   };
   // One pass, for up to 32 x K sequences whose first chunk fits the slots (every uniform batch; the host
   // sizes num_slots for it): lane l holds the K sequences K*l .. K*l + K - 1 (slot order = sequence order
@@ -876,17 +870,10 @@ __device__ Work find_work(const Params& p, int slot) {
     int len[K];
     if constexpr (PAGED) {  // every load first: K + 1 kv_indptr entries and K last-page lengths
       int ptr[K + 1], last[K];
-      if constexpr (RELAXED) {
 #pragma unroll
-        for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? load_len<true>(p.kv_indptr + b0 + j) : 0;
+      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? load_len<RELAXED>(p.kv_indptr + b0 + j) : 0;
 #pragma unroll
-        for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? load_len<true>(p.lens + b0 + j) : 0;
-      } else {  // (the plain loads as they were written before the relaxed form, SASS counts unchanged)
-#pragma unroll
-      for (int j = 0; j <= K; ++j) ptr[j] = b0 + j <= p.batch ? p.kv_indptr[b0 + j] : 0;
-#pragma unroll
-      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? p.lens[b0 + j] : 0;
-      }
+      for (int j = 0; j < K; ++j) last[j] = b0 + j < p.batch ? load_len<RELAXED>(p.lens + b0 + j) : 0;
 #pragma unroll
       for (int j = 0; j < K; ++j) {
         int page0;  // (take reloads it for the slot's sequence)
