@@ -1,6 +1,6 @@
 """Time the CUDA kernel at every split count, per point: data for the split-KV heuristic.
 
-GPU only. For each (bits, batch, context) of the h200 grid (Qwen3-8B shape, G=128) and each
+GPU only. For each (bits, batch, context) of the h200 grid (Qwen3-8B shape by default, G=128) and each
 split count s (1 .. the most that keeps two 256-token CTA iterations per split, and at most
 ~8 waves of 3 CTAs per SM), plus the heuristic's own choice ("auto"), the output is checked
 against the fp64 reference rows of the bench and timed the way `foscar bench` times
@@ -8,11 +8,12 @@ against the fp64 reference rows of the bench and timed the way `foscar bench` ti
 prints, per point, the best s against auto.
 
     python scripts/split_sweep.py OUT_DIR [--bits 2 --bits 4] [--batch 64 ...] [--context 8192 ...]
-        [--splits 16 --splits 32 ...] [--min-tokens 256]
+        [--splits 16 --splits 32 ...] [--min-tokens 256] [--num-qo-heads 8 --num-kv-heads 1]
 
 `--splits` replaces the candidate list; `--min-tokens` (default 512, the length-aware schedule's smallest
 chunk) sets the shortest split the sweep tries: 256 tries one-iteration splits (the fixed-split path of the
-kernel takes them; the length-aware one never makes them), bench/NOTES.md §40.
+kernel takes them; the length-aware one never makes them), bench/NOTES.md §40. `--num-qo-heads` / `--num-kv-heads`
+(default 32 / 8) sweep another attention shape, e.g. 8 / 1 for Llama-3.1-70B at tensor parallel 8 (§101).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bench.timing import time_fn
 from bench.workload import Point, build_workload, max_rel_err
 
 CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-QO, KV, HD, G = 32, 8, 128, 128
+HD, G = 128, 128
 
 
 def main() -> None:
@@ -42,7 +43,12 @@ def main() -> None:
     ap.add_argument("--splits", type=int, action="append", help=f"split counts to try (default {CANDIDATES})")
     ap.add_argument("--min-tokens", type=int, default=512, choices=(256, 512),
                     help="shortest split tried, in tokens (256: one CTA iteration; default 512)")
+    ap.add_argument("--num-qo-heads", type=int, default=32, help="query heads (default 32, Qwen3-8B's)")
+    ap.add_argument("--num-kv-heads", type=int, default=8, help="KV heads (default 8, Qwen3-8B's)")
     args = ap.parse_args()
+    QO, KV = args.num_qo_heads, args.num_kv_heads
+    if KV < 1 or QO % KV:
+        ap.error(f"--num-qo-heads ({QO}) must be a multiple of --num-kv-heads ({KV}), both at least 1")
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
     slots = 3 * torch.cuda.get_device_properties(dev).multi_processor_count
@@ -54,7 +60,8 @@ def main() -> None:
                 most = max(1, math.ceil(context / args.min_tokens))
                 cands = [s for s in (args.splits or CANDIDATES) if s <= most and batch * KV * s <= 8 * slots] + [None]
                 for s in cands:
-                    row = dict(bits=bits, batch=batch, context=context, num_splits=s if s else "auto")
+                    row = dict(bits=bits, batch=batch, context=context, num_qo_heads=QO, num_kv_heads=KV,
+                               num_splits=s if s else "auto")
                     try:
                         prep = _prepared(w, Setting("split_kv", str(s or "auto"), num_splits=s), "cuda")
                         prep.fn()
