@@ -187,8 +187,13 @@ def _ragged_lengths(batch, seed, longest):
     [5000] * 127 + [1],
     [6000] + _ragged_lengths(127, 12, 300),             # one long: does not fit at the first chunk, general
     _ragged_lengths(129, 13, 900),                      # past 128: the general path
+    [40000] + [4096] * 7,                               # one long, at most 32 chunks (1280 tokens where the
+                                                        # batch's total asks 768: longest_chunk_floor, §101)
+    [40000] + _ragged_lengths(129, 14, 300),            # the same floor on the general path (past 128
+                                                        # sequences)
 ], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty", "33-uniform", "64-uniform", "64-short",
-        "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129"])
+        "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129", "8-one-long-capped",
+        "130-one-long-capped"])
 @pytest.mark.parametrize("paged", [False, True])
 def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
@@ -304,21 +309,25 @@ def test_merge_programs_of_several_rows(monkeypatch, rows):
 
 
 @pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("lens", [[40000, 4096, 0, 1, 300, 4096, 257, 4095], [5000] * 3 + [9000, 1]],
-                         ids=["one-long", "grows-not"])
-def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens):
+@pytest.mark.parametrize("lens, num_kv_heads", [([40000, 4096, 0, 1, 300, 4096, 257, 4095], 8),
+                                                ([5000] * 3 + [9000, 1], 8),
+                                                ([40000, 4096, 0, 1, 300, 4096, 257, 4095], 1)],
+                         ids=["one-long", "grows-not", "one-long-capped"])
+def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens, num_kv_heads):
     """``FOSCAR_MERGE_FROM_LENGTHS`` (bench/NOTES.md §61): the merge deriving every sequence's chunk range from the
     lengths gives the outputs and LSEs of the merge reading the kernel's chunk table, bit for bit; contiguous and
-    paged, a batch whose chunk grows to fit the slots and one whose first chunk fits. The merge kernel's own test: its
-    plans take it whatever FOSCAR_MERGE says."""
+    paged, a batch whose chunk grows to fit the slots and one whose first chunk fits, and (one KV head, 4 query heads
+    over it) one whose longest sequence sets the chunk (at most 32 chunks a sequence, §101). The merge kernel's own
+    test: its plans take it whatever FOSCAR_MERGE says."""
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
-    q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=32, num_kv_heads=8, head_dim=128, seq_lens=lens,
-                          bits=2, group_size=128)
+    num_qo_heads = 4 * num_kv_heads
+    q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                          head_dim=128, seq_lens=lens, bits=2, group_size=128)
     cache = foscar.paginate(contiguous, 16, shuffle=True) if paged else contiguous
     results = []
     for flag in ("0", "1"):
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", flag)
-        plan = foscar.plan_decode(cache, 32, backend="cuda")
+        plan = foscar.plan_decode(cache, num_qo_heads, backend="cuda")
         assert plan.merge_launched and plan.merge_from_lengths == (flag == "1")
         out, lse = plan.run(q, cache, return_lse=True)
         results.append((out.clone(), lse.clone()))

@@ -155,6 +155,69 @@ def test_the_chunk_constants_match_the_kernel():
     assert _cuda_constant("kMinChunk") == splits.MIN_CHUNK_TOKENS
     assert _cuda_constant("kMaxChunk") == splits.MAX_SPLIT_TOKENS
     assert _cuda_constant("kWarps") * _cuda_constant("kTileTokens") == splits.CHUNK_ALIGN_TOKENS
+    assert _cuda_constant("kMaxSeqChunks") == splits.MAX_CHUNKS_PER_SEQUENCE
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_sequence_takes_more_than_32_chunks(seed):
+    """At one or two KV heads the fit and the batch-1 rule asked for 64-256 chunks a sequence, which the in-kernel
+    merge takes in rounds of 16 (INT2 1 x 32K at 8 query heads over 1 KV head: 20.5 us with 128 chunks, 9.6 with 32,
+    bench/NOTES.md §101). Now plans ask for at most 32 (past 32 x 32768 tokens, chunks of 32768: the longest chunk
+    the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1) cuts a length
+    in at most its count."""
+    rng = random.Random(seed)
+    for _ in range(80):
+        batch = rng.choice([1, 2, 3, 4, 8, rng.randrange(1, 129)])
+        capacity = rng.choice([600, 4096, 8192, 32768, 131072, 1 << 20, 1 << 21])
+        heads = rng.choice([1, 2, 4, 8])
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, rng.choice([4, 132]), bits=rng.choice([2, 4]),
+                                                head_dim=128)
+        cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
+        assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
+        lengths = _random_batch(rng, batch, capacity)
+        work = splits.schedule(lengths, slots, fixed, target)
+        for b, n in enumerate(lengths):
+            chunks = [w for w in work if w[0] == b]
+            # (a fixed plan cuts a length in its count, at most the cap of the capacity)
+            most = fixed or max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-n // splits.MAX_SPLIT_TOKENS), 1)
+            assert len(chunks) <= most, (lengths, slots, fixed, target, b)
+            assert chunks[0][1] == 0 and chunks[-1][2] == n
+
+
+@pytest.mark.parametrize("batch, context, chunks", [(1, 8192, 32), (1, 32768, 32), (1, 131072, 32), (2, 32768, 32),
+                                                    (4, 131072, 32), (8, 32768, 32), (1, 1 << 21, 64)])
+def test_one_kv_head_plans_take_32_chunks_a_sequence(batch, context, chunks):
+    """Llama-3.1-70B at tensor parallel 8 (8 query heads over 1 KV head) on the H100: 32 chunks a sequence was the
+    fastest count or within 5% of it at batch 1-8 x 8K-128K, INT2 and INT4 (bench/NOTES.md §101); a 2M-token sequence
+    keeps chunks of at most 32768 tokens."""
+    for bits in (2, 4):
+        slots, fixed, target = splits.plan_work(batch, 1, context, 132, bits=bits, head_dim=128)
+        work = splits.schedule([context] * batch, slots, fixed, target)
+        assert len(work) == batch * chunks and max(e - s for _, s, e in work) <= splits.MAX_SPLIT_TOKENS
+
+
+def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
+    """At 8 KV heads (the h100 / h200 presets' shape) no point of the presets' grids gets another schedule from the
+    32-chunk cap: the uniform grid, the ragged grid's workloads, and lognormal batches of 1-64 in 8K-128K. What it does
+    change at 8 KV heads: one long sequence among 31 or 63 short ones (32 chunks of 4096 where the total asked for 64
+    of 2048 or 86 of 1536), measured in bench/NOTES.md §101."""
+    from bench.lengths import WorkloadSpec
+
+    def schedules(cases):
+        return [splits.schedule(list(lengths), *splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits,
+                                                                     head_dim=128))
+                for batch, capacity, lengths in cases for bits in (2, 4)]
+    grid = [(b, c, (c,) * b) for b in (1, 8, 32, 64) for c in (8192, 32768, 131072)]
+    grid += [(8, 131072, WorkloadSpec("one-long").lengths(8, 131072)), (8, 4096, (4096,) * 8),
+             (8, 131072, (4096,) * 8)]
+    grid += [(b, c, WorkloadSpec("lognormal", seed=seed).lengths(b, c)) for b in (1, 8, 32, 64)
+             for c in (8192, 32768, 131072) for seed in (0, 1)]
+    changed = [(b, 131072, WorkloadSpec("one-long").lengths(b, 131072)) for b in (32, 64)]
+    capped = schedules(grid), schedules(changed)
+    monkeypatch.setattr(splits, "MAX_CHUNKS_PER_SEQUENCE", 1 << 20)
+    assert schedules(grid) == capped[0]
+    uncapped = schedules(changed)
+    assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot):
@@ -166,7 +229,8 @@ def _one_pass(lengths, num_slots, target_chunks, slot):
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
     total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
-    chunk = splits.first_chunk(total, target_chunks)
+    longest = max(max(held, default=0) for held in lanes)  # one redux.sync max
+    chunk = splits.first_chunk(total, target_chunks, longest)
     recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
     counts = []
     for held in lanes:

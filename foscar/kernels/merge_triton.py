@@ -159,7 +159,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     the lengths are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel
     (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
     ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the
-    batch's ``T`` tokens, at most 32768, at least 512, rounded up to 256, grown until the chunks fit the slots;
+    batch's ``T`` tokens, at most 32768, at least 512, rounded up to 256, at least ``min(ceil(longest / 32)``
+    rounded up to 256, 32768) (``longest_chunk_floor``), grown until the chunks fit the slots;
     ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
     (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
     offs = tl.arange(0, BATCH_P2)
@@ -180,6 +181,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     total = tl.sum(length.to(tl.int64), axis=0)
     chunk = tl.minimum((total + target_chunks - 1) // target_chunks, 32768)
     chunk = ((tl.maximum(chunk, 512) + 255) // 256 * 256).to(tl.int32)
+    longest = tl.max(length, axis=0)  # at most 32 chunks a sequence (longest_chunk_floor)
+    chunk = tl.maximum(chunk, tl.minimum(((longest + 31) // 32 + 255) // 256 * 256, 32768).to(tl.int32))
     n = tl.where(live, tl.where(length > 0, (length + chunk - 1) // chunk, 1), 0)
     chunks = tl.sum(n, axis=0)
     while (chunks > num_slots) & (chunk < (1 << 30)):  # a ragged batch: grow the chunk until they fit

@@ -35,6 +35,11 @@ MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this (the CUDA kernel's
 # checks these against the C++ constants): multiples of one CTA iteration, at least two of them
 CHUNK_ALIGN_TOKENS = 256  # kChunkAlign
 MIN_CHUNK_TOKENS = 512  # kMinChunk
+# ... and no sequence in more than this many (kMaxSeqChunks): the in-kernel merge takes up to 32 chunks in one round of
+# L2 loads at head_dim 128, more in rounds of 16 on the sequence's last CTA. At one KV head the batch-1 rule and the fit
+# gave 64-128 chunks a sequence: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with 32 of 1K (H100, 8 query
+# heads over 1 KV head, bench/NOTES.md §101)
+MAX_CHUNKS_PER_SEQUENCE = 32
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
 # can take two chunks)
@@ -246,6 +251,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
         if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
             n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
+    # at most MAX_CHUNKS_PER_SEQUENCE chunks a sequence (the kernel's cap on its length-aware chunks; chunks stay at
+    # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
+    n = min(n, max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS)))
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer
     # chunks for INT2 only; one 32K chunk at 2 an SM was 2.3% slower on a lognormal batch of 64 in 32K, NOTES §89)
@@ -271,13 +279,19 @@ def merges(batch: int, num_slots: int) -> bool:
     return num_slots > batch
 
 
-def first_chunk(total_tokens: int, target_chunks: int) -> int:
+def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0) -> int:
     """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
-    (``first_chunk`` in ``find_work``): ``ceil(total_tokens / target_chunks)``, at most
-    :data:`MAX_SPLIT_TOKENS`, at least :data:`MIN_CHUNK_TOKENS`, rounded up to a multiple of
-    :data:`CHUNK_ALIGN_TOKENS`; in tokens. ``target_chunks`` >= 1 (from :func:`plan_work`)."""
+    (``find_work``): ``ceil(total_tokens / target_chunks)``, at most :data:`MAX_SPLIT_TOKENS`, at least
+    :data:`MIN_CHUNK_TOKENS`, rounded up to a multiple of :data:`CHUNK_ALIGN_TOKENS`, and at least
+    ``min(ceil(longest / MAX_CHUNKS_PER_SEQUENCE)`` rounded up to that multiple, :data:`MAX_SPLIT_TOKENS`)
+    (``longest``: the batch's longest sequence, tokens; ``longest_chunk_floor``), so that no sequence takes more
+    than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks below ``MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS`` tokens; in
+    tokens. ``target_chunks`` >= 1 (from :func:`plan_work`)."""
+    align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
-    return -(-max(chunk, MIN_CHUNK_TOKENS) // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS
+    chunk = -(-max(chunk, MIN_CHUNK_TOKENS) // align) * align
+    floor = -(-(-(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)) // align) * align
+    return max(chunk, min(floor, MAX_SPLIT_TOKENS))
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
@@ -301,7 +315,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out
-    chunk = first_chunk(sum(lengths), target_chunks)
+    chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0))
 
     def chunks_total(c):
         return sum(-(-n // c) if n > 0 else 1 for n in lengths)

@@ -196,6 +196,11 @@ namespace foscar {
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
+// 1 (default): the length-aware schedule gives no sequence more than kMaxSeqChunks chunks (longest_chunk_floor;
+// bench/NOTES.md §101); 0: the schedule before session 57, without that floor (for A/B)
+#ifndef FOSCAR_SEQ_CHUNK_CAP
+#define FOSCAR_SEQ_CHUNK_CAP 1
+#endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
 // (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); token-wise
@@ -706,6 +711,11 @@ constexpr int kMinChunk = 512;                     // at least two iterations pe
 constexpr int kMaxChunk = 32768;                   // first choice of chunk at most this (bench/NOTES.md §14)
 static_assert(kChunkAlign == 256 && kMinChunk == 2 * kChunkAlign, "splits.py mirrors these values");
 constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
+// length-aware chunks: no sequence in more than this many (MAX_CHUNKS_PER_SEQUENCE in splits.py): the in-kernel
+// merge takes up to 32 in one round of loads at head_dim 128 and more in rounds of 16, each an L2 round trip on the
+// sequence's last CTA; at one KV head, 128 chunks of 256 tokens took INT2 1 x 32K 20.5 us where 32 of 1K took 9.6
+// (bench/NOTES.md §101)
+constexpr int kMaxSeqChunks = 32;
 
 struct Work {
   int b;       // sequence
@@ -794,9 +804,18 @@ __device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
 
+// The least chunk of a batch whose longest sequence has `longest` tokens (0 .. kMaxLength): ceil(longest /
+// kMaxSeqChunks) rounded up to kChunkAlign, at most kMaxChunk, so that no sequence takes more than kMaxSeqChunks
+// chunks, or chunks of kMaxChunk past kMaxSeqChunks * kMaxChunk tokens (as the host's plan_work caps its counts)
+__device__ __forceinline__ int longest_chunk_floor(int longest) {
+  if (!FOSCAR_SEQ_CHUNK_CAP) return 0;
+  return min(((longest + kMaxSeqChunks - 1) / kMaxSeqChunks + kChunkAlign - 1) / kChunkAlign * kChunkAlign, kMaxChunk);
+}
+
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
 // kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
-// C = min(T / target_chunks, 32768), at least 512, rounded up to 256, then grown until the chunks fit
+// C = min(T / target_chunks, 32768), at least 512, rounded up to 256, at least min(the longest sequence's
+// length / kMaxSeqChunks, 32768) (longest_chunk_floor), then grown until the chunks fit
 // in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
 // count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
 // sequence, which writes a zero row and LSE -inf), slots in sequence order.
@@ -896,7 +915,11 @@ __device__ Work find_work(const Params& p, int slot) {
     }
     lo = __reduce_add_sync(0xffffffffu, lo);
     hi = __reduce_add_sync(0xffffffffu, hi);
-    const int chunk = chunk_of_total(((long long)hi << 16) + lo);
+    int longest = 0;  // the batch's longest sequence (one redux.sync): at most kMaxSeqChunks chunks a sequence
+#pragma unroll
+    for (int j = 0; j < K; ++j) longest = max(longest, len[j]);
+    longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
+    const int chunk = max(chunk_of_total(((long long)hi << 16) + lo), longest_chunk_floor(longest));
     // K chunk counts ceil(len / chunk): one reciprocal m = floor((2^32 - 1) / chunk) for all of them;
     // for x = len + chunk - 1 < 2^31, umulhi(x, m) is floor(x / chunk) or one less (the error of m is
     // below x / 2^32 < 1/2 plus x / (chunk 2^32)), so one correction step makes it exact
@@ -941,8 +964,14 @@ __device__ Work find_work(const Params& p, int slot) {
     if (one_pass(std::integral_constant<int, 4>{})) return w;
   }
   long long total = 0;
-  for (int b = lane; b < p.batch; b += 32) total += seq_length<PAGED, RELAXED>(p, b);
-  int chunk = first_chunk(total);
+  int longest = 0;
+  for (int b = lane; b < p.batch; b += 32) {
+    const int len = seq_length<PAGED, RELAXED>(p, b);
+    total += len;
+    longest = max(longest, len);
+  }
+  longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
+  int chunk = max(first_chunk(total), longest_chunk_floor(longest));
   // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
