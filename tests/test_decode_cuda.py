@@ -655,6 +655,9 @@ def test_knob_builds_cover_every_knob_of_the_kernel():
 
 # the unit a knob acts in, where that is not the contiguous BF16 one (its build and its reference compile that unit)
 KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu"}
+# knobs that act only in the host code of launch() (FOSCAR_PREWAIT_WAVE: which CTAs prefetch, a launch parameter): a
+# device-only build is their reference's cubin, so for them the test compares the preprocessed unit instead
+KNOB_HOST_ONLY = {"FOSCAR_PREWAIT_WAVE"}
 
 
 # gpu: 24 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
@@ -662,7 +665,8 @@ KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu"}
 def test_knob_builds_compile(tmp_path):
     """Each knob of KNOB_BUILDS at its other value compiles its unit (KNOB_UNITS, else the contiguous BF16 one; head_dim
     128) without error, to a cubin other than its reference's, the same unit built with the knob's extra defines
-    alone (without -lineinfo, whose strings would differ anyway): not the reference in disguise."""
+    alone (without -lineinfo, whose strings would differ anyway): not the reference in disguise. A knob of the host
+    code only (KNOB_HOST_ONLY) compiles to its reference's cubin; its preprocessed unit must differ instead."""
     nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found: cannot compile the CUDA source here")
@@ -694,9 +698,16 @@ def test_knob_builds_compile(tmp_path):
         if proc.returncode != 0:
             failed[k] = err[-1500:]
     assert not failed, failed
-    same = [k for k in KNOB_BUILDS
-            if (tmp_path / f"{k}.cubin").read_bytes() == (tmp_path / f"{reference[k]}.cubin").read_bytes()]
+    same = [k for k in KNOB_BUILDS if k not in KNOB_HOST_ONLY
+            and (tmp_path / f"{k}.cubin").read_bytes() == (tmp_path / f"{reference[k]}.cubin").read_bytes()]
     assert not same, f"these knob builds compile to their reference's cubin (the same unit without the knob): {same}"
+
+    def preprocessed(unit, defs):
+        return subprocess.run([nvcc, *flags, "-DFOSCAR_ONLY_HEAD_DIM=128", *defs, "-E", str(sources[unit])],
+                              capture_output=True, text=True, check=True).stdout
+    same = [k for k in sorted(KNOB_HOST_ONLY)
+            if preprocessed(*builds[k]) == preprocessed(*builds[reference[k]])]
+    assert not same, f"these host-code knobs leave their preprocessed unit as their reference's: {same}"
 
 
 def test_binding_source_compiles(tmp_path):
