@@ -189,11 +189,12 @@ def _ragged_lengths(batch, seed, longest):
     _ragged_lengths(129, 13, 900),                      # past 128: the general path
     [40000] + [4096] * 7,                               # one long, at most 32 chunks (1280 tokens where the
                                                         # batch's total asks 768: longest_chunk_floor, §101)
+    [40000] + _ragged_lengths(63, 15, 300),             # the same floor in the one pass of 4 sequences a lane
     [40000] + _ragged_lengths(129, 14, 300),            # the same floor on the general path (past 128
                                                         # sequences)
 ], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty", "33-uniform", "64-uniform", "64-short",
         "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129", "8-one-long-capped",
-        "130-one-long-capped"])
+        "64-one-long-capped", "130-one-long-capped"])
 @pytest.mark.parametrize("paged", [False, True])
 def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
@@ -335,6 +336,22 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens,
     _check(q, contiguous, backend="cuda")  # (FOSCAR_MERGE_FROM_LENGTHS=1) against the fp64 reference
     ref = foscar.decode(q, contiguous, backend="cuda")
     assert float((results[1][0].float() - ref.float()).norm() / ref.float().norm()) < 1e-3
+
+
+def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
+    """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
+    length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for
+    ranges derived from the lengths: the Triton derivation assumes the bound, and would merge other chunks."""
+    from foscar.kernels import decode_cuda
+
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+    monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
+    _, cache = _case(_cuda(), batch=8, num_qo_heads=4, num_kv_heads=1, head_dim=128,
+                     seq_lens=[40000, 4096, 0, 1, 300, 4096, 257, 4095], bits=2, group_size=128)
+    assert foscar.plan_decode(cache, 4, backend="cuda").merge_from_lengths
+    monkeypatch.setattr(decode_cuda, "SEQ_CHUNK_CAP_BUILT", False)
+    plan = foscar.plan_decode(cache, 4, backend="cuda")
+    assert plan.merge_launched and not plan.merge_from_lengths
 
 
 # the fields of a quantized cache, contiguous or paged, that hold per-token data

@@ -160,8 +160,8 @@ def test_the_chunk_constants_match_the_kernel():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_no_sequence_takes_more_than_32_chunks(seed):
-    """At one or two KV heads the fit and the batch-1 rule asked for 64-256 chunks a sequence, which the in-kernel
-    merge takes in rounds of 16 (INT2 1 x 32K at 8 query heads over 1 KV head: 20.5 us with 128 chunks, 9.6 with 32,
+    """Where batch x num_kv_heads <= 4 the fit and the batch-1 rule asked for 64-256 chunks a sequence, which the
+    in-kernel merge takes in rounds of 16 (INT2 1 x 32K at 8 query heads over 1 KV head: 20.5 us with 128 chunks, 9.6 with 32,
     bench/NOTES.md §101). Now plans ask for at most 32 (past 32 x 32768 tokens, chunks of 32768: the longest chunk
     the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1) cuts a length
     in at most its count."""
@@ -188,8 +188,8 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
                                                     (4, 131072, 32), (8, 32768, 32), (1, 1 << 21, 64)])
 def test_one_kv_head_plans_take_32_chunks_a_sequence(batch, context, chunks):
     """Llama-3.1-70B at tensor parallel 8 (8 query heads over 1 KV head) on the H100: 32 chunks a sequence was the
-    fastest count or within 5% of it at batch 1-8 x 8K-128K, INT2 and INT4 (bench/NOTES.md §101); a 2M-token sequence
-    keeps chunks of at most 32768 tokens."""
+    fastest count at 19 of 24 points of batch 1-8 x 8K-128K, INT2 and INT4 (64 took 4.7-6.3% less time at 1 x 128K;
+    bench/NOTES.md §101); a 2M-token sequence keeps chunks of at most 32768 tokens."""
     for bits in (2, 4):
         slots, fixed, target = splits.plan_work(batch, 1, context, 132, bits=bits, head_dim=128)
         work = splits.schedule([context] * batch, slots, fixed, target)
