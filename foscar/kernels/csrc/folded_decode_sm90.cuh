@@ -197,7 +197,8 @@ namespace foscar {
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
 // 1 (default): the length-aware schedule gives no sequence more than kMaxSeqChunks chunks (longest_chunk_floor;
-// bench/NOTES.md §101); 0: the schedule before session 57, without that floor (for A/B)
+// bench/NOTES.md §101); 0: the kernel's schedule before session 57, without that floor (for A/B; the plans keep
+// their cap, and read the chunk table: decode_cuda.SEQ_CHUNK_CAP_BUILT)
 #ifndef FOSCAR_SEQ_CHUNK_CAP
 #define FOSCAR_SEQ_CHUNK_CAP 1
 #endif
