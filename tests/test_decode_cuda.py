@@ -660,7 +660,7 @@ KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu"}
 KNOB_HOST_ONLY = {"FOSCAR_PREWAIT_WAVE"}
 
 
-# gpu: 24 compiles of one unit (~12 s each) belong on the GPU machine's 16 cores, not the 2-core CI
+# gpu: a compile of one unit a knob and reference (~12 s each) belongs on the GPU machine's 16 cores, not the 2-core CI
 @pytest.mark.gpu
 def test_knob_builds_compile(tmp_path):
     """Each knob of KNOB_BUILDS at its other value compiles its unit (KNOB_UNITS, else the contiguous BF16 one; head_dim

@@ -296,8 +296,8 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0) -> int:
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
     chunk = -(-max(chunk, MIN_CHUNK_TOKENS) // align) * align
-    floor = -(-(-(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)) // align) * align
-    return max(chunk, min(floor, MAX_SPLIT_TOKENS))
+    per = -(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)  # ceil(longest / 32)
+    return max(chunk, min(-(-per // align) * align, MAX_SPLIT_TOKENS))
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int) -> list[tuple[int, int, int]]:
