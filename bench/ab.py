@@ -53,14 +53,16 @@ import pandas as pd
 from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
-KEYS = ["bits", "batch", "context", "workload", "paged", "group_size"]  # a point's columns in the CSV
+KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads"]  # a point's
+# columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8)
 GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 
 
 @dataclass(frozen=True)
 class ProbePoint:
     """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous, the
-    quantization group size."""
+    quantization group size, and the attention shape's head counts (None: the caller's, by default the bench's
+    32 query heads over 8 KV heads)."""
 
     bits: int
     batch: int
@@ -68,13 +70,23 @@ class ProbePoint:
     workload: str = "uniform"
     paged: bool = False
     group_size: int = GROUP_SIZE
+    num_qo_heads: int | None = None
+    num_kv_heads: int | None = None
 
     @property
     def label(self) -> str:
-        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64``)."""
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
-            f":g{self.group_size}" if self.group_size != GROUP_SIZE else "")
+            f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
+            f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "")
+
+    def heads(self, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS) -> tuple[int, int]:
+        """``(num_qo_heads, num_kv_heads)``: the point's own where its ``:hQ-K`` suffix gave them, else the
+        arguments (the bench's 32 / 8 by default)."""
+        if self.num_qo_heads is None:
+            return num_qo_heads, num_kv_heads
+        return self.num_qo_heads, self.num_kv_heads
 
 
 def is_group_suffix(suffix: str) -> bool:
@@ -83,14 +95,16 @@ def is_group_suffix(suffix: str) -> bool:
 
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``, ``2x8x32768:lognormal``,
-    ``4x8x32768:g64`` (group size 64);
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]``, e.g. ``2x8x32768``, ``4x64x8192:paged``,
+    ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads over 1 KV head:
+    Llama-3.1-70B at tensor parallel 8; without it the bench's 32 over 8);
     where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged][:gN]`` too, at that
     bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
-            or 4, a group size other than 32, 64 or 128, or an unknown suffix (the allowed ones are named).
+            or 4, a group size other than 32, 64 or 128, head counts that are not positive with the query heads a
+            multiple of the KV heads, or an unknown suffix (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -103,7 +117,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
-    workload, paged, group_size = "uniform", False, GROUP_SIZE
+    workload, paged, group_size, heads = "uniform", False, GROUP_SIZE, (None, None)
     for s in suffixes:
         if s == "paged":
             paged = True
@@ -114,10 +128,16 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if group_size not in GROUP_SIZES:
                 raise ValueError(f"point {text!r}: group size {group_size}, expected one of "
                                  f"{', '.join(map(str, GROUP_SIZES))}")
+        elif s[:1] == "h" and len(hk := s[1:].split("-")) == 2 and all(x.isdigit() for x in hk):
+            q, k = int(hk[0]), int(hk[1])
+            if q < 1 or k < 1 or q % k:
+                raise ValueError(f"point {text!r}: {q} query heads over {k} KV heads; expected positive counts, "
+                                 "the query heads a multiple of the KV heads")
+            heads = (q, k)
         else:
-            raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size) or one of "
-                             f"{', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged, group_size)
+            raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
+                             f"KV heads) or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads)
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
@@ -128,13 +148,15 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     from ``pp.workload`` at a capacity of ``pp.context`` tokens). ``cache``: what FOSCAR reads, the contiguous
     ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
     ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
-    is the bench's unless given (Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128), the group size the point's.
+    is the point's head counts where its ``:hQ-K`` suffix gave them, else the arguments' (by default the bench's
+    Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128); the group size the point's.
     Used by :func:`run`
     and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
     from bench.backends import foscar_paged_cache
     from bench.workload import Point, build_workload
 
+    num_qo_heads, num_kv_heads = pp.heads(num_qo_heads, num_kv_heads)
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE,
                workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
@@ -180,8 +202,9 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
     clocks, _ = ClockReader.open(info.uuid if info else None, torch.cuda.current_device())  # read only, never set
     rows: list[dict] = []
     for pp in points:
+        num_qo_heads, num_kv_heads = pp.heads()
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
-                   group_size=pp.group_size,
+                   group_size=pp.group_size, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
                    **during_fields([]))
@@ -189,7 +212,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             w, cache, nbytes = build_point(pp, dev)
 
             def make(q, c):
-                plan = foscar.plan_decode(c, NUM_QO_HEADS, backend="cuda")
+                plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
                 if query_copy:
                     src = q.clone()
                     return (lambda: (q.copy_(src), plan.run(q, c))), plan
@@ -233,8 +256,10 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
     if d.empty:
         raise ValueError("ab table: no rows")
     d["m"] = d["m"].astype(str)
-    # rows written before the group size was a point's key (sessions up to 37) are group 128
-    d["group_size"] = d["group_size"].fillna(GROUP_SIZE).astype(int) if "group_size" in d else GROUP_SIZE
+    # rows written before the group size was a point's key (sessions up to 37) are group 128, before the head counts
+    # were (up to 57) the bench's 32 / 8
+    for key, default in (("group_size", GROUP_SIZE), ("num_qo_heads", NUM_QO_HEADS), ("num_kv_heads", NUM_KV_HEADS)):
+        d[key] = d[key].fillna(default).astype(int) if key in d else default
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
@@ -271,8 +296,9 @@ def read_rows(path: Path) -> pd.DataFrame:
 
 def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
+    heads = (int(r["num_qo_heads"]), int(r["num_kv_heads"]))
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
-                      int(r["group_size"])).label
+                      int(r["group_size"]), *(heads if heads != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None))).label
 
 
 def during_lines(rows: pd.DataFrame) -> list[str]:
@@ -311,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("label")
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
-    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]")
+    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]")
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")

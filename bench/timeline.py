@@ -1,8 +1,9 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
 ``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
-``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN]``, or without the bits at ``--bits``; the group size of points without
-``:gN`` at ``--group-size``, default 128) builds the extension with
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]``, or without the bits at ``--bits``; the group size of points
+without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at ``--num-qo-heads`` /
+``--num-kv-heads``) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
 against the fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the
 cache (the bench's timing, :mod:`bench.timing`; a rotation of fewer than 3 copies, as a cache past ~4x the L2 has, is
@@ -194,7 +195,8 @@ def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
 def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
                   head_dim: int) -> tuple[float, list[CallTimeline], np.ndarray]:
     """``(max_rel_err, per-call timelines, raw records)`` of one point on the GPU: ``pp`` as ``bench.ab`` reads it
-    (bits, batch, context, the length distribution, paged or contiguous, the group size), its data as
+    (bits, batch, context, the length distribution, paged or contiguous, the group size, the head counts where its
+    ``:hQ-K`` suffix gives them, else ``num_qo_heads`` / ``num_kv_heads``), its data as
     :func:`bench.ab.build_point` makes it.
 
     Raises:
@@ -212,6 +214,7 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
 
     ext = decode_cuda.extension()
     dev = torch.device("cuda")
+    num_qo_heads, num_kv_heads = pp.heads(num_qo_heads, num_kv_heads)  # a point's :hQ-K suffix wins
     w, cache, nbytes = build_point(pp, dev, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim)
 
     def make(q, c):
@@ -245,9 +248,11 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
 
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
-    ``paged``, the group size where not the bench's 128)."""
+    ``paged``, the group size where not the bench's 128, the head counts where the point gives them:
+    ``8 x 32768 heads 8/1``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
-        " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "")
+        " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
+        f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "")
 
 
 def record_file(pp: ProbePoint) -> str:
@@ -298,8 +303,8 @@ def read_records(paths: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN] as python -m bench.ab "
-                    "reads it, or BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
+    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K] as python -m "
+                    "bench.ab reads it, or BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=None,
                     help="the group size of points without a :gN suffix (default 128)")

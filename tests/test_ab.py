@@ -16,11 +16,19 @@ def test_parse_point_forms():
     assert ab.parse_point("4x8x32768:paged:g64") == ab.ProbePoint(4, 8, 32768, paged=True, group_size=64)
     assert ab.parse_point("4x8x32768:g64:paged").label == "4x8x32768:paged:g64"
     assert ab.parse_point("4x8x32768:g128") == ab.ProbePoint(4, 8, 32768)  # the default group, unlabelled
+    assert ab.parse_point("4x1x32768:h8-1:paged") == ab.ProbePoint(4, 1, 32768, paged=True, num_qo_heads=8,
+                                                                    num_kv_heads=1)
+    assert ab.parse_point("4x1x32768:h8-1:paged").label == "4x1x32768:paged:h8-1"
+    assert ab.parse_point("4x1x32768:h8-1").heads() == (8, 1)
+    assert ab.parse_point("4x1x32768").heads() == (32, 8) and ab.parse_point("4x1x32768").heads(16, 2) == (16, 2)
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
-                                         ("2x1x16:zipf", "'paged', 'gN' \\(group size\\) or one of"),
-                                         ("2x1xk", "BITSxBATCHxCONTEXT"), ("2x1x16:g48", "group size 48, expected one of 32, 64, 128")])
+                                         ("2x1x16:zipf", "'paged', 'gN' \\(group size\\), 'hQ-K'"),
+                                         ("2x1xk", "BITSxBATCHxCONTEXT"), ("2x1x16:g48", "group size 48, expected one of 32, 64, 128"),
+                                         ("2x1x16:h8-3", "8 query heads over 3 KV heads"),
+                                         ("2x1x16:h0-1", "expected positive counts"),
+                                         ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -71,6 +79,17 @@ def test_table_keeps_group_sizes_apart_and_reads_older_rows_as_group_128():
     assert "differ between builds or rounds: 0 of 2" in text
     failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(group_size=32, paged=1)
     assert "failed: c round 0 2x1x16:paged:g32: RuntimeError: boom" in ab.table([new, failed])
+
+
+def test_table_keeps_head_counts_apart_and_reads_older_rows_as_32_over_8():
+    old = _rows("a", 0, 4.0)  # a CSV of before the head counts were keys (session 57): no columns
+    gqa8 = _rows("a", 0, 6.0).assign(num_qo_heads=8, num_kv_heads=1)
+    new = pd.concat([_rows("b", 0, 3.0).assign(num_qo_heads=32, num_kv_heads=8),
+                     _rows("b", 0, 5.0).assign(num_qo_heads=8, num_kv_heads=1)])
+    text = ab.table([pd.concat([old, gqa8]), new])
+    assert "0.75" in text and "0.83" in text  # matched within each shape
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(num_qo_heads=8, num_kv_heads=1)
+    assert "failed: c round 0 2x1x16:h8-1: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():
