@@ -331,9 +331,9 @@ def pv_pack_choice() -> bool:
     has at most 4 query heads, the folded BF16 kernel at head_dim <= 128 with token-wise K fills the integer PV's
     8 columns with its heads twice: the high bytes of the fixed point x + 128 of P' in columns 0-3, the low bytes of
     x in 4-7 (both s8: x = 256 hi + lo), one integer mma per 32 tokens where two ran (DESIGN §5.2; bench/NOTES.md
-    §62: INT2 D=128 G=128 781 -> 728 SASS instructions per 64-token tile and warp; INT4, whose PV is BF16
-    otherwise, 869 -> 777). ``"0"`` keeps INT2's two-mma form (the same output up to fp32 rounding of the fold) and
-    INT4's BF16 PV.
+    §62: INT2 D=128 G=128 781 -> 728 SASS instructions per 64-token tile and warp; INT4 869 -> 777 from its BF16
+    PV). ``"0"`` keeps the two-mma form, INT2's and (since §102) INT4's (the same output up to fp32 rounding of the
+    fold); it is also INT4's form at gqa 5-8, where its PV was BF16 until §102.
 
     Raises:
         ValueError: ``FOSCAR_PV_PACK`` is set to anything but ``"1"`` or ``"0"``.

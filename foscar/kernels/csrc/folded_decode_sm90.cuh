@@ -160,10 +160,13 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_PV
 #define FOSCAR_IMMA_PV 1
 #endif
-// With FOSCAR_IMMA_PV: 1 puts INT4 on the integer PV too (measured: no faster, 7% slower at 64 x 8K, where
-// ptxas spills; NOTES §46); 0 (default) keeps INT4 on the BF16 PV.
+// With FOSCAR_IMMA_PV: 1 (default) puts INT4 with token-wise K on the integer PV's two-mma form where the packed
+// columns do not apply (gqa 5-8, or FOSCAR_PV_PACK=0): at 8 query heads over 1 KV head 0.7-1.3% faster and max_rel_err
+// 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no faster, 7% slower
+// at 64 x 8K where ptxas spilled); 0 keeps those instances on the BF16 PV. INT4 with channel-wise K keeps the BF16 PV
+// (not measured on integers).
 #ifndef FOSCAR_IMMA_PV_INT4
-#define FOSCAR_IMMA_PV_INT4 0
+#define FOSCAR_IMMA_PV_INT4 1
 #endif
 // 1: build the integer PV's packed-column instances (gqa <= 4, pv_packable below); the C entry point's pv_pack
 // argument chooses them per launch (foscar/kernels/decode_cuda.py pv_pack_choice: FOSCAR_PV_PACK when the plan is
@@ -1236,11 +1239,11 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
-// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2 (INT4 with
-// FOSCAR_IMMA_PV_INT4=1)
-template <int MODE, int BITS, int HEAD_DIM>
+// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2, and INT4 with token-wise K
+// (FOSCAR_IMMA_PV_INT4)
+template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool imma_pv() {
-  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && (BITS == 2 || FOSCAR_IMMA_PV_INT4);
+  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && (BITS == 2 || (FOSCAR_IMMA_PV_INT4 && !CH));
 }
 // its fixed point: |x| = |rint(P s_v f)| <= kIpvMax < 2^15 (a margin for ex2.approx's rounding), x read
 // from the low 16 bits of fma(P, s_v f, kIpvMagic) = 1.5 2^23 + x (exact integer in the mantissa)
@@ -1253,8 +1256,7 @@ constexpr float kIpvMagic = 12582912.f;
 // head's (with pk_tokens, the default: another m16 token tile's); each output column accumulates its part (hi: 256
 // dot_hi / f + sum P z, lo: dot_lo / f), and the epilogue
 // adds column h + 4 to column h. Only where the QK is integer and token-wise (the query's columns are built there).
-// By default INT4 takes the integer PV only in this form (FOSCAR_PV_PACK_INT4; its two-mma form, built with
-// FOSCAR_IMMA_PV_INT4=1, spilled, §46).
+// INT4 takes this form where it applies (FOSCAR_PV_PACK_INT4), its two-mma form elsewhere (FOSCAR_IMMA_PV_INT4).
 template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool pv_packable() {
   return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && !CH && FOSCAR_IMMA_QK && FOSCAR_PV_PACK &&
@@ -1421,7 +1423,7 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     const int c = k / P, pl = k % P;
     const int ch = pl * RB + 16 * c + 2 * g;
     // folded BF16: o_acc holds 2^E O (the integer PV folds its planes' factors per tile: O)
-    const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
+    const float unscale = MODE == kFoldedBf16 && !imma_pv<MODE, BITS, HEAD_DIM, CH>() && !PK ? 1.f / (1 << F::pexp(pl)) : 1.f;
 #pragma unroll
     for (int j = 0; j < 2; ++j)
       *reinterpret_cast<float2*>(sm_o + (warp * 8 + 2 * tig + j) * OROW + ch) =
@@ -1516,7 +1518,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   constexpr int KG = CH ? 1 : NG;  // QK accumulators per m16 tile: one per K group; channel-wise K: one
   constexpr bool IMMA = MODE == kFoldedBf16 && !CH && FOSCAR_IMMA_QK && (BITS == 2 || FOSCAR_IMMA_QK_INT4);  // QK on integer tensor cores
   constexpr int KS32 = IMMA ? F::KSTEPS32 : 1;
-  constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM>() || PK;  // PV on integer tensor cores (INT4: packed only)
+  constexpr bool IPV = imma_pv<MODE, BITS, HEAD_DIM, CH>() || PK;  // PV on integer tensor cores
   static_assert(!PK || (pv_packable<MODE, BITS, HEAD_DIM, CH>() && IMMA), "PK: integer token-wise QK only");
   // IMMA: fold each group right after its last step (fewer accumulators live) where that spilled less,
   // head_dim 256 at G=64; elsewhere after all steps, which measured shorter loops (NOTES §24)
