@@ -215,16 +215,17 @@ def test_float64_past_fp32_is_refused_naming_the_position(device):
         foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
 
 
-def _check_large_decode(device, backend, magnitude=1e30):
+def _check_large_decode(device, backend, magnitude=1e30, bits=2, num_qo_heads=4):
     """Decode over a cache holding values up to the documented decode bound (quant.py,
-    "Largest magnitude") against the fp64 reference."""
+    "Largest magnitude") against the fp64 reference; one KV head under ``num_qo_heads`` query heads (the CUDA
+    kernel's packed integer PV at <= 4, its two-mma integer PV at 5-8, INT4's too since bench/NOTES.md §102)."""
     g = torch.Generator().manual_seed(5)
     k = torch.randn(2, 1, 40, 64, generator=g)
     v = torch.randn(2, 1, 40, 64, generator=g)
     k[0, 0, 3, :32] = torch.linspace(-1.0, 1.0, 32) * magnitude
     v[1, 0, 7, 32:] = torch.linspace(1.0, -1.0, 32) * magnitude
-    cache = foscar.quantize_kv(k.to(device), v.to(device), bits=2, group_size=32)
-    q = torch.randn(2, 4, 64, generator=g).to(torch.bfloat16).to(device)
+    cache = foscar.quantize_kv(k.to(device), v.to(device), bits=bits, group_size=32)
+    q = torch.randn(2, num_qo_heads, 64, generator=g).to(torch.bfloat16).to(device)
     out, lse = foscar.decode(q, cache, return_lse=True, backend=backend)
     ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
     assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(lse).all())
@@ -240,8 +241,9 @@ def test_decode_at_the_documented_magnitude(device):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
-def test_gpu_decode_at_the_documented_magnitude(backend):
-    _check_large_decode(torch.device("cuda"), backend)
+@pytest.mark.parametrize("bits, num_qo_heads", [(2, 4), (2, 8), (4, 4), (4, 8)])
+def test_gpu_decode_at_the_documented_magnitude(backend, bits, num_qo_heads):
+    _check_large_decode(torch.device("cuda"), backend, bits=bits, num_qo_heads=num_qo_heads)
 
 
 # ---------------------------------------------------------------------------

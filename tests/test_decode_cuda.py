@@ -440,13 +440,13 @@ def test_gpu_cuda_fixed_point_query(paged, head_dim, bits, group_size):
 @pytest.mark.parametrize("qo, kv", [(2, 2), (4, 2), (6, 2), (8, 2), (10, 2)])
 def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, qo, kv):
     """The folded BF16 mode with at most 4 query heads per KV head takes the integer PV with packed columns (DESIGN
-    §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the other form (INT2: the two-mma integer PV, INT4: the BF16
-    PV). Against the fp64 reference; against ``FOSCAR_PV_PACK=0`` (read when a plan is made; ``foscar.decode`` makes
-    one a call): the LSE within fp32 rounding (the same scores and probabilities; with the packed QK's token pairs,
-    ``FOSCAR_PK_TOKENS``, a lane sums another subset of them, bench/NOTES.md §86); INT2's output within one BF16
-    rounding (the same integers, the fold's fp32 sums in another order); gqa 5 the same launch either way, bit for
-    bit. A column mix-up (a low byte taken as high, a head's columns or a pair's tiles crossed) moves the output by
-    order 1."""
+    §5.2, bench/NOTES.md §62; gqa 1, 2, 3, 4 here), 5 the other form (the two-mma integer PV; INT4's PV was BF16
+    there until §102). Against the fp64 reference; against ``FOSCAR_PV_PACK=0`` (read when a plan is made;
+    ``foscar.decode`` makes one a call): the LSE within fp32 rounding (the same scores and probabilities; with the
+    packed QK's token pairs, ``FOSCAR_PK_TOKENS``, a lane sums another subset of them, bench/NOTES.md §86); the output
+    within one BF16 rounding (the same integers, the fold's fp32 sums in another order); gqa 5 the same launch either
+    way, bit for bit. A column mix-up (a low byte taken as high, a head's columns or a pair's tiles crossed) moves the
+    output by order 1."""
     import foscar
     from tests.test_paged import _check_paged
 
@@ -469,7 +469,7 @@ def test_gpu_packed_integer_pv(monkeypatch, paged, bits, head_dim, group_size, q
     if qo // kv > 4:
         assert torch.equal(lse1, lse0)
         assert torch.equal(out1, out0)
-    elif bits == 2:
+    else:
         gap = (out1.float() - out0.float()).abs()
         assert bool((gap <= out0.float().abs() * 2.0 ** -7 + 1e-6).all()), float(gap.max())
 
