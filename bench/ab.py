@@ -81,6 +81,11 @@ class ProbePoint:
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
             f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "")
 
+    def __post_init__(self):
+        if (self.num_qo_heads is None) != (self.num_kv_heads is None):
+            raise ValueError(f"ProbePoint: give both head counts or neither, got num_qo_heads={self.num_qo_heads}, "
+                             f"num_kv_heads={self.num_kv_heads}")
+
     def heads(self, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS) -> tuple[int, int]:
         """``(num_qo_heads, num_kv_heads)``: the point's own where its ``:hQ-K`` suffix gave them, else the
         arguments (the bench's 32 / 8 by default)."""
@@ -97,9 +102,9 @@ def is_group_suffix(suffix: str) -> bool:
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]``, e.g. ``2x8x32768``, ``4x64x8192:paged``,
     ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads over 1 KV head:
-    Llama-3.1-70B at tensor parallel 8; without it the bench's 32 over 8);
-    where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged][:gN]`` too, at that
-    bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
+    Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled as the default
+    group is); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged][:gN]
+    [:hQ-K]`` too, at that bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
@@ -133,7 +138,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if q < 1 or k < 1 or q % k:
                 raise ValueError(f"point {text!r}: {q} query heads over {k} KV heads; expected positive counts, "
                                  "the query heads a multiple of the KV heads")
-            heads = (q, k)
+            heads = (q, k) if (q, k) != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None)  # the default, unlabelled
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
                              f"KV heads) or one of {', '.join(WORKLOAD_NAMES)}")

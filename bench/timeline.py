@@ -308,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=None,
                     help="the group size of points without a :gN suffix (default 128)")
-    ap.add_argument("--num-qo-heads", type=int, default=32)
-    ap.add_argument("--num-kv-heads", type=int, default=8)
+    ap.add_argument("--num-qo-heads", type=int, default=None,
+                    help="query heads of points without a :hQ-K suffix (default 32)")
+    ap.add_argument("--num-kv-heads", type=int, default=None,
+                    help="KV heads of points without a :hQ-K suffix (default 8)")
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-POINT.npy "
                     "(record_file)")
@@ -329,6 +331,14 @@ def main(argv: list[str] | None = None) -> int:
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
         points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)
+    heads = (args.num_qo_heads or 32, args.num_kv_heads or 8)
+    if args.num_qo_heads is not None or args.num_kv_heads is not None:  # points without :hQ-K take them
+        # (args.point, when given, is the points' text one to one; the defaults have no :hQ-K)
+        clash = [t for t, pp in zip(args.point or [], points) if pp.heads() != heads
+                 and any(x[:1] == "h" for x in t.split(":")[1:])]
+        if clash:
+            ap.error(f"--num-qo-heads / --num-kv-heads {heads[0]} / {heads[1]} and the points' own head counts "
+                     f"differ: {', '.join(clash)}")
     defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
     if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
         os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])
@@ -338,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
         return 2
     for pp in points:
-        err, timelines, records = profile_point(pp, args.num_qo_heads, args.num_kv_heads, args.head_dim)
+        err, timelines, records = profile_point(pp, *heads, args.head_dim)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)

@@ -21,11 +21,15 @@ def test_parse_point_forms():
     assert ab.parse_point("4x1x32768:h8-1:paged").label == "4x1x32768:paged:h8-1"
     assert ab.parse_point("4x1x32768:h8-1").heads() == (8, 1)
     assert ab.parse_point("4x1x32768").heads() == (32, 8) and ab.parse_point("4x1x32768").heads(16, 2) == (16, 2)
+    assert ab.parse_point("4x1x32768:h32-8") == ab.ProbePoint(4, 1, 32768)  # the default heads, unlabelled
+    with pytest.raises(ValueError, match="both head counts or neither"):
+        ab.ProbePoint(4, 1, 32768, num_qo_heads=8)
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
                                          ("2x1x16:zipf", "'paged', 'gN' \\(group size\\), 'hQ-K'"),
-                                         ("2x1xk", "BITSxBATCHxCONTEXT"), ("2x1x16:g48", "group size 48, expected one of 32, 64, 128"),
+                                         ("2x1xk", "BITSxBATCHxCONTEXT"),
+                                         ("2x1x16:g48", "group size 48, expected one of 32, 64, 128"),
                                          ("2x1x16:h8-3", "8 query heads over 3 KV heads"),
                                          ("2x1x16:h0-1", "expected positive counts"),
                                          ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)")])

@@ -87,6 +87,8 @@ def test_describe_names_workload_paging_and_group():
     assert timeline.describe(timeline.parse_point("2x8x32768")) == "8 x 32768"
     assert timeline.describe(timeline.parse_point("4x8x32768:lognormal:paged:g64")) == "8 x 32768 lognormal paged G=64"
     assert timeline.record_file(timeline.parse_point("4x8x32768:paged:g64")) == "timeline-4x8x32768-paged-g64.npy"
+    assert timeline.describe(timeline.parse_point("4x8x32768:h8-1")) == "8 x 32768 heads 8/1"
+    assert timeline.record_file(timeline.parse_point("4x8x32768:h8-1")) == "timeline-4x8x32768-h8-1.npy"
 
 
 def test_group_size_flag_and_point_suffix_must_agree(capsys):
@@ -191,3 +193,13 @@ def test_the_clock_comes_from_working_ctas_of_a_microsecond_or_more():
     empty = [_record(1000, 0.1, 0.0, 0.0, 0.0, 0.3, iters=0, ghz=1.2, block=4 + b) for b in range(6)]
     t = timeline.summarize_call(np.array(work + empty, dtype=np.int64))
     assert t.ghz == pytest.approx(1.75, rel=1e-3) and t.phases["loop"] == pytest.approx(10.0, abs=2e-3)
+
+
+def test_head_count_flags_and_point_suffix_must_agree(capsys):
+    with pytest.raises(SystemExit):
+        timeline.main(["--point", "1x16:h8-1", "--num-qo-heads", "16", "--num-kv-heads", "2"])
+    assert "--num-qo-heads / --num-kv-heads 16 / 2 and the points' own head counts differ: 1x16:h8-1" in (
+        capsys.readouterr().err)
+    with pytest.raises(SystemExit):  # an explicit :h32-8 is a head count of its own too
+        timeline.main(["--point", "1x16:h32-8", "--num-qo-heads", "8", "--num-kv-heads", "1"])
+    assert "differ: 1x16:h32-8" in capsys.readouterr().err

@@ -57,7 +57,8 @@
 // sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
 // a power of two, so that FFMA is exact where it matters).
 //
-// Integer PV (FOSCAR_IMMA_PV, on by default for INT2 at head_dim <= 128; NOTES §46; DESIGN §5.2): PV on
+// Integer PV (FOSCAR_IMMA_PV, on by default for INT2, and INT4 with token-wise K, at head_dim <= 128; NOTES §46,
+// §102; DESIGN §5.2): PV on
 // mma.sync.m16n8k32 with the V codes in place as u8 lanes (code 2^(BITS p): one lop3 per 4 codes, no
 // shift) and P' = P s_v as a 16-bit fixed point per (tile, group, head), x = rint(P s_v f) from the low
 // bits of an FFMA with 1.5 2^23, split into an s8 high and a u8 low byte: two exact s32 mmas per 32
@@ -161,10 +162,10 @@ namespace foscar {
 #define FOSCAR_IMMA_PV 1
 #endif
 // With FOSCAR_IMMA_PV: 1 (default) puts INT4 with token-wise K on the integer PV's two-mma form where the packed
-// columns do not apply (gqa 5-8, or FOSCAR_PV_PACK=0): at 8 query heads over 1 KV head 0.7-1.3% faster and max_rel_err
-// 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no faster, 7% slower
-// at 64 x 8K where ptxas spilled); 0 keeps those instances on the BF16 PV. INT4 with channel-wise K keeps the BF16 PV
-// (not measured on integers).
+// columns do not apply (gqa 5-8, or FOSCAR_PV_PACK=0): at 8 query heads over 1 KV head 0.5-1.3% faster and max_rel_err
+// 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no faster, 7% slower at 64
+// x 8K where ptxas spilled); 0 keeps those instances on the BF16 PV. INT4 with channel-wise K keeps the BF16 PV (not
+// measured on integers).
 #ifndef FOSCAR_IMMA_PV_INT4
 #define FOSCAR_IMMA_PV_INT4 1
 #endif
@@ -174,7 +175,7 @@ namespace foscar {
 #ifndef FOSCAR_PV_PACK
 #define FOSCAR_PV_PACK 1
 #endif
-// 1: INT4 too (its PV is otherwise BF16: its two-mma integer PV spilled and was not faster, NOTES §46); 0: INT2 only
+// 1: INT4 too (NOTES §62); 0: INT2 only (INT4 then takes the two-mma integer PV at every gqa, FOSCAR_IMMA_PV_INT4)
 #ifndef FOSCAR_PV_PACK_INT4
 #define FOSCAR_PV_PACK_INT4 1
 #endif
