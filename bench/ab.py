@@ -53,16 +53,17 @@ import pandas as pd
 from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
-KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads"]  # a point's
-# columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8)
+KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads", "k_block"]
+# a point's columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8, and no k_block:
+# token-wise K, written 0)
 GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 
 
 @dataclass(frozen=True)
 class ProbePoint:
     """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous, the
-    quantization group size, and the attention shape's head counts (None: the caller's, by default the bench's
-    32 query heads over 8 KV heads)."""
+    quantization group size, the attention shape's head counts (None: the caller's, by default the bench's
+    32 query heads over 8 KV heads), and channel-wise K's block (``k_block`` tokens; None: token-wise K)."""
 
     bits: int
     batch: int
@@ -72,14 +73,16 @@ class ProbePoint:
     group_size: int = GROUP_SIZE
     num_qo_heads: int | None = None
     num_kv_heads: int | None = None
+    k_block: int | None = None
 
     @property
     def label(self) -> str:
-        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1``)."""
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1:c32``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
-            f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "")
+            f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "") + (
+            f":c{self.k_block}" if self.k_block else "")
 
     def __post_init__(self):
         if (self.num_qo_heads is None) != (self.num_kv_heads is None):
@@ -100,16 +103,17 @@ def is_group_suffix(suffix: str) -> bool:
 
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]``, e.g. ``2x8x32768``, ``4x64x8192:paged``,
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``,
     ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads over 1 KV head:
     Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled as the default
-    group is); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[:WORKLOAD][:paged][:gN]
-    [:hQ-K]`` too, at that bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
+    group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without it token-wise
+    K); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes
+    too, at that bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
-            or 4, a group size other than 32, 64 or 128, head counts that are not positive with the query heads a
-            multiple of the KV heads, or an unknown suffix (the allowed ones are named).
+            or 4, a group size or k_block other than 32, 64 or 128, head counts that are not positive with the query
+            heads a multiple of the KV heads, or an unknown suffix (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -122,7 +126,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
-    workload, paged, group_size, heads = "uniform", False, GROUP_SIZE, (None, None)
+    workload, paged, group_size, heads, k_block = "uniform", False, GROUP_SIZE, (None, None), None
     for s in suffixes:
         if s == "paged":
             paged = True
@@ -139,10 +143,15 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
                 raise ValueError(f"point {text!r}: {q} query heads over {k} KV heads; expected positive counts, "
                                  "the query heads a multiple of the KV heads")
             heads = (q, k) if (q, k) != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None)  # the default, unlabelled
+        elif s[:1] == "c" and s[1:].isdigit():
+            k_block = int(s[1:])
+            if k_block not in GROUP_SIZES:
+                raise ValueError(f"point {text!r}: k_block {k_block}, expected one of "
+                                 f"{', '.join(map(str, GROUP_SIZES))}")
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
-                             f"KV heads) or one of {', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads)
+                             f"KV heads), 'cN' (channel-wise K's block) or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block)
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
@@ -154,7 +163,7 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
     ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
     is the point's head counts where its ``:hQ-K`` suffix gave them, else the arguments' (by default the bench's
-    Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128); the group size the point's.
+    Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128); the group size and K layout the point's.
     Used by :func:`run`
     and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
@@ -163,7 +172,7 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
 
     num_qo_heads, num_kv_heads = pp.heads(num_qo_heads, num_kv_heads)
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
-               num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE,
+               num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE, k_block=pp.k_block,
                workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
     w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
     cache = foscar_paged_cache(w) if pp.paged else w.cache
@@ -210,6 +219,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         num_qo_heads, num_kv_heads = pp.heads()
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                   k_block=pp.k_block or 0,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
                    **during_fields([]))
@@ -262,8 +272,9 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         raise ValueError("ab table: no rows")
     d["m"] = d["m"].astype(str)
     # rows written before the group size was a point's key (sessions up to 37) are group 128, before the head counts
-    # were (up to 57) the bench's 32 / 8
-    for key, default in (("group_size", GROUP_SIZE), ("num_qo_heads", NUM_QO_HEADS), ("num_kv_heads", NUM_KV_HEADS)):
+    # and k_block were (up to 57) the bench's 32 / 8 with token-wise K (k_block 0)
+    for key, default in (("group_size", GROUP_SIZE), ("num_qo_heads", NUM_QO_HEADS), ("num_kv_heads", NUM_KV_HEADS),
+                         ("k_block", 0)):
         d[key] = d[key].fillna(default).astype(int) if key in d else default
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
@@ -303,7 +314,8 @@ def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
     heads = (int(r["num_qo_heads"]), int(r["num_kv_heads"]))
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
-                      int(r["group_size"]), *(heads if heads != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None))).label
+                      int(r["group_size"]), *(heads if heads != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None)),
+                      int(r["k_block"]) or None).label
 
 
 def during_lines(rows: pd.DataFrame) -> list[str]:
@@ -342,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("label")
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
-    r.add_argument("--point", action="append", required=True, help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]")
+    r.add_argument("--point", action="append", required=True,
+                   help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]")
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")

@@ -1,8 +1,8 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
 ``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
-``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K]``, or without the bits at ``--bits``; the group size of points
-without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at ``--num-qo-heads`` /
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]``, or without the bits at ``--bits``; the group size of
+points without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at ``--num-qo-heads`` /
 ``--num-kv-heads``) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
 against the fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the
@@ -248,11 +248,12 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
 
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
-    ``paged``, the group size where not the bench's 128, the head counts where the point gives them:
-    ``8 x 32768 heads 8/1``)."""
+    ``paged``, the group size where not the bench's 128, the head counts where the point gives them, channel-wise K's
+    block: ``8 x 32768 heads 8/1 channel-K 32``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
         " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
-        f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "")
+        f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "") + (
+        f" channel-K {pp.k_block}" if pp.k_block else "")
 
 
 def record_file(pp: ProbePoint) -> str:
@@ -303,8 +304,9 @@ def read_records(paths: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--point", action="append", help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K] as python -m "
-                    "bench.ab reads it, or BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
+    ap.add_argument("--point", action="append",
+                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN] as python -m bench.ab reads it, or "
+                         "BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=None,
                     help="the group size of points without a :gN suffix (default 128)")

@@ -22,6 +22,10 @@ def test_parse_point_forms():
     assert ab.parse_point("4x1x32768:h8-1").heads() == (8, 1)
     assert ab.parse_point("4x1x32768").heads() == (32, 8) and ab.parse_point("4x1x32768").heads(16, 2) == (16, 2)
     assert ab.parse_point("4x1x32768:h32-8") == ab.ProbePoint(4, 1, 32768)  # the default heads, unlabelled
+    assert ab.parse_point("4x8x32768:c32:h8-1") == ab.ProbePoint(4, 8, 32768, num_qo_heads=8, num_kv_heads=1,
+                                                                  k_block=32)
+    assert ab.parse_point("4x8x32768:c32:h8-1").label == "4x8x32768:h8-1:c32"
+    assert ab.parse_point("4x8x32768:capacity").workload == "capacity"  # a workload, not a k_block
     with pytest.raises(ValueError, match="both head counts or neither"):
         ab.ProbePoint(4, 1, 32768, num_qo_heads=8)
 
@@ -32,6 +36,7 @@ def test_parse_point_forms():
                                          ("2x1x16:g48", "group size 48, expected one of 32, 64, 128"),
                                          ("2x1x16:h8-3", "8 query heads over 3 KV heads"),
                                          ("2x1x16:h0-1", "expected positive counts"),
+                                         ("2x1x16:c16", "k_block 16, expected one of 32, 64, 128"),
                                          ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
@@ -92,8 +97,9 @@ def test_table_keeps_head_counts_apart_and_reads_older_rows_as_32_over_8():
                      _rows("b", 0, 5.0).assign(num_qo_heads=8, num_kv_heads=1)])
     text = ab.table([pd.concat([old, gqa8]), new])
     assert "0.75" in text and "0.83" in text  # matched within each shape
-    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(num_qo_heads=8, num_kv_heads=1)
-    assert "failed: c round 0 2x1x16:h8-1: RuntimeError: boom" in ab.table([new, failed])
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(num_qo_heads=8, num_kv_heads=1,
+                                                                                     k_block=32)
+    assert "failed: c round 0 2x1x16:h8-1:c32: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

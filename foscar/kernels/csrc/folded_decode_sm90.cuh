@@ -165,7 +165,7 @@ namespace foscar {
 // columns do not apply (gqa 5-8, or FOSCAR_PV_PACK=0): at 8 query heads over 1 KV head 0.5-1.3% faster and max_rel_err
 // 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no faster, 7% slower at 64
 // x 8K where ptxas spilled); 0 keeps those instances on the BF16 PV. INT4 with channel-wise K keeps the BF16 PV (not
-// measured on integers).
+// measured on integers); 2 puts it on the two-mma integer PV too (for A/B: bench.ab's ``:cN`` points).
 #ifndef FOSCAR_IMMA_PV_INT4
 #define FOSCAR_IMMA_PV_INT4 1
 #endif
@@ -1241,10 +1241,11 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
 // PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2, and INT4 with token-wise K
-// (FOSCAR_IMMA_PV_INT4)
+// (FOSCAR_IMMA_PV_INT4; 2: channel-wise K too)
 template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool imma_pv() {
-  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 && (BITS == 2 || (FOSCAR_IMMA_PV_INT4 && !CH));
+  return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 &&
+         (BITS == 2 || (FOSCAR_IMMA_PV_INT4 && (!CH || FOSCAR_IMMA_PV_INT4 >= 2)));
 }
 // its fixed point: |x| = |rint(P s_v f)| <= kIpvMax < 2^15 (a margin for ex2.approx's rounding), x read
 // from the low 16 bits of fma(P, s_v f, kIpvMagic) = 1.5 2^23 + x (exact integer in the mantissa)
