@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.ab import GROUP_SIZE, ProbePoint, build_point, is_group_suffix, parse_point
+from bench.ab import GROUP_SIZE, NUM_KV_HEADS, NUM_QO_HEADS, ProbePoint, build_point, is_group_suffix, parse_point
 
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
         points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)
-    heads = (args.num_qo_heads or 32, args.num_kv_heads or 8)
+    heads = (args.num_qo_heads or NUM_QO_HEADS, args.num_kv_heads or NUM_KV_HEADS)
     if args.num_qo_heads is not None or args.num_kv_heads is not None:  # points without :hQ-K take them
         # (args.point, when given, is the points' text one to one; the defaults have no :hQ-K)
         clash = [t for t, pp in zip(args.point or [], points) if pp.heads() != heads

@@ -161,10 +161,10 @@ def test_the_chunk_constants_match_the_kernel():
 @pytest.mark.parametrize("seed", range(4))
 def test_no_sequence_takes_more_than_32_chunks(seed):
     """Where batch x num_kv_heads <= 4 the fit and the batch-1 rule asked for 64-256 chunks a sequence, which the
-    in-kernel merge takes in rounds of 16 (INT2 1 x 32K at 8 query heads over 1 KV head: 20.5 us with 128 chunks, 9.6 with 32,
-    bench/NOTES.md §101). Now plans ask for at most 32 (past 32 x 32768 tokens, chunks of 32768: the longest chunk
-    the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1) cuts a length
-    in at most its count."""
+    in-kernel merge takes in rounds of 16 (INT2 1 x 32K at 8 query heads over 1 KV head: 20.5 us with 128 chunks,
+    9.6 with 32, bench/NOTES.md §101). Now plans ask for at most 32 (past 32 x 32768 tokens, chunks of 32768: the
+    longest chunk the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1)
+    cuts a length in at most its count."""
     rng = random.Random(seed)
     for _ in range(80):
         batch = rng.choice([1, 2, 3, 4, 8, rng.randrange(1, 129)])

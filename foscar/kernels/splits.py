@@ -37,8 +37,8 @@ CHUNK_ALIGN_TOKENS = 256  # kChunkAlign
 MIN_CHUNK_TOKENS = 512  # kMinChunk
 # ... and no sequence in more than this many (kMaxSeqChunks): the in-kernel merge takes up to 32 chunks in one round of
 # L2 loads at head_dim 128, more in rounds of 16 on the sequence's last CTA. At one KV head the batch-1 rule and the fit
-# gave 64-171 chunks a sequence at the points measured: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with 32 of 1K (H100, 8 query
-# heads over 1 KV head, bench/NOTES.md §101)
+# gave 64-171 chunks a sequence at the points measured: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with
+# 32 of 1K (H100, 8 query heads over 1 KV head, bench/NOTES.md §101)
 MAX_CHUNKS_PER_SEQUENCE = 32
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
@@ -237,7 +237,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     that is more, whatever the rules above ask: they were fit at 8 KV heads, where no sequence got more than 32, and at
     batch x num_kv_heads <= 4 they ask for 64 or more, which the in-kernel merge takes in rounds of 16 (8 query heads
     over 1 KV head on an H100: INT2 1 x 32K 20.5 us with 128 chunks, 9.6 with 32; 32 the fastest count at 19 of 24
-    points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware chunks keep the same bound (:func:`first_chunk`).
+    points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware
+    chunks keep the same bound (:func:`first_chunk`).
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
