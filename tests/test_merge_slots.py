@@ -595,17 +595,18 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
             merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)
 
 
-def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None):
+def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, min_chunk=256):
     """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
     ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
-    ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``."""
+    ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``min_chunk``: the
+    kernel's least chunk (512 in a ``FOSCAR_MIN_CHUNK=512`` build)."""
     from foscar.kernels import splits
 
     batch = len(lengths)
-    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2)
+    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2, min_chunk=min_chunk)
     assert fixed == 0, "a length-aware plan"
     table = [[0, 0] for _ in range(batch)]
-    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target)):
+    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk)):
         if start == 0:
             table[b][0] = slot
         table[b][1] += 1
@@ -617,10 +618,10 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None):
         last = [n - (p - 1) * page if p else 0 for n, p in zip(lengths, pages)]
         lens, ptr, num_indices = (clamp or (last, indptr, indptr[-1]))
         src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), torch.tensor(ptr, dtype=torch.int32),
-                                        0, num_indices, page, target)
+                                        0, num_indices, page, target, min_chunk)
     else:
         lens = clamp[0] if clamp else lengths
-        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target)
+        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target, min_chunk)
     return num_slots, table, src
 
 
@@ -668,6 +669,18 @@ def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, row
         assert bool((d_out[b] == 7.0).all()) == (count <= 1), f"sequence {b} ({count} chunks)"
 
 
+@pytest.mark.parametrize("min_chunk, chunks", [(256, 4), (512, 2)])
+def test_derived_ranges_follow_the_kernels_least_chunk(device, min_chunk, chunks):
+    """Eight sequences of 1024 tokens in a 32K cache over 2 KV heads on 132 SMs: the plan's chunk target asks for
+    chunks shorter than 256 tokens, so the kernel's least chunk decides: 4 chunks of 256 a sequence (kMinChunk 256,
+    the default), or 2 of 512 (a ``FOSCAR_MIN_CHUNK=512`` build, ``ChunkLengths.min_chunk`` 512). The ranges derived
+    from the lengths merge as the table does, bit for bit."""
+    num_slots, table, src = _derive_case([1024] * 8, 32768, 132, False, min_chunk=min_chunk)
+    assert [c for _, c in table] == [chunks] * 8 and src.min_chunk == min_chunk
+    (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, 4, 32, device, 3)
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse) and not (d_out == 7.0).any()
+
+
 @pytest.mark.parametrize("paged", [False, True])
 def test_derived_ranges_clamp_lengths_as_the_kernel_does(device, paged):
     """Raw lengths past what the cache holds derive the ranges of the clamped lengths (the kernel's clamps):
@@ -697,6 +710,8 @@ def test_derived_ranges_refuse_what_they_cannot_take():
         merge_triton.merge_slots(o, lse, table, out, lse_out, 2, lengths=good)
     with pytest.raises(ValueError, match="lengths: expected a length-aware plan"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(target_chunks=0))
+    with pytest.raises(ValueError, match="min_chunk 256 or 512, .* min_chunk 384"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(min_chunk=384))
     with pytest.raises(ValueError, match=r"lengths.lens: expected a contiguous int32 \[2\] tensor"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(lens=torch.tensor([5, 6])))
     with pytest.raises(ValueError, match=r"lengths.kv_indptr: expected a contiguous int32 \[3\] tensor"):

@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import device_sm_count, max_ctas_per_sm_setting, plan_work
+from foscar.kernels.splits import (CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting,
+                                   plan_work)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -82,6 +83,14 @@ FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
 # (splits.schedule) and the merge kernel's ranges from the lengths (merge_triton._derived_chunks) assume: unless built
 # with FOSCAR_SEQ_CHUNK_CAP=0 (an A/B build, bench/NOTES.md §101), whose plans then read the kernel's chunk table
 SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
+# the kernel's least length-aware chunk, tokens (kMinChunk: 256, one CTA iteration; 512 in a FOSCAR_MIN_CHUNK=512 build,
+# the schedule before session 59, for A/B): the plans (plan_splits), the host mirror and the merge kernel's ranges from
+# the lengths follow it (bench/NOTES.md §103)
+_MIN_CHUNK = defined_value(NVCC_FLAGS, "FOSCAR_MIN_CHUNK") or str(MIN_CHUNK_TOKENS)
+if _MIN_CHUNK not in (str(CHUNK_ALIGN_TOKENS), str(2 * CHUNK_ALIGN_TOKENS)):
+    raise ValueError(f"FOSCAR_MIN_CHUNK (FOSCAR_NVCC_DEFINES / FOSCAR_NVCC_FLAGS): expected 256 or 512 (tokens), "
+                     f"got {_MIN_CHUNK!r}")
+MIN_CHUNK_BUILT = int(_MIN_CHUNK)
 
 
 def merge_choice(default: str = "fused") -> str:
@@ -237,7 +246,8 @@ def extension():
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
-                     bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"))
+                     bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
+                     min_chunk=MIN_CHUNK_BUILT)
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
@@ -387,4 +397,4 @@ def chunk_lengths(cache, target_chunks: int):
     lens, kv_indptr = _kernel_lengths(cache)
     paged = kv_indptr is not None
     return ChunkLengths(lens, kv_indptr, cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
-                        cache.page_size if paged else 0, target_chunks)
+                        cache.page_size if paged else 0, target_chunks, MIN_CHUNK_BUILT)
