@@ -7,14 +7,17 @@ Sessions 49-51 wrote that loop into each probe script; this module is the loop:
 
     python -m bench.ab_rounds OUT_DIR --variant t:FOSCAR_ONLY_HEAD_DIM=128 \\
         --variant l:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_L2_ONLY=1 --order "t l l t t l" \\
-        --point 2x8x32768 --point 2x32x8192 [--limit-s 300] [--query-copy] [--run-flag NAME:FLAG]
+        --point 2x8x32768 --point 2x32x8192 [--limit-s 300] [--query-copy] [--run-flag NAME:FLAG] \\
+        [--run-env NAME:VAR=VALUE]
 
 A variant is ``NAME:DEFINES[@CSRC]``, as ``scripts/gpu_ab.sh`` reads ``FOSCAR_AB``: DEFINES comma-separated ``-D``
 knobs of the kernel header (``FOSCAR_NVCC_DEFINES``), CSRC another source directory (``FOSCAR_CSRC``). The first
 variant is the table's base. ``--run-flag NAME:FLAG`` passes one of ``bench.ab run``'s per-round flags
 (``--no-sampler``, ``--query-copy``) to variant NAME's rounds only: an A/A of a run option is two variants of the same
 build, ``s:`` and ``o:`` with ``--run-flag o:--no-sampler`` (variants whose defines and source are the same are built
-once). Written under OUT_DIR: ``build-NAME.log``, ``ab-NAME-R.csv`` and ``.log`` per round
+once). ``--run-env NAME:VAR=VALUE`` sets a ``FOSCAR_*`` setting that plans read when they are made for variant NAME's
+rounds (an A/B of a plan rule on one build: ``old:`` and ``new:`` with ``--run-env old:FOSCAR_SHORT_CHUNKS=0``). Written
+under OUT_DIR: ``build-NAME.log``, ``ab-NAME-R.csv`` and ``.log`` per round
 (:func:`bench.ab.run`'s rows), and ``ab-table.txt`` (:func:`bench.ab.table`, also printed). A variant whose build
 fails is left out of the rounds; a round that fails keeps its rows and log, and the rounds go on; rounds stop when
 fewer than ``--round-s`` seconds are left of ``--limit-s`` (counted from the start of this command, builds included).
@@ -30,7 +33,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -48,6 +51,7 @@ class Variant:
     defines: tuple[str, ...] = ()
     csrc: str = ""
     run_flags: tuple[str, ...] = ()  # bench.ab run's flags for this variant's rounds (RUN_FLAGS)
+    run_env: tuple[tuple[str, str], ...] = ()  # FOSCAR_* settings read when a plan is made, for its rounds (--run-env)
 
     @property
     def build(self) -> tuple[tuple[str, ...], str]:
@@ -55,10 +59,12 @@ class Variant:
         return self.defines, self.csrc
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """``base`` (default: this process's environment) with this variant's two variables set."""
+        """``base`` (default: this process's environment) with this variant's two build variables and its
+        :attr:`run_env` set."""
         env = dict(os.environ if base is None else base)
         env["FOSCAR_NVCC_DEFINES"] = " ".join(self.defines)
         env["FOSCAR_CSRC"] = self.csrc
+        env.update(self.run_env)
         return env
 
 
@@ -104,7 +110,34 @@ def add_run_flags(variants: list[Variant], specs: list[str]) -> list[Variant]:
                              f"{', '.join(RUN_FLAGS)}")
         v = by_name[name]
         if flag not in v.run_flags:
-            by_name[name] = Variant(v.name, v.defines, v.csrc, (*v.run_flags, flag))
+            by_name[name] = replace(v, run_flags=(*v.run_flags, flag))
+    return [by_name[v.name] for v in variants]
+
+
+def add_run_env(variants: list[Variant], specs: list[str]) -> list[Variant]:
+    """``variants`` with each ``NAME:VAR=VALUE`` of ``specs`` added to variant NAME's :attr:`Variant.run_env`: a
+    setting the library reads when a plan is made (``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_MAX_CTAS_PER_SM=2``), so that
+    two variants of one build time two plans (the build is shared, :attr:`Variant.build`).
+
+    Raises:
+        ValueError: no ``:`` or ``=``, a name that is not a variant's (the names are listed), or a variable that is
+            not ``FOSCAR_`` and upper-case letters, digits and ``_``, or is one of the build's (``FOSCAR_NVCC_DEFINES``,
+            ``FOSCAR_CSRC``: give those as the variant's defines and source).
+    """
+    by_name = {v.name: v for v in variants}
+    for spec in specs:
+        name, sep, setting = spec.partition(":")
+        var, eq, value = setting.partition("=")
+        if not sep or not eq:
+            raise ValueError(f"--run-env {spec!r}: expected NAME:VAR=VALUE, e.g. old:FOSCAR_SHORT_CHUNKS=0")
+        if name not in by_name:
+            raise ValueError(f"--run-env {spec!r}: {name} not among the variants {', '.join(by_name)}")
+        if (not var.startswith("FOSCAR_") or not all(c.isupper() or c.isdigit() or c == "_" for c in var)
+                or var in ("FOSCAR_NVCC_DEFINES", "FOSCAR_CSRC")):
+            raise ValueError(f"--run-env {spec!r}: expected a FOSCAR_* setting read when a plan is made (not "
+                             "FOSCAR_NVCC_DEFINES or FOSCAR_CSRC: those are the variant's defines and @source)")
+        v = by_name[name]
+        by_name[name] = replace(v, run_env=(*[e for e in v.run_env if e[0] != var], (var, value)))
     return [by_name[v.name] for v in variants]
 
 
@@ -239,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-flag", action="append", default=[], metavar="NAME:FLAG",
                     help=f"one of bench.ab run's flags ({', '.join(RUN_FLAGS)}) for variant NAME's rounds only "
                     "(repeat)")
+    ap.add_argument("--run-env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="a FOSCAR_* setting read when a plan is made, for variant NAME's rounds only, e.g. "
+                    "old:FOSCAR_SHORT_CHUNKS=0 (repeat)")
     a = ap.parse_args(argv)
     start = time.monotonic()
     try:
@@ -248,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--variant: names must differ, got {', '.join(names)}")
         # --query-copy: the same run flag for every variant
         variants = add_run_flags(variants, a.run_flag + [f"{n}:--query-copy" for n in names if a.query_copy])
+        variants = add_run_env(variants, a.run_env)
         order = parse_order(a.order, names)
         for p in a.point:
             parse_point(p)  # a bad point fails here, not in every round

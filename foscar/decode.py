@@ -212,6 +212,9 @@ class DecodePlan:
         pdl: whether the CUDA decode kernel is launched with programmatic dependent launch, its launch overlapping
             the previous kernel's tail (:func:`foscar.kernels.decode_cuda.pdl_choice`, ``FOSCAR_PDL`` when the plan
             was made, on by default on sm_90; False for the Triton kernel; bench/NOTES.md §73).
+        min_chunk: the CUDA kernel's least length-aware chunk, tokens: 256 (one CTA iteration) where the plan's
+            chunk target fits one CTA an SM, else 512 (:func:`foscar.kernels.splits.plan_min_chunk`,
+            ``FOSCAR_SHORT_CHUNKS`` when the plan was made; bench/NOTES.md §103); 512 for the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -222,7 +225,8 @@ class DecodePlan:
     def __init__(self, *, q_shape, device, layout, kernel, mode, sm_scale, schedule, meta,
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
-                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False):
+                 merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False,
+                 min_chunk=512):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -240,6 +244,7 @@ class DecodePlan:
         self.pv_pack = pv_pack
         self.max_ctas_per_sm = max_ctas_per_sm
         self.pdl = pdl
+        self.min_chunk = min_chunk
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -290,10 +295,12 @@ class DecodePlan:
         if self.kernel == "cuda":  # chunks from the lengths; the merge inside the kernel or after it
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
-                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl)
+                               self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl,
+                               self.min_chunk)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
-                lengths = decode_cuda.chunk_lengths(cache, self._schedule[1]) if self.merge_from_lengths else None
+                lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk)
+                           if self.merge_from_lengths else None)
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
                                          self.merge_fixed_window, self.merge_expected, self.merge_rows, lengths)
@@ -371,7 +378,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     ``FOSCAR_MERGE`` is unset (:func:`foscar.kernels.decode_cuda.merge_choice`)."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
     from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
-                                       plan_chunks_per_sequence)
+                                       plan_chunks_per_sequence, plan_min_chunk, short_chunks_choice)
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -462,6 +469,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # its ranges from the lengths: its one-chunk programs exit without waiting for the decode kernel, so the
             # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
+            # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
+            # NOTES §103)
+            min_chunk=plan_min_chunk(target, cache.num_kv_heads, device_sm_count(device), short_chunks_choice()),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

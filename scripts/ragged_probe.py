@@ -76,7 +76,8 @@ def main(out_dir: str) -> int:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)
                 slots, fixed, target = decode_cuda.plan_splits(cache, dev)
-                chunks = len(splits.schedule(lengths, slots, fixed, target))
+                least = splits.plan_min_chunk(target, cache.num_kv_heads, splits.device_sm_count(dev))
+                chunks = len(splits.schedule(lengths, slots, fixed, target, least))
             except (TypeError, AttributeError):
                 chunks = -1
             read = cache.bytes_read()

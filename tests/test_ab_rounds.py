@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from bench import ab_rounds
-from bench.ab_rounds import RoundResult, Variant, add_run_flags, parse_order, parse_variant, rounds
+from bench.ab_rounds import (RoundResult, Variant, add_run_env, add_run_flags, parse_order, parse_variant,
+                             rounds)
 
 
 def test_parse_variant_forms_and_errors():
@@ -32,6 +33,21 @@ def test_run_flags_go_to_their_variant_only():
                        ("o:--limit-s", "not one of bench.ab run's per-round flags --no-sampler, --query-copy")]:
         with pytest.raises(ValueError, match=words):
             add_run_flags([s, o], [bad])
+
+
+def test_run_env_goes_to_its_variant_only_and_keeps_the_build():
+    s, o = Variant("s", ("A=1",)), Variant("o", ("A=1",), run_flags=("--no-sampler",))
+    got = add_run_env([s, o], ["o:FOSCAR_SHORT_CHUNKS=1", "o:FOSCAR_SHORT_CHUNKS=0", "o:FOSCAR_MAX_CTAS_PER_SM=2"])
+    assert got[0] == s and got[1].run_flags == ("--no-sampler",) and got[1].build == s.build
+    assert got[1].run_env == (("FOSCAR_SHORT_CHUNKS", "0"), ("FOSCAR_MAX_CTAS_PER_SM", "2"))
+    env = got[1].env({"FOSCAR_SHORT_CHUNKS": "1"})
+    assert env["FOSCAR_SHORT_CHUNKS"] == "0" and env["FOSCAR_NVCC_DEFINES"] == "A=1"
+    assert "FOSCAR_SHORT_CHUNKS" not in got[0].env({})
+    for bad, words in [("o", "expected NAME:VAR=VALUE"), ("o:FOSCAR_X", "expected NAME:VAR=VALUE"),
+                       ("x:FOSCAR_X=1", "x not among the variants s, o"), ("o:PATH=/", "a FOSCAR_\\* setting"),
+                       ("o:FOSCAR_NVCC_DEFINES=B=1", "not FOSCAR_NVCC_DEFINES or FOSCAR_CSRC")]:
+        with pytest.raises(ValueError, match=words):
+            add_run_env([s, o], [bad])
 
 
 def test_order_and_rounds():

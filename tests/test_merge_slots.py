@@ -595,16 +595,17 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
             merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)
 
 
-def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, min_chunk=256):
+def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True):
     """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
     ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
-    ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``min_chunk``: the
-    kernel's least chunk (512 in a ``FOSCAR_MIN_CHUNK=512`` build)."""
+    ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``short``: the
+    plan's short chunks (``splits.plan_work``, ``plan_min_chunk``)."""
     from foscar.kernels import splits
 
     batch = len(lengths)
-    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2, min_chunk=min_chunk)
+    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2, short_chunks=short)
     assert fixed == 0, "a length-aware plan"
+    min_chunk = splits.plan_min_chunk(target, 2, num_sms, short)
     table = [[0, 0] for _ in range(batch)]
     for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk)):
         if start == 0:
@@ -669,14 +670,14 @@ def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, row
         assert bool((d_out[b] == 7.0).all()) == (count <= 1), f"sequence {b} ({count} chunks)"
 
 
-@pytest.mark.parametrize("min_chunk, chunks", [(256, 4), (512, 2)])
-def test_derived_ranges_follow_the_kernels_least_chunk(device, min_chunk, chunks):
-    """Eight sequences of 1024 tokens in a 32K cache over 2 KV heads on 132 SMs: the plan's chunk target asks for
-    chunks shorter than 256 tokens, so the kernel's least chunk decides: 4 chunks of 256 a sequence (kMinChunk 256,
-    the default), or 2 of 512 (a ``FOSCAR_MIN_CHUNK=512`` build, ``ChunkLengths.min_chunk`` 512). The ranges derived
-    from the lengths merge as the table does, bit for bit."""
-    num_slots, table, src = _derive_case([1024] * 8, 32768, 132, False, min_chunk=min_chunk)
-    assert [c for _, c in table] == [chunks] * 8 and src.min_chunk == min_chunk
+@pytest.mark.parametrize("short, min_chunk, chunks", [(True, 256, 4), (False, 512, 2)])
+def test_derived_ranges_follow_the_plans_least_chunk(device, short, min_chunk, chunks):
+    """Two sequences of 1024 tokens in a 32K cache over 2 KV heads on 132 SMs: the plan's 64 chunks (128 CTAs, at most
+    one an SM) ask for chunks shorter than 256 tokens, so the plan's least chunk decides: 4 chunks of 256 a sequence
+    (``plan_min_chunk`` 256, the default), or 2 of 512 (``short_chunks=False``, the plans before session 59). The
+    ranges derived from the lengths merge as the table does, bit for bit."""
+    num_slots, table, src = _derive_case([1024] * 2, 32768, 132, False, short=short)
+    assert [c for _, c in table] == [chunks] * 2 and src.min_chunk == min_chunk
     (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, 4, 32, device, 3)
     assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse) and not (d_out == 7.0).any()
 

@@ -150,13 +150,13 @@ def test_batch_zero():
     assert out.shape == (0, 8, 128) and lse.shape == (0, 8)
 
 
-def _expected_chunks(lengths, slots, fixed, target):
+def _expected_chunks(lengths, slots, fixed, target, min_chunk):
     """(first slot, chunk count) per sequence as foscar.kernels.splits.schedule (the host mirror of the
-    kernel's find_work) hands them out."""
+    kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens (the plan's)."""
     from foscar.kernels import splits
 
     first, count = {}, {}
-    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target)):
+    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk)):
         first.setdefault(b, slot)
         count[b] = count.get(b, 0) + 1
     return [[first[b], count[b]] for b in range(len(lengths))]
@@ -192,9 +192,11 @@ def _ragged_lengths(batch, seed, longest):
     [40000] + _ragged_lengths(63, 15, 300),             # the same floor in the one pass of 4 sequences a lane
     [40000] + _ragged_lengths(129, 14, 300),            # the same floor on the general path (past 128
                                                         # sequences)
+    _ragged_lengths(4, 16, 3000),                       # a grid of at most one CTA an SM: chunks of 256 (34 of
+    [2000, 300, 0, 1200, 50, 700],                      # them; 18 of 512 before), short and empty ones (20; 12)
 ], ids=["1", "8-uniform", "31", "32", "32-grows", "33", "32-empty", "33-uniform", "64-uniform", "64-short",
         "64", "100", "128-empty", "128-short", "128-uniform-last-short", "128-one-long", "129", "8-one-long-capped",
-        "64-one-long-capped", "130-one-long-capped"])
+        "64-one-long-capped", "130-one-long-capped", "4-short-chunks", "6-short-chunks"])
 @pytest.mark.parametrize("paged", [False, True])
 def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     """find_work's chunks, as the kernel reports them to the merge kernel (each sequence's first slot and
@@ -202,7 +204,7 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     (batches of up to 128 whose first chunk fits, NOTES §30, §39) and the general one; outputs as the
     reference, contiguous and paged (the paged one pass reads kv_indptr pairs). The merge kernel's table is what
     this reads, so its plans take the merge kernel whatever FOSCAR_MERGE says (fused plans have no table)."""
-    from foscar.kernels import decode_cuda
+    from foscar.kernels import decode_cuda, splits
 
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
 
@@ -215,9 +217,10 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
         fixed, target = 0, slots  # schedule over the same slots (these plans before §48), which is what this tests
         plan._schedule, plan.merge_launched = (fixed, target), True
         plan.merge_fixed_window, plan.merge_predicted = False, 0  # (a fixed plan's table-free merge: NOTES §58)
+        plan.min_chunk = splits.plan_min_chunk(target, 2, splits.device_sm_count(q.device))
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
-    assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target)
+    assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):
         if length == 0:
@@ -336,6 +339,29 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens,
     _check(q, contiguous, backend="cuda")  # (FOSCAR_MERGE_FROM_LENGTHS=1) against the fp64 reference
     ref = foscar.decode(q, contiguous, backend="cuda")
     assert float((results[1][0].float() - ref.float()).norm() / ref.float().norm()) < 1e-3
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_short_chunks_at_one_kv_head(monkeypatch, bits):
+    """8 query heads over 1 KV head (Llama-3.1-70B at tensor parallel 8), 4 ragged sequences: the plan's grid is at
+    most one CTA an SM, so it takes chunks of one 256-token iteration (``plan.min_chunk`` 256, bench/NOTES.md §103).
+    Against the fp64 reference with the in-kernel merge; the paged cache's output is the contiguous one's; with
+    ``FOSCAR_SHORT_CHUNKS=0`` the plan takes chunks of 512 again (another schedule, the same answer within BF16
+    rounding)."""
+    lens = [8192, 3000, 257, 6000]
+    q, cache = _case(_cuda(), batch=4, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=lens, bits=bits,
+                     group_size=128)
+    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    assert plan.min_chunk == 256 and plan.merge == "fused"
+    _check(q, cache, backend="cuda")
+    out = plan.run(q, cache).clone()
+    paged = foscar.paginate(cache, 16, shuffle=True)
+    assert foscar.plan_decode(paged, 8, backend="cuda").min_chunk == 256
+    assert float((foscar.decode(q, paged, backend="cuda").float() - out.float()).norm() / out.float().norm()) < 1e-3
+    monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "0")
+    before = foscar.plan_decode(cache, 8, backend="cuda")
+    assert before.min_chunk == 512
+    assert float((before.run(q, cache).float() - out.float()).norm() / out.float().norm()) < 1e-2
 
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):

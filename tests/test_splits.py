@@ -13,7 +13,7 @@ H200_SMS = 132
 
 def _chunks(lengths, capacity, num_kv_heads=8, num_splits=None, sms=H200_SMS):
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, num_splits)
-    work = splits.schedule(lengths, slots, fixed, target)
+    work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, num_kv_heads, sms))
     assert len(work) <= slots, "more chunks than the grid has slots"
     return work, slots
 
@@ -60,20 +60,12 @@ def test_chunks_do_not_depend_on_the_capacity():
     assert slots == 32  # no empty slot (they cost time on the H200, bench/NOTES.md §17)
 
 
-def _fit(batch, num_kv_heads, context):
-    """The fit's split count as plan_work takes it: splits of at least one 256-token iteration past a capacity of
-    512 (two before session 59, bench/NOTES.md §103)."""
-    least = splits.MIN_CHUNK_TOKENS if context > splits.ONE_CHUNK_CAPACITY_TOKENS else None
-    return splits.choose_num_splits(batch, num_kv_heads, context, 256, H200_SMS, least)[0]
-
-
 @pytest.mark.parametrize("batch, context", [(1, 8192), (1, 131072), (8, 4096), (8, 32768), (64, 32768),
-                                            (64, 131072), (1, 300), (2, 4096), (8, 1024)])
+                                            (64, 131072), (1, 300)])
 def test_uniform_batches_keep_the_fitted_split_counts(batch, context):
-    """On uniform lengths the chunks are choose_num_splits' splits (fit on the H200, bench/NOTES.md §14), of at least
-    one 256-token iteration past a capacity of 512 (§103)."""
+    """On uniform lengths the chunks are choose_num_splits' splits (fit on the H200, bench/NOTES.md §14)."""
     work, _ = _chunks([context] * batch, context)
-    n = _fit(batch, 8, context)
+    n, _ = splits.choose_num_splits(batch, 8, context, 256, H200_SMS)
     assert len(work) == batch * n
     slots, fixed, target = splits.plan_work(batch, 8, context, H200_SMS)
     if slots == batch:  # one chunk per sequence: said as one fixed split (the same chunks, NOTES §48)
@@ -149,24 +141,19 @@ def test_no_room_where_no_sequence_can_take_two_chunks(capacity, room):
 
 
 def _cuda_constant(name):
-    """A ``constexpr int`` of the CUDA kernel's source, as written there (a literal, or a knob macro's default:
-    ``constexpr int kMinChunk = FOSCAR_MIN_CHUNK;`` and ``#define FOSCAR_MIN_CHUNK 256``)."""
+    """A ``constexpr int`` of the CUDA kernel's source, as written there (a literal)."""
     import re
     from pathlib import Path
 
     src = (Path(splits.__file__).parent / "csrc" / "folded_decode_sm90.cuh").read_text()
-    found = re.search(rf"constexpr int {name} = (\w+);", src)
-    assert found, f"{name} is not a constexpr int in folded_decode_sm90.cuh"
-    value = found.group(1)
-    if not value.isdigit():
-        found = re.search(rf"#ifndef {value}\n#define {value} (\d+)\n#endif", src)
-        assert found, f"{name} = {value}: no default #define {value} in folded_decode_sm90.cuh"
-        value = found.group(1)
-    return int(value)
+    found = re.search(rf"constexpr int {name} = (\d+);", src)
+    assert found, f"{name} is not a literal constexpr int in folded_decode_sm90.cuh"
+    return int(found.group(1))
 
 
 def test_the_chunk_constants_match_the_kernel():
     assert _cuda_constant("kMinChunk") == splits.MIN_CHUNK_TOKENS
+    assert _cuda_constant("kShortChunk") == splits.SHORT_CHUNK_TOKENS
     assert _cuda_constant("kMaxChunk") == splits.MAX_SPLIT_TOKENS
     assert _cuda_constant("kWarps") * _cuda_constant("kTileTokens") == splits.CHUNK_ALIGN_TOKENS
     assert _cuda_constant("kMaxSeqChunks") == splits.MAX_CHUNKS_PER_SEQUENCE
@@ -234,7 +221,11 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
         return [splits.schedule(list(lengths), *splits.plan_work(batch, 8, capacity, H200_SMS, bits=bits,
                                                                      head_dim=128))
                 for batch, capacity, lengths in cases for bits in (2, 4)]
-    grid = _preset_grid()
+    grid = [(b, c, (c,) * b) for b in (1, 8, 32, 64) for c in (8192, 32768, 131072)]
+    grid += [(8, 131072, WorkloadSpec("one-long").lengths(8, 131072)), (8, 4096, (4096,) * 8),
+             (8, 131072, (4096,) * 8)]
+    grid += [(b, c, WorkloadSpec("lognormal", seed=seed).lengths(b, c)) for b in (1, 8, 32, 64)
+             for c in (8192, 32768, 131072) for seed in (0, 1)]
     changed = [(b, 131072, WorkloadSpec("one-long").lengths(b, 131072)) for b in (32, 64)]
     capped = schedules(grid), schedules(changed)
     monkeypatch.setattr(splits, "MAX_CHUNKS_PER_SEQUENCE", 1 << 20)
@@ -243,38 +234,70 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
     assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
+def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132):
+    """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk)."""
+    slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
+                                            short_chunks=short)
+    return splits.schedule(list(lengths), slots, fixed, target,
+                           splits.plan_min_chunk(target, num_kv_heads, sms, short))
+
+
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
-    (2, 1, 8192, 32, 16), (4, 1, 8192, 32, 16), (8, 1, 8192, 32, 16), (8, 1, 4096, 16, 8),
-    (2, 8, 4096, 16, 8), (8, 8, 1024, 4, 2), (4, 8, 600, 3, 2)])
-def test_small_grids_take_chunks_of_one_iteration(batch, num_kv_heads, context, chunks, before):
-    """Where the fit's two programs an SM ask for chunks shorter than two 256-token iterations, plans and the
-    length-aware schedule take chunks of one (256 tokens, kMinChunk) past a capacity of 512: at 8 query heads over 1
-    KV head on an H100, 32 chunks of 256 took INT2 / INT4 batch 2-4 x 8K 15-27% less time than 16 of 512 (bench/NOTES.md
-    §101, §103). ``before``: the chunks a sequence of a ``FOSCAR_MIN_CHUNK=512`` build's plan (``min_chunk=512``),
-    the schedule before session 59."""
+    (2, 1, 8192, 32, 16), (4, 1, 8192, 32, 16), (8, 1, 4096, 16, 8), (2, 8, 2048, 8, 4), (4, 1, 600, 3, 2),
+    (8, 1, 8192, 16, 16), (2, 8, 4096, 8, 8), (8, 8, 1024, 2, 2), (1, 8, 8192, 16, 16), (32, 1, 8192, 8, 8)])
+def test_grids_of_at_most_one_cta_an_sm_take_chunks_of_one_iteration(batch, num_kv_heads, context, chunks, before):
+    """Where the fit leaves the grid at most one CTA an SM, a sequence takes up to one program an SM in chunks of one
+    256-token iteration or more: at 8 query heads over 1 KV head on an H100, INT2 / INT4 2-4 x 8K took 0.83-0.90 of
+    the time with 32 chunks of 256 than with 16 of 512; the grids that would pass one CTA an SM keep the fit's count
+    (Qwen3-8B's 2 x 4K: 1.09 with 16 of 256, bench/NOTES.md §103). ``before``: ``short_chunks=False``, the plans
+    before session 59."""
     for bits in (2, 4):
-        for min_chunk, want in ((splits.MIN_CHUNK_TOKENS, chunks), (512, before)):
-            slots, fixed, target = splits.plan_work(batch, num_kv_heads, context, 132, bits=bits, head_dim=128,
-                                                    min_chunk=min_chunk)
-            work = splits.schedule([context] * batch, slots, fixed, target, min_chunk)
-            assert len(work) == batch * want == slots, (bits, min_chunk)
+        for short, want in ((True, chunks), (False, before)):
+            work = _planned([context] * batch, num_kv_heads, context, bits, short)
+            assert len(work) == batch * want, (bits, short)
             assert max(e - s for _, s, e in work) == -(-context // want // 256) * 256
+            if short and batch * num_kv_heads * want <= 132 and want > before:
+                assert min(e - s for _, s, e in work) <= 256
 
 
-def test_the_one_iteration_chunk_leaves_the_presets_grids_alone():
-    """At 8 KV heads (the h100 / h200 presets' shape) no point of the presets' grids gets another schedule from chunks
-    of one 256-token iteration (bench/NOTES.md §103): their plans asked for chunks of 512 or more already. At one KV
-    head (Llama-3.1-70B at tensor parallel 8) the grid's batch-8 points of 4K-8K and lognormal batches in 8K do."""
-    def schedules(grid, heads, min_chunk):
-        return [splits.schedule(list(lengths), *splits.plan_work(batch, heads, capacity, H200_SMS, bits=bits,
-                                                                     head_dim=128, min_chunk=min_chunk), min_chunk)
-                for batch, capacity, lengths in grid for bits in (2, 4)]
+def test_the_least_chunk_is_one_iteration_only_below_one_cta_an_sm():
+    """plan_min_chunk: 256 where the chunk target's CTAs fit one an SM, else 512; 512 without short chunks. A ragged
+    batch then fills a small grid with chunks of 256 (8 lognormal lengths in 8K over 1 KV head: 12% less time on an
+    H100), while past one CTA an SM, short sequences in a long cache keep chunks of 512 (8 x 1K in 32K over 8 KV
+    heads: 2 chunks a sequence, as before)."""
+    from bench.lengths import WorkloadSpec
+
+    assert splits.plan_min_chunk(128, 1, 132) == splits.SHORT_CHUNK_TOKENS == 256
+    assert splits.plan_min_chunk(17, 8, 132) == splits.plan_min_chunk(128, 1, 132, False) == 512
+    work = _planned([1024] * 8, 8, 32768)
+    assert len(work) == 16 and work == _planned([1024] * 8, 8, 32768, short=False)
+    lengths = WorkloadSpec("lognormal", seed=0).lengths(8, 8192)
+    short, before = _planned(lengths, 1, 8192), _planned(lengths, 1, 8192, short=False)
+    assert max(e - s for _, s, e in short) == 256 < max(e - s for _, s, e in before) and len(short) <= 128
+
+
+def test_short_chunks_leave_the_presets_grids_alone():
+    """At 8 KV heads (the h100 / h200 presets' shape) no point of the presets' grids gets another schedule from short
+    chunks: their grids pass one CTA an SM, or a batch of one already took one program an SM. At one KV head
+    (Llama-3.1-70B at tensor parallel 8) the grid's batch-8 points of 4K and the lognormal batch of 8 in 8K do."""
     grid = _preset_grid()
-    assert schedules(grid, 8, splits.MIN_CHUNK_TOKENS) == schedules(grid, 8, 512)
-    now, before = schedules(grid, 1, splits.MIN_CHUNK_TOKENS), schedules(grid, 1, 512)
-    changed = {(b, c, len(set(n)) > 1) for (b, c, n), x, y in zip([g for g in grid for _ in (2, 4)], now, before)
-               if x != y}
-    assert changed == {(8, 8192, False), (8, 4096, False), (8, 131072, False), (8, 8192, True), (32, 8192, True)}
+    for heads in (8, 1):
+        now = [_planned(lengths, heads, capacity, bits) for batch, capacity, lengths in grid for bits in (2, 4)]
+        before = [_planned(lengths, heads, capacity, bits, short=False) for batch, capacity, lengths in grid
+                  for bits in (2, 4)]
+        changed = {(b, c, len(set(n)) > 1) for (b, c, n), x, y in zip([g for g in grid for _ in (2, 4)], now, before)
+                   if x != y}
+        assert changed == (set() if heads == 8 else {(8, 4096, False), (8, 8192, True)}), heads
+
+
+def test_short_chunks_setting(monkeypatch):
+    monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "0")
+    assert splits.short_chunks_choice() is False
+    monkeypatch.delenv("FOSCAR_SHORT_CHUNKS")
+    assert splits.short_chunks_choice() is True
+    monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "yes")
+    with pytest.raises(ValueError, match="FOSCAR_SHORT_CHUNKS: expected '0' or '1', got 'yes'"):
+        splits.short_chunks_choice()
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot):
@@ -410,7 +433,8 @@ def test_batch_one_takes_one_program_per_sm_where_it_measured_faster(context, bi
     slots, fixed, target = splits.plan_work(1, 8, context, H200_SMS, bits=bits)
     work = splits.schedule([context], slots, fixed, target)
     assert len(work) == chunks and slots == chunks
-    assert splits.plan_work(1, 8, context, H200_SMS)[0] == _fit(1, 8, context)  # no bits: the fit
+    fit = splits.choose_num_splits(1, 8, context, 256, H200_SMS)[0]
+    assert splits.plan_work(1, 8, context, H200_SMS, short_chunks=False)[0] == fit  # no bits, no short chunks: the fit
 
 
 @pytest.mark.parametrize("capacity, bits", [(8192, 2), (32768, 2), (131072, 2), (131072, 4), (4096, 4), (1000, 2)])

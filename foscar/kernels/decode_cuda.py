@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting,
-                                   plan_work)
+from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting, plan_work,
+                                   short_chunks_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -83,14 +83,6 @@ FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
 # (splits.schedule) and the merge kernel's ranges from the lengths (merge_triton._derived_chunks) assume: unless built
 # with FOSCAR_SEQ_CHUNK_CAP=0 (an A/B build, bench/NOTES.md §101), whose plans then read the kernel's chunk table
 SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
-# the kernel's least length-aware chunk, tokens (kMinChunk: 256, one CTA iteration; 512 in a FOSCAR_MIN_CHUNK=512 build,
-# the schedule before session 59, for A/B): the plans (plan_splits), the host mirror and the merge kernel's ranges from
-# the lengths follow it (bench/NOTES.md §103)
-_MIN_CHUNK = defined_value(NVCC_FLAGS, "FOSCAR_MIN_CHUNK") or str(MIN_CHUNK_TOKENS)
-if _MIN_CHUNK not in (str(CHUNK_ALIGN_TOKENS), str(2 * CHUNK_ALIGN_TOKENS)):
-    raise ValueError(f"FOSCAR_MIN_CHUNK (FOSCAR_NVCC_DEFINES / FOSCAR_NVCC_FLAGS): expected 256 or 512 (tokens), "
-                     f"got {_MIN_CHUNK!r}")
-MIN_CHUNK_BUILT = int(_MIN_CHUNK)
 
 
 def merge_choice(default: str = "fused") -> str:
@@ -244,10 +236,15 @@ def extension():
 
 
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
-    """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`)."""
+    """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`; its short
+    chunks as ``FOSCAR_SHORT_CHUNKS`` says now, :func:`foscar.kernels.splits.short_chunks_choice`).
+
+    Raises:
+        ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
+    """
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
-                     min_chunk=MIN_CHUNK_BUILT)
+                     short_chunks=short_chunks_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
@@ -287,7 +284,8 @@ def fp8_unsupported(head_dim: int, bits: int) -> str | None:
 def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_part: torch.Tensor,
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
-           pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False) -> None:
+           pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False,
+           min_chunk: int = MIN_CHUNK_TOKENS) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
@@ -321,13 +319,16 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``pdl``: launch with programmatic dependent launch (:func:`pdl_choice`): the kernel may be scheduled while the
     kernel before it in the stream finishes and waits (``griddepcontrol.wait``) before it reads anything. Same outputs.
+
+    ``min_chunk``: the length-aware chunks' least length, 512 or 256 tokens (the plan's,
+    :func:`foscar.kernels.splits.plan_min_chunk`; the extension raises ``RuntimeError`` for another value).
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
-        fixed_splits, target_chunks, sm_scale * 1.4426950408889634,
+        fixed_splits, target_chunks, min_chunk, sm_scale * 1.4426950408889634,
         MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl),
     )
 
@@ -388,13 +389,14 @@ def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:
     return cache.seq_lens, None
 
 
-def chunk_lengths(cache, target_chunks: int):
+def chunk_lengths(cache, target_chunks: int, min_chunk: int = MIN_CHUNK_TOKENS):
     """The :class:`foscar.kernels.merge_triton.ChunkLengths` of ``cache`` under a length-aware plan of
-    ``target_chunks`` (:func:`plan_splits`): the lengths :func:`launch` gives the kernel, for a merge that derives
-    each sequence's chunk range as the kernel's ``find_work`` does."""
+    ``target_chunks`` (:func:`plan_splits`) and least chunk ``min_chunk`` (tokens,
+    :func:`foscar.kernels.splits.plan_min_chunk`): the lengths :func:`launch` gives the kernel, for a merge that
+    derives each sequence's chunk range as the kernel's ``find_work`` does."""
     from foscar.kernels.merge_triton import ChunkLengths
 
     lens, kv_indptr = _kernel_lengths(cache)
     paged = kv_indptr is not None
     return ChunkLengths(lens, kv_indptr, cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
-                        cache.page_size if paged else 0, target_chunks, MIN_CHUNK_BUILT)
+                        cache.page_size if paged else 0, target_chunks, min_chunk)

@@ -38,15 +38,15 @@ class ChunkLengths(NamedTuple):
     ``kv_last_page_len`` with ``kv_indptr`` for a paged cache; int32, contiguous), the cache's ``max_seq_len``
     (contiguous; unused when paged), ``num_indices`` (``kv_indices.numel()``; paged) and ``page_size`` (a power
     of two; paged, else 0), the plan's ``target_chunks`` (:func:`foscar.kernels.splits.plan_work`, length-aware
-    plans only) and the kernel's least chunk, ``min_chunk`` tokens (256, or 512 in a ``FOSCAR_MIN_CHUNK=512`` build:
-    :data:`foscar.kernels.decode_cuda.MIN_CHUNK_BUILT`)."""
+    plans only) and its least chunk, ``min_chunk`` tokens (512, or 256 where the plan's CTAs fit one an SM:
+    :func:`foscar.kernels.splits.plan_min_chunk`)."""
     lens: torch.Tensor
     kv_indptr: torch.Tensor | None
     max_seq_len: int
     num_indices: int
     page_size: int
     target_chunks: int
-    min_chunk: int = 256
+    min_chunk: int = 512
 
 
 @triton.jit
@@ -161,7 +161,7 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     the lengths are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel
     (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
     ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the
-    batch's ``T`` tokens, at most 32768, at least ``min_chunk`` (the kernel's kMinChunk), rounded up to 256, at
+    batch's ``T`` tokens, at most 32768, at least ``min_chunk`` (the plan's, 512 or 256), rounded up to 256, at
     least ``min(ceil(longest / 32)`` rounded up to 256, 32768) (``longest_chunk_floor``), grown until the chunks fit
     the slots;
     ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
@@ -661,7 +661,7 @@ def _derive_args(lengths: ChunkLengths | None, batch: int, device: torch.device,
         ValueError: as :func:`merge_slots` for ``lengths``.
     """
     if lengths is None:
-        return (unused, unused, 0, 0, 0, 0, 1, 256), dict(DERIVE=False, BATCH_P2=1, PAGED=False)
+        return (unused, unused, 0, 0, 0, 0, 1, 512), dict(DERIVE=False, BATCH_P2=1, PAGED=False)
     lens, indptr = lengths.lens, lengths.kv_indptr
     paged = indptr is not None
     if (predicted or fixed or batch > MAX_DERIVE_BATCH or lengths.target_chunks < 1

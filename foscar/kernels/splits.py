@@ -32,13 +32,14 @@ def split_tokens(max_seq_len: int, num_splits: int, block_n: int) -> tuple[int, 
 TARGET_PROGRAMS_PER_SM = 2  # split-KV heuristic: (sequence, KV head, split) programs per SM, rounded down to a power of two
 MAX_SPLIT_TOKENS = 32768  # ... but no split longer than this (the CUDA kernel's kMaxChunk)
 # the CUDA kernel's length-aware chunks (find_work, csrc/folded_decode_sm90.cuh; tests/test_splits.py
-# checks these against the C++ constants): multiples of one CTA iteration, at least one (two until session 59: a
-# FOSCAR_MIN_CHUNK=512 build, whose plans take min_chunk=512, decode_cuda.MIN_CHUNK_BUILT)
+# checks these against the C++ constants): multiples of one CTA iteration, at least two of them
 CHUNK_ALIGN_TOKENS = 256  # kChunkAlign
-MIN_CHUNK_TOKENS = 256  # kMinChunk
-# at a capacity of at most this many tokens every plan keeps a sequence in one chunk (no merge; bench/NOTES.md §36,
-# §54), and no ragged batch gets spare slots (plan_work)
-ONE_CHUNK_CAPACITY_TOKENS = 512
+MIN_CHUNK_TOKENS = 512  # kMinChunk
+# ... or one (kShortChunk), where a plan's chunk target fits one CTA an SM (plan_min_chunk): there the fit's two
+# programs an SM are fewer CTAs than SMs, and chunks of one iteration spread a sequence over more of them (bench/NOTES.md
+# §103: at 8 query heads over 1 KV head on an H100, INT2 / INT4 batch 2-4 x 8K 10-17% less time; past one CTA an SM,
+# the Qwen3-8B shape's 2 x 4K and 8 x 1K, 4-9% more)
+SHORT_CHUNK_TOKENS = 256  # kShortChunk
 # ... and no sequence in more than this many (kMaxSeqChunks): the in-kernel merge takes up to 32 chunks in one round of
 # L2 loads at head_dim 128, more in rounds of 16 on the sequence's last CTA. At one KV head the batch-1 rule and the fit
 # gave 64-171 chunks a sequence at the points measured: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with
@@ -57,8 +58,7 @@ BATCH1_INT2_CHUNK_TOKENS = 1024
 # last wave would leave SMs with one CTA each, and its chunks are short (holds_two_ctas); head_dim 128 only, where it was
 # measured (bench/NOTES.md §67)
 LARGE_GRID_CTAS_PER_SM = 2
-LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than the next)
-LARGE_GRID_MIN_CHUNK_TOKENS = 512
+LARGE_GRID_MAX_CHUNK_TOKENS = 8192  # ... chunks of at most this many tokens (and more than MIN_CHUNK_TOKENS)
 # ... on a contiguous cache, chunks of up to this many: INT2 64 x 32K (512 CTAs of 32K tokens) 0.90-0.94 of its time at
 # 2 an SM on the token-pairs loop, 64 x 16K 0.92, 64 lognormal in 32K 0.94; a paged cache's 64 x 32K 1.02 (NOTES §89)
 LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS = 32768
@@ -68,17 +68,17 @@ def holds_two_ctas(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens:
                    bits: int | None = None) -> bool:
     """Whether the default rule of :func:`max_ctas_per_sm_choice` holds a grid to
     :data:`LARGE_GRID_CTAS_PER_SM` CTAs an SM: head_dim 128, between one and one and a third waves of working CTAs at
-    :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most one
-    CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`LARGE_GRID_MIN_CHUNK_TOKENS` and
-    at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or for INT2 (``bits`` 2) on a contiguous
-    cache (not ``paged``) at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89: INT4 and paged caches measured
-    level or slower there)."""
+    :data:`RESIDENT_CTAS_PER_SM` an SM (``3 * num_sms < working_ctas <= 4 * num_sms``: the second wave is at most
+    one CTA an SM, where at 2 an SM both waves are pairs), and chunks of more than :data:`MIN_CHUNK_TOKENS` and at
+    most :data:`LARGE_GRID_MAX_CHUNK_TOKENS` tokens (bench/NOTES.md §67), or for INT2 (``bits`` 2) on a
+    contiguous cache (not ``paged``) at most :data:`LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS` (§89: INT4 and paged
+    caches measured level or slower there)."""
     r = RESIDENT_CTAS_PER_SM
     longest = LARGE_GRID_MAX_CHUNK_TOKENS
     if not paged and bits == 2:
         longest = max(longest, LARGE_GRID_MAX_CHUNK_TOKENS_CONTIGUOUS)
     return (head_dim == 128 and r * num_sms < working_ctas <= (r + 1) * num_sms
-            and LARGE_GRID_MIN_CHUNK_TOKENS < chunk_tokens <= longest)
+            and MIN_CHUNK_TOKENS < chunk_tokens <= longest)
 
 
 def max_ctas_per_sm_choice(working_ctas: int, num_sms: int, head_dim: int, chunk_tokens: int,
@@ -148,8 +148,37 @@ def _pow2_floor(n: int) -> int:
     return 1 << (max(n, 1).bit_length() - 1)
 
 
-def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int,
-                      min_split_tokens: int | None = None) -> tuple[int, int]:
+def short_chunks_choice() -> bool:
+    """Whether a plan made now may take chunks of one 256-token iteration where its CTAs fit one an SM
+    (:func:`plan_work`, :func:`plan_min_chunk`; bench/NOTES.md §103): ``FOSCAR_SHORT_CHUNKS``, ``"1"`` (the default)
+    or ``"0"`` (the plans before session 59, for A/B).
+
+    Raises:
+        ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
+    """
+    value = os.environ.get("FOSCAR_SHORT_CHUNKS", "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"FOSCAR_SHORT_CHUNKS: expected '0' or '1', got {value!r}")
+    return value == "1"
+
+
+def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_chunks: bool = True) -> int:
+    """The least length-aware chunk, in tokens, of a plan whose chunk target is ``target_chunks`` (:func:`plan_work`)
+    over ``num_kv_heads``: :data:`SHORT_CHUNK_TOKENS` (256, one CTA iteration) where ``short_chunks`` and the target's
+    CTAs fit one an SM (``target_chunks * num_kv_heads <= num_sms``), else :data:`MIN_CHUNK_TOKENS` (512). The CUDA
+    kernel's length-aware chunks (``Params::min_chunk``, ``find_work``), the host mirror (:func:`schedule`) and the
+    merge kernel's ranges from the lengths take it.
+
+    Below one CTA an SM, a ragged batch's short sequences then fill the target with chunks of one iteration (8 query
+    heads over 1 KV head, 8 lognormal lengths in 8K on an H100: 12% less time); past it, chunks of 512 keep the CTAs
+    that the plan's fit counted on (uniform batches there measured 4-9% slower with chunks of 256, bench/NOTES.md
+    §103).
+    """
+    fits = target_chunks * max(1, num_kv_heads) <= num_sms
+    return SHORT_CHUNK_TOKENS if short_chunks and fits else MIN_CHUNK_TOKENS
+
+
+def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
     """Split-KV heuristic: about two programs per SM, splits at most 32K tokens, each at least 2 tiles.
 
     ``splits = max(pow2_floor(2 * num_sms / (batch * num_kv_heads)), ceil(max_seq_len / 32768))``
@@ -162,9 +191,6 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
     and is CUDA-graph safe; shorter sequences leave their tail splits empty (LSE
     ``-inf``, weight zero in the merge).
 
-    ``min_split_tokens`` (default ``2 * block_n``): the least split the cap above keeps instead of two tiles
-    (:func:`plan_work` gives the CUDA kernel's one 256-token iteration past :data:`ONE_CHUNK_CAPACITY_TOKENS`).
-
     Returns:
         ``(num_splits, tokens_per_split)``, ``tokens_per_split`` a multiple of ``block_n``.
     """
@@ -174,24 +200,21 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
     per_sm = TARGET_PROGRAMS_PER_SM * num_sms // programs
     want = _pow2_floor(per_sm)  # power of two <= per_sm
     want = max(want, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
-    most = max(1, math.ceil(max_seq_len / (min_split_tokens or 2 * block_n)))
+    most = max(1, math.ceil(max_seq_len / (2 * block_n)))
     return split_tokens(max_seq_len, min(want, most), block_n)
 
 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
-              min_chunk: int = MIN_CHUNK_TOKENS) -> tuple[int, int, int]:
+              short_chunks: bool = True) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
     choose_num_splits(...)`` (the fitted "about two programs per SM, splits of at most 32K tokens"
-    rule over ``max_seq_len``, its splits at least ``min_chunk`` tokens past a capacity of
-    :data:`ONE_CHUNK_CAPACITY_TOKENS`: one 256-token CTA iteration, where the fit kept two until session 59;
-    at 8 query heads over 1 KV head on an H100, 32 chunks of 256 took INT2 / INT4 batch 2-4 x 8K 15-27% less time
-    than 16 of 512, bench/NOTES.md §101, §103). The kernel fills the grid's slots from the actual lengths on the
+    rule over ``max_seq_len``). The kernel fills the grid's slots from the actual lengths on the
     device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN §10): it cuts the batch's ``T``
-    tokens into chunks of ``C = T / target_chunks`` tokens (at least ``min_chunk``, at most 32768, multiples
+    tokens into chunks of ``C = T / target_chunks`` tokens (at least 512, at most 32768, multiples
     of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in ``num_slots``. A uniform
     batch gets exactly the fitted split count; a long sequence among short ones gets several
     chunks as long as the slots leave room. (A batch of one and a plan of one chunk per sequence take
@@ -208,14 +231,16 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     :data:`LARGE_GRID_MAX_CHUNK_TOKENS` (INT2 takes longer ones on a contiguous cache, :func:`holds_two_ctas`; INT4's
     one 32K chunk at 2 an SM was slower on a ragged batch, §89). ``paged``: the cache is paged.
 
-    The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU (at least
-    :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target, so that a ragged batch's
-    long sequences can take several chunks (64 lognormal lengths up to 32K in a 32K cache: 294 -> 142 us on the H200;
-    with one slot per sequence the longest ran on one CTA per KV head). Below that, no extra slot: slots past the last
-    chunk are CTAs that exit at once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K:
-    75 -> 103 us), bench/NOTES.md §17-§18. Nor at ``max_seq_len <=`` :data:`ONE_CHUNK_CAPACITY_TOKENS` (512), where
-    every plan keeps a sequence in one chunk, and the room would only be empty CTAs (batch 64 at a capacity of 16: 1024
-    CTAs instead of 512, bench/NOTES.md §36, §39).
+    The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
+    (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
+    so that a ragged batch's long sequences can take several chunks (64 lognormal lengths up to 32K
+    in a 32K cache: 294 -> 142 us on the H200; with one slot per sequence the longest ran on one
+    CTA per KV head). Below that, no extra slot: slots past the last chunk are CTAs that exit at
+    once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K: 75 ->
+    103 us), bench/NOTES.md §17-§18. Nor where no sequence can take two chunks: at ``max_seq_len <=``
+    :data:`MIN_CHUNK_TOKENS` (512, the smallest chunk the kernel makes) every sequence is one chunk,
+    and the room would only be empty CTAs (batch 64 at a capacity of 16: 1024 CTAs instead of 512,
+    bench/NOTES.md §36, §39).
 
     Args:
         batch, num_kv_heads, max_seq_len: the cache's (``max_seq_len`` the capacity per sequence;
@@ -225,26 +250,34 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             that many chunks of whole 256-token iterations).
         bits: the cache's bit width (2 or 4), for the INT4 rule above; ``None`` leaves it out.
         head_dim: the cache's, for the INT4 rule's exception above; ``None`` leaves the exception out.
-        min_chunk: the kernel's least length-aware chunk, tokens: :data:`MIN_CHUNK_TOKENS` (256), or 512 for a
-            ``FOSCAR_MIN_CHUNK=512`` build (the plans before session 59; ``decode_cuda.MIN_CHUNK_BUILT``).
+        short_chunks: the rule below for grids of at most one CTA an SM (:func:`short_chunks_choice`); False gives
+            the plans before session 59.
 
-    Batch 1: a single sequence has no length mix to leave room for. Past a capacity of 512 tokens, INT4 (``bits >= 4``)
-    takes one program per SM (a power of two, at least the 32K-token cap's count; fewer where the capacity holds fewer
-    256-token iterations, e.g. 3 at 600 tokens), and INT2 does so too while that keeps its chunks at most
-    :data:`BATCH1_INT2_CHUNK_TOKENS` tokens (else the fit's count): chunks of at least 256 tokens (one CTA iteration; at
-    capacities up to 4K this is more chunks than the fit's two programs an SM). Measured on the H200 (8 KV heads, 132
-    SMs: one program per SM is 16 chunks; fixed-path plans, bench/NOTES.md §54, us): 1 x 4K INT2 7.96 with 16 chunks of
-    256 against 8.81 with the fit's 8, INT4 8.51 against 9.27; 1 x 8K and 1 x 16K 16 chunks (INT2 9.41 / 11.15, 32
-    chunks 9.57 / 11.22); INT2 1 x 32K 14.11 with 32 chunks of 1K against 14.72 with 16 (at §48's kernel 16 had measured
-    faster), INT4 16.79 with 16 against 17.27; 1 x 128K INT2 31.2 with the fit's 32 (16: 35.8), INT4 16 (§48: 43.0
-    against 44.8 with 32). At a capacity of at most 512 a sequence stays one chunk (no merge launch, below).
+    Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
+    SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
+    one does (below), and the kernel then cuts chunks of one iteration (:func:`plan_min_chunk`). At 8 query heads over
+    1 KV head on an H100 (bench/NOTES.md §101, §103): INT2 2 x 8K 7.2 us with 32 chunks of 256 against 8.7 with 16 of
+    512, INT2 / INT4 2-4 x 8K 0.83-0.90 of the time. Past one CTA an SM it measured slower (the Qwen3-8B shape's 2 x
+    4K: 256 CTAs of 256 tokens took 1.09 of 128 of 512; 8 query heads over 1 KV head at 8 x 8K INT4 1.03), so
+    there the fit's count stays.
+
+    Batch 1: a single sequence has no length mix to leave room for. Past a capacity of 512 tokens, INT4 (``bits
+    >= 4``) takes one program per SM (a power of two, at least the 32K-token cap's count; fewer where the
+    capacity holds fewer 256-token iterations, e.g. 3 at 600 tokens), and INT2 does so too while that keeps its
+    chunks at most :data:`BATCH1_INT2_CHUNK_TOKENS` tokens (else the fit's count): chunks of at least 256 tokens
+    (one CTA iteration; the fit keeps two, so at capacities up to 4K this is more chunks than the fit's). Measured on the H200 (8 KV heads, 132
+    SMs: one program per SM is 16 chunks; fixed-path plans, bench/NOTES.md §54, us): 1 x 4K INT2 7.96 with 16
+    chunks of 256 against 8.81 with the fit's 8, INT4 8.51 against 9.27; 1 x 8K and 1 x 16K 16 chunks (INT2 9.41 /
+    11.15, 32 chunks 9.57 / 11.22); INT2 1 x 32K 14.11 with 32 chunks of 1K against 14.72 with 16 (at §48's
+    kernel 16 had measured faster), INT4 16.79 with 16 against 17.27; 1 x 128K INT2 31.2 with the fit's 32 (16:
+    35.8), INT4 16 (§48: 43.0 against 44.8 with 32). At a capacity of at most 512 a sequence stays one chunk
+    (no merge launch, below).
 
     A batch of one is cut by the kernel's fixed path (``fixed_splits = n``, the count above): its length, read on
     the device, in at most ``n`` chunks of whole 256-token iterations, and no scan of the batch's lengths
     (0.15-0.30 us a decode at the bench's batch-1 points on the H200, bench/NOTES.md §54). For a length above
     ``256 n`` (every bench point) or of at most 256 these are the chunks the length-aware schedule would make over
-    the same slots; in between, chunks of 256 where a ``FOSCAR_MIN_CHUNK=512`` build's would take 512 (faster at 1 x
-    4K, §40, §54).
+    the same slots; in between, chunks of 256 where it would take 512 (faster at 1 x 4K, §40, §54).
 
     At most :data:`MAX_CHUNKS_PER_SEQUENCE` (32) chunks a sequence, or ``ceil(max_seq_len / MAX_SPLIT_TOKENS)`` where
     that is more, whatever the rules above ask: they were fit at 8 KV heads, where no sequence got more than 32, and at
@@ -264,11 +297,11 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     """
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
-    # the fit's count, its splits at least min_chunk long past ONE_CHUNK_CAPACITY_TOKENS (two 256-token iterations
-    # before session 59; one took INT2 2-4 x 8K at one KV head 15-27% less time, bench/NOTES.md §101, §103)
-    least = min_chunk if max_seq_len > ONE_CHUNK_CAPACITY_TOKENS else None
-    n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, CHUNK_ALIGN_TOKENS, num_sms, least)
-    if batch == 1 and bits is not None and max_seq_len > ONE_CHUNK_CAPACITY_TOKENS:
+    n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    if short_chunks and max_seq_len > MIN_CHUNK_TOKENS:  # up to one program an SM, chunks of one iteration or more
+        one_per_sm = _pow2_floor(num_sms // max(1, batch * max(1, num_kv_heads)))
+        n = max(n, min(one_per_sm, math.ceil(max_seq_len / SHORT_CHUNK_TOKENS)))
+    if batch == 1 and bits is not None and max_seq_len > MIN_CHUNK_TOKENS:
         # one sequence: one program per SM where that measured faster, in chunks of at least one 256-token
         # iteration (the fixed path's; the fit's two)
         one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
@@ -286,7 +319,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         n = max(n, min(2, max(1, math.ceil(max_seq_len / 512))))  # two chunks of >= 256 tokens each
     target = max(1, batch * n)
     fills_gpu = target * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
-    room = fills_gpu and max_seq_len > ONE_CHUNK_CAPACITY_TOKENS  # else every sequence stays one chunk
+    room = fills_gpu and max_seq_len > MIN_CHUNK_TOKENS  # else no sequence could use a second chunk
     if target == batch and not room:  # one chunk per sequence, whatever the lengths
         return batch, 1, 1
     if batch == 1 and not room:  # one sequence in n chunks of its own length: the fixed path, no scan
@@ -305,7 +338,7 @@ def merges(batch: int, num_slots: int) -> bool:
 def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chunk: int = MIN_CHUNK_TOKENS) -> int:
     """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
     (``find_work``): ``ceil(total_tokens / target_chunks)``, at most :data:`MAX_SPLIT_TOKENS`, at least
-    ``min_chunk`` (:data:`MIN_CHUNK_TOKENS`), rounded up to a multiple of :data:`CHUNK_ALIGN_TOKENS`, and at least
+    ``min_chunk`` (:func:`plan_min_chunk`), rounded up to a multiple of :data:`CHUNK_ALIGN_TOKENS`, and at least
     ``min(ceil(longest / MAX_CHUNKS_PER_SEQUENCE)`` rounded up to that multiple, :data:`MAX_SPLIT_TOKENS`)
     (``longest``: the batch's longest sequence, tokens; ``longest_chunk_floor``), so that no sequence takes more
     than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks below ``MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS`` tokens; in
@@ -325,6 +358,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
     Args:
         lengths: every sequence's length, already clamped to the cache.
         num_slots, fixed_splits, target_chunks: from :func:`plan_work`.
+        min_chunk: the plan's least chunk, tokens (:func:`plan_min_chunk`).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a

@@ -206,13 +206,6 @@ namespace foscar {
 #ifndef FOSCAR_SEQ_CHUNK_CAP
 #define FOSCAR_SEQ_CHUNK_CAP 1
 #endif
-// 256 (default): the length-aware schedule's least chunk is one CTA iteration (kChunkAlign), as the fixed path's
-// already was; the plans ask for chunks that short where the fit's two programs an SM would otherwise take two
-// iterations a chunk (bench/NOTES.md §103); 512: two iterations, the schedule before session 59 (for A/B; the plans
-// follow the build: decode_cuda.MIN_CHUNK_BUILT)
-#ifndef FOSCAR_MIN_CHUNK
-#define FOSCAR_MIN_CHUNK 256
-#endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
 // (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); token-wise
@@ -649,6 +642,7 @@ struct Params {
   int fixed_splits;     // > 0: every sequence in this many equal chunks (slot = b * fixed_splits + i);
                         // 0: length-aware chunks, about target_chunks of them per KV head (find_work)
   int target_chunks;
+  int min_chunk;        // length-aware chunks: at least this many tokens, kMinChunk or kShortChunk (the host's plan)
   int num_indices;      // paged: kv_indices.numel() (page-table reads are clamped to it)
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
@@ -717,12 +711,13 @@ __device__ __forceinline__ unsigned long long* tl_epilogue_cuts() {
 
 // ---- Length-aware split-KV (DESIGN §10): which chunk of which sequence a CTA decodes.
 constexpr int kChunkAlign = kWarps * kTileTokens;  // 256 tokens: one CTA iteration
-// (the host mirror, foscar/kernels/splits.py, has these three as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS and
-// MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
-constexpr int kMinChunk = FOSCAR_MIN_CHUNK;        // at least one iteration per chunk (512 before session 59)
+// (the host mirror, foscar/kernels/splits.py, has these four as CHUNK_ALIGN_TOKENS, MIN_CHUNK_TOKENS,
+// SHORT_CHUNK_TOKENS and MAX_SPLIT_TOKENS; tests/test_splits.py reads the values here)
+constexpr int kMinChunk = 512;                     // at least two iterations per chunk (Params::min_chunk) ...
+constexpr int kShortChunk = 256;                   // ... or one, where the host's plan says so (SHORT_CHUNK_TOKENS)
 constexpr int kMaxChunk = 32768;                   // first choice of chunk at most this (bench/NOTES.md §14)
-static_assert(kChunkAlign == 256 && (kMinChunk == kChunkAlign || kMinChunk == 2 * kChunkAlign),
-              "splits.py mirrors these values (FOSCAR_MIN_CHUNK: 256 or 512)");
+static_assert(kChunkAlign == 256 && kMinChunk == 2 * kChunkAlign && kShortChunk == kChunkAlign,
+              "splits.py mirrors these values");
 constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
 // length-aware chunks: no sequence in more than this many (MAX_CHUNKS_PER_SEQUENCE in splits.py): the in-kernel
 // merge takes up to 32 in one round of loads at head_dim 128 and more in rounds of 16, each an L2 round trip on the
@@ -827,7 +822,8 @@ __device__ __forceinline__ int longest_chunk_floor(int longest) {
 
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
 // kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
-// C = min(T / target_chunks, 32768), at least kMinChunk (256), rounded up to 256, at least min(the longest sequence's
+// C = min(T / target_chunks, 32768), at least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM:
+// splits.plan_min_chunk), rounded up to 256, at least min(the longest sequence's
 // length / kMaxSeqChunks, 32768) (longest_chunk_floor), then grown until the chunks fit
 // in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
 // count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
@@ -869,7 +865,7 @@ __device__ Work find_work(const Params& p, int slot) {
     } else {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
-    return (max(chunk, kMinChunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+    return (max(chunk, p.min_chunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   };
   auto first_chunk = [&](long long total) {  // total: this lane's tokens
 #pragma unroll
