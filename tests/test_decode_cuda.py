@@ -81,10 +81,10 @@ def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
             assert c.opcodes.get("LDL", 0) + c.opcodes.get("STL", 0) <= most, (c.label(), c.opcodes)
     # the integer QK and PV (DESIGN §5.1, §5.2) are native IMMA, not emulated: INT2's folded BF16 loops
     # hold 32 per tile for PV (16 with packed columns, DESIGN §5.2) and, with token-wise K, 32 for QK and no HMMA
-    # (channel-wise K: its FP16 QK); INT4's token-wise loops the same (the two-mma PV since bench/NOTES.md §102; its
-    # channel-wise ones: BF16 PV)
+    # (channel-wise K: its FP16 QK); INT4's loops the same (the two-mma PV since bench/NOTES.md §102 with token-wise K,
+    # §104 with channel-wise K)
     for c in counts:
-        if c.head_dim == 128 and (c.bits == 2 or not c.channel) and c.mode == "folded-bf16":
+        if c.head_dim == 128 and c.mode == "folded-bf16":
             assert c.opcodes.get("IMMA", 0) == (32 if c.channel else 48 if c.packed else 64), (c.label(), c.opcodes)
             assert c.opcodes.get("HMMA", 0) == (32 if c.channel else 0), (c.label(), c.opcodes)
     for bits in (2, 4):
@@ -635,7 +635,7 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
                # plane scaling acts only on INT2's BF16 PV, which the integer PV replaces at head_dim <= 128
                "FOSCAR_PLANE_SCALE": ("0", "FOSCAR_IMMA_PV=0"),
                "FOSCAR_IMMA_QK": ("0",), "FOSCAR_IMMA_QK_INT4": ("0",), "FOSCAR_IMMA_PV": ("0",),
-               "FOSCAR_IMMA_PV_INT4": ("0",), "FOSCAR_PV_PACK": ("0",), "FOSCAR_PV_PACK_INT4": ("0",),
+               "FOSCAR_IMMA_PV_INT4": ("1",), "FOSCAR_PV_PACK": ("0",), "FOSCAR_PV_PACK_INT4": ("0",),
                "FOSCAR_PK_TOKENS": ("0",), "FOSCAR_QK_HALF": ("0",), "FOSCAR_ONE_CHUNK_PATH": ("0",),
                "FOSCAR_GRID_2D": ("0",), "FOSCAR_CP_L2_PREFETCH": ("128",), "FOSCAR_TILE_PROBE": ("1",),
                "FOSCAR_L2_ONLY": ("1",), "FOSCAR_PREWAIT_PREFETCH": ("4",),
@@ -655,7 +655,9 @@ def test_knob_builds_cover_every_knob_of_the_kernel():
 
 
 # the unit a knob acts in, where that is not the contiguous BF16 one (its build and its reference compile that unit)
-KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu"}
+KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu",
+              # 1 moves only INT4's channel-wise K instances (back to the BF16 PV)
+              "FOSCAR_IMMA_PV_INT4": "decode_mode_bf16_channel.cu"}
 # knobs that act only in the host code of launch() (FOSCAR_PREWAIT_WAVE: which CTAs prefetch, a launch parameter): a
 # device-only build is their reference's cubin, so for them the test compares the preprocessed unit instead
 KNOB_HOST_ONLY = {"FOSCAR_PREWAIT_WAVE"}

@@ -161,13 +161,14 @@ namespace foscar {
 #ifndef FOSCAR_IMMA_PV
 #define FOSCAR_IMMA_PV 1
 #endif
-// With FOSCAR_IMMA_PV: 1 (default) puts INT4 with token-wise K on the integer PV's two-mma form where the packed
-// columns do not apply (gqa 5-8, or FOSCAR_PV_PACK=0): at 8 query heads over 1 KV head 0.5-1.3% faster and max_rel_err
-// 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no faster, 7% slower at 64
-// x 8K where ptxas spilled); 0 keeps those instances on the BF16 PV. INT4 with channel-wise K keeps the BF16 PV (not
-// measured on integers); 2 puts it on the two-mma integer PV too (for A/B: bench.ab's ``:cN`` points).
+// With FOSCAR_IMMA_PV: 2 (default) puts INT4 on the integer PV's two-mma form where the packed columns do not apply
+// (gqa 5-8, FOSCAR_PV_PACK=0, and channel-wise K at any gqa). Token-wise K at 8 query heads over 1 KV head: 0.5-1.3%
+// faster, max_rel_err 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no
+// faster, 7% slower at 64 x 8K where ptxas spilled). Channel-wise K: 0.989-1.003 of the time, max_rel_err 4.9-5.9e-3 ->
+// 1.8e-3 at gqa 4 and 8 (NOTES §104; 8 bytes of spill at G=128). 1: token-wise K only (channel-wise K on the BF16 PV,
+// sessions 58-59); 0: INT4 on the BF16 PV wherever the packed columns do not apply.
 #ifndef FOSCAR_IMMA_PV_INT4
-#define FOSCAR_IMMA_PV_INT4 1
+#define FOSCAR_IMMA_PV_INT4 2
 #endif
 // 1: build the integer PV's packed-column instances (gqa <= 4, pv_packable below); the C entry point's pv_pack
 // argument chooses them per launch (foscar/kernels/decode_cuda.py pv_pack_choice: FOSCAR_PV_PACK when the plan is
@@ -1244,8 +1245,8 @@ __device__ __noinline__ void merge_chunks(MergeArgs a) {
 //               Needs an even number of 16-byte chunks per row (head_dim 128/256, or INT4 at 64).
 enum Mode : int { kFoldedBf16 = 0, kPerValue = 1, kFoldedFp8 = 2 };
 
-// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2, and INT4 with token-wise K
-// (FOSCAR_IMMA_PV_INT4; 2: channel-wise K too)
+// PV on integer tensor cores (FOSCAR_IMMA_PV): folded BF16 mode, head_dim <= 128, INT2, and INT4 (FOSCAR_IMMA_PV_INT4:
+// 2, the default, with either K layout; 1 token-wise K only)
 template <int MODE, int BITS, int HEAD_DIM, bool CH>
 __host__ __device__ constexpr bool imma_pv() {
   return MODE == kFoldedBf16 && FOSCAR_IMMA_PV && HEAD_DIM <= 128 &&
