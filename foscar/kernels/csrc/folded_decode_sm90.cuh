@@ -165,8 +165,8 @@ namespace foscar {
 // (gqa 5-8, FOSCAR_PV_PACK=0, and channel-wise K at any gqa). Token-wise K at 8 query heads over 1 KV head: 0.5-1.3%
 // faster, max_rel_err 6.4e-3 -> 1.8e-3 on an H100 (NOTES §102; at gqa 4, before the packed form, §46 measured it no
 // faster, 7% slower at 64 x 8K where ptxas spilled). Channel-wise K: 0.989-1.003 of the time, max_rel_err 4.9-5.9e-3 ->
-// 1.8e-3 at gqa 4 and 8 (NOTES §104; 8 bytes of spill at G=128). 1: token-wise K only (channel-wise K on the BF16 PV,
-// sessions 58-59); 0: INT4 on the BF16 PV wherever the packed columns do not apply.
+// 1.8e-3 at gqa 4 and 8 (NOTES §104; ptxas spills 4-12 bytes at G=64-128). 1: token-wise K only (channel-wise K on the
+// BF16 PV, sessions 58-59); 0: INT4 on the BF16 PV wherever the packed columns do not apply.
 #ifndef FOSCAR_IMMA_PV_INT4
 #define FOSCAR_IMMA_PV_INT4 2
 #endif
