@@ -248,9 +248,9 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132):
 def test_grids_of_at_most_one_cta_an_sm_take_chunks_of_one_iteration(batch, num_kv_heads, context, chunks, before):
     """Where the fit leaves the grid at most one CTA an SM, a sequence takes up to one program an SM in chunks of one
     256-token iteration or more: at 8 query heads over 1 KV head on an H100, INT2 / INT4 2-4 x 8K took 0.83-0.90 of
-    the time with 32 chunks of 256 than with 16 of 512; the grids that would pass one CTA an SM keep the fit's count
-    (Qwen3-8B's 2 x 4K: 1.09 with 16 of 256, bench/NOTES.md §103). ``before``: ``short_chunks=False``, the plans
-    before session 59."""
+    the time in 32 chunks of 256 that they took in 16 of 512; the grids that would pass one CTA an SM keep the fit's
+    count (Qwen3-8B's 2 x 4K: 1.09 with 16 of 256, bench/NOTES.md §103). ``before``: ``short_chunks=False``, the
+    plans before session 59."""
     for bits in (2, 4):
         for short, want in ((True, chunks), (False, before)):
             work = _planned([context] * batch, num_kv_heads, context, bits, short)
@@ -279,7 +279,8 @@ def test_the_least_chunk_is_one_iteration_only_below_one_cta_an_sm():
 def test_short_chunks_leave_the_presets_grids_alone():
     """At 8 KV heads (the h100 / h200 presets' shape) no point of the presets' grids gets another schedule from short
     chunks: their grids pass one CTA an SM, or a batch of one already took one program an SM. At one KV head
-    (Llama-3.1-70B at tensor parallel 8) the grid's batch-8 points of 4K and the lognormal batch of 8 in 8K do."""
+    (Llama-3.1-70B at tensor parallel 8) the ragged grid's 8 x 4K in a 4K cache does, and the lognormal batch of 8 in
+    8K."""
     grid = _preset_grid()
     for heads in (8, 1):
         now = [_planned(lengths, heads, capacity, bits) for batch, capacity, lengths in grid for bits in (2, 4)]
