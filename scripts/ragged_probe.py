@@ -76,8 +76,12 @@ def main(out_dir: str) -> int:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)
                 slots, fixed, target = decode_cuda.plan_splits(cache, dev)
-                least = splits.plan_min_chunk(target, cache.num_kv_heads, splits.device_sm_count(dev))
-                chunks = len(splits.schedule(lengths, slots, fixed, target, least))
+                if hasattr(splits, "plan_min_chunk"):  # the plan's least chunk (session 59 on)
+                    least = splits.plan_min_chunk(target, cache.num_kv_heads, splits.device_sm_count(dev),
+                                                  splits.short_chunks_choice())
+                    chunks = len(splits.schedule(lengths, slots, fixed, target, least))
+                else:
+                    chunks = len(splits.schedule(lengths, slots, fixed, target))
             except (TypeError, AttributeError):
                 chunks = -1
             read = cache.bytes_read()

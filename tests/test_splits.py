@@ -129,7 +129,7 @@ def test_int4_past_one_wave_takes_two_chunks_per_sequence(batch, context, bits, 
 @pytest.mark.parametrize("capacity, room", [(1, False), (16, False), (512, False), (513, True), (32768, True)])
 def test_no_room_where_no_sequence_can_take_two_chunks(capacity, room):
     """Batch 64 over 8 KV heads fills the H200 (512 CTAs >= 3 x 132), so a ragged batch gets 64 spare
-    slots, except where the capacity is at most the smallest chunk (512 tokens): every sequence is then
+    slots, except where the capacity is at most the smallest chunk of such a grid (512 tokens): every sequence is then
     one chunk and the spare slots would be CTAs with nothing to do (bench/NOTES.md §36, §39)."""
     slots, fixed, target = splits.plan_work(64, 8, capacity, H200_SMS)
     assert (slots, fixed, target) == ((128, 0, 64) if room else (64, 1, 1))  # no room: one fixed split (§48)
@@ -262,9 +262,9 @@ def test_grids_of_at_most_one_cta_an_sm_take_chunks_of_one_iteration(batch, num_
 
 def test_the_least_chunk_is_one_iteration_only_below_one_cta_an_sm():
     """plan_min_chunk: 256 where the chunk target's CTAs fit one an SM, else 512; 512 without short chunks. A ragged
-    batch then fills a small grid with chunks of 256 (8 lognormal lengths in 8K over 1 KV head: 12% less time on an
-    H100), while past one CTA an SM, short sequences in a long cache keep chunks of 512 (8 x 1K in 32K over 8 KV
-    heads: 2 chunks a sequence, as before)."""
+    batch then fills a small grid with chunks of 256 (8 lognormal lengths in 8K over 1 KV head: 12-13% less time on an
+    H100), while past one CTA an SM, short sequences in a long cache keep chunks of 512 (8 x 1K in 32K over 8 KV heads:
+    2 chunks a sequence, as before)."""
     from bench.lengths import WorkloadSpec
 
     assert splits.plan_min_chunk(128, 1, 132) == splits.SHORT_CHUNK_TOKENS == 256

@@ -170,9 +170,9 @@ def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_ch
     merge kernel's ranges from the lengths take it.
 
     Below one CTA an SM, a ragged batch's short sequences then fill the target with chunks of one iteration (8 query
-    heads over 1 KV head, 8 lognormal lengths in 8K on an H100: 12% less time); past it, chunks of 512 keep the CTAs
-    that the plan's fit counted on (uniform batches there measured 4-9% slower with chunks of 256, bench/NOTES.md
-    §103).
+    heads over 1 KV head, 8 lognormal lengths in 8K on an H100: 12-13% less time); past it, chunks of 512 keep the CTAs
+    that the plan's fit counted on (uniform batches there measured 3-9% slower with chunks of 256 at 3 of 4 points, INT2
+    8 x 8K over 1 KV head 1% faster; bench/NOTES.md §103).
     """
     fits = target_chunks * max(1, num_kv_heads) <= num_sms
     return SHORT_CHUNK_TOKENS if short_chunks and fits else MIN_CHUNK_TOKENS
@@ -210,14 +210,13 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               short_chunks: bool = True) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
-    The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch *
-    choose_num_splits(...)`` (the fitted "about two programs per SM, splits of at most 32K tokens"
-    rule over ``max_seq_len``). The kernel fills the grid's slots from the actual lengths on the
-    device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN §10): it cuts the batch's ``T``
-    tokens into chunks of ``C = T / target_chunks`` tokens (at least 512, at most 32768, multiples
-    of 256), grown until every sequence's ``ceil(len / C)`` chunks fit in ``num_slots``. A uniform
-    batch gets exactly the fitted split count; a long sequence among short ones gets several
-    chunks as long as the slots leave room. (A batch of one and a plan of one chunk per sequence take
+    The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
+    (the fitted "about two programs per SM, splits of at most 32K tokens" rule over ``max_seq_len``). The kernel fills
+    the grid's slots from the actual lengths on the device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN
+    §10): it cuts the batch's ``T`` tokens into chunks of ``C = T / target_chunks`` tokens (at least
+    :func:`plan_min_chunk`'s 512 or 256, at most 32768, multiples of 256), grown until every sequence's ``ceil(len /
+    C)`` chunks fit in ``num_slots``. A uniform batch gets exactly the fitted split count; a long sequence among short
+    ones gets several chunks as long as the slots leave room. (A batch of one and a plan of one chunk per sequence take
     the kernel's fixed path instead: below.)
 
     INT4 past one wave: where ``bits >= 4`` and one split per sequence already gives more CTAs than
@@ -231,16 +230,15 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     :data:`LARGE_GRID_MAX_CHUNK_TOKENS` (INT2 takes longer ones on a contiguous cache, :func:`holds_two_ctas`; INT4's
     one 32K chunk at 2 an SM was slower on a ragged batch, §89). ``paged``: the cache is paged.
 
-    The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU
-    (at least :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target,
-    so that a ragged batch's long sequences can take several chunks (64 lognormal lengths up to 32K
-    in a 32K cache: 294 -> 142 us on the H200; with one slot per sequence the longest ran on one
-    CTA per KV head). Below that, no extra slot: slots past the last chunk are CTAs that exit at
-    once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K: 75 ->
-    103 us), bench/NOTES.md §17-§18. Nor where no sequence can take two chunks: at ``max_seq_len <=``
-    :data:`MIN_CHUNK_TOKENS` (512, the smallest chunk the kernel makes) every sequence is one chunk,
-    and the room would only be empty CTAs (batch 64 at a capacity of 16: 1024 CTAs instead of 512,
-    bench/NOTES.md §36, §39).
+    The room: where the chunk target's CTAs (``target_chunks * num_kv_heads``) already fill the GPU (at least
+    :data:`RESIDENT_CTAS_PER_SM` per SM), the grid has ``batch`` slots more than the target, so that a ragged batch's
+    long sequences can take several chunks (64 lognormal lengths up to 32K in a 32K cache: 294 -> 142 us on the H200;
+    with one slot per sequence the longest ran on one CTA per KV head). Below that, no extra slot: slots past the last
+    chunk are CTAs that exit at once, yet where they are resident beside the working ones they cost up to 42% (32 x 8K:
+    75 -> 103 us), bench/NOTES.md §17-§18. Nor where no sequence can take two chunks: at ``max_seq_len <=``
+    :data:`MIN_CHUNK_TOKENS` (512, the smallest chunk of a grid that fills the GPU, :func:`plan_min_chunk`) every
+    sequence is one chunk, and the room would only be empty CTAs (batch 64 at a capacity of 16: 1024 CTAs instead of
+    512, bench/NOTES.md §36, §39).
 
     Args:
         batch, num_kv_heads, max_seq_len: the cache's (``max_seq_len`` the capacity per sequence;
