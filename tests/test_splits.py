@@ -171,12 +171,12 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
         batch = rng.choice([1, 2, 3, 4, 8, rng.randrange(1, 129)])
         capacity = rng.choice([600, 4096, 8192, 32768, 131072, 1 << 20, 1 << 21])
         heads = rng.choice([1, 2, 4, 8])
-        slots, fixed, target = splits.plan_work(batch, heads, capacity, rng.choice([4, 132]), bits=rng.choice([2, 4]),
-                                                head_dim=128)
+        sms = rng.choice([4, 132])
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128)
         cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
         assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
         lengths = _random_batch(rng, batch, capacity)
-        work = splits.schedule(lengths, slots, fixed, target)
+        work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms))
         for b, n in enumerate(lengths):
             chunks = [w for w in work if w[0] == b]
             # (a fixed plan cuts a length in its count, at most the cap of the capacity)
@@ -301,17 +301,18 @@ def test_short_chunks_setting(monkeypatch):
         splits.short_chunks_choice()
 
 
-def _one_pass(lengths, num_slots, target_chunks, slot):
+def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS):
     """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
     lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
     ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
-    fit at the first chunk size (the kernel then takes the general path)."""
+    fit at the first chunk size (the kernel then takes the general path). ``min_chunk``: the plan's least chunk
+    (``splits.plan_min_chunk``)."""
     batch = len(lengths)
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
     total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
     longest = max(max(held, default=0) for held in lanes)  # one redux.sync max
-    chunk = splits.first_chunk(total, target_chunks, longest)
+    chunk = splits.first_chunk(total, target_chunks, longest, min_chunk)
     recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
     counts = []
     for held in lanes:
@@ -370,19 +371,20 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
         batch = rng.choice([1, 2, 31, 32, 33, rng.randrange(1, 129), 64, 127, 128])
         capacity = rng.choice([16, 512, 600, 4096, 32768, 131072, 1 << 20])
         heads = rng.choice([1, 2, 8, 32])
-        slots, fixed, target = splits.plan_work(batch, heads, capacity, rng.choice([4, 132]),
-                                                bits=rng.choice([None, 2, 4]))
+        sms = rng.choice([4, 132])
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([None, 2, 4]))
         lengths = _random_batch(rng, batch, capacity)
         if fixed:  # one chunk per sequence: the kernel takes its fixed path (NOTES §48); check the length-aware
             fixed, target = 0, slots  # schedule over the same slots (these plans before §48) instead
-        work = splits.schedule(lengths, slots, fixed, target)
-        if _one_pass(lengths, slots, target, 0) is None:
+        least = splits.plan_min_chunk(target, heads, sms)  # the plan's least chunk, 256 or 512 (NOTES §103)
+        work = splits.schedule(lengths, slots, fixed, target, least)
+        if _one_pass(lengths, slots, target, 0, least) is None:
             continue
         fitted += 1
         # every slot with work, the first few past the last chunk, and the grid's last slot
         for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
             want = work[slot] if slot < len(work) else ()
-            assert _one_pass(lengths, slots, target, slot) == want, (lengths, slots, target, slot)
+            assert _one_pass(lengths, slots, target, slot, least) == want, (lengths, slots, target, slot)
     assert fitted >= 20  # the one pass was exercised, not only the fall-through
 
 
