@@ -63,7 +63,8 @@ GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 class ProbePoint:
     """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous, the
     quantization group size, the attention shape's head counts (None: the caller's, by default the bench's
-    32 query heads over 8 KV heads), and channel-wise K's block (``k_block`` tokens; None: token-wise K)."""
+    32 query heads over 8 KV heads; given as 32 / 8, they are stored as None, unlabelled as the default group is), and
+    channel-wise K's block (``k_block`` tokens; None: token-wise K)."""
 
     bits: int
     batch: int
@@ -88,6 +89,9 @@ class ProbePoint:
         if (self.num_qo_heads is None) != (self.num_kv_heads is None):
             raise ValueError(f"ProbePoint: give both head counts or neither, got num_qo_heads={self.num_qo_heads}, "
                              f"num_kv_heads={self.num_kv_heads}")
+        if (self.num_qo_heads, self.num_kv_heads) == (NUM_QO_HEADS, NUM_KV_HEADS):  # the default: unlabelled
+            object.__setattr__(self, "num_qo_heads", None)
+            object.__setattr__(self, "num_kv_heads", None)
 
     def heads(self, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS) -> tuple[int, int]:
         """``(num_qo_heads, num_kv_heads)``: the point's own where its ``:hQ-K`` suffix gave them, else the
@@ -142,7 +146,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if q < 1 or k < 1 or q % k:
                 raise ValueError(f"point {text!r}: {q} query heads over {k} KV heads; expected positive counts, "
                                  "the query heads a multiple of the KV heads")
-            heads = (q, k) if (q, k) != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None)  # the default, unlabelled
+            heads = (q, k)  # (32 / 8, the default, is stored unlabelled: ProbePoint)
         elif s[:1] == "c" and s[1:].isdigit():
             k_block = int(s[1:])
             if k_block not in GROUP_SIZES:
@@ -312,9 +316,8 @@ def read_rows(path: Path) -> pd.DataFrame:
 
 def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
-    heads = (int(r["num_qo_heads"]), int(r["num_kv_heads"]))
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
-                      int(r["group_size"]), *(heads if heads != (NUM_QO_HEADS, NUM_KV_HEADS) else (None, None)),
+                      int(r["group_size"]), int(r["num_qo_heads"]), int(r["num_kv_heads"]),
                       int(r["k_block"]) or None).label
 
 

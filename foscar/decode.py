@@ -378,7 +378,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     ``FOSCAR_MERGE`` is unset (:func:`foscar.kernels.decode_cuda.merge_choice`)."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
     from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
-                                       plan_chunks_per_sequence, plan_min_chunk, short_chunks_choice)
+                                       plan_chunks_per_sequence)
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -471,7 +471,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
             # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
             # NOTES §103)
-            min_chunk=plan_min_chunk(target, cache.num_kv_heads, device_sm_count(device), short_chunks_choice()),
+            min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

@@ -76,9 +76,8 @@ def main(out_dir: str) -> int:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)
                 slots, fixed, target = decode_cuda.plan_splits(cache, dev)
-                if hasattr(splits, "plan_min_chunk"):  # the plan's least chunk (session 59 on)
-                    least = splits.plan_min_chunk(target, cache.num_kv_heads, splits.device_sm_count(dev),
-                                                  splits.short_chunks_choice())
+                if hasattr(decode_cuda, "plan_min_chunk_of"):  # the plan's least chunk (session 59 on)
+                    least = decode_cuda.plan_min_chunk_of(cache, dev, target)
                     chunks = len(splits.schedule(lengths, slots, fixed, target, least))
                 else:
                     chunks = len(splits.schedule(lengths, slots, fixed, target))

@@ -204,7 +204,7 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     (batches of up to 128 whose first chunk fits, NOTES §30, §39) and the general one; outputs as the
     reference, contiguous and paged (the paged one pass reads kv_indptr pairs). The merge kernel's table is what
     this reads, so its plans take the merge kernel whatever FOSCAR_MERGE says (fused plans have no table)."""
-    from foscar.kernels import decode_cuda, splits
+    from foscar.kernels import decode_cuda
 
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
 
@@ -217,7 +217,7 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
         fixed, target = 0, slots  # schedule over the same slots (these plans before §48), which is what this tests
         plan._schedule, plan.merge_launched = (fixed, target), True
         plan.merge_fixed_window, plan.merge_predicted = False, 0  # (a fixed plan's table-free merge: NOTES §58)
-        plan.min_chunk = splits.plan_min_chunk(target, 2, splits.device_sm_count(q.device))
+        plan.min_chunk = decode_cuda.plan_min_chunk_of(run_cache, q.device, target)
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk)

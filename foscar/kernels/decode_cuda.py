@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting, plan_work,
-                                   short_chunks_choice)
+from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting, plan_min_chunk,
+                                   plan_work, short_chunks_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -245,6 +245,17 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
                      short_chunks=short_chunks_choice())
+
+
+def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
+    """The least length-aware chunk, tokens (256 or 512), of :func:`plan_splits`' plan for ``cache`` whose chunk
+    target is ``target_chunks``: :func:`foscar.kernels.splits.plan_min_chunk` over the cache's KV heads and the
+    device's SMs, with short chunks as ``FOSCAR_SHORT_CHUNKS`` says now (bench/NOTES.md §103).
+
+    Raises:
+        ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
+    """
+    return plan_min_chunk(target_chunks, cache.num_kv_heads, device_sm_count(device), short_chunks_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

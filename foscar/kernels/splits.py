@@ -296,15 +296,16 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
+    one_per_sm = _pow2_floor(num_sms // max(1, batch * max(1, num_kv_heads)))  # chunks a sequence at one an SM
+    iterations = math.ceil(max_seq_len / SHORT_CHUNK_TOKENS)  # ... and at most one per 256-token iteration
     if short_chunks and max_seq_len > MIN_CHUNK_TOKENS:  # up to one program an SM, chunks of one iteration or more
-        one_per_sm = _pow2_floor(num_sms // max(1, batch * max(1, num_kv_heads)))
-        n = max(n, min(one_per_sm, math.ceil(max_seq_len / SHORT_CHUNK_TOKENS)))
+        n = max(n, min(one_per_sm, iterations))
     if batch == 1 and bits is not None and max_seq_len > MIN_CHUNK_TOKENS:
         # one sequence: one program per SM where that measured faster, in chunks of at least one 256-token
         # iteration (the fixed path's; the fit's two)
-        one_per_sm = max(_pow2_floor(num_sms // max(1, num_kv_heads)), math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
-        if bits >= 4 or math.ceil(max_seq_len / one_per_sm) <= BATCH1_INT2_CHUNK_TOKENS:
-            n = min(one_per_sm, math.ceil(max_seq_len / CHUNK_ALIGN_TOKENS))
+        most = max(one_per_sm, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
+        if bits >= 4 or math.ceil(max_seq_len / most) <= BATCH1_INT2_CHUNK_TOKENS:
+            n = min(most, iterations)
     # at most MAX_CHUNKS_PER_SEQUENCE chunks a sequence (the kernel's cap on its length-aware chunks; chunks stay at
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
     n = min(n, max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS)))

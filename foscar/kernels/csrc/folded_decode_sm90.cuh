@@ -57,8 +57,8 @@
 // sm_scale log2(e) in the softmax's exp2 (an FFMA in place of the FADD; qk_h = sm_scale log2(e) d_h
 // a power of two, so that FFMA is exact where it matters).
 //
-// Integer PV (FOSCAR_IMMA_PV, on by default for INT2, and INT4 with token-wise K, at head_dim <= 128; NOTES §46,
-// §102; DESIGN §5.2): PV on
+// Integer PV (FOSCAR_IMMA_PV, on by default for INT2 and INT4 at head_dim <= 128; NOTES §46, §102, §104; DESIGN
+// §5.2): PV on
 // mma.sync.m16n8k32 with the V codes in place as u8 lanes (code 2^(BITS p): one lop3 per 4 codes, no
 // shift) and P' = P s_v as a 16-bit fixed point per (tile, group, head), x = rint(P s_v f) from the low
 // bits of an FFMA with 1.5 2^23, split into an s8 high and a u8 low byte: two exact s32 mmas per 32
