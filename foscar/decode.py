@@ -215,6 +215,11 @@ class DecodePlan:
         min_chunk: the CUDA kernel's least length-aware chunk, tokens: 256 (one CTA iteration) where the plan's
             chunk target fits one CTA an SM, else 512 (:func:`foscar.kernels.splits.plan_min_chunk`,
             ``FOSCAR_SHORT_CHUNKS`` when the plan was made; bench/NOTES.md §103); 512 for the Triton kernel.
+        long_chunk: tokens; where the plan cuts a batch of one in more than 32 chunks, the CUDA kernel cuts its
+            length in chunks of at least ``min(long_chunk, ceil(length / 32))``, so a sequence shorter than the
+            capacity takes no more than 32 unless they stay that long: 4096 where the plan chose the split count
+            (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
+            bench/NOTES.md §105), 0 for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -226,7 +231,7 @@ class DecodePlan:
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
                  merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False,
-                 min_chunk=512):
+                 min_chunk=512, long_chunk=0):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -245,6 +250,7 @@ class DecodePlan:
         self.max_ctas_per_sm = max_ctas_per_sm
         self.pdl = pdl
         self.min_chunk = min_chunk
+        self.long_chunk = long_chunk
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -296,7 +302,7 @@ class DecodePlan:
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
                                self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl,
-                               self.min_chunk)
+                               self.min_chunk, self.long_chunk)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
                 lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk)
@@ -472,6 +478,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
             # NOTES §103)
             min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
+            # a batch of one past 32 chunks: a shorter length keeps the bound unless its chunks stay 4096 tokens long
+            # (FOSCAR_LONG_CHUNKS, read now; NOTES §105); a fixed num_splits is cut as asked
+            long_chunk=decode_cuda.plan_long_chunk_of(num_splits),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

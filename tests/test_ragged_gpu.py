@@ -364,6 +364,47 @@ def test_short_chunks_at_one_kv_head(monkeypatch, bits):
     assert float((before.run(q, cache).float() - out.float()).norm() / out.float().norm()) < 1e-2
 
 
+@pytest.mark.parametrize("bits", [2, 4])
+def test_a_long_sequence_alone_takes_more_than_32_chunks_of_at_least_4096(monkeypatch, bits):
+    """A batch of one over 1 KV head (8 query heads: Llama-3.1-70B at tensor parallel 8) in a 256K-token cache: the plan
+    cuts it in 64 chunks (one an SM at most, chunks of at least 4096 tokens at the capacity; 32 before, bench/NOTES.md
+    §105), and the kernel's fixed path cuts a shorter length in chunks of at least min(4096, length / 32): 40000 tokens
+    in 32 chunks, 200000 in 49, the full 262144 in 64, each count as splits.schedule mirrors it (the merge kernel's
+    chunk table or its fixed window's finite LSEs), each output against the fp64 reference. A fixed ``num_splits=64``
+    is cut as asked (40000 tokens in 53 chunks of 768), and ``FOSCAR_LONG_CHUNKS=0`` plans 32 chunks."""
+    from foscar.kernels import splits
+
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+    capacity = 262144
+    q, full = _case(_cuda(), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity], bits=bits,
+                    group_size=128)
+
+    def chunks_run(lengths, num_splits=None):
+        cache = dataclasses.replace(full, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+        plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=num_splits)
+        out = plan.run(q, cache)
+        torch.cuda.synchronize()
+        fixed = plan.num_splits
+        if plan.merge_fixed_window:  # every slot written, an empty chunk's LSE -inf
+            got = int(torch.isfinite(plan._lse_part[:fixed, 0]).sum())
+        else:
+            got = int(plan._seq_chunks[0, 1])
+        want = len(splits.schedule(lengths, fixed, fixed, 1, plan.min_chunk, plan.long_chunk))
+        ref = foscar.reference_decode(q, cache)
+        assert float((out[0].double() - ref[0]).norm() / ref[0].norm()) < 1e-2
+        return plan, got, want
+
+    for length, count in [(40000, 32), (200000, 49), (capacity, 64)]:
+        plan, got, want = chunks_run([length])
+        assert (plan.num_splits, plan.long_chunk) == (64, splits.LONG_CHUNK_TOKENS)
+        assert got == want == count, (length, got, want)
+    plan, got, want = chunks_run([40000], num_splits=64)
+    assert plan.long_chunk == 0 and got == want == 53
+    monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "0")
+    plan, got, want = chunks_run([capacity])
+    assert (plan.num_splits, plan.long_chunk, got) == (32, 0, 32)
+
+
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for

@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, max_ctas_per_sm_setting, plan_min_chunk,
-                                   plan_work, short_chunks_choice)
+from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, long_chunks_choice, max_ctas_per_sm_setting,
+                                   plan_long_chunk, plan_min_chunk, plan_work, short_chunks_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -237,14 +237,15 @@ def extension():
 
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`; its short
-    chunks as ``FOSCAR_SHORT_CHUNKS`` says now, :func:`foscar.kernels.splits.short_chunks_choice`).
+    and long chunks as ``FOSCAR_SHORT_CHUNKS`` and ``FOSCAR_LONG_CHUNKS`` say now,
+    :func:`foscar.kernels.splits.short_chunks_choice`, :func:`foscar.kernels.splits.long_chunks_choice`).
 
     Raises:
-        ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
+        ValueError: ``FOSCAR_SHORT_CHUNKS`` or ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
-                     short_chunks=short_chunks_choice())
+                     short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice())
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
@@ -256,6 +257,17 @@ def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
         ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
     return plan_min_chunk(target_chunks, cache.num_kv_heads, device_sm_count(device), short_chunks_choice())
+
+
+def plan_long_chunk_of(num_splits: int | None) -> int:
+    """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan: 4096 where the plan chose the
+    split count (``num_splits`` None) and ``FOSCAR_LONG_CHUNKS`` allows long chunks, else 0
+    (:func:`foscar.kernels.splits.plan_long_chunk`).
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
+    """
+    return plan_long_chunk(num_splits, long_chunks_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
@@ -296,7 +308,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
            pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False,
-           min_chunk: int = MIN_CHUNK_TOKENS) -> None:
+           min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
@@ -333,13 +345,18 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``min_chunk``: the length-aware chunks' least length, 512 or 256 tokens (the plan's,
     :func:`foscar.kernels.splits.plan_min_chunk`; the extension raises ``RuntimeError`` for another value).
+
+    ``long_chunk``: 0, or (a plan's, :func:`foscar.kernels.splits.plan_long_chunk`) a multiple of 256 tokens up to
+    32768: where ``fixed_splits`` is above 32, each length is cut in chunks of at least ``min(long_chunk, ceil(length /
+    32))`` tokens, so a sequence shorter than the capacity the plan was made for takes no more than 32 chunks unless
+    they stay that long (bench/NOTES.md §105; the extension raises ``RuntimeError`` for another value).
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
-        fixed_splits, target_chunks, min_chunk, sm_scale * 1.4426950408889634,
+        fixed_splits, target_chunks, min_chunk, long_chunk, sm_scale * 1.4426950408889634,
         MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl),
     )
 

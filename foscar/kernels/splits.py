@@ -45,6 +45,11 @@ SHORT_CHUNK_TOKENS = 256  # kShortChunk
 # gave 64-171 chunks a sequence at the points measured: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with
 # 32 of 1K (H100, 8 query heads over 1 KV head, bench/NOTES.md §101)
 MAX_CHUNKS_PER_SEQUENCE = 32
+# ... except a batch of one (plan_work), which takes more, up to one program an SM, while each keeps at least this
+# many tokens; the kernel's fixed path cuts a length in more than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at
+# least min(this, length / MAX_CHUNKS_PER_SEQUENCE) (Params::long_chunk): at one KV head a 512K-token sequence took
+# 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105)
+LONG_CHUNK_TOKENS = 4096
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
 # can take two chunks)
@@ -162,6 +167,29 @@ def short_chunks_choice() -> bool:
     return value == "1"
 
 
+def long_chunks_choice() -> bool:
+    """Whether a plan made now may give a batch of one more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks of at least
+    :data:`LONG_CHUNK_TOKENS` (:func:`plan_work`, :func:`plan_long_chunk`; bench/NOTES.md §105):
+    ``FOSCAR_LONG_CHUNKS``, ``"1"`` (the default) or ``"0"`` (the plans before session 60, for A/B).
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
+    """
+    value = os.environ.get("FOSCAR_LONG_CHUNKS", "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"FOSCAR_LONG_CHUNKS: expected '0' or '1', got {value!r}")
+    return value == "1"
+
+
+def plan_long_chunk(num_splits: int | None, long_chunks: bool = True) -> int:
+    """The CUDA kernel's ``long_chunk`` (tokens) for a plan: :data:`LONG_CHUNK_TOKENS` where :func:`plan_work` chose
+    the split count (``num_splits`` None) and ``long_chunks``, else 0. Where a fixed plan has more than
+    :data:`MAX_CHUNKS_PER_SEQUENCE` chunks a sequence, the kernel cuts a length in chunks of at least ``min(long_chunk,
+    ceil(length / MAX_CHUNKS_PER_SEQUENCE))`` tokens (:func:`schedule`), so that a sequence shorter than the capacity
+    the plan was made for keeps the 32-chunk bound; 0 leaves a caller's own split count as asked."""
+    return LONG_CHUNK_TOKENS if num_splits is None and long_chunks else 0
+
+
 def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_chunks: bool = True) -> int:
     """The least length-aware chunk, in tokens, of a plan whose chunk target is ``target_chunks`` (:func:`plan_work`)
     over ``num_kv_heads``: :data:`SHORT_CHUNK_TOKENS` (256, one CTA iteration) where ``short_chunks`` and the target's
@@ -207,7 +235,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
-              short_chunks: bool = True) -> tuple[int, int, int]:
+              short_chunks: bool = True, long_chunks: bool = True) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
@@ -250,6 +278,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         head_dim: the cache's, for the INT4 rule's exception above; ``None`` leaves the exception out.
         short_chunks: the rule below for grids of at most one CTA an SM (:func:`short_chunks_choice`); False gives
             the plans before session 59.
+        long_chunks: the long sequence's exception to the 32-chunk bound below (:func:`long_chunks_choice`); False
+            gives the plans before session 60.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -282,7 +312,11 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     batch x num_kv_heads <= 4 they ask for 64 or more, which the in-kernel merge takes in rounds of 16 (8 query heads
     over 1 KV head on an H100: INT2 1 x 32K 20.5 us with 128 chunks, 9.6 with 32; 32 the fastest count at 19 of 24
     points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware
-    chunks keep the same bound (:func:`first_chunk`).
+    chunks keep the same bound (:func:`first_chunk`). A batch of one (``long_chunks``) may take more, up to one program
+    an SM, while each chunk keeps at least :data:`LONG_CHUNK_TOKENS` at the capacity: at one KV head a sequence of
+    256K or 512K tokens then runs on 64 or 128 CTAs instead of 32 (bench/NOTES.md §105), and the kernel's fixed path
+    cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
+    (:func:`plan_long_chunk`). At 4 or more KV heads on 132 SMs one program an SM is at most 32 chunks: no change.
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
@@ -308,7 +342,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             n = min(most, iterations)
     # at most MAX_CHUNKS_PER_SEQUENCE chunks a sequence (the kernel's cap on its length-aware chunks; chunks stay at
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
-    n = min(n, max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS)))
+    cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
+    if batch == 1 and long_chunks:  # a long sequence alone: more, up to one an SM, of at least LONG_CHUNK_TOKENS
+        cap = max(cap, min(one_per_sm, max_seq_len // LONG_CHUNK_TOKENS))
+    n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer
     # chunks for INT2 only; one 32K chunk at 2 an SM was 2.3% slower on a lognormal batch of 64 in 32K, NOTES §89)
@@ -350,7 +387,7 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chu
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
-             min_chunk: int = MIN_CHUNK_TOKENS) -> list[tuple[int, int, int]]:
+             min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
 
@@ -358,6 +395,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         lengths: every sequence's length, already clamped to the cache.
         num_slots, fixed_splits, target_chunks: from :func:`plan_work`.
         min_chunk: the plan's least chunk, tokens (:func:`plan_min_chunk`).
+        long_chunk: a fixed plan's floor past :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, tokens
+            (:func:`plan_long_chunk`; 0: none).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -368,6 +407,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
     if fixed_splits > 0:
         for b, n in enumerate(lengths):
             per = -(-n // fixed_splits)
+            if long_chunk and fixed_splits > MAX_CHUNKS_PER_SEQUENCE:
+                per = max(per, min(long_chunk, -(-n // MAX_CHUNKS_PER_SEQUENCE)))
             chunk = max(align, -(-per // align) * align)
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]

@@ -45,7 +45,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
-                   int64_t target_chunks, int64_t min_chunk, double qk_scale_log2, int64_t mode, int64_t fixed_window, int64_t pv_pack,
+                   int64_t target_chunks, int64_t min_chunk, int64_t long_chunk, double qk_scale_log2, int64_t mode, int64_t fixed_window, int64_t pv_pack,
                    int64_t max_ctas_per_sm, int64_t pdl) {
   // ranks and dtypes first, so that a wrong one is refused here with a message formatted as above, before any torch
   // accessor below (size(d), stride(d), data_ptr<T>()) checks it with its own
@@ -120,6 +120,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   FOSCAR_CHECK(fixed_splits >= 0 && target_chunks >= 1, "fixed_splits >= 0, target_chunks >= 1");
   FOSCAR_CHECK(min_chunk == 256 || min_chunk == 512, "min_chunk: expected 256 or 512 tokens, got %lld",
                (long long)min_chunk);
+  FOSCAR_CHECK(long_chunk >= 0 && long_chunk <= 32768 && long_chunk % 256 == 0,
+               "long_chunk: expected 0 or a multiple of 256 tokens up to 32768, got %lld", (long long)long_chunk);
   FOSCAR_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
   FOSCAR_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
   FOSCAR_CHECK(fixed_window == 0 || (fixed_window == 1 && fixed_splits >= 2 && seq_chunks.has_value()),
@@ -137,7 +139,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
       lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
-      (int)min_chunk, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
+      (int)min_chunk, (int)long_chunk, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
       (int)fixed_window, pv_pack != 0, (int)max_ctas_per_sm, (int)pdl, c10::cuda::getCurrentCUDAStream());
   FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }

@@ -36,11 +36,12 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks, int min_chunk,
-    long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
+    int long_chunk, long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream) {
   using namespace foscar;
   if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1 || max_ctas_per_sm < 0 ||
-      (pdl != 0 && pdl != 1) || (min_chunk != kMinChunk && min_chunk != kShortChunk))
+      (pdl != 0 && pdl != 1) || (min_chunk != kMinChunk && min_chunk != kShortChunk) ||
+      long_chunk < 0 || long_chunk > kMaxChunk || long_chunk % kChunkAlign != 0)
     return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
   if (fixed_splits > 0 ? num_slots != batch * fixed_splits : num_slots < batch) return cudaErrorInvalidValue;
@@ -90,6 +91,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.fixed_splits = fixed_splits;
   p.target_chunks = target_chunks;
   p.min_chunk = min_chunk;
+  p.long_chunk = long_chunk;
   p.num_indices = num_indices;
 #if FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED
   p.num_pages = num_pages;

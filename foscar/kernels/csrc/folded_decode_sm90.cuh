@@ -644,6 +644,8 @@ struct Params {
                         // 0: length-aware chunks, about target_chunks of them per KV head (find_work)
   int target_chunks;
   int min_chunk;        // length-aware chunks: at least this many tokens, kMinChunk or kShortChunk (the host's plan)
+  int long_chunk;       // fixed path past kMaxSeqChunks chunks: chunks of at least min(long_chunk, ceil(len /
+                        // kMaxSeqChunks)) tokens (the host's plan: splits.plan_long_chunk); 0: fixed_splits as asked
   int num_indices;      // paged: kv_indices.numel() (page-table reads are clamped to it)
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
@@ -847,6 +849,11 @@ __device__ Work find_work(const Params& p, int slot) {
     if (b >= p.batch) return w;
     const int len = seq_length<PAGED, RELAXED>(p, b, &w.page0);
     int chunk = (len + p.fixed_splits - 1) / p.fixed_splits;
+    if (p.long_chunk && p.fixed_splits > kMaxSeqChunks) {
+      // a plan past kMaxSeqChunks chunks (a batch of one) was sized at the capacity: a shorter length keeps the bound
+      // of kMaxSeqChunks unless its chunks stay long_chunk long (splits.schedule mirrors this; bench/NOTES.md §105)
+      chunk = max(chunk, min(p.long_chunk, (len + kMaxSeqChunks - 1) / kMaxSeqChunks));
+    }
     chunk = max(kChunkAlign, (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign);
     const int n = chunks_of(len, chunk);
     if (i >= n) return w;

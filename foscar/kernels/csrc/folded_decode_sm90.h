@@ -22,6 +22,8 @@
 // many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill
 // the num_slots slots (num_slots >= batch; chunk T / target_chunks, at least min_chunk tokens: 512, or 256 where the
 // plan's target fits one CTA an SM, foscar/kernels/splits.py plan_min_chunk; grown until the chunks fit).
+// long_chunk: 0, or a multiple of 256 up to 32768 with which a fixed_splits above 32 cuts a length in chunks of at
+// least min(long_chunk, ceil(length / 32)) tokens (a plan made for the capacity: splits.plan_long_chunk).
 // k_block: 0 for token-wise K (k_scale / k_offset like
 // V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
 // ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
@@ -48,7 +50,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
     int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks, int min_chunk,
-    long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
+    int long_chunk, long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
 
 // 1 where the instance for (bits, head_dim, group_size, mode, paged, channel_k: k_block != 0) holds the in-kernel
