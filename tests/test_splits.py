@@ -309,7 +309,7 @@ def test_short_chunks_setting(monkeypatch):
     monkeypatch.delenv("FOSCAR_SHORT_CHUNKS")
     assert splits.short_chunks_choice() is True
     monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_SHORT_CHUNKS: expected '0' or '1', got 'yes'"):
+    with pytest.raises(ValueError, match="FOSCAR_SHORT_CHUNKS: expected '1' or '0', got 'yes'"):
         splits.short_chunks_choice()
 
 
@@ -341,7 +341,7 @@ def test_long_chunks_setting(monkeypatch):
     monkeypatch.delenv("FOSCAR_LONG_CHUNKS")
     assert splits.long_chunks_choice() is True
     monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNKS: expected '0' or '1', got 'yes'"):
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNKS: expected '1' or '0', got 'yes'"):
         splits.long_chunks_choice()
 
 

@@ -8,6 +8,8 @@ import os
 
 import torch
 
+from foscar.kernels.knobs import env_flag
+
 
 @functools.lru_cache(maxsize=None)
 def _num_sms(device_index: int) -> int:
@@ -161,10 +163,7 @@ def short_chunks_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
-    value = os.environ.get("FOSCAR_SHORT_CHUNKS", "1")
-    if value not in ("0", "1"):
-        raise ValueError(f"FOSCAR_SHORT_CHUNKS: expected '0' or '1', got {value!r}")
-    return value == "1"
+    return env_flag("FOSCAR_SHORT_CHUNKS", "1")
 
 
 def long_chunks_choice() -> bool:
@@ -175,10 +174,7 @@ def long_chunks_choice() -> bool:
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
-    value = os.environ.get("FOSCAR_LONG_CHUNKS", "1")
-    if value not in ("0", "1"):
-        raise ValueError(f"FOSCAR_LONG_CHUNKS: expected '0' or '1', got {value!r}")
-    return value == "1"
+    return env_flag("FOSCAR_LONG_CHUNKS", "1")
 
 
 def plan_long_chunk(num_splits: int | None, long_chunks: bool = True) -> int:
