@@ -303,14 +303,16 @@ def test_short_chunks_leave_the_presets_grids_alone():
         assert changed == (set() if heads == 8 else {(8, 4096, False), (8, 8192, True)}), heads
 
 
-def test_short_chunks_setting(monkeypatch):
-    monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "0")
-    assert splits.short_chunks_choice() is False
-    monkeypatch.delenv("FOSCAR_SHORT_CHUNKS")
-    assert splits.short_chunks_choice() is True
-    monkeypatch.setenv("FOSCAR_SHORT_CHUNKS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_SHORT_CHUNKS: expected '1' or '0', got 'yes'"):
-        splits.short_chunks_choice()
+@pytest.mark.parametrize("var, choice", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice),
+                                         ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice)])
+def test_chunk_settings(monkeypatch, var, choice):
+    monkeypatch.setenv(var, "0")
+    assert choice() is False
+    monkeypatch.delenv(var)
+    assert choice() is True
+    monkeypatch.setenv(var, "yes")
+    with pytest.raises(ValueError, match=f"{var}: expected '1' or '0', got 'yes'"):
+        choice()
 
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
@@ -333,16 +335,6 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
         for capacity in (262144, 1 << 19):
             assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
     assert _planned([262144] * 2, 1, 262144) == _planned([262144] * 2, 1, 262144, long=False)
-
-
-def test_long_chunks_setting(monkeypatch):
-    monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "0")
-    assert splits.long_chunks_choice() is False
-    monkeypatch.delenv("FOSCAR_LONG_CHUNKS")
-    assert splits.long_chunks_choice() is True
-    monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNKS: expected '1' or '0', got 'yes'"):
-        splits.long_chunks_choice()
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS):
