@@ -76,7 +76,11 @@ def main(out_dir: str) -> int:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)
                 slots, fixed, target = decode_cuda.plan_splits(cache, dev)
-                if hasattr(decode_cuda, "plan_min_chunk_of"):  # the plan's least chunk (session 59 on)
+                if hasattr(decode_cuda, "plan_long_chunk_of"):  # the floor past 32 chunks (session 60 on)
+                    least = decode_cuda.plan_min_chunk_of(cache, dev, target)
+                    chunks = len(splits.schedule(lengths, slots, fixed, target, least,
+                                                 decode_cuda.plan_long_chunk_of(None)))
+                elif hasattr(decode_cuda, "plan_min_chunk_of"):  # the plan's least chunk (session 59 on)
                     least = decode_cuda.plan_min_chunk_of(cache, dev, target)
                     chunks = len(splits.schedule(lengths, slots, fixed, target, least))
                 else:
