@@ -215,11 +215,12 @@ class DecodePlan:
         min_chunk: the CUDA kernel's least length-aware chunk, tokens: 256 (one CTA iteration) where the plan's
             chunk target fits one CTA an SM, else 512 (:func:`foscar.kernels.splits.plan_min_chunk`,
             ``FOSCAR_SHORT_CHUNKS`` when the plan was made; bench/NOTES.md §103); 512 for the Triton kernel.
-        long_chunk: tokens; where the plan cuts a batch of one in more than 32 chunks, the CUDA kernel cuts its
-            length in chunks of at least ``min(long_chunk, ceil(length / 32))``, so a sequence shorter than the
-            capacity takes no more than 32 unless they stay that long: 4096 where the plan chose the split count
-            (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
-            bench/NOTES.md §105), 0 for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
+        long_chunk: tokens; the CUDA kernel gives a sequence more than 32 chunks only of at least this many tokens
+            (a batch of one cut in more than 32: chunks of at least ``min(long_chunk, ceil(length / 32))``; a
+            length-aware plan: a least chunk of ``min(ceil(longest / 32), long_chunk)``), so a sequence at the
+            capacity runs on up to one CTA an SM: 4096 or more at one or two KV heads where the plan chose the split
+            count (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
+            bench/NOTES.md §105, §106), 0 elsewhere, for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -305,7 +306,7 @@ class DecodePlan:
                                self.min_chunk, self.long_chunk)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
-                lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk)
+                lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk, self.long_chunk)
                            if self.merge_from_lengths else None)
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
@@ -478,9 +479,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
             # NOTES §103)
             min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
-            # a batch of one past 32 chunks: a shorter length keeps the bound unless its chunks stay 4096 tokens long
-            # (FOSCAR_LONG_CHUNKS, read now; NOTES §105); a fixed num_splits is cut as asked
-            long_chunk=decode_cuda.plan_long_chunk_of(num_splits),
+            # past 32 chunks a sequence only in chunks of at least this, at one or two KV heads (FOSCAR_LONG_CHUNKS,
+            # read now; NOTES §105, §106); a fixed num_splits is cut as asked
+            long_chunk=decode_cuda.plan_long_chunk_of(cache, device, num_splits),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

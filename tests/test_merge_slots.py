@@ -595,19 +595,20 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
             merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)
 
 
-def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True):
+def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True, num_kv_heads=2):
     """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
     ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
     ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``short``: the
-    plan's short chunks (``splits.plan_work``, ``plan_min_chunk``)."""
+    plan's short chunks (``splits.plan_work``, ``plan_min_chunk``); the plan's long chunk too (``plan_long_chunk``)."""
     from foscar.kernels import splits
 
     batch = len(lengths)
-    num_slots, fixed, target = splits.plan_work(batch, 2, capacity, num_sms, bits=2, short_chunks=short)
+    num_slots, fixed, target = splits.plan_work(batch, num_kv_heads, capacity, num_sms, bits=2, short_chunks=short)
     assert fixed == 0, "a length-aware plan"
-    min_chunk = splits.plan_min_chunk(target, 2, num_sms, short)
+    min_chunk = splits.plan_min_chunk(target, num_kv_heads, num_sms, short)
+    long_chunk = splits.plan_long_chunk(None, num_kv_heads, num_sms, capacity)
     table = [[0, 0] for _ in range(batch)]
-    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk)):
+    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk, long_chunk)):
         if start == 0:
             table[b][0] = slot
         table[b][1] += 1
@@ -619,10 +620,11 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=T
         last = [n - (p - 1) * page if p else 0 for n, p in zip(lengths, pages)]
         lens, ptr, num_indices = (clamp or (last, indptr, indptr[-1]))
         src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), torch.tensor(ptr, dtype=torch.int32),
-                                        0, num_indices, page, target, min_chunk)
+                                        0, num_indices, page, target, min_chunk, long_chunk)
     else:
         lens = clamp[0] if clamp else lengths
-        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target, min_chunk)
+        src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target, min_chunk,
+                                        long_chunk)
     return num_slots, table, src
 
 
@@ -683,6 +685,19 @@ def test_derived_ranges_follow_the_plans_least_chunk(device, short, min_chunk, c
 
 
 @pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("num_kv_heads, long_chunks", [(1, 128), (2, 64)])
+def test_derived_ranges_take_the_plans_long_chunk(device, paged, num_kv_heads, long_chunks):
+    """One 512K-token sequence among seven of 4096 in a 512K cache on 132 SMs (bench/NOTES.md §106): at one KV head
+    the plan's long chunk is 4096 and the long sequence takes 128 chunks (32 of 16K before), at two it is 8192 and
+    64; the ranges derived from the lengths merge as the table does, bit for bit."""
+    num_slots, table, src = _derive_case([1 << 19] + [4096] * 7, 1 << 19, 132, paged, page=256,
+                                         num_kv_heads=num_kv_heads)
+    assert table[0][1] == long_chunks and src.long_chunk == 4096 * 128 // long_chunks
+    (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, 4, 32, device, 5)
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse)
+
+
+@pytest.mark.parametrize("paged", [False, True])
 def test_derived_ranges_clamp_lengths_as_the_kernel_does(device, paged):
     """Raw lengths past what the cache holds derive the ranges of the clamped lengths (the kernel's clamps):
     contiguous, -5 and 9000 in a cache of 4096 are 0 and 4096; paged, a last-page length above the page is
@@ -711,8 +726,10 @@ def test_derived_ranges_refuse_what_they_cannot_take():
         merge_triton.merge_slots(o, lse, table, out, lse_out, 2, lengths=good)
     with pytest.raises(ValueError, match="lengths: expected a length-aware plan"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(target_chunks=0))
-    with pytest.raises(ValueError, match="min_chunk 256 or 512, .* min_chunk 384"):
+    with pytest.raises(ValueError, match="min_chunk 256 or 512 and .* min_chunk 384"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(min_chunk=384))
+    with pytest.raises(ValueError, match="long_chunk 0 or a multiple of 256 up to 32768, .* long_chunk 300"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(long_chunk=300))
     with pytest.raises(ValueError, match=r"lengths.lens: expected a contiguous int32 \[2\] tensor"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(lens=torch.tensor([5, 6])))
     with pytest.raises(ValueError, match=r"lengths.kv_indptr: expected a contiguous int32 \[3\] tensor"):

@@ -405,6 +405,53 @@ def test_a_long_sequence_alone_takes_more_than_32_chunks_of_at_least_4096(monkey
     assert (plan.num_splits, plan.long_chunk, got) == (32, 0, 32)
 
 
+@pytest.mark.parametrize("merge", ["fused", "kernel", "lengths"])
+@pytest.mark.parametrize("bits", [2, 4])
+def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch, bits, merge):
+    """Past batch 1 at 1 KV head (8 query heads) in a 256K-token cache (bench/NOTES.md §106): two sequences at the
+    capacity take 64 chunks each (32 before), and one 256K sequence among three of 4096 tokens takes 64 chunks of
+    4096 in the length-aware path, whose least chunk is now min(ceil(longest / 32), long_chunk) (32 of 8192 before).
+    Each count as splits.schedule mirrors it (checked against the kernel's chunk table where the merge kernel runs),
+    and every row against the fp64 reference, through the in-kernel merge, the merge kernel's table and the merge
+    kernel's ranges derived from the lengths (merge_triton._derived_chunks). ``FOSCAR_LONG_CHUNKS=0`` gives 32."""
+    from foscar.kernels import splits
+
+    if merge == "lengths":
+        monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+        monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
+    else:
+        monkeypatch.setenv("FOSCAR_MERGE", merge)
+    capacity = 262144
+
+    def run(lengths):
+        b = len(lengths)
+        q, cache = _case(_cuda(), batch=b, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * b,
+                         bits=bits, group_size=128)
+        cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+        plan = foscar.plan_decode(cache, 8, backend="cuda")
+        out = plan.run(q, cache)
+        torch.cuda.synchronize()
+        (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
+        want = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
+        # the kernel's chunk table (the in-kernel merge has none: its outputs are checked)
+        got = None if plan._seq_chunks is None else [int(n) for n in plan._seq_chunks[:, 1]]
+        ref = foscar.reference_decode(q, cache)
+        for i in range(b):
+            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
+        counts = [sum(w[0] == i for w in want) for i in range(b)]
+        if got is not None:
+            assert got == counts, (lengths, got, counts)
+        return plan, counts
+
+    plan, counts = run([capacity, capacity])
+    assert plan.long_chunk == splits.LONG_CHUNK_TOKENS and counts == [64, 64]
+    plan, counts = run([capacity, 4096, 4096, 4096])
+    assert plan.long_chunk == splits.LONG_CHUNK_TOKENS and counts == [64, 1, 1, 1]
+    monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "0")
+    plan, counts = run([capacity, 4096, 4096, 4096])
+    assert plan.long_chunk == 0 and counts == [32, 1, 1, 1]
+
+
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for

@@ -167,9 +167,9 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
     longest chunk the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1)
     cuts a length in at most its count. A batch of one may take more, up to one program an SM, in chunks of at least
     LONG_CHUNK_TOKENS (4096; bench/NOTES.md §105), and its fixed path cuts a shorter length in more than 32 only in
-    chunks that long."""
+    chunks that long; since session 61 any batch at one or two KV heads (plan_long_chunk, §106), in the length-aware
+    path too, and then at most one program an SM for the sequence."""
     rng = random.Random(seed)
-    long_chunk = splits.LONG_CHUNK_TOKENS
     for _ in range(80):
         batch = rng.choice([1, 2, 3, 4, 8, rng.randrange(1, 129)])
         capacity = rng.choice([600, 4096, 8192, 32768, 131072, 262144, 1 << 19, 1 << 20, 1 << 21])
@@ -177,34 +177,40 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
         sms = rng.choice([4, 132])
         slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128)
         cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
-        if batch == 1:
-            cap = max(cap, min(sms // heads, capacity // long_chunk))
+        cap = max(cap, min(sms // (batch * heads), capacity // splits.LONG_CHUNK_TOKENS))
         assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
+        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)
+        assert long_chunk == 0 or (long_chunk >= splits.LONG_CHUNK_TOKENS and long_chunk % 256 == 0)
         lengths = _random_batch(rng, batch, capacity)
-        work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms),
-                               splits.plan_long_chunk(None))
+        work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
         for b, n in enumerate(lengths):
             chunks = [w for w in work if w[0] == b]
             # (a fixed plan cuts a length in its count, at most the cap of the capacity, or of the length)
-            most = fixed or max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-n // splits.MAX_SPLIT_TOKENS), 1)
+            most = fixed or max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-n // splits.MAX_SPLIT_TOKENS),
+                                -(-n // long_chunk) if long_chunk else 1)
             assert len(chunks) <= most, (lengths, slots, fixed, target, b)
-            if len(chunks) > splits.MAX_CHUNKS_PER_SEQUENCE:  # past 32 only in chunks of >= 4096 (or 32768's)
+            if len(chunks) > splits.MAX_CHUNKS_PER_SEQUENCE:  # past 32 only in chunks of >= long_chunk (or 32768's)
+                assert long_chunk or len(chunks) <= -(-n // splits.MAX_SPLIT_TOKENS)
                 assert all(e - s >= min(long_chunk, splits.MAX_SPLIT_TOKENS) for _, s, e in chunks[:-1])
+                if len(chunks) > -(-n // splits.MAX_SPLIT_TOKENS):  # (not chunks of 32768)
+                    assert len(chunks) * heads <= sms  # at most one program an SM
             assert chunks[0][1] == 0 and chunks[-1][2] == n
 
 
 @pytest.mark.parametrize("batch, context, chunks", [(1, 8192, 32), (1, 32768, 32), (1, 131072, 32), (2, 32768, 32),
                                                     (4, 131072, 32), (8, 32768, 32), (1, 262144, 64),
                                                     (1, 1 << 19, 128), (1, 1 << 21, 128), (2, 1 << 21, 64),
-                                                    (2, 262144, 32)])
+                                                    (2, 262144, 64), (2, 131072, 32), (3, 1 << 19, 32)])
 def test_one_kv_head_plans_take_32_chunks_a_sequence(batch, context, chunks):
     """Llama-3.1-70B at tensor parallel 8 (8 query heads over 1 KV head) on the H100: 32 chunks a sequence was the
     fastest count at 19 of 24 points of batch 1-8 x 8K-128K, INT2 and INT4 (64 took 4.7-6.3% less time at 1 x 128K;
     bench/NOTES.md §101); a 2M-token sequence keeps chunks of at most 32768 tokens at batch 2. A batch of one takes
-    more where each keeps 4096 tokens, up to one an SM (128 on 132 SMs; bench/NOTES.md §105)."""
+    more where each keeps 4096 tokens, up to one an SM (128 on 132 SMs; bench/NOTES.md §105), and since session 61 a
+    batch of two too (64 a sequence from 256K; §106); from batch 3 one an SM is 32 a sequence or fewer."""
     for bits in (2, 4):
         slots, fixed, target = splits.plan_work(batch, 1, context, 132, bits=bits, head_dim=128)
-        work = splits.schedule([context] * batch, slots, fixed, target)
+        work = splits.schedule([context] * batch, slots, fixed, target, splits.plan_min_chunk(target, 1, 132),
+                               splits.plan_long_chunk(None, 1, 132, context))
         assert len(work) == batch * chunks and max(e - s for _, s, e in work) <= splits.MAX_SPLIT_TOKENS
 
 
@@ -251,7 +257,8 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long)
     return splits.schedule(list(lengths), slots, fixed, target,
-                           splits.plan_min_chunk(target, num_kv_heads, sms, short), splits.plan_long_chunk(None, long))
+                           splits.plan_min_chunk(target, num_kv_heads, sms, short),
+                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -320,9 +327,9 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     capacity (at one KV head on 132 SMs: 64 at 256K, 128 at 512K; 32 at 128K as before; bench/NOTES.md §105). The
     kernel's fixed path cuts a shorter length in chunks of at least min(4096, length / 32): in a 256K cache planned at
     64, 40000 tokens take 32 chunks of 1280 (not 53 of 768), 200000 take 49 of 4096. A caller's fixed num_splits
-    (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes, nor past batch 1."""
-    assert splits.plan_long_chunk(None) == splits.LONG_CHUNK_TOKENS == 4096
-    assert splits.plan_long_chunk(64) == splits.plan_long_chunk(None, long_chunks=False) == 0
+    (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (long_chunk 0)."""
+    assert splits.plan_long_chunk(None, 1, 132, 262144) == splits.LONG_CHUNK_TOKENS == 4096
+    assert splits.plan_long_chunk(64, 1, 132, 262144) == splits.plan_long_chunk(None, 1, 132, 262144, False) == 0
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
         assert len(_planned([capacity], 1, capacity)) == chunks, capacity
         assert len(_planned([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)
@@ -333,8 +340,8 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     assert len(_planned([1 << 19], 2, 1 << 19)) == 64  # 2 KV heads: one an SM is 64
     for heads in (4, 8):
         for capacity in (262144, 1 << 19):
+            assert splits.plan_long_chunk(None, heads, 132, capacity) == 0
             assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
-    assert _planned([262144] * 2, 1, 262144) == _planned([262144] * 2, 1, 262144, long=False)
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS):

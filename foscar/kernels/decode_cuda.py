@@ -259,15 +259,17 @@ def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
     return plan_min_chunk(target_chunks, cache.num_kv_heads, device_sm_count(device), short_chunks_choice())
 
 
-def plan_long_chunk_of(num_splits: int | None) -> int:
-    """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan: 4096 where the plan chose the
-    split count (``num_splits`` None) and ``FOSCAR_LONG_CHUNKS`` allows long chunks, else 0
-    (:func:`foscar.kernels.splits.plan_long_chunk`).
+def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None) -> int:
+    """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan for ``cache``:
+    :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV heads and capacity and the device's SMs (4096 or
+    more at one or two KV heads on 132 SMs where the plan chose the split count, ``num_splits`` None, and
+    ``FOSCAR_LONG_CHUNKS`` allows long chunks; else 0; bench/NOTES.md §105, §106).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
-    return plan_long_chunk(num_splits, long_chunks_choice())
+    return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
+                           long_chunks_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)
@@ -349,7 +351,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     ``long_chunk``: 0, or (a plan's, :func:`foscar.kernels.splits.plan_long_chunk`) a multiple of 256 tokens up to
     32768: where ``fixed_splits`` is above 32, each length is cut in chunks of at least ``min(long_chunk, ceil(length /
     32))`` tokens, so a sequence shorter than the capacity the plan was made for takes no more than 32 chunks unless
-    they stay that long (bench/NOTES.md §105; the extension raises ``RuntimeError`` for another value).
+    they stay that long (bench/NOTES.md §105); in the length-aware mode the least chunk ``ceil(longest / 32)`` is at
+    most ``long_chunk`` (§106). The extension raises ``RuntimeError`` for another value.
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
@@ -417,14 +420,15 @@ def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:
     return cache.seq_lens, None
 
 
-def chunk_lengths(cache, target_chunks: int, min_chunk: int = MIN_CHUNK_TOKENS):
+def chunk_lengths(cache, target_chunks: int, min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0):
     """The :class:`foscar.kernels.merge_triton.ChunkLengths` of ``cache`` under a length-aware plan of
-    ``target_chunks`` (:func:`plan_splits`) and least chunk ``min_chunk`` (tokens,
-    :func:`foscar.kernels.splits.plan_min_chunk`): the lengths :func:`launch` gives the kernel, for a merge that
-    derives each sequence's chunk range as the kernel's ``find_work`` does."""
+    ``target_chunks`` (:func:`plan_splits`), least chunk ``min_chunk`` (tokens,
+    :func:`foscar.kernels.splits.plan_min_chunk`) and long chunk ``long_chunk`` (tokens, 0: none;
+    :func:`plan_long_chunk_of`): the lengths :func:`launch` gives the kernel, for a merge that derives each
+    sequence's chunk range as the kernel's ``find_work`` does."""
     from foscar.kernels.merge_triton import ChunkLengths
 
     lens, kv_indptr = _kernel_lengths(cache)
     paged = kv_indptr is not None
     return ChunkLengths(lens, kv_indptr, cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
-                        cache.page_size if paged else 0, target_chunks, min_chunk)
+                        cache.page_size if paged else 0, target_chunks, min_chunk, long_chunk)

@@ -47,10 +47,10 @@ SHORT_CHUNK_TOKENS = 256  # kShortChunk
 # gave 64-171 chunks a sequence at the points measured: INT2 1 x 32K 20.5 us with 128 chunks of 256 tokens, 9.6 with
 # 32 of 1K (H100, 8 query heads over 1 KV head, bench/NOTES.md §101)
 MAX_CHUNKS_PER_SEQUENCE = 32
-# ... except a batch of one (plan_work), which takes more, up to one program an SM, while each keeps at least this
-# many tokens; the kernel's fixed path cuts a length in more than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at
-# least min(this, length / MAX_CHUNKS_PER_SEQUENCE) (Params::long_chunk): at one KV head a 512K-token sequence took
-# 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105)
+# ... except long sequences at one or two KV heads (plan_work, plan_long_chunk), which take more, up to one program an
+# SM, while each keeps at least this many tokens (Params::long_chunk, at least this): the kernel cuts a length in more
+# than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at least that; at one KV head a 512K-token sequence alone took
+# 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106)
 LONG_CHUNK_TOKENS = 4096
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
@@ -167,9 +167,10 @@ def short_chunks_choice() -> bool:
 
 
 def long_chunks_choice() -> bool:
-    """Whether a plan made now may give a batch of one more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks of at least
-    :data:`LONG_CHUNK_TOKENS` (:func:`plan_work`, :func:`plan_long_chunk`; bench/NOTES.md §105):
-    ``FOSCAR_LONG_CHUNKS``, ``"1"`` (the default) or ``"0"`` (the plans before session 60, for A/B).
+    """Whether a plan made now may give a long sequence more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks of at least
+    :data:`LONG_CHUNK_TOKENS` (:func:`plan_work`, :func:`plan_long_chunk`; bench/NOTES.md §105, §106):
+    ``FOSCAR_LONG_CHUNKS``, ``"1"`` (the default) or ``"0"`` (the plans before session 60, for A/B; past batch 1
+    also session 60's plans).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
@@ -177,13 +178,33 @@ def long_chunks_choice() -> bool:
     return env_flag("FOSCAR_LONG_CHUNKS", "1")
 
 
-def plan_long_chunk(num_splits: int | None, long_chunks: bool = True) -> int:
-    """The CUDA kernel's ``long_chunk`` (tokens) for a plan: :data:`LONG_CHUNK_TOKENS` where :func:`plan_work` chose
-    the split count (``num_splits`` None) and ``long_chunks``, else 0. Where a fixed plan has more than
-    :data:`MAX_CHUNKS_PER_SEQUENCE` chunks a sequence, the kernel cuts a length in chunks of at least ``min(long_chunk,
-    ceil(length / MAX_CHUNKS_PER_SEQUENCE))`` tokens (:func:`schedule`), so that a sequence shorter than the capacity
-    the plan was made for keeps the 32-chunk bound; 0 leaves a caller's own split count as asked."""
-    return LONG_CHUNK_TOKENS if num_splits is None and long_chunks else 0
+def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
+                    long_chunks: bool = True) -> int:
+    """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
+    ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs; 0 where the plan's
+    ``num_splits`` is the caller's, where ``long_chunks`` is False, or where one sequence's chunks at one program an SM
+    (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132
+    SMs). Else the chunk that spreads a sequence at the capacity over one program an SM, at least
+    :data:`LONG_CHUNK_TOKENS`: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to
+    256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K).
+
+    With it the kernel lets a sequence take more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks while each keeps at
+    least ``long_chunk`` tokens, so at most one program an SM at the capacity: the fixed path (a batch of one, past 32
+    chunks) cuts a length in chunks of at least ``min(long_chunk, ceil(length / 32))``, and the length-aware path's
+    least chunk is ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`,
+    :func:`schedule`; bench/NOTES.md §105, §106). Below a capacity of ``32 * long_chunk`` nothing changes.
+
+    Raises:
+        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, or a negative ``max_seq_len``.
+    """
+    if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0:
+        raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got "
+                         f"{num_kv_heads}, {num_sms}, {max_seq_len}")
+    one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
+    if num_splits is not None or not long_chunks or one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
+        return 0
+    per = -(-max_seq_len // one_sequence)
+    return min(max(LONG_CHUNK_TOKENS, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
 
 
 def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_chunks: bool = True) -> int:
@@ -274,7 +295,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         head_dim: the cache's, for the INT4 rule's exception above; ``None`` leaves the exception out.
         short_chunks: the rule below for grids of at most one CTA an SM (:func:`short_chunks_choice`); False gives
             the plans before session 59.
-        long_chunks: the long sequence's exception to the 32-chunk bound below (:func:`long_chunks_choice`); False
+        long_chunks: the long sequences' exception to the 32-chunk bound below (:func:`long_chunks_choice`); False
             gives the plans before session 60.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
@@ -308,11 +329,16 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     batch x num_kv_heads <= 4 they ask for 64 or more, which the in-kernel merge takes in rounds of 16 (8 query heads
     over 1 KV head on an H100: INT2 1 x 32K 20.5 us with 128 chunks, 9.6 with 32; 32 the fastest count at 19 of 24
     points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware
-    chunks keep the same bound (:func:`first_chunk`). A batch of one (``long_chunks``) may take more, up to one program
+    chunks keep the same bound (:func:`first_chunk`). Long sequences (``long_chunks``) may take more, up to one program
     an SM, while each chunk keeps at least :data:`LONG_CHUNK_TOKENS` at the capacity: at one KV head a sequence of
-    256K or 512K tokens then runs on 64 or 128 CTAs instead of 32 (bench/NOTES.md §105), and the kernel's fixed path
-    cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
-    (:func:`plan_long_chunk`). At 4 or more KV heads on 132 SMs one program an SM is at most 32 chunks: no change.
+    256K or 512K tokens alone then runs on 64 or 128 CTAs instead of 32 (bench/NOTES.md §105), and the kernel's fixed
+    path cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
+    (:func:`plan_long_chunk`). Since session 61 the same holds past batch 1 (§106): the cap is ``min(pow2_floor(
+    num_sms / (batch * num_kv_heads)), max_seq_len // 4096)`` where that is more than 32 (at one KV head on 132 SMs,
+    batch 2 at 256K or more: 64 chunks a sequence), and the kernel's length-aware chunks take the plan's long chunk
+    as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long sequence among short ones
+    takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 4 or more KV heads on 132 SMs one
+    program an SM is at most 32 chunks a sequence: no change.
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
@@ -339,7 +365,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     # at most MAX_CHUNKS_PER_SEQUENCE chunks a sequence (the kernel's cap on its length-aware chunks; chunks stay at
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
     cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
-    if batch == 1 and long_chunks:  # a long sequence alone: more, up to one an SM, of at least LONG_CHUNK_TOKENS
+    if long_chunks:  # long sequences: more, up to one program an SM, of at least LONG_CHUNK_TOKENS (plan_long_chunk)
         cap = max(cap, min(one_per_sm, max_seq_len // LONG_CHUNK_TOKENS))
     n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
@@ -367,19 +393,23 @@ def merges(batch: int, num_slots: int) -> bool:
     return num_slots > batch
 
 
-def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chunk: int = MIN_CHUNK_TOKENS) -> int:
+def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chunk: int = MIN_CHUNK_TOKENS,
+                long_chunk: int = 0) -> int:
     """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
     (``find_work``): ``ceil(total_tokens / target_chunks)``, at most :data:`MAX_SPLIT_TOKENS`, at least
     ``min_chunk`` (:func:`plan_min_chunk`), rounded up to a multiple of :data:`CHUNK_ALIGN_TOKENS`, and at least
     ``min(ceil(longest / MAX_CHUNKS_PER_SEQUENCE)`` rounded up to that multiple, :data:`MAX_SPLIT_TOKENS`)
     (``longest``: the batch's longest sequence, tokens; ``longest_chunk_floor``), so that no sequence takes more
-    than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks below ``MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS`` tokens; in
+    than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks below ``MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS`` tokens, or
+    where the plan has a ``long_chunk`` (:func:`plan_long_chunk`, 0: none) at least the smaller of that and
+    ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
     tokens. ``target_chunks`` >= 1 (from :func:`plan_work`)."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
     chunk = -(-max(chunk, min_chunk) // align) * align
     per = -(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)  # ceil(longest / 32)
-    return max(chunk, min(-(-per // align) * align, MAX_SPLIT_TOKENS))
+    floor = min(-(-per // align) * align, MAX_SPLIT_TOKENS)
+    return max(chunk, min(floor, long_chunk) if long_chunk else floor)
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
@@ -391,8 +421,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         lengths: every sequence's length, already clamped to the cache.
         num_slots, fixed_splits, target_chunks: from :func:`plan_work`.
         min_chunk: the plan's least chunk, tokens (:func:`plan_min_chunk`).
-        long_chunk: a fixed plan's floor past :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, tokens
-            (:func:`plan_long_chunk`; 0: none).
+        long_chunk: the plan's long chunk, tokens (:func:`plan_long_chunk`; 0: none): a fixed plan's floor past
+            :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, and the length-aware path's (:func:`first_chunk`).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -409,7 +439,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out
-    chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk)
+    chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk, long_chunk)
 
     def chunks_total(c):
         return sum(-(-n // c) if n > 0 else 1 for n in lengths)

@@ -645,7 +645,8 @@ struct Params {
   int target_chunks;
   int min_chunk;        // length-aware chunks: at least this many tokens, kMinChunk or kShortChunk (the host's plan)
   int long_chunk;       // fixed path past kMaxSeqChunks chunks: chunks of at least min(long_chunk, ceil(len /
-                        // kMaxSeqChunks)) tokens (the host's plan: splits.plan_long_chunk); 0: fixed_splits as asked
+                        // kMaxSeqChunks)) tokens; length-aware: the floor of ceil(longest / kMaxSeqChunks) at most
+                        // this (longest_chunk_floor) (the host's plan: splits.plan_long_chunk); 0: neither
   int num_indices;      // paged: kv_indices.numel() (page-table reads are clamped to it)
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
@@ -817,17 +818,23 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 
 // The least chunk of a batch whose longest sequence has `longest` tokens (0 .. kMaxLength): ceil(longest /
 // kMaxSeqChunks) rounded up to kChunkAlign, at most kMaxChunk, so that no sequence takes more than kMaxSeqChunks
-// chunks, or chunks of kMaxChunk past kMaxSeqChunks * kMaxChunk tokens (as the host's plan_work caps its counts)
-__device__ __forceinline__ int longest_chunk_floor(int longest) {
+// chunks, or chunks of kMaxChunk past kMaxSeqChunks * kMaxChunk tokens (as the host's plan_work caps its counts);
+// where the plan has a long chunk (p.long_chunk, one or two KV heads: splits.plan_long_chunk), at most that, so a long
+// sequence takes more than kMaxSeqChunks chunks, each of at least long_chunk tokens (splits.first_chunk mirrors this;
+// bench/NOTES.md §106)
+__device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest) {
   if (!FOSCAR_SEQ_CHUNK_CAP) return 0;
-  return min(((longest + kMaxSeqChunks - 1) / kMaxSeqChunks + kChunkAlign - 1) / kChunkAlign * kChunkAlign, kMaxChunk);
+  const int floor =
+      min(((longest + kMaxSeqChunks - 1) / kMaxSeqChunks + kChunkAlign - 1) / kChunkAlign * kChunkAlign, kMaxChunk);
+  return p.long_chunk ? min(floor, p.long_chunk) : floor;
 }
 
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
 // kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
 // C = min(T / target_chunks, 32768), at least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM:
 // splits.plan_min_chunk), rounded up to 256, at least min(the longest sequence's
-// length / kMaxSeqChunks, 32768) (longest_chunk_floor), then grown until the chunks fit
+// length / kMaxSeqChunks, 32768) or of p.long_chunk where that is less (longest_chunk_floor), then grown until the
+// chunks fit
 // in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
 // count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
 // sequence, which writes a zero row and LSE -inf), slots in sequence order.
@@ -936,7 +943,7 @@ __device__ Work find_work(const Params& p, int slot) {
 #pragma unroll
     for (int j = 0; j < K; ++j) longest = max(longest, len[j]);
     longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
-    const int chunk = max(chunk_of_total(((long long)hi << 16) + lo), longest_chunk_floor(longest));
+    const int chunk = max(chunk_of_total(((long long)hi << 16) + lo), longest_chunk_floor(p, longest));
     // K chunk counts ceil(len / chunk): one reciprocal m = floor((2^32 - 1) / chunk) for all of them;
     // for x = len + chunk - 1 < 2^31, umulhi(x, m) is floor(x / chunk) or one less (the error of m is
     // below x / 2^32 < 1/2 plus x / (chunk 2^32)), so one correction step makes it exact
@@ -988,7 +995,7 @@ __device__ Work find_work(const Params& p, int slot) {
     longest = max(longest, len);
   }
   longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
-  int chunk = max(first_chunk(total), longest_chunk_floor(longest));
+  int chunk = max(first_chunk(total), longest_chunk_floor(p, longest));
   // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
