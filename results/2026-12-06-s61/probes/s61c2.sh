@@ -13,6 +13,10 @@
 #   Expected new / old (written before): INT2 one 512K among seven 4K paged 0.60-0.75; INT2 2 x 512K paged 0.70-0.80;
 #   INT4 2 x 512K paged 0.70-0.85; INT2 1 x 192K (48 chunks instead of 32) 0.80-0.92; INT2 2 x 192K (48 a sequence
 #   instead of 32) 0.80-0.92; the same output bits nowhere but where the chunks are the same.
+#   Then, in what is left, Q: session 60's s60c2.sh part A2, never run (short chunks, §103, at the Qwen3-8B shape where
+#   the plan changes): old (FOSCAR_SHORT_CHUNKS=0) / new, rounds old new new old, INT2 2 / 3 / 4 x 1K, INT4 2 x 1K,
+#   INT2 2 lognormal in 4K. Its expectations (written in session 60): new / old 0.85-0.98 at the four uniform points,
+#   the lognormal point 0.95-1.02.
 LIMIT="${LIMIT:-540}"
 . scripts/probe_preamble.sh /tmp/s61c2  # T0, LIMIT, left(), gpu.csv, commit.txt, W, probe_end
 HD="FOSCAR_ONLY_HEAD_DIM=128"
@@ -43,6 +47,12 @@ else
     --point 4x2x524288:paged:h8-1 --point 2x1x196608:h8-1 --point 2x2x196608:h8-1 \
     --limit-s $(( $(left) - 10 )) --round-s 10 > $W/ab_rounds.log 2>&1
   echo "P: ab_rounds rc=$? left=$(left)"; tail -20 $W/ab_rounds.log
+  cp $W/ab_rounds.log $OUT/ab_rounds.txt
+  python -m bench.ab_rounds $W/abq --variant "old:$HD" --variant "new:$HD" --run-env old:FOSCAR_SHORT_CHUNKS=0 \
+    --order "old new new old" --point 2x2x1024 --point 2x3x1024 --point 2x4x1024 --point 4x2x1024 \
+    --point 2x2x4096:lognormal --limit-s $(( $(left) - 10 )) --round-s 8 > $W/abq_rounds.log 2>&1
+  echo "Q: ab_rounds rc=$? left=$(left)"; tail -20 $W/abq_rounds.log
+  cp $W/abq_rounds.log $OUT/abq_rounds.txt
 fi
 cp $W/ab_rounds.log $OUT/ab_rounds.txt
 probe_end s61c2
