@@ -204,8 +204,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
 
 @triton.jit
 def _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk,
-                 long_chunk, num_slots, PDL: tl.constexpr, WAITED: tl.constexpr, DERIVE: tl.constexpr, BATCH_P2: tl.constexpr,
-                 PAGED: tl.constexpr):
+                 long_chunk, num_slots, PDL: tl.constexpr, WAITED: tl.constexpr, DERIVE: tl.constexpr,
+                 BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
     """Sequence ``b``'s first slot (int64) and chunk count (int32). ``DERIVE``: from the lengths
     (:func:`_derived_chunks`), before the PDL wait, which only a sequence of several chunks then makes (one chunk:
     nothing to wait for, NOTES §61). Else from the decode kernel's table after the wait (made here unless
