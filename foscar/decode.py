@@ -218,8 +218,8 @@ class DecodePlan:
         long_chunk: tokens; the CUDA kernel gives a sequence more than 32 chunks only of at least this many tokens
             (a batch of one cut in more than 32: chunks of at least ``min(long_chunk, ceil(length / 32))``; a
             length-aware plan: a least chunk of ``min(ceil(longest / 32), long_chunk)``), so a sequence at the
-            capacity runs on up to one CTA an SM: 4096 or more at one or two KV heads where the plan chose the split
-            count (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
+            capacity runs on up to one CTA an SM: 4096 (a batch of one) or more (length-aware plans) at one or two KV
+            heads where the plan chose the split count (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
             bench/NOTES.md §105, §106), 0 elsewhere, for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
@@ -481,7 +481,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
             # past 32 chunks a sequence only in chunks of at least this, at one or two KV heads (FOSCAR_LONG_CHUNKS,
             # read now; NOTES §105, §106); a fixed num_splits is cut as asked
-            long_chunk=decode_cuda.plan_long_chunk_of(cache, device, num_splits),
+            long_chunk=decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed),
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

@@ -79,7 +79,7 @@ def main(out_dir: str) -> int:
                 if hasattr(decode_cuda, "plan_long_chunk_of"):  # the floor past 32 chunks (session 60 on)
                     least = decode_cuda.plan_min_chunk_of(cache, dev, target)
                     chunks = len(splits.schedule(lengths, slots, fixed, target, least,
-                                                 decode_cuda.plan_long_chunk_of(cache, dev, None)))
+                                                 decode_cuda.plan_long_chunk_of(cache, dev, None, fixed)))
                 elif hasattr(decode_cuda, "plan_min_chunk_of"):  # the plan's least chunk (session 59 on)
                     least = decode_cuda.plan_min_chunk_of(cache, dev, target)
                     chunks = len(splits.schedule(lengths, slots, fixed, target, least))

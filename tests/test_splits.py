@@ -179,7 +179,7 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
         cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
         cap = max(cap, min(sms // (batch * heads), capacity // splits.LONG_CHUNK_TOKENS))
         assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
-        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)
+        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity, fixed_splits=fixed)
         assert long_chunk == 0 or (long_chunk >= splits.LONG_CHUNK_TOKENS and long_chunk % 256 == 0)
         lengths = _random_batch(rng, batch, capacity)
         work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
@@ -210,7 +210,7 @@ def test_one_kv_head_plans_take_32_chunks_a_sequence(batch, context, chunks):
     for bits in (2, 4):
         slots, fixed, target = splits.plan_work(batch, 1, context, 132, bits=bits, head_dim=128)
         work = splits.schedule([context] * batch, slots, fixed, target, splits.plan_min_chunk(target, 1, 132),
-                               splits.plan_long_chunk(None, 1, 132, context))
+                               splits.plan_long_chunk(None, 1, 132, context, fixed_splits=fixed))
         assert len(work) == batch * chunks and max(e - s for _, s, e in work) <= splits.MAX_SPLIT_TOKENS
 
 
@@ -258,7 +258,7 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=
                                             short_chunks=short, long_chunks=long)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
-                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long))
+                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -330,6 +330,14 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (long_chunk 0)."""
     assert splits.plan_long_chunk(None, 1, 132, 262144) == splits.LONG_CHUNK_TOKENS == 4096
     assert splits.plan_long_chunk(64, 1, 132, 262144) == splits.plan_long_chunk(None, 1, 132, 262144, False) == 0
+    # length-aware plans: the chunk of one program an SM at the capacity, at least 4096; fixed plans (batch 1): 4096
+    assert [splits.plan_long_chunk(None, h, 132, c) for h, c in [(1, 1 << 19), (1, 1 << 20), (2, 1 << 18),
+                                                                 (2, 1 << 19), (4, 1 << 19)]] == [4096, 8192, 4096,
+                                                                                                  8192, 0]
+    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
+    with pytest.raises(ValueError, match="expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got 0"):
+        splits.plan_long_chunk(None, 0, 132, 1 << 19)
+    assert len(_planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
         assert len(_planned([capacity], 1, capacity)) == chunks, capacity
         assert len(_planned([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)

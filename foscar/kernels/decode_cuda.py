@@ -259,17 +259,18 @@ def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
     return plan_min_chunk(target_chunks, cache.num_kv_heads, device_sm_count(device), short_chunks_choice())
 
 
-def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None) -> int:
-    """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan for ``cache``:
-    :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV heads and capacity and the device's SMs (4096 or
-    more at one or two KV heads on 132 SMs where the plan chose the split count, ``num_splits`` None, and
-    ``FOSCAR_LONG_CHUNKS`` allows long chunks; else 0; bench/NOTES.md §105, §106).
+def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixed_splits: int = 0) -> int:
+    """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan for ``cache``, whose fixed split
+    count is ``fixed_splits`` (0: length-aware): :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV
+    heads and capacity and the device's SMs (4096 or more at one or two KV heads on 132 SMs where the plan chose the
+    split count, ``num_splits`` None, and ``FOSCAR_LONG_CHUNKS`` allows long chunks; else 0; bench/NOTES.md §105,
+    §106).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
     return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
-                           long_chunks_choice())
+                           long_chunks_choice(), fixed_splits)
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

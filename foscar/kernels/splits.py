@@ -179,20 +179,21 @@ def long_chunks_choice() -> bool:
 
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
-                    long_chunks: bool = True) -> int:
+                    long_chunks: bool = True, fixed_splits: int = 0) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
-    ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs; 0 where the plan's
-    ``num_splits`` is the caller's, where ``long_chunks`` is False, or where one sequence's chunks at one program an SM
-    (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132
-    SMs). Else the chunk that spreads a sequence at the capacity over one program an SM, at least
-    :data:`LONG_CHUNK_TOKENS`: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to
-    256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K).
+    ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
+    ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's, where
+    ``long_chunks`` is False, or where one sequence's chunks at one program an SM (``pow2_floor(num_sms /
+    num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132 SMs).
 
-    With it the kernel lets a sequence take more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks while each keeps at
-    least ``long_chunk`` tokens, so at most one program an SM at the capacity: the fixed path (a batch of one, past 32
-    chunks) cuts a length in chunks of at least ``min(long_chunk, ceil(length / 32))``, and the length-aware path's
-    least chunk is ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`,
-    :func:`schedule`; bench/NOTES.md §105, §106). Below a capacity of ``32 * long_chunk`` nothing changes.
+    Else, for a fixed plan (a batch of one), :data:`LONG_CHUNK_TOKENS`: its fixed path cuts a length in more than 32
+    chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the plan's count
+    already bounds the chunks). For a length-aware plan, the chunk that spreads a sequence at the capacity over one
+    program an SM, at least 4096: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to
+    256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is
+    ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence
+    takes more than 32 chunks only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a
+    capacity of ``32 * long_chunk`` nothing changes.
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, or a negative ``max_seq_len``.
@@ -203,6 +204,8 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
     if num_splits is not None or not long_chunks or one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
+    if fixed_splits > 0:
+        return LONG_CHUNK_TOKENS
     per = -(-max_seq_len // one_sequence)
     return min(max(LONG_CHUNK_TOKENS, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
 
