@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 61, call 2. Run from the repository root through scripts/gpu_offline.sh (carry .offline), at most LIMIT
 # (default 540) s. A head_dim-128 build (FOSCAR_ONLY_HEAD_DIM=128: the same kernels as the default build there), then
+# T (either GPU): the long-chunk GPU tests again, on commit 64dffd6's plans (a batch of one's fixed plan keeps 4096 at
+#   two KV heads). Expected: all pass. Then
 # on an H200: session 60's s60c1.sh unchanged in substance (its header's expectations, written in session 60, stand):
 #   B: issue 12's open target, `foscar bench` INT2 BF16 operands, FOSCAR's CUDA kernel only, batches 8 / 32 / 64 x
 #      contexts 8K / 32K / 128K with read floors. Expected 4-5 of the 8 points of batch x context >= 256K at 85%
@@ -23,6 +25,10 @@ HD="FOSCAR_ONLY_HEAD_DIM=128"
 FOSCAR_NVCC_DEFINES="$HD" MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' \
   > $W/build.log 2>&1
 echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
+FOSCAR_NVCC_DEFINES="$HD" timeout 90 python -m pytest -m gpu -n 4 -v -rfE --tb=short -p no:cacheprovider \
+  tests/test_ragged_gpu.py -k "past_batch_one or long_sequence_alone" > $W/pytest-t.log 2>&1
+echo "T: pytest rc=$? left=$(left): $(tail -1 $W/pytest-t.log)"; grep -E 'FAILED|ERROR' $W/pytest-t.log | head -20
+cp $W/pytest-t.log $OUT/pytest-t.txt
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   FOSCAR_NVCC_DEFINES="$HD" timeout $(( $(left) - 150 )) foscar bench --arch h200 --bits 2 --operand bf16 \
     --kernel foscar-cuda --grid sweep --batch 8 --batch 32 --batch 64 --context 8192 --context 32768 \
