@@ -191,7 +191,7 @@ class DecodePlan:
             cache passed to :meth:`run` (the decode kernel's rule) instead of reading the kernel's chunk table, before
             it waits for the decode kernel (:func:`foscar.kernels.merge_triton.from_lengths_choice`,
             ``FOSCAR_MERGE_FROM_LENGTHS=1`` when the plan was made, off by default; length-aware plans without the
-            speculation, of at most 1024 sequences, in a build with the 32-chunk bound,
+            speculation, of at most 1024 sequences, in a build with the 32-chunk bound (or long chunks),
             :data:`foscar.kernels.decode_cuda.SEQ_CHUNK_CAP_BUILT`; bench/NOTES.md §61, §101).
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
@@ -452,7 +452,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                         and merge_triton.speculation_window(fixed, head_dim) > 0)
         if fixed_window:
             predicted = fixed
-        # (not in a FOSCAR_SEQ_CHUNK_CAP=0 build: the derived ranges assume the kernel's 32-chunk bound, NOTES §101)
+        # (not in a FOSCAR_SEQ_CHUNK_CAP=0 build: the derived ranges assume the kernel's floor of 32 chunks or long
+        # chunks, NOTES §101, §106)
         from_lengths = (seq_chunks is not None and fixed == 0 and not predicted and decode_cuda.SEQ_CHUNK_CAP_BUILT
                         and batch <= merge_triton.MAX_DERIVE_BATCH and merge_triton.from_lengths_choice())
         return DecodePlan(

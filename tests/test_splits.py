@@ -335,6 +335,9 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
                                                                  (2, 1 << 19), (4, 1 << 19)]] == [4096, 8192, 4096,
                                                                                                   8192, 0]
     assert splits.plan_long_chunk(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
+    # fixed plans keep 4096 at any KV head count (past 1M tokens a fixed plan has more than 32 chunks at 3-8 KV heads)
+    assert splits.plan_long_chunk(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
+    assert len(_planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
     with pytest.raises(ValueError, match="expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got 0"):
         splits.plan_long_chunk(None, 0, 132, 1 << 19)
     assert len(_planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
@@ -352,18 +355,18 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
             assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
 
 
-def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS):
+def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0):
     """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
     lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
     ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
     fit at the first chunk size (the kernel then takes the general path). ``min_chunk``: the plan's least chunk
-    (``splits.plan_min_chunk``)."""
+    (``splits.plan_min_chunk``); ``long_chunk``: its long chunk (``splits.plan_long_chunk``)."""
     batch = len(lengths)
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
     total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
     longest = max(max(held, default=0) for held in lanes)  # one redux.sync max
-    chunk = splits.first_chunk(total, target_chunks, longest, min_chunk)
+    chunk = splits.first_chunk(total, target_chunks, longest, min_chunk, long_chunk)
     recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
     counts = []
     for held in lanes:
@@ -420,7 +423,7 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
     fitted = 0
     for _ in range(60):
         batch = rng.choice([1, 2, 31, 32, 33, rng.randrange(1, 129), 64, 127, 128])
-        capacity = rng.choice([16, 512, 600, 4096, 32768, 131072, 1 << 20])
+        capacity = rng.choice([16, 512, 600, 4096, 32768, 131072, 1 << 19, 1 << 20])
         heads = rng.choice([1, 2, 8, 32])
         sms = rng.choice([4, 132])
         slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([None, 2, 4]))
@@ -428,14 +431,15 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
         if fixed:  # one chunk per sequence: the kernel takes its fixed path (NOTES §48); check the length-aware
             fixed, target = 0, slots  # schedule over the same slots (these plans before §48) instead
         least = splits.plan_min_chunk(target, heads, sms)  # the plan's least chunk, 256 or 512 (NOTES §103)
-        work = splits.schedule(lengths, slots, fixed, target, least)
-        if _one_pass(lengths, slots, target, 0, least) is None:
+        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)  # its long chunk (NOTES §106)
+        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk)
+        if _one_pass(lengths, slots, target, 0, least, long_chunk) is None:
             continue
         fitted += 1
         # every slot with work, the first few past the last chunk, and the grid's last slot
         for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
             want = work[slot] if slot < len(work) else ()
-            assert _one_pass(lengths, slots, target, slot, least) == want, (lengths, slots, target, slot)
+            assert _one_pass(lengths, slots, target, slot, least, long_chunk) == want, (lengths, slots, target, slot)
     assert fitted >= 20  # the one pass was exercised, not only the fall-through
 
 

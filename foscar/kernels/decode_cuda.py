@@ -79,8 +79,9 @@ def defined_value(flags: tuple[str, ...], name: str) -> str | None:
 
 # the extension holds the in-kernel merge: unless FOSCAR_FUSED_MERGE=0 came through FOSCAR_NVCC_DEFINES or _FLAGS
 FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
-# the kernel's length-aware schedule gives no sequence more than 32 chunks (longest_chunk_floor), as the host mirror
-# (splits.schedule) and the merge kernel's ranges from the lengths (merge_triton._derived_chunks) assume: unless built
+# the kernel's length-aware schedule gives no sequence more than 32 chunks, or only chunks of at least the plan's
+# long_chunk (longest_chunk_floor), as the host mirror (splits.schedule) and the merge kernel's ranges from the lengths
+# (merge_triton._derived_chunks) assume: unless built
 # with FOSCAR_SEQ_CHUNK_CAP=0 (an A/B build, bench/NOTES.md §101), whose plans then read the kernel's chunk table
 SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
 

@@ -182,13 +182,14 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
                     long_chunks: bool = True, fixed_splits: int = 0) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
-    ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's, where
-    ``long_chunks`` is False, or where one sequence's chunks at one program an SM (``pow2_floor(num_sms /
-    num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132 SMs).
+    ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
+    ``long_chunks`` is False.
 
-    Else, for a fixed plan (a batch of one), :data:`LONG_CHUNK_TOKENS`: its fixed path cuts a length in more than 32
-    chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the plan's count
-    already bounds the chunks). For a length-aware plan, the chunk that spreads a sequence at the capacity over one
+    Else, for a fixed plan (a batch of one), :data:`LONG_CHUNK_TOKENS` (as in session 60): its fixed path cuts a length
+    in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the
+    plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
+    SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132
+    SMs); else the chunk that spreads a sequence at the capacity over one
     program an SM, at least 4096: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to
     256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is
     ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence
@@ -201,11 +202,13 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0:
         raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got "
                          f"{num_kv_heads}, {num_sms}, {max_seq_len}")
-    one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
-    if num_splits is not None or not long_chunks or one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
+    if num_splits is not None or not long_chunks:
         return 0
-    if fixed_splits > 0:
+    if fixed_splits > 0:  # (also where the plan cuts past 32 chunks only in chunks of 32768: capacities over 1M)
         return LONG_CHUNK_TOKENS
+    one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
+    if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
+        return 0
     per = -(-max_seq_len // one_sequence)
     return min(max(LONG_CHUNK_TOKENS, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
 
@@ -338,7 +341,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     path cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
     (:func:`plan_long_chunk`). Since session 61 the same holds past batch 1 (§106): the cap is ``min(pow2_floor(
     num_sms / (batch * num_kv_heads)), max_seq_len // 4096)`` where that is more than 32 (at one KV head on 132 SMs,
-    batch 2 at 256K or more: 64 chunks a sequence), and the kernel's length-aware chunks take the plan's long chunk
+    batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's length-aware chunks take the plan's long chunk
     as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long sequence among short ones
     takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 4 or more KV heads on 132 SMs one
     program an SM is at most 32 chunks a sequence: no change.

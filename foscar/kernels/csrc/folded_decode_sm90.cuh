@@ -201,8 +201,8 @@ namespace foscar {
 #ifndef FOSCAR_ONE_CHUNK_PATH
 #define FOSCAR_ONE_CHUNK_PATH 1
 #endif
-// 1 (default): the length-aware schedule gives no sequence more than kMaxSeqChunks chunks (longest_chunk_floor;
-// bench/NOTES.md §101); 0: the kernel's schedule before session 57, without that floor (for A/B; the plans keep
+// 1 (default): the length-aware schedule gives no sequence more than kMaxSeqChunks chunks, or only chunks of at least
+// p.long_chunk (longest_chunk_floor; bench/NOTES.md §101, §106); 0: the kernel's schedule before session 57, without that floor (for A/B; the plans keep
 // their cap, and read the chunk table: decode_cuda.SEQ_CHUNK_CAP_BUILT)
 #ifndef FOSCAR_SEQ_CHUNK_CAP
 #define FOSCAR_SEQ_CHUNK_CAP 1
@@ -723,7 +723,8 @@ constexpr int kMaxChunk = 32768;                   // first choice of chunk at m
 static_assert(kChunkAlign == 256 && kMinChunk == 2 * kChunkAlign && kShortChunk == kChunkAlign,
               "splits.py mirrors these values");
 constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at most (chunk arithmetic stays in int)
-// length-aware chunks: no sequence in more than this many (MAX_CHUNKS_PER_SEQUENCE in splits.py): the in-kernel
+// length-aware chunks: no sequence in more than this many (MAX_CHUNKS_PER_SEQUENCE in splits.py), unless each is at
+// least the plan's long_chunk (one or two KV heads, bench/NOTES.md §106): the in-kernel
 // merge takes up to 32 in one round of loads at head_dim 128 and more in rounds of 16, each an L2 round trip on the
 // sequence's last CTA; at one KV head, 128 chunks of 256 tokens took INT2 1 x 32K 20.5 us where 32 of 1K took 9.6
 // (bench/NOTES.md §101)
@@ -824,9 +825,9 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 // bench/NOTES.md §106)
 __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest) {
   if (!FOSCAR_SEQ_CHUNK_CAP) return 0;
-  const int floor =
+  const int least =
       min(((longest + kMaxSeqChunks - 1) / kMaxSeqChunks + kChunkAlign - 1) / kChunkAlign * kChunkAlign, kMaxChunk);
-  return p.long_chunk ? min(floor, p.long_chunk) : floor;
+  return p.long_chunk ? min(least, p.long_chunk) : least;
 }
 
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra

@@ -23,7 +23,8 @@
 // the num_slots slots (num_slots >= batch; chunk T / target_chunks, at least min_chunk tokens: 512, or 256 where the
 // plan's target fits one CTA an SM, foscar/kernels/splits.py plan_min_chunk; grown until the chunks fit).
 // long_chunk: 0, or a multiple of 256 up to 32768 with which a fixed_splits above 32 cuts a length in chunks of at
-// least min(long_chunk, ceil(length / 32)) tokens (a plan made for the capacity: splits.plan_long_chunk).
+// least min(long_chunk, ceil(length / 32)) tokens, and the length-aware chunks' least is min(ceil(longest / 32),
+// long_chunk) instead of ceil(longest / 32) (a plan made for the capacity: splits.plan_long_chunk).
 // k_block: 0 for token-wise K (k_scale / k_offset like
 // V's), or 32 / 64 / 128 for channel-wise K (k_scale / k_offset [batch, num_kv_heads,
 // ceil(max_seq_len / k_block), head_dim]; paged: [num_pages, num_kv_heads, page_size / k_block,
