@@ -218,9 +218,10 @@ class DecodePlan:
         long_chunk: tokens; the CUDA kernel gives a sequence more than 32 chunks only of at least this many tokens
             (a batch of one cut in more than 32: chunks of at least ``min(long_chunk, ceil(length / 32))``; a
             length-aware plan: a least chunk of ``min(ceil(longest / 32), long_chunk)``), so a sequence at the
-            capacity runs on up to one CTA an SM: 4096 (a batch of one) or more (length-aware plans) at one or two KV
-            heads where the plan chose the split count (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
-            bench/NOTES.md §105, §106), 0 elsewhere, for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
+            capacity runs on up to one CTA an SM. Where the plan chose the split count
+            (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
+            bench/NOTES.md §105, §106): 4096 for a batch of one (fixed plans), 4096 or more for length-aware plans at
+            one or two KV heads; else 0, as for a fixed ``num_splits`` (cut as asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself

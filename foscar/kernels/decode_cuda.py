@@ -263,9 +263,9 @@ def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
 def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixed_splits: int = 0) -> int:
     """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan for ``cache``, whose fixed split
     count is ``fixed_splits`` (0: length-aware): :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV
-    heads and capacity and the device's SMs (4096 or more at one or two KV heads on 132 SMs where the plan chose the
-    split count, ``num_splits`` None, and ``FOSCAR_LONG_CHUNKS`` allows long chunks; else 0; bench/NOTES.md §105,
-    §106).
+    heads and capacity and the device's SMs. Where the plan chose the split count (``num_splits`` None) and
+    ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
+    KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
