@@ -189,12 +189,12 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the
     plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
     SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132
-    SMs); else the chunk that spreads a sequence at the capacity over one
-    program an SM, at least 4096: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to
-    256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is
-    ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence
-    takes more than 32 chunks only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a
-    capacity of ``32 * long_chunk`` nothing changes.
+    SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
+    ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up
+    to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
+    long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks
+    only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a capacity of ``32 *
+    long_chunk`` nothing changes.
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, or a negative ``max_seq_len``.
@@ -204,7 +204,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
                          f"{num_kv_heads}, {num_sms}, {max_seq_len}")
     if num_splits is not None or not long_chunks:
         return 0
-    if fixed_splits > 0:  # (also where the plan cuts past 32 chunks only in chunks of 32768: capacities over 1M)
+    if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
     one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
@@ -341,10 +341,10 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     path cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
     (:func:`plan_long_chunk`). Since session 61 the same holds past batch 1 (§106): the cap is ``min(pow2_floor(
     num_sms / (batch * num_kv_heads)), max_seq_len // 4096)`` where that is more than 32 (at one KV head on 132 SMs,
-    batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's length-aware chunks take the plan's long chunk
-    as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long sequence among short ones
-    takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 4 or more KV heads on 132 SMs one
-    program an SM is at most 32 chunks a sequence: no change.
+    batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's length-aware chunks
+    take the plan's long chunk as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long
+    sequence among short ones takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 4 or more
+    KV heads on 132 SMs one program an SM is at most 32 chunks a sequence: no change.
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
