@@ -327,7 +327,8 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     capacity (at one KV head on 132 SMs: 64 at 256K, 128 at 512K; 32 at 128K as before; bench/NOTES.md §105). The
     kernel's fixed path cuts a shorter length in chunks of at least min(4096, length / 32): in a 256K cache planned at
     64, 40000 tokens take 32 chunks of 1280 (not 53 of 768), 200000 take 49 of 4096. A caller's fixed num_splits
-    (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (long_chunk 0)."""
+    (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (a length-aware plan's long_chunk is 0; a
+    fixed plan's 4096 binds only past 32 chunks)."""
     assert splits.plan_long_chunk(None, 1, 132, 262144) == splits.LONG_CHUNK_TOKENS == 4096
     assert splits.plan_long_chunk(64, 1, 132, 262144) == splits.plan_long_chunk(None, 1, 132, 262144, False) == 0
     # length-aware plans: the chunk of one program an SM at the capacity, at least 4096; fixed plans (batch 1): 4096
