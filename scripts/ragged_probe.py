@@ -76,16 +76,13 @@ def main(out_dir: str) -> int:
             q, cache = _cache(lengths, capacity, bits, dev)
             try:  # the length-aware schedule (absent before it existed: scripts/gpu_ab-style old trees)
                 slots, fixed, target = decode_cuda.plan_splits(cache, dev)
-                if hasattr(decode_cuda, "plan_long_chunk_of"):  # the floor past 32 chunks (session 61's signature;
-                    # a session-60 tree's raises TypeError below: chunks -1)
-                    least = decode_cuda.plan_min_chunk_of(cache, dev, target)
-                    chunks = len(splits.schedule(lengths, slots, fixed, target, least,
-                                                 decode_cuda.plan_long_chunk_of(cache, dev, None, fixed)))
-                elif hasattr(decode_cuda, "plan_min_chunk_of"):  # the plan's least chunk (session 59 on)
-                    least = decode_cuda.plan_min_chunk_of(cache, dev, target)
-                    chunks = len(splits.schedule(lengths, slots, fixed, target, least))
-                else:
-                    chunks = len(splits.schedule(lengths, slots, fixed, target))
+                extra = []  # the plan's least chunk (session 59 on) and long chunk (session 61's signature; a
+                # session-60 tree's raises TypeError below: chunks -1)
+                if hasattr(decode_cuda, "plan_min_chunk_of"):
+                    extra.append(decode_cuda.plan_min_chunk_of(cache, dev, target))
+                if hasattr(decode_cuda, "plan_long_chunk_of"):
+                    extra.append(decode_cuda.plan_long_chunk_of(cache, dev, None, fixed))
+                chunks = len(splits.schedule(lengths, slots, fixed, target, *extra))
             except (TypeError, AttributeError):
                 chunks = -1
             read = cache.bytes_read()
