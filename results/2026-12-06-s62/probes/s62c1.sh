@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 62, call 1: session 61's s61c2.sh (never run), unchanged in substance; its expectations stand, written
-# before. Run from the repository root through scripts/gpu_offline.sh (carry .offline), at most LIMIT (default 540) s. A head_dim-128 build (FOSCAR_ONLY_HEAD_DIM=128: the same kernels as the default build there), then
+# before. Run from the repository root through scripts/gpu_offline.sh (carry .offline), at most LIMIT (default 540) s.
+# A head_dim-128 build (FOSCAR_ONLY_HEAD_DIM=128: the same kernels as the default build there), then
 # T (either GPU): the long-chunk GPU tests again, on commit 64dffd6's plans (a batch of one's fixed plan keeps 4096 at
 #   two KV heads). Expected: all pass. Then
 # on an H200: session 60's s60c1.sh unchanged in substance (its header's expectations, written in session 60, stand):
