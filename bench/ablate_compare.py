@@ -67,7 +67,7 @@ def compare_ablations(base: AblationRun, new: AblationRun, threshold: float = 0.
             why = [f"{'not in' if r is None else r['status'] + ' in'} {side}" for side, r in (("base", rb), ("new", rn))
                    if not _timed(r)]  # fmt: skip
             unmatched.append({**ident, "base_status": rb and rb["status"], "new_status": rn and rn["status"],
-                              "reason": "; ".join(why)})  # fmt: skip
+                              "reason": "; ".join(why), "one_sided": _timed(rb) != _timed(rn)})  # fmt: skip
             continue
         bt = tuple(float(rb[c]) if is_finite(rb[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))
         nt = tuple(float(rn[c]) if is_finite(rn[c]) else math.nan for c in ("median_us", "p20_us", "p80_us"))

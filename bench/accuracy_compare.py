@@ -71,7 +71,8 @@ def compare_accuracy(base: pd.DataFrame, new: pd.DataFrame, base_info: dict[str,
         if rb is None or rn is None or rb["status"] not in MEASURED or rn["status"] not in MEASURED:
             why = [f"{'not in' if r is None else str(r['status']) + ' in'} {side}" for side, r in (("base", rb), ("new", rn))
                    if r is None or r["status"] not in MEASURED]  # fmt: skip
-            unmatched.append({**ident, "reason": "; ".join(why)})
+            measured = [r is not None and r["status"] in MEASURED for r in (rb, rn)]
+            unmatched.append({**ident, "reason": "; ".join(why), "one_sided": measured[0] != measured[1]})
             continue
         row: dict[str, Any] = {**ident, "base_status": rb["status"], "new_status": rn["status"], "metrics": {}}
         verdicts = []

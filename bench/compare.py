@@ -36,8 +36,9 @@ Every field that changes the workload takes part in the match: the shape (batch,
 context, heads, head_dim), the format (cache bits, group size, operand mode, K layout),
 the page size and the workload (length distribution, the lengths themselves, the cache
 capacity); see :data:`MATCH_KEYS`. Rows timed in only one run (or in neither) are listed
-as unmatched, with the fields in which the other run's nearest rows differ; they fail
-the comparison only under ``--strict``. When the two runs' configurations (meta.json
+as unmatched, with the fields in which the other run's nearest rows differ. Under ``--strict``
+a row timed in one run only fails the comparison (:func:`strict_failures`); a row timed in
+neither (skipped or failed in both, e.g. a kernel that does not support the point) does not. When the two runs' configurations (meta.json
 ``config``) or GPUs differ, a note says so.
 
 Where both runs timed a row's read floor (``foscar bench --read-floor``: a plain read of the row's bytes, timed as
@@ -132,6 +133,7 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05) -> dict[str, Any]
                 "base_status": _status(rb),
                 "new_status": _status(rn),
                 "reason": _unmatched_reason(rb, rn, b_timed, n_timed, b if rb is None else n, ref),
+                "one_sided": b_timed != n_timed,  # timed in one run only: what --strict fails on
             })  # fmt: skip
             continue
         bt = (float(rb["median_us"]), _f(rb["p20_us"]), _f(rb["p80_us"]))
@@ -227,13 +229,21 @@ def save_json(obj: Any, path: Path) -> None:
         raise FoscarError(f"cannot write {path}: {e.strerror}") from None
 
 
+def strict_failures(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The unmatched rows that ``--strict`` fails on: those timed (measured) in one run only. A row untimed in both
+    runs (skipped or failed in each: a point the kernel does not support) compares nothing and fails nothing.
+    ``result``: a comparison of any kind; an unmatched row without ``one_sided`` counts."""
+    return [u for u in result["unmatched"] if u.get("one_sided", True)]
+
+
 def exit_code(result: dict[str, Any], strict: bool = False) -> int:
     """:data:`~bench.errors.EXIT_USAGE` (2) where no row matched (verdict :data:`NOTHING_COMPARED`; bench runs: no
     FOSCAR row, so a gate over them would pass without comparing anything of FOSCAR's); 1 for a regression (or, under
-    ``strict``, any unmatched row); else 0. ``result``: a comparison of any kind (bench, ablate, accuracy)."""
+    ``strict``, a row timed in one run only: :func:`strict_failures`); else 0. ``result``: a comparison of any kind
+    (bench, ablate, accuracy)."""
     if result["verdict"] == NOTHING_COMPARED:
         return EXIT_USAGE
-    return EXIT_REGRESSION if result["regression"] or (strict and result["unmatched"]) else EXIT_OK
+    return EXIT_REGRESSION if result["regression"] or (strict and strict_failures(result)) else EXIT_OK
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ Exit codes of the ``foscar`` commands:
 
 * :data:`EXIT_OK` (0): done, nothing to report;
 * :data:`EXIT_REGRESSION` (1): ``foscar compare`` found a regression (or, with
-  ``--strict``, an unmatched row);
+  ``--strict``, a row timed in one run only);
 * :data:`EXIT_USAGE` (2): a bad input, refused before any work (one line on stderr;
   ``foscar --debug ...`` or ``FOSCAR_DEBUG=1`` shows the traceback); also ``foscar compare``
   of two runs that share no row (verdict ``none``: nothing was compared);

@@ -26,7 +26,7 @@ CompareFormatOpt = Annotated[
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs (not one untimed in both).")]
 
 
 @app.command()
@@ -53,7 +53,7 @@ def compare(
     measured in only one run are listed (a failure with --strict); where no row of the runs' own kernels (FOSCAR's in
     bench and ablate runs; any row in accuracy runs) was measured in both: verdict none, exit 2.
     """
-    from bench.compare import exit_code, save_json, to_json
+    from bench.compare import exit_code, save_json, strict_failures, to_json
     from bench.study import compare_paths
     from bench.tables import make_console
 
@@ -66,8 +66,9 @@ def compare(
         typer.echo(to_json(result), nl=False)
     elif fmt is OutputFormat.quiet:  # the verdict only; why --strict fails a run whose verdict is fine, on stderr
         typer.echo(result["verdict"])
-        if strict and result["unmatched"] and not result["regression"] and result["verdict"] != "none":
-            typer.echo(f"--strict: {len(result['unmatched'])} unmatched row(s)", err=True)
+        failing = strict_failures(result)
+        if strict and failing and not result["regression"] and result["verdict"] != "none":
+            typer.echo(f"--strict: {len(failing)} row(s) timed in one run only", err=True)
     else:
         found.render(result, make_console(), show_all)
     code = exit_code(result, strict)
