@@ -88,6 +88,8 @@ AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note
 # a point for the clock (every match key but the kernel variant): its rows run one after another, so one row's
 # clock note makes the whole point ambiguous in that comparison (module doc)
 CLOCK_POINT_KEYS = [k for k in MATCH_KEYS if k not in ("kernel", "bits", "operand")]
+# the least width of the tables' series, number and verdict columns (never cropped in a narrow terminal)
+NUMBER_WIDTHS = {"series": 10, "points": 6, "ratio": 5, "time": 6, "vs floor": 8, "verdict": 9}
 
 
 def overall_verdict(order: tuple[str, ...], counts: list[dict[str, int]], compared: bool) -> str:
@@ -421,7 +423,9 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
                       *((("vs floor", "right"),) if g_floor else ()),
                       ("base spread", "right"), ("new spread", "right"), ("verdict", "left")):  # fmt: skip
-        gt.add_column(col, justify=just, no_wrap=True)
+        # in a narrow terminal the series' names wrap; the numbers and the verdict keep their width
+        gt.add_column(col, justify=just, no_wrap=col not in ("series", "base spread", "new spread"), overflow="fold",
+                      min_width=NUMBER_WIDTHS.get(col))  # fmt: skip
     for g in result["geomeans"]:
         gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
                    *((_ratio(g.get("floor_ratio")),) if g_floor else ()),
@@ -430,17 +434,26 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     if result["geomeans"]:
         console.print(gt)
 
-    shown = [r for r in result["rows"] if show_all or r["verdict"] != "same"]
-    hidden = len(result["rows"]) - len(shown)
-    caption = f"{hidden} rows within ±{percent(t)} (same) not shown; --all lists them" if hidden else None
-    rt = Table(title="Rows (most alarming first)", title_justify="left", caption=caption)
+    # by default neither the rows within the threshold nor the baselines' ambiguous rows (never judged, and the
+    # baselines never gate): FOSCAR's rows first, each side most alarming first
+    shown = [r for r in result["rows"]
+             if show_all or (r["verdict"] != "same" and not (r["baseline"] and r["verdict"] == AMBIGUOUS))]
+    n_same = sum(r["verdict"] == "same" for r in result["rows"])
+    hidden = [f"{n_same} within ±{percent(t)} (same)"] if n_same and not show_all else []
+    if len(result["rows"]) - len(shown) > n_same and not show_all:
+        hidden.append(f"{len(result['rows']) - len(shown) - n_same} of the baselines' ambiguous")
+    caption = f"rows not shown: {' and '.join(hidden)}; --all lists them" if hidden else None
+    rt = Table(title="Rows (FOSCAR's first, most alarming first)", title_justify="left", caption=caption)
     r_floor = any(r.get("floor_ratio") is not None for r in shown)
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
                       ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"),
                       *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
-        # (the verdict whole even where the table is wider than a non-terminal console's 160 columns)
-        rt.add_column(col, justify=just, no_wrap=True, min_width={"verdict": 9, "cache": 8, "time": 6}.get(col))
-    for r in sorted(shown, key=lambda r: (VERDICT_ORDER.index(r["verdict"]), -abs(math.log(r["ratio"])))):
+        # in a narrow terminal (or past a non-terminal console's 160 columns) the labels and times wrap; the ratio,
+        # the change and the verdict keep their width
+        wraps = col in ("series", "point", "cache") or col.endswith("(p20-p80)")
+        rt.add_column(col, justify=just, no_wrap=not wraps, overflow="fold", min_width=NUMBER_WIDTHS.get(col))
+    for r in sorted(shown, key=lambda r: (bool(r["baseline"]), VERDICT_ORDER.index(r["verdict"]),
+                                          -abs(math.log(r["ratio"])))):  # fmt: skip
         rt.add_row(r["series"], r["point"], _cache_cell(r),
                    _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
                    _us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
@@ -454,7 +467,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
                       f"or at a point where a row was (not judged, not in the geometric means); first: "
                       f"{ambiguous[0]['clock_note']}")  # fmt: skip
     elif result["rows"] and not shown:
-        console.print(f"all {hidden} matched rows within ±{percent(t)} (same)")
+        console.print(f"all {n_same} matched rows within ±{percent(t)} (same)")
 
     if result["unmatched"] and len(result["unmatched"]) > UNMATCHED_ROWS_SHOWN:
         # many (a run with new kernels or operand modes): one line per series and statuses

@@ -432,3 +432,29 @@ def test_an_empty_speedup_table_says_why():
     console.print(summary_table({"geomean_speedup": {"foscar-triton/int2/bf16": 2.0},
                                  "num_points": {"foscar-triton/int2/bf16": 3}}, interpreter=False))
     assert "no point has" not in console.export_text()
+
+
+def test_compare_table_in_a_narrow_terminal_keeps_ratio_and_verdict(tmp_path):
+    """At 100 columns the labels wrap, the ratio and the verdict stay whole; FOSCAR's rows come before the
+    baselines', and the baselines' ambiguous rows are left to --all (counted in the caption)."""
+    from rich.console import Console
+
+    from bench.compare import compare_runs, render
+    from bench.rundir import load_run
+
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", slow=1.2, baseline_slow=1.2)
+    result = compare_runs(load_run(a), load_run(b))
+    console = Console(record=True, width=100)
+    render(result, console)
+    text = console.export_text()
+    rows = text[text.index("Rows (FOSCAR's first"):]
+    assert "slower" in rows and "1.200" in rows and "…" not in rows
+    kernels = [line.split("│")[1].strip() for line in rows.splitlines() if line.startswith("│ f")]
+    assert kernels and kernels[0].startswith("foscar") and any(k.startswith("flashinfer") for k in kernels)
+    assert max(i for i, k in enumerate(kernels) if k.startswith("foscar")) < \
+        min(i for i, k in enumerate(kernels) if k.startswith("flashinfer"))
+    result["rows"][-1].update(verdict="ambiguous", baseline=True)  # a baseline row timed at a held-down clock
+    console = Console(record=True, width=100)
+    render(result, console)
+    assert "1 of the baselines' ambiguous; --all lists them" in " ".join(console.export_text().split())
