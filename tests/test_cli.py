@@ -293,3 +293,10 @@ def test_every_commands_help_fits_80_columns_uncut():
         assert "…" not in result.output, (name, [line for line in result.output.splitlines() if "…" in line])
         helps[name] = result.output
     assert "[timing]" in helps["bench"] and "--no-read-floor" in helps["bench"]
+
+
+def test_eval_model_refuses_a_group_size_before_loading_transformers(capsys, monkeypatch):
+    """--group-size is checked in the command, as bench / accuracy check theirs: no model load, no config name."""
+    monkeypatch.setitem(sys.modules, "bench.eval_model", None)  # importing it would fail: the check must come first
+    code, _, err = run_main(capsys, "eval-model", "--random-init", "configs/hf/tiny-qwen3.json", "--group-size", "48")
+    _one_line_error(code, err, "--group-size 48: expected one of 32, 64, 128")

@@ -31,6 +31,7 @@ from bench.cli.options import (
 )
 from bench.config import SUPPORTED_GROUP_SIZES
 from bench.engine import OutputFormat
+from bench.errors import check_choices
 
 
 EvalBitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several; default 4).")]
@@ -77,6 +78,7 @@ def eval_model(
     eval_model.png and report.md. Needs the hf extra (transformers, safetensors; README).
     Rerunning the same command with the same --out DIR resumes it.
     """
+    check_choices("--group-size", group_sizes, SUPPORTED_GROUP_SIZES)  # before transformers loads (seconds)
     from bench.eval_model import EvalOptions, run_eval_model
 
     opts = build_options(EvalOptions, ctx, bits=bit_widths(bits), rotation=rotation.value, backend=backend.value,
