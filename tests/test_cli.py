@@ -300,3 +300,18 @@ def test_eval_model_refuses_a_group_size_before_loading_transformers(capsys, mon
     monkeypatch.setitem(sys.modules, "bench.eval_model", None)  # importing it would fail: the check must come first
     code, _, err = run_main(capsys, "eval-model", "--random-init", "configs/hf/tiny-qwen3.json", "--group-size", "48")
     _one_line_error(code, err, "--group-size 48: expected one of 32, 64, 128")
+
+
+def test_help_shows_allowed_values_and_no_value_for_flags():
+    """Flags with a fixed set of values show it as the metavar; on/off flags show none (typer's "<bool>" read as if
+    the flag took a value); model-speed's --group-size and accuracy's --head-dim list what they take."""
+    runner = CliRunner()
+    env = {"COLUMNS": "200"}
+    bench = runner.invoke(foscar_cli.app, ["bench", "--help"], env=env).output
+    assert "<shuffled|in-order>" in bench and "<sweep|ragged>" in bench and "<bf16|fp8>" in bench
+    for command in ("bench", "compare", "accuracy", "model-speed", "eval-model", "merge"):
+        text = runner.invoke(foscar_cli.app, [command, "--help"], env=env).output
+        flags = [ln for ln in text.splitlines() if "<bool>" in ln and "--help" not in ln]
+        assert not flags, (command, flags)
+    assert "32, 64, 128" in runner.invoke(foscar_cli.app, ["model-speed", "--help"], env=env).output
+    assert "64, 128, 256" in runner.invoke(foscar_cli.app, ["accuracy", "--help"], env=env).output

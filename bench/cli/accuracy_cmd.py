@@ -11,6 +11,7 @@ import typer
 from bench.accuracy_grid import DATA_KIND_NAMES, VARIANT_NAMES
 from bench.cli.app import app
 from bench.cli.options import (
+    FLAG,
     BitsOpt,
     DebugOpt,
     DevicesOpt,
@@ -25,7 +26,7 @@ from bench.cli.options import (
     run_command,
     sharding,
 )
-from bench.config import SUPPORTED_GROUP_SIZES
+from bench.config import SUPPORTED_GROUP_SIZES, SUPPORTED_HEAD_DIMS
 from bench.engine import OutputFormat
 from bench.errors import check_choices
 
@@ -34,7 +35,7 @@ DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
 
 AccSmokeOpt = Annotated[
     bool,
-    typer.Option("--smoke", help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
+    typer.Option("--smoke", metavar=FLAG, help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
                  "group size 128) that the Triton interpreter runs on CPU in seconds."),
 ]  # fmt: skip
 AccGroupOpt = Annotated[
@@ -50,12 +51,14 @@ AccBatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Batc
 AccContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens per sequence (default 8192; smoke 64).")]
 AccQoOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (default 32; smoke 4).")]
 AccKvOpt = Annotated[Optional[int], typer.Option("--num-kv-heads", min=1, help="KV heads (default 8; smoke 1).")]
-AccDimOpt = Annotated[Optional[int], typer.Option("--head-dim", min=1, help="Head dimension (default 128).")]
+AccDimOpt = Annotated[
+    Optional[int], typer.Option("--head-dim", help=f"Head dimension: {one_of(SUPPORTED_HEAD_DIMS)} (default 128).")
+]
 SinkOpt = Annotated[Optional[int], typer.Option("--num-sink", min=0, help="Leading tokens kept in BF16 (default 64; smoke 8).")]
 RecentOpt = Annotated[Optional[int], typer.Option("--num-recent", min=0, help="Trailing tokens kept in BF16 (default 256; smoke 16).")]
-NoMixedOpt = Annotated[bool, typer.Option("--no-mixed", help="Leave out the sink + recent mixed-precision layout.")]
+NoMixedOpt = Annotated[bool, typer.Option("--no-mixed", metavar=FLAG, help="Leave out the sink + recent mixed-precision layout.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the rotation's signs.")]
-NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Write no PNGs and no accuracy.md.")]
+NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", metavar=FLAG, help="Write no PNGs and no accuracy.md.")]
 KvFileOpt = Annotated[
     Optional[Path],
     typer.Option("--kv-file", help="A `foscar dump-kv` safetensors file: its layers' real post-RoPE q/K/V are the data "
@@ -102,6 +105,7 @@ def accuracy(
     """
     check_choices("--kernel", kernels, VARIANT_NAMES)
     check_choices("--group-size", group_sizes, SUPPORTED_GROUP_SIZES)
+    check_choices("--head-dim", None if head_dim is None else [head_dim], SUPPORTED_HEAD_DIMS)
     from bench.accuracy import AccuracyOptions, run_accuracy
 
     opts = build_options(AccuracyOptions, ctx, bits=bit_widths(bits), plots=not no_plots, output=output_format,

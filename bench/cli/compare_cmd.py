@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from bench.cli.app import app
-from bench.cli.options import DebugOpt, JsonOpt
+from bench.cli.options import FLAG, DebugOpt, JsonOpt
 from bench.engine import OutputFormat
 
 
@@ -25,8 +25,12 @@ CompareFormatOpt = Annotated[
     typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
-AllRowsOpt = Annotated[bool, typer.Option("--all", help="List every matched row in the table, also those within the threshold.")]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Also fail (exit 1) when a row is timed in only one of the runs (not one untimed in both).")]
+AllRowsOpt = Annotated[bool, typer.Option("--all", metavar=FLAG, help="List every matched row in the table, also those within the threshold.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option("--strict", metavar=FLAG,
+                 help="Also fail (exit 1) when a row is timed in only one of the runs (not one untimed in both)."),
+]
 
 
 @app.command()

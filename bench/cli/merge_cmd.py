@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from bench.cli.app import app
-from bench.cli.options import DebugOpt, FormatOpt, command_args
+from bench.cli.options import FLAG, DebugOpt, FormatOpt, command_args
 from bench.errors import EXIT_RUN_PROBLEM
 from bench.engine import OutputFormat
 
@@ -19,7 +19,7 @@ def merge(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories, written by foscar bench, ablate, accuracy, eval-model or model-speed with --shard K/N.")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
-        bool, typer.Option("--allow-partial", help="Merge even when shards (or points of a shard) are missing; they are listed.")
+        bool, typer.Option("--allow-partial", metavar=FLAG, help="Merge even when shards (or points of a shard) are missing; they are listed.")
     ] = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,

@@ -10,6 +10,7 @@ import typer
 
 from bench.cli.app import app
 from bench.cli.options import (
+    FLAG,
     Backend,
     BackendOpt,
     BatchOpt,
@@ -22,10 +23,13 @@ from bench.cli.options import (
     ShardOpt,
     build_options,
     command_args,
+    one_of,
     run_command,
     sharding,
 )
+from bench.config import SUPPORTED_GROUP_SIZES
 from bench.engine import OutputFormat
+from bench.errors import check_choices
 from bench.model_speed_study import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT
 
 Cache = Enum("Cache", {n: n for n in CACHES}, type=str)
@@ -37,8 +41,8 @@ SpeedRandomInitOpt = Annotated[
 ]  # fmt: skip
 CacheOpt = Annotated[Optional[list[Cache]], typer.Option("--cache", help="Cache (repeat; default all).")]
 NumLayersOpt = Annotated[Optional[int], typer.Option("--num-layers", min=1, help="Override num_hidden_layers (random init).")]
-SpeedGroupOpt = Annotated[Optional[int], typer.Option("--group-size", min=1, help="Group size of the FOSCAR caches. "
-                          "Default: 128 (--smoke: 64).")]  # fmt: skip
+SpeedGroupOpt = Annotated[Optional[int], typer.Option("--group-size", help="Group size of the FOSCAR caches: "
+                          f"{one_of(SUPPORTED_GROUP_SIZES)}. Default: 128 (--smoke: 64).")]  # fmt: skip
 DecodeOpt = Annotated[Optional[int], typer.Option("--decode", min=1, help="Timed greedy decode steps per cache. "
                       "Default: 64 (--smoke: 3).")]  # fmt: skip
 WarmupOpt = Annotated[Optional[int], typer.Option("--warmup", min=0, help="Untimed decode steps first (the CUDA "
@@ -47,7 +51,7 @@ ProfileOpt = Annotated[Optional[int], typer.Option("--profile-steps", min=1, hel
                        "around attention and cache updates. Default: 8 (--smoke: 1).")]  # fmt: skip
 SpeedSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the prompt tokens (each point's) and of the random weights.")]
 SpeedSmokeOpt = Annotated[
-    bool, typer.Option("--smoke", help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, group size 64, 1 warm-up, 3 timed "
+    bool, typer.Option("--smoke", metavar=FLAG, help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, group size 64, 1 warm-up, 3 timed "
                        "and 1 profiled step: runs on the CPU (interpreter); flags given are used as given.")
 ]
 
@@ -82,6 +86,7 @@ def model_speed(
     summary.json and model_speed.md. Needs the hf extra. Rerunning the same command with the
     same --out DIR resumes it.
     """
+    check_choices("--group-size", None if group_size is None else [group_size], SUPPORTED_GROUP_SIZES)
     from bench.model_speed_study import ModelSpeedOptions, run_model_speed
 
     opts = build_options(ModelSpeedOptions, ctx, backend=backend.value, output=output_format, argv=["foscar", *command_args(ctx)],

@@ -23,6 +23,13 @@ from bench.engine import OutputFormat
 from bench.shard import Shard, parse_shard
 
 T = TypeVar("T")
+# the metavar of an on/off flag: none (typer would print "<bool>", as if the flag took a value)
+FLAG = ""
+
+
+def choices(allowed: Any) -> str:
+    """The metavar of a flag whose values are a fixed set: ``<a|b|c>`` (typer prints ``<str>`` for a plain str)."""
+    return "<" + "|".join(str(a) for a in allowed) + ">"
 
 
 class Bits(str, Enum):
@@ -123,7 +130,7 @@ def one_of(values) -> str:
 
 # shared option aliases; --debug on the root and on every command (its callback sets CliState.debug)
 DebugOpt = Annotated[
-    bool, typer.Option("--debug", callback=set_debug, help="Show full tracebacks instead of one-line errors.")
+    bool, typer.Option("--debug", metavar=FLAG, callback=set_debug, help="Show full tracebacks instead of one-line errors.")
 ]
 OutOpt = Annotated[
     Optional[Path],
@@ -133,7 +140,7 @@ OutOpt = Annotated[
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
-    typer.Option("--smoke", help="Tiny grid (bench: configs/smoke.toml, or --config FILE's, not with --arch; ablate: "
+    typer.Option("--smoke", metavar=FLAG, help="Tiny grid (bench: configs/smoke.toml, or --config FILE's, not with --arch; ablate: "
                  "batch 1 x 64 and 2 x 200 tokens); on a machine without GPU it runs through the Triton interpreter, "
                  "and its times are not performance numbers."),
 ]  # fmt: skip
@@ -145,7 +152,7 @@ FormatOpt = Annotated[
     typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (the run's summary.json); "
                  "quiet: the run directory only."),
 ]  # fmt: skip
-JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar=FLAG, help="Same as --format json.")]
 ShardOpt = Annotated[
     Optional[str],
     typer.Option("--shard", metavar="K/N", help="Run only every N-th point of the grid, starting at point K "
