@@ -69,7 +69,11 @@ def load_run(path: Path | str) -> Run:
     path = check_run_dir(path)
     csv = path / "results.csv"
     if not csv.is_file():
-        raise FoscarError(f"{path} has no results.csv; pass a directory written by `foscar bench`")
+        runs = sorted(str(p.parent.relative_to(path)) for p in path.glob("*/results.csv"))
+        inside = (f"; it holds run directories: {', '.join(runs[:4])}{', ...' if len(runs) > 4 else ''}"
+                  if runs else "")  # fmt: skip
+        raise FoscarError(f"{path} has no results.csv{inside}; pass a run directory written by a foscar command "
+                          "(bench, ablate, accuracy, eval-model, model-speed)")  # fmt: skip
     try:
         header = pd.read_csv(csv, nrows=0).columns
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:

@@ -327,7 +327,9 @@ def test_dir_without_results_is_one_line(capsys, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     code, out, err = run_main(capsys, "compare", empty, run)
-    _one_line_error(code, err, "has no results.csv", "foscar bench")
+    _one_line_error(code, err, "has no results.csv; pass a run directory written by a foscar command (bench, ablate")
+    code, out, err = run_main(capsys, "report", tmp_path)  # a folder of runs (a session's): the runs are named
+    _one_line_error(code, err, "has no results.csv; it holds run directories: run;")
     (empty / "results.csv").write_text("a,b\n1,2\n")
     code, out, err = run_main(capsys, "report", empty)
     _one_line_error(code, err, "lacks the column(s)")
