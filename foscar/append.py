@@ -86,7 +86,9 @@ def append_kv(
         longest = int(cache.seq_lens.max()) + n_new
         if longest > cache.max_seq_len:
             raise ValueError(
-                f"k_new: appending {n_new} tokens needs max_seq_len >= {longest}, the cache has {cache.max_seq_len}"
+                f"k_new: appending {n_new} tokens needs max_seq_len >= {longest}, the cache has {cache.max_seq_len}; "
+                "allocate the room up front: quantize_kv on K/V of the capacity you will decode to (max_seq_len "
+                "tokens) with seq_lens= the lengths filled so far"
             )
     if cache.device.type != "cuda":
         from foscar.kernels import decode_triton

@@ -79,7 +79,7 @@ def test_append_rejects_bad_input(device):
     with pytest.raises(ValueError, match="v_new: expected dtype"):
         foscar.append_kv(cache, x, x.half())
     foscar.append_kv(cache, x, x)
-    with pytest.raises(ValueError, match="needs max_seq_len >= 5, the cache has 4"):
+    with pytest.raises(ValueError, match="needs max_seq_len >= 5, the cache has 4; allocate the room up front"):
         foscar.append_kv(cache, x[:, :, :2], x[:, :, :2])
     assert cache.seq_lens.tolist() == [3]  # the refused append changed nothing
 
