@@ -38,8 +38,8 @@ the page size and the workload (length distribution, the lengths themselves, the
 capacity); see :data:`MATCH_KEYS`. Rows timed in only one run (or in neither) are listed
 as unmatched, with the fields in which the other run's nearest rows differ. Under ``--strict``
 a row timed in one run only fails the comparison (:func:`strict_failures`); a row timed in
-neither (skipped or failed in both, e.g. a kernel that does not support the point) does not. When the two runs' configurations (meta.json
-``config``) or GPUs differ, a note says so.
+neither (skipped or failed in both, e.g. a kernel that does not support the point) does not.
+When the two runs' configurations (meta.json ``config``) or GPUs differ, a note says so.
 
 Where both runs timed a row's read floor (``foscar bench --read-floor``: a plain read of the row's bytes, timed as
 the row is; ``read_floor_us``), the row also gets ``floor_ratio``: the ratio with each side's time taken over its own
