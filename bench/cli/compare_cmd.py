@@ -25,7 +25,11 @@ CompareFormatOpt = Annotated[
     typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
-AllRowsOpt = Annotated[bool, typer.Option("--all", metavar=FLAG, help="List every matched row in the table, also those within the threshold.")]
+AllRowsOpt = Annotated[
+    bool,
+    typer.Option("--all", metavar=FLAG, help="List every matched row in the table, also those within the threshold "
+                 "and the baselines' ambiguous ones."),
+]  # fmt: skip
 StrictOpt = Annotated[
     bool,
     typer.Option("--strict", metavar=FLAG,
