@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -89,7 +90,10 @@ AMBIGUOUS = "ambiguous"  # timed at a held-down clock in base or new (clock_note
 # clock note makes the whole point ambiguous in that comparison (module doc)
 CLOCK_POINT_KEYS = [k for k in MATCH_KEYS if k not in ("kernel", "bits", "operand")]
 # the least width of the tables' series, number and verdict columns (never cropped in a narrow terminal)
-NUMBER_WIDTHS = {"series": 10, "points": 6, "ratio": 5, "time": 6, "vs floor": 8, "verdict": 9}
+NUMBER_WIDTHS = {"series": 10, "points": 6, "ratio": 5, "time": 6, "vs floor": 8, "base spread": 11,
+                 "new spread": 11, "verdict": 9}
+# below this console width compare's tables are compact (render): the full rows table needs ~150 columns
+FULL_TABLE_WIDTH = 150
 
 
 def overall_verdict(order: tuple[str, ...], counts: list[dict[str, int]], compared: bool) -> str:
@@ -404,9 +408,14 @@ def _config_note(base: Any, new: Any) -> str | None:
 
 
 def render(result: dict[str, Any], console: Console, show_all: bool = False) -> None:
-    """Rich tables: geometric means, rows (most alarming first; ``same`` ones only with ``show_all``),
-    unmatched rows, then the verdict."""
+    """Rich tables: geometric means, rows (FOSCAR's before the baselines', each most alarming first; ``same`` rows
+    and the baselines' ``ambiguous`` ones only with ``show_all``), unmatched rows, then the verdict.
+
+    Below :data:`FULL_TABLE_WIDTH` columns the tables are compact (no vertical rules, no "time" column, the rows'
+    medians without their p20-p80 spreads), so that the ratio and the verdict stay whole down to 80 columns."""
     t = result["threshold"]
+    compact = console.width < FULL_TABLE_WIDTH
+    style = {"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True} if compact else {}
     console.print(
         f"base [bold]{result['base']['label']}[/] ({result['base']['gpu']}, {result['base']['commit']})  vs  "
         f"new [bold]{result['new']['label']}[/] ({result['new']['gpu']}, {result['new']['commit']}); "
@@ -418,47 +427,54 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     if not result["geomeans"]:
         console.print("no row timed in both runs: nothing to compare (the unmatched rows below say why)")
     gt = Table(title="Geometric mean per series", title_justify="left",
-               caption="spreads: geometric means of p20 and p80 over the base median")  # fmt: skip
+               caption="spreads: geometric means of p20 and p80 over the base median", **style)  # fmt: skip
     g_floor = any(g.get("floor_ratio") is not None for g in result["geomeans"])
-    for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"), ("time", "right"),
-                      *((("vs floor", "right"),) if g_floor else ()),
+    for col, just in (("series", "left"), ("points", "right"), ("ratio", "right"),
+                      *((("time", "right"),) if not compact else ()), *((("vs floor", "right"),) if g_floor else ()),
                       ("base spread", "right"), ("new spread", "right"), ("verdict", "left")):  # fmt: skip
-        # in a narrow terminal the series' names wrap; the numbers and the verdict keep their width
+        # in a narrow terminal the series' names and the spreads wrap; the numbers and the verdict keep their width
         gt.add_column(col, justify=just, no_wrap=col not in ("series", "base spread", "new spread"), overflow="fold",
                       min_width=NUMBER_WIDTHS.get(col))  # fmt: skip
     for g in result["geomeans"]:
-        gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", _change(g["ratio"]),
+        change = (_change(g["ratio"]),) if not compact else ()
+        gt.add_row(g["series"], str(g["num_points"]), f"{g['ratio']:.3f}", *change,
                    *((_ratio(g.get("floor_ratio")),) if g_floor else ()),
                    _rel(g["base_p20_rel"], g["base_p80_rel"]), _rel(g["new_p20_rel"], g["new_p80_rel"]),
                    _verdict(g["verdict"]))  # fmt: skip
     if result["geomeans"]:
         console.print(gt)
 
-    # by default neither the rows within the threshold nor the baselines' ambiguous rows (never judged, and the
-    # baselines never gate): FOSCAR's rows first, each side most alarming first
+    # by default neither the rows within the threshold nor the baselines' ambiguous rows (never judged): FOSCAR's
+    # rows first, each side most alarming first (ablate and accuracy rows have no baselines)
     shown = [r for r in result["rows"]
-             if show_all or (r["verdict"] != "same" and not (r["baseline"] and r["verdict"] == AMBIGUOUS))]
+             if show_all or (r["verdict"] != "same" and not (r.get("baseline") and r["verdict"] == AMBIGUOUS))]
     n_same = sum(r["verdict"] == "same" for r in result["rows"])
     hidden = [f"{n_same} within ±{percent(t)} (same)"] if n_same and not show_all else []
     if len(result["rows"]) - len(shown) > n_same and not show_all:
         hidden.append(f"{len(result['rows']) - len(shown) - n_same} of the baselines' ambiguous")
-    caption = f"rows not shown: {' and '.join(hidden)}; --all lists them" if hidden else None
-    rt = Table(title="Rows (FOSCAR's first, most alarming first)", title_justify="left", caption=caption)
+    caption = "; ".join([*([f"rows not shown: {' and '.join(hidden)}; --all lists them"] if hidden else []),
+                         *(["medians only: a terminal of 150 columns, or --format json, shows p20-p80"]
+                           if compact else [])]) or None  # fmt: skip
+    baselines = any(r.get("baseline") for r in shown)
+    rt = Table(title=f"Rows ({'FOSCAR' + chr(39) + 's first, ' if baselines else ''}most alarming first)",
+               title_justify="left", caption=caption, **style)  # fmt: skip
     r_floor = any(r.get("floor_ratio") is not None for r in shown)
-    for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), ("base us (p20-p80)", "right"),
-                      ("new us (p20-p80)", "right"), ("ratio", "right"), ("time", "right"),
+    times = ("base us", "new us") if compact else ("base us (p20-p80)", "new us (p20-p80)")
+    for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), *((c, "right") for c in times),
+                      ("ratio", "right"), *((("time", "right"),) if not compact else ()),
                       *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
         # in a narrow terminal (or past a non-terminal console's 160 columns) the labels and times wrap; the ratio,
         # the change and the verdict keep their width
         wraps = col in ("series", "point", "cache") or col.endswith("(p20-p80)")
         rt.add_column(col, justify=just, no_wrap=not wraps, overflow="fold", min_width=NUMBER_WIDTHS.get(col))
-    for r in sorted(shown, key=lambda r: (bool(r["baseline"]), VERDICT_ORDER.index(r["verdict"]),
+    for r in sorted(shown, key=lambda r: (bool(r.get("baseline")), VERDICT_ORDER.index(r["verdict"]),
                                           -abs(math.log(r["ratio"])))):  # fmt: skip
+        spreads = ((r["base_p20_us"], r["base_p80_us"]), (r["new_p20_us"], r["new_p80_us"])) if not compact else \
+            ((math.nan, math.nan), (math.nan, math.nan))
         rt.add_row(r["series"], r["point"], _cache_cell(r),
-                   _us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
-                   _us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
-                   f"{r['ratio']:.3f}", _change(r["ratio"]), *((_ratio(r.get("floor_ratio")),) if r_floor else ()),
-                   _verdict(r["verdict"]))  # fmt: skip
+                   _us(r["base_median_us"], *spreads[0]), _us(r["new_median_us"], *spreads[1]),
+                   f"{r['ratio']:.3f}", *((_change(r["ratio"]),) if not compact else ()),
+                   *((_ratio(r.get("floor_ratio")),) if r_floor else ()), _verdict(r["verdict"]))  # fmt: skip
     if shown:
         console.print(rt)
     ambiguous = [r for r in result["rows"] if r["verdict"] == AMBIGUOUS]

@@ -95,6 +95,10 @@ def test_compare_ablation_runs_judges_times(smoke_run, tmp_path, capsys):
     factor = max(2.0, 2.0 * float((df.loc[g32, "p80_us"] / df.loc[g32, "p20_us"]).max()))
     df.loc[g32, ["median_us", "p20_us", "p80_us"]] *= factor
     df.to_csv(slower / "results.csv", index=False)
+    for flags in ((), ("--all",)):  # the tables (ablate rows have no baselines), a slower row shown
+        code, out, err = run_main(capsys, "compare", smoke_run, slower, *flags)
+        assert code == 1 and "Traceback" not in err and "Rows (most alarming first)" in out, err
+        assert "G=32" in out and "slower" in out
     code, out, err = run_main(capsys, "compare", smoke_run, slower, "--json")
     assert code == 1, err
     result = json.loads(out)

@@ -285,7 +285,7 @@ def test_compare_lists_unmatched_rows(capsys, tmp_path):
     assert "failed in new" in reasons[("foscar-triton/int4/bf16", "b8 x 8K")]
     assert reasons[("flashinfer-xqa", "b8 x 32K")] == "not in new"
     code, out, err = run_main(capsys, "compare", a, b, "--strict", "--format", "quiet")
-    assert (code, out.strip()) == (1, "same") and "--strict: " in err and "timed in one run only" in err
+    assert (code, out.strip()) == (1, "same") and "--strict: " in err and "measured in one run only" in err
 
 
 def test_strict_passes_rows_untimed_in_both_runs(capsys, tmp_path):
@@ -299,7 +299,9 @@ def test_strict_passes_rows_untimed_in_both_runs(capsys, tmp_path):
     assert (code, out.strip(), err) == (0, "same", "")
     b = make_run(tmp_path / "b", failed=True, drop_xqa=True)  # two XQA rows (cache bits 2, 4) not in b: they fail
     code, out, err = run_main(capsys, "compare", a, b, "--strict", "--format", "quiet")
-    assert code == 1 and "--strict: 2 row(s) timed in one run only" in err
+    assert code == 1 and "--strict: 2 row(s) measured in one run only" in err
+    code, out, err = run_main(capsys, "compare", a, b, "--strict")  # the tables too say why on stderr
+    assert code == 1 and "--strict: 2 row(s) measured in one run only" in err
 
 
 def test_compare_groups_many_unmatched_rows_by_series(capsys, tmp_path, monkeypatch):
@@ -437,8 +439,9 @@ def test_an_empty_speedup_table_says_why():
 
 
 def test_compare_table_in_a_narrow_terminal_keeps_ratio_and_verdict(tmp_path):
-    """At 100 columns the labels wrap, the ratio and the verdict stay whole; FOSCAR's rows come before the
-    baselines', and the baselines' ambiguous rows are left to --all (counted in the caption)."""
+    """Down to 80 columns the tables are compact (no vertical rules, no "time" column, medians only): the labels wrap,
+    the ratio, "vs floor" and the verdict stay whole. FOSCAR's rows come before the baselines', and the baselines'
+    ambiguous rows are left to --all (counted in the caption). At 160 columns the full table has the spreads."""
     from rich.console import Console
 
     from bench.compare import compare_runs, render
@@ -447,15 +450,26 @@ def test_compare_table_in_a_narrow_terminal_keeps_ratio_and_verdict(tmp_path):
     a = make_run(tmp_path / "a")
     b = make_run(tmp_path / "b", slow=1.2, baseline_slow=1.2)
     result = compare_runs(load_run(a), load_run(b))
-    console = Console(record=True, width=100)
-    render(result, console)
-    text = console.export_text()
-    rows = text[text.index("Rows (FOSCAR's first"):]
-    assert "slower" in rows and "1.200" in rows and "…" not in rows
-    kernels = [line.split("│")[1].strip() for line in rows.splitlines() if line.startswith("│ f")]
-    assert kernels and kernels[0].startswith("foscar") and any(k.startswith("flashinfer") for k in kernels)
+    for r in result["rows"]:
+        r["floor_ratio"] = r["ratio"]  # as if both runs had read floors
+    foscar_rows = [r for r in result["rows"] if not r["baseline"]]
+    foscar_rows[0]["verdict"] = "ambiguous"  # the widest verdict
+    for width in (80, 100):
+        console = Console(record=True, width=width)
+        render(result, console)
+        text = console.export_text()
+        rows = text[text.index("Rows (FOSCAR's first"):]
+        assert "vs floor" in rows and "ambiguous" in rows and "1.200" in rows and "…" not in rows, (width, rows)
+        assert "medians only" in " ".join(rows.split())
+        assert all(len(line) <= width for line in text.splitlines())
+    body = [line for line in rows.splitlines() if line.startswith(" f")]
+    kernels = [line.split()[0] for line in body]
+    assert kernels[0].startswith("foscar") and any(k.startswith("flashinfer") for k in kernels)
     assert max(i for i, k in enumerate(kernels) if k.startswith("foscar")) < \
         min(i for i, k in enumerate(kernels) if k.startswith("flashinfer"))
+    console = Console(record=True, width=160)
+    render(result, console)
+    assert "base us (p20-p80)" in console.export_text() and "medians only" not in console.export_text()
     result["rows"][-1].update(verdict="ambiguous", baseline=True)  # a baseline row timed at a held-down clock
     console = Console(record=True, width=100)
     render(result, console)

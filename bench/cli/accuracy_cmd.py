@@ -35,7 +35,8 @@ DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
 
 AccSmokeOpt = Annotated[
     bool,
-    typer.Option("--smoke", metavar=FLAG, help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
+    typer.Option("--smoke", metavar=FLAG,
+                 help="Tiny shape (batch 1 x 64 tokens, 4/1 heads, head_dim 128, sinks 8 + recent 16, "
                  "group size 128) that the Triton interpreter runs on CPU in seconds."),
 ]  # fmt: skip
 AccGroupOpt = Annotated[
@@ -56,7 +57,9 @@ AccDimOpt = Annotated[
 ]
 SinkOpt = Annotated[Optional[int], typer.Option("--num-sink", min=0, help="Leading tokens kept in BF16 (default 64; smoke 8).")]
 RecentOpt = Annotated[Optional[int], typer.Option("--num-recent", min=0, help="Trailing tokens kept in BF16 (default 256; smoke 16).")]
-NoMixedOpt = Annotated[bool, typer.Option("--no-mixed", metavar=FLAG, help="Leave out the sink + recent mixed-precision layout.")]
+NoMixedOpt = Annotated[
+    bool, typer.Option("--no-mixed", metavar=FLAG, help="Leave out the sink + recent mixed-precision layout.")
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the rotation's signs.")]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", metavar=FLAG, help="Write no PNGs and no accuracy.md.")]
 KvFileOpt = Annotated[

@@ -58,10 +58,12 @@ GroupOpt = Annotated[
 ]
 OperandOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--operand", metavar=choices(SUPPORTED_OPERANDS), help=f"FOSCAR tensor-core operand mode (repeat): {one_of(SUPPORTED_OPERANDS)}."),
+    typer.Option("--operand", metavar=choices(SUPPORTED_OPERANDS),
+                 help=f"FOSCAR tensor-core operand mode (repeat): {one_of(SUPPORTED_OPERANDS)}."),
 ]
 KernelOpt = Annotated[
-    Optional[list[str]], typer.Option("--kernel", metavar="NAME", help=f"Only these kernels (repeat): {one_of(kernel_names())}.")
+    Optional[list[str]], typer.Option("--kernel", metavar="NAME",
+                                      help=f"Only these kernels (repeat): {one_of(kernel_names())}.")
 ]
 ModelOpt = Annotated[
     Optional[str],
@@ -83,13 +85,15 @@ PageSizeOpt = Annotated[
 ]  # fmt: skip
 PageOrderOpt = Annotated[
     Optional[str],
-    typer.Option("--page-order", metavar=choices(PAGE_ORDERS), help="Order of the paged caches' pages in memory, FOSCAR's and FlashInfer's alike: "
+    typer.Option("--page-order", metavar=choices(PAGE_ORDERS),
+                 help="Order of the paged caches' pages in memory, FOSCAR's and FlashInfer's alike: "
                  "shuffled (the presets'; a pool that has served for a while) or in-order (each sequence's pages "
                  "consecutive)."),
 ]  # fmt: skip
 WorkloadOpt = Annotated[
     Optional[str],
-    typer.Option("--workload", metavar="NAME", help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
+    typer.Option("--workload", metavar="NAME",
+                 help="Sequence lengths of the \\[sweep] grid's points: uniform (all = context), one-long "
                  "(one at context, the rest at --short-len), lognormal (heavy-tailed, median context/8, seeded), "
                  "capacity (all = context in a cache of the grid's largest context or --capacity). Default: the "
                  "preset's \\[workload]."),
@@ -107,7 +111,8 @@ ShortLenOpt = Annotated[
 ]
 GridOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--grid", metavar=choices(GRIDS), help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
+    typer.Option("--grid", metavar=choices(GRIDS),
+                 help="Only this grid (repeat): sweep (the preset's \\[sweep] grid, with --workload) or "
                  "ragged (its \\[\\[ragged]] grid). Default: both; only sweep when --batch, --context or a workload "
                  "flag is given."),
 ]  # fmt: skip
@@ -131,16 +136,19 @@ ReadFloorOpt = Annotated[
 # own, which left every option's help ~19 columns wide at 80 columns and cut 11 values with "…".
 NoReadFloorOpt = Annotated[
     bool,
-    typer.Option("--no-read-floor", metavar=FLAG, help="No read floors, whatever the config's \\[timing] read_floor says."),
+    typer.Option("--no-read-floor", metavar=FLAG,
+                 help="No read floors, whatever the config's \\[timing] read_floor says."),
 ]  # fmt: skip
 NearestOpt = Annotated[
     bool,
-    typer.Option("--nearest-preset", metavar=FLAG, help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
+    typer.Option("--nearest-preset", metavar=FLAG,
+                 help="With --arch auto on a GPU no preset names (e.g. sm_80): run the nearest "
                  "preset (h100 below sm_100, b200 from it) instead of stopping with an error."),
 ]  # fmt: skip
 DryRunOpt = Annotated[
     bool,
-    typer.Option("--dry-run", metavar=FLAG, help="Print the resolved grid, the device memory per point and an estimated run time; "
+    typer.Option("--dry-run", metavar=FLAG,
+                 help="Print the resolved grid, the device memory per point and an estimated run time; "
                  "run nothing, touch no GPU, write nothing."),
 ]  # fmt: skip
 @app.command()

@@ -72,13 +72,14 @@ def compare(
     fmt = OutputFormat.json if as_json else output_format
     if fmt is OutputFormat.json:
         typer.echo(to_json(result), nl=False)
-    elif fmt is OutputFormat.quiet:  # the verdict only; why --strict fails a run whose verdict is fine, on stderr
+    elif fmt is OutputFormat.quiet:  # the verdict only
         typer.echo(result["verdict"])
-        failing = strict_failures(result)
-        if strict and failing and not result["regression"] and result["verdict"] != "none":
-            typer.echo(f"--strict: {len(failing)} row(s) timed in one run only", err=True)
     else:
         found.render(result, make_console(), show_all)
+    failing = strict_failures(result)
+    if fmt is not OutputFormat.json and strict and failing and not result["regression"] and result["verdict"] != "none":
+        # why --strict fails a run whose verdict is fine, on stderr
+        typer.echo(f"--strict: {len(failing)} row(s) measured in one run only", err=True)
     code = exit_code(result, strict)
     if code:
         raise typer.Exit(code)

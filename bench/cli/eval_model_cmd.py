@@ -46,7 +46,9 @@ EvalRotationOpt = Annotated[Rotation, typer.Option("--rotation", help="none, or 
 PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens (prefilled through SDPA on BF16 K/V).")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]
-EvalNoPlotsOpt = Annotated[bool, typer.Option("--no-plots", metavar=FLAG, help="Write no eval_model.png and no report.md.")]
+EvalNoPlotsOpt = Annotated[
+    bool, typer.Option("--no-plots", metavar=FLAG, help="Write no eval_model.png and no report.md.")
+]
 
 
 @app.command("eval-model")

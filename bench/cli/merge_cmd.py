@@ -19,7 +19,8 @@ def merge(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Shard run directories, written by foscar bench, ablate, accuracy, eval-model or model-speed with --shard K/N.")],
     out: Annotated[Path, typer.Option("--out", help="The merged run directory.")],
     allow_partial: Annotated[
-        bool, typer.Option("--allow-partial", metavar=FLAG, help="Merge even when shards (or points of a shard) are missing; they are listed.")
+        bool, typer.Option("--allow-partial", metavar=FLAG,
+                           help="Merge even when shards (or points of a shard) are missing; they are listed.")
     ] = False,
     output_format: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,

@@ -51,7 +51,8 @@ ProfileOpt = Annotated[Optional[int], typer.Option("--profile-steps", min=1, hel
                        "around attention and cache updates. Default: 8 (--smoke: 1).")]  # fmt: skip
 SpeedSeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the prompt tokens (each point's) and of the random weights.")]
 SpeedSmokeOpt = Annotated[
-    bool, typer.Option("--smoke", metavar=FLAG, help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, group size 64, 1 warm-up, 3 timed "
+    bool, typer.Option("--smoke", metavar=FLAG,
+                       help=f"{SMOKE_RANDOM_INIT}, batch 1 x 32 tokens, group size 64, 1 warm-up, 3 timed "
                        "and 1 profiled step: runs on the CPU (interpreter); flags given are used as given.")
 ]
 

@@ -130,7 +130,8 @@ def one_of(values) -> str:
 
 # shared option aliases; --debug on the root and on every command (its callback sets CliState.debug)
 DebugOpt = Annotated[
-    bool, typer.Option("--debug", metavar=FLAG, callback=set_debug, help="Show full tracebacks instead of one-line errors.")
+    bool, typer.Option("--debug", metavar=FLAG, callback=set_debug,
+                       help="Show full tracebacks instead of one-line errors.")
 ]
 OutOpt = Annotated[
     Optional[Path],
@@ -140,7 +141,8 @@ OutOpt = Annotated[
 ]  # fmt: skip
 SmokeOpt = Annotated[
     bool,
-    typer.Option("--smoke", metavar=FLAG, help="Tiny grid (bench: configs/smoke.toml, or --config FILE's, not with --arch; ablate: "
+    typer.Option("--smoke", metavar=FLAG,
+                 help="Tiny grid (bench: configs/smoke.toml, or --config FILE's, not with --arch; ablate: "
                  "batch 1 x 64 and 2 x 200 tokens); on a machine without GPU it runs through the Triton interpreter, "
                  "and its times are not performance numbers."),
 ]  # fmt: skip
@@ -167,7 +169,8 @@ DevicesOpt = Annotated[
 
 # eval-model and dump-kv (transformers; the `hf` extra)
 HfModelOpt = Annotated[
-    Optional[str], typer.Option("--model", metavar="DIR", help="A local model directory (config.json + weights); nothing is downloaded.")
+    Optional[str], typer.Option("--model", metavar="DIR",
+                                help="A local model directory (config.json + weights); nothing is downloaded.")
 ]
 RandomInitOpt = Annotated[
     Optional[Path],
