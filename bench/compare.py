@@ -455,9 +455,8 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     caption = "; ".join([*([f"rows not shown: {' and '.join(hidden)}; --all lists them"] if hidden else []),
                          *(["medians only: a terminal of 150 columns, or --format json, shows p20-p80"]
                            if compact else [])]) or None  # fmt: skip
-    baselines = any(r.get("baseline") for r in shown)
-    rt = Table(title=f"Rows ({'FOSCAR' + chr(39) + 's first, ' if baselines else ''}most alarming first)",
-               title_justify="left", caption=caption, **style)  # fmt: skip
+    order = "FOSCAR's first, most alarming first" if any(r.get("baseline") for r in shown) else "most alarming first"
+    rt = Table(title=f"Rows ({order})", title_justify="left", caption=caption, **style)
     r_floor = any(r.get("floor_ratio") is not None for r in shown)
     times = ("base us", "new us") if compact else ("base us (p20-p80)", "new us (p20-p80)")
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), *((c, "right") for c in times),
