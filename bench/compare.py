@@ -453,7 +453,7 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     if len(result["rows"]) - len(shown) > n_same and not show_all:
         hidden.append(f"{len(result['rows']) - len(shown) - n_same} of the baselines' ambiguous")
     caption = "; ".join([*([f"rows not shown: {' and '.join(hidden)}; --all lists them"] if hidden else []),
-                         *(["medians only: a terminal of 150 columns, or --format json, shows p20-p80"]
+                         *([f"medians only: a terminal of {FULL_TABLE_WIDTH} columns, or --format json, shows p20-p80"]
                            if compact else [])]) or None  # fmt: skip
     order = "FOSCAR's first, most alarming first" if any(r.get("baseline") for r in shown) else "most alarming first"
     rt = Table(title=f"Rows ({order})", title_justify="left", caption=caption, **style)
@@ -462,16 +462,16 @@ def render(result: dict[str, Any], console: Console, show_all: bool = False) -> 
     for col, just in (("series", "left"), ("point", "left"), ("cache", "left"), *((c, "right") for c in times),
                       ("ratio", "right"), *((("time", "right"),) if not compact else ()),
                       *((("vs floor", "right"),) if r_floor else ()), ("verdict", "left")):  # fmt: skip
-        # in a narrow terminal (or past a non-terminal console's 160 columns) the labels and times wrap; the ratio,
-        # the change and the verdict keep their width
+        # the labels (and in the full table the times) wrap where the console is too narrow; the ratio, the change
+        # and the verdict keep their width
         wraps = col in ("series", "point", "cache") or col.endswith("(p20-p80)")
         rt.add_column(col, justify=just, no_wrap=not wraps, overflow="fold", min_width=NUMBER_WIDTHS.get(col))
+    us = (lambda med, lo, hi: f"{med:.1f}") if compact else _us  # the compact table: medians only
     for r in sorted(shown, key=lambda r: (bool(r.get("baseline")), VERDICT_ORDER.index(r["verdict"]),
                                           -abs(math.log(r["ratio"])))):  # fmt: skip
-        spreads = ((r["base_p20_us"], r["base_p80_us"]), (r["new_p20_us"], r["new_p80_us"])) if not compact else \
-            ((math.nan, math.nan), (math.nan, math.nan))
         rt.add_row(r["series"], r["point"], _cache_cell(r),
-                   _us(r["base_median_us"], *spreads[0]), _us(r["new_median_us"], *spreads[1]),
+                   us(r["base_median_us"], r["base_p20_us"], r["base_p80_us"]),
+                   us(r["new_median_us"], r["new_p20_us"], r["new_p80_us"]),
                    f"{r['ratio']:.3f}", *((_change(r["ratio"]),) if not compact else ()),
                    *((_ratio(r.get("floor_ratio")),) if r_floor else ()), _verdict(r["verdict"]))  # fmt: skip
     if shown:
