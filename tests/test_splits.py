@@ -251,14 +251,14 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
     assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
-def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True):
+def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
-                                            short_chunks=short, long_chunks=long)
+                                            short_chunks=short, long_chunks=long, long_programs=programs)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
-                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed))
+                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -354,6 +354,34 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
         for capacity in (262144, 1 << 19):
             assert splits.plan_long_chunk(None, heads, 132, capacity) == 0
             assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
+
+
+def test_long_chunks_over_two_programs_an_sm():
+    """``FOSCAR_LONG_CHUNK_PROGRAMS=2`` (an A/B knob; bench/NOTES.md §108) spreads a long sequence over up to two
+    programs an SM: at one KV head on 132 SMs 2 x 512K takes 128 chunks of 4096 a sequence (256 CTAs, at most two an
+    SM) instead of 64 of 8192; at two KV heads 2 x 512K 64 of 8192 instead of 32 of 16384 (long_chunk 4096, not
+    8192). A batch of one at 512K keeps 128 (its chunks stay at least 4096); below a capacity of 32 x 4096 nothing
+    changes."""
+    assert splits.long_chunk_programs_choice() == 1
+    for heads, chunks, twice in ((1, 64, 128), (2, 32, 64)):
+        for programs, want in ((1, chunks), (2, twice)):
+            work = _planned([1 << 19] * 2, heads, 1 << 19, programs=programs)
+            assert len(work) == 2 * want and max(e - s for _, s, e in work) == (1 << 19) // want, (heads, programs)
+    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, long_programs=2) == 4096
+    assert splits.plan_long_chunk(None, 2, 132, 1 << 19) == 8192
+    slots, _, target = splits.plan_work(2, 1, 1 << 19, 132, bits=2, head_dim=128, long_programs=2)
+    assert splits.max_ctas_per_sm_choice(slots, 132, 128, 4096, False, 2) == 2  # 256 CTAs: two an SM
+    assert len(_planned([1 << 19], 1, 1 << 19, programs=2)) == 128
+    for capacity in (65536, 131072):
+        assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
+
+
+def test_long_chunk_programs_setting(monkeypatch):
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_PROGRAMS", "2")
+    assert splits.long_chunk_programs_choice() == 2
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_PROGRAMS", "3")
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_PROGRAMS: expected '1' or '2', got '3'"):
+        splits.long_chunk_programs_choice()
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0):

@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, long_chunks_choice, max_ctas_per_sm_setting,
-                                   plan_long_chunk, plan_min_chunk, plan_work, short_chunks_choice)
+from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, long_chunk_programs_choice, long_chunks_choice,
+                                   max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
+                                   short_chunks_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -238,15 +239,18 @@ def extension():
 
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`; its short
-    and long chunks as ``FOSCAR_SHORT_CHUNKS`` and ``FOSCAR_LONG_CHUNKS`` say now,
-    :func:`foscar.kernels.splits.short_chunks_choice`, :func:`foscar.kernels.splits.long_chunks_choice`).
+    and long chunks as ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS`` and ``FOSCAR_LONG_CHUNK_PROGRAMS`` say now,
+    :func:`foscar.kernels.splits.short_chunks_choice`, :func:`foscar.kernels.splits.long_chunks_choice`,
+    :func:`foscar.kernels.splits.long_chunk_programs_choice`).
 
     Raises:
-        ValueError: ``FOSCAR_SHORT_CHUNKS`` or ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
+        ValueError: ``FOSCAR_SHORT_CHUNKS`` or ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``;
+            ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
     """
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
-                     short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice())
+                     short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice(),
+                     long_programs=long_chunk_programs_choice())
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
@@ -265,13 +269,15 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     count is ``fixed_splits`` (0: length-aware): :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV
     heads and capacity and the device's SMs. Where the plan chose the split count (``num_splits`` None) and
     ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
-    KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106).
+    KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
+    programs an SM instead of one.
 
     Raises:
-        ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``.
+        ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than
+            ``"1"`` or ``"2"``.
     """
     return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
-                           long_chunks_choice(), fixed_splits)
+                           long_chunks_choice(), fixed_splits, long_chunk_programs_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

@@ -178,8 +178,26 @@ def long_chunks_choice() -> bool:
     return env_flag("FOSCAR_LONG_CHUNKS", "1")
 
 
+LONG_CHUNK_PROGRAMS_CHOICES = ("1", "2")
+
+
+def long_chunk_programs_choice() -> int:
+    """Programs an SM that long chunks spread a long sequence over (:func:`plan_work`, :func:`plan_long_chunk`):
+    ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``"1"`` (the default: up to one program an SM, bench/NOTES.md §105-§106) or
+    ``"2"`` (up to two, for A/B: a one-CTA SM streams one chunk with four warps, 56% of the ceiling at INT2 2 x 512K
+    on a paged cache at one KV head, §107).
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
+    """
+    value = os.environ.get("FOSCAR_LONG_CHUNK_PROGRAMS", "1")
+    if value not in LONG_CHUNK_PROGRAMS_CHOICES:
+        raise ValueError(f"FOSCAR_LONG_CHUNK_PROGRAMS: expected '1' or '2', got {value!r}")
+    return int(value)
+
+
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
-                    long_chunks: bool = True, fixed_splits: int = 0) -> int:
+                    long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
@@ -194,7 +212,8 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
     long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks
     only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a capacity of ``32 *
-    long_chunk`` nothing changes.
+    long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`): programs an SM in place
+    of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, or a negative ``max_seq_len``.
@@ -206,7 +225,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
-    one_sequence = _pow2_floor(num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
+    one_sequence = _pow2_floor(long_programs * num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
@@ -258,7 +277,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
-              short_chunks: bool = True, long_chunks: bool = True) -> tuple[int, int, int]:
+              short_chunks: bool = True, long_chunks: bool = True, long_programs: int = 1) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
@@ -303,6 +322,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             the plans before session 59.
         long_chunks: the long sequences' exception to the 32-chunk bound below (:func:`long_chunks_choice`); False
             gives the plans before session 60.
+        long_programs: programs an SM that the exception spreads a long sequence over (1, the default, or 2;
+            :func:`long_chunk_programs_choice`): ``pow2_floor(long_programs * num_sms / (batch * num_kv_heads))`` in
+            the cap below.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -372,7 +394,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
     cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
     if long_chunks:  # long sequences: more, up to one program an SM, of at least LONG_CHUNK_TOKENS (plan_long_chunk)
-        cap = max(cap, min(one_per_sm, max_seq_len // LONG_CHUNK_TOKENS))
+        spread = _pow2_floor(long_programs * num_sms // max(1, batch * max(1, num_kv_heads)))
+        cap = max(cap, min(spread, max_seq_len // LONG_CHUNK_TOKENS))
     n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer

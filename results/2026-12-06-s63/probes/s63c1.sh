@@ -12,6 +12,11 @@
 #   Expected (written before, from the contiguous 192K points' 0.897 / 0.909 and paged 512K's equal-to-contiguous
 #   gains): INT2 1 x 192K paged 0.86-0.93, INT2 2 x 192K paged 0.86-0.93, INT4 2 x 192K paged 0.90-1.00 (INT4 gained
 #   less at 512K); max_rel_err <= 2e-3.
+#   L, then: long chunks over two programs an SM (old = the default, new = FOSCAR_LONG_CHUNK_PROGRAMS=2; 256 CTAs of
+#   4K-token chunks, two an SM, where one an SM streamed 8K each with four warps). Expected (written before): INT2
+#   2 x 512K paged (47.1 us, 56% of the ceiling) 0.75-0.90; INT2 2 x 512K contiguous (42.7 us) 0.80-0.95; INT4
+#   2 x 512K paged (66.3 us, 72%) 0.85-0.97; INT2 2 x 512K at 16 query heads over 2 KV heads (32 -> 64 chunks a
+#   sequence) 0.85-1.00; max_rel_err <= 2e-3 in both.
 LIMIT="${LIMIT:-480}"
 . scripts/probe_preamble.sh /tmp/s63c1  # T0, LIMIT, left(), gpu.csv, commit.txt, W, probe_end
 HD="FOSCAR_ONLY_HEAD_DIM=128"
@@ -44,8 +49,13 @@ PY
 else
   python -m bench.ab_rounds $W/ab --variant "old:$HD" --variant "new:$HD" --run-env old:FOSCAR_LONG_CHUNKS=0 \
     --order "old new new old" --point 2x1x196608:paged:h8-1 --point 2x2x196608:paged:h8-1 \
-    --point 4x2x196608:paged:h8-1 --limit-s $(( $(left) - 10 )) --round-s 10 > $W/ab_rounds.log 2>&1
+    --point 4x2x196608:paged:h8-1 --limit-s $(( $(left) / 2 )) --round-s 10 > $W/ab_rounds.log 2>&1
   echo "P2: ab_rounds rc=$? left=$(left)"; tail -20 $W/ab_rounds.log
+  python -m bench.ab_rounds $W/abl --variant "old:$HD" --variant "new:$HD" --run-env new:FOSCAR_LONG_CHUNK_PROGRAMS=2 \
+    --order "old new new old" --point 2x2x524288:paged:h8-1 --point 2x2x524288:h8-1 --point 4x2x524288:paged:h8-1 \
+    --point 2x2x524288:h16-2 --limit-s $(( $(left) - 10 )) --round-s 10 > $W/abl_rounds.log 2>&1
+  echo "L: ab_rounds rc=$? left=$(left)"; tail -20 $W/abl_rounds.log
+  cp $W/abl_rounds.log $OUT/abl_rounds.txt
 fi
 cp $W/ab_rounds.log $OUT/ab_rounds.txt
 probe_end s63c1
