@@ -206,7 +206,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     Else, for a fixed plan (a batch of one), :data:`LONG_CHUNK_TOKENS` (as in session 60): its fixed path cuts a length
     in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the
     plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
-    SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (4 or more KV heads on 132
+    SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132
     SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
     ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up
     to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
@@ -365,7 +365,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     num_sms / (batch * num_kv_heads)), max_seq_len // 4096)`` where that is more than 32 (at one KV head on 132 SMs,
     batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's length-aware chunks
     take the plan's long chunk as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long
-    sequence among short ones takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 4 or more
+    sequence among short ones takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 3 or more
     KV heads on 132 SMs one program an SM is at most 32 chunks a sequence: no change.
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
