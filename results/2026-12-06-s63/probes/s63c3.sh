@@ -9,7 +9,9 @@
 #      merge kernel); 8 query heads over 1 KV head. Expected (written before): new / old INT2 1 x 512K (128 chunks)
 #      0.75-0.90, 1 x 256K (64) 0.85-0.95, 1 x 192K (48) 0.90-0.97, 2 x 512K (64 a sequence) contiguous and paged
 #      0.88-0.96, INT4 2 x 512K paged 0.92-0.98, one 512K among seven 4K 0.88-0.97; max_rel_err <= 2e-3 in every
-#      variant. mk / old: information (a lower bound on what a faster merge wins, minus a launch).
+#      variant. mk / old: information (a lower bound on what a faster merge wins, minus a launch). p2 =
+#      FOSCAR_LONG_CHUNK_PROGRAMS=2 with the two levels: if the one-CTA merge was what made it 7-17% slower in call 1,
+#      p2 / new 0.85-1.00 at the 2 x 512K points (elsewhere no change: 1 x 512K keeps 128 chunks).
 #   B (an H200 only, in what is left): issue 12's INT2 bench, as s63c1.sh's H200 branch.
 LIMIT="${LIMIT:-480}"
 . scripts/probe_preamble.sh /tmp/s63c3  # T0, LIMIT, left(), gpu.csv, commit.txt, W, probe_end
@@ -18,9 +20,9 @@ echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
 timeout $(( $(left) - 200 )) python -m pytest -m gpu -n 4 -q -rfE --tb=short -p no:cacheprovider \
   tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py -k "not all_head_dims" > $W/pytest.txt 2>&1
 echo "T: pytest rc=$? left=$(left)"; tail -15 $W/pytest.txt; cp $W/pytest.txt $OUT/pytest.txt
-python -m bench.ab_rounds $W/ab --variant "old:" --variant "new:" --variant "mk:" \
-  --run-env old:FOSCAR_MERGE_TREE=0 --run-env mk:FOSCAR_MERGE=kernel \
-  --order "old new mk mk new old" --point 2x1x524288:h8-1 --point 2x1x262144:h8-1 --point 2x1x196608:h8-1 \
+python -m bench.ab_rounds $W/ab --variant "old:" --variant "new:" --variant "mk:" --variant "p2:" \
+  --run-env old:FOSCAR_MERGE_TREE=0 --run-env mk:FOSCAR_MERGE=kernel --run-env p2:FOSCAR_LONG_CHUNK_PROGRAMS=2 \
+  --order "old new mk p2 p2 mk new old" --point 2x1x524288:h8-1 --point 2x1x262144:h8-1 --point 2x1x196608:h8-1 \
   --point 2x2x524288:h8-1 --point 2x2x524288:paged:h8-1 --point 4x2x524288:paged:h8-1 \
   --point 2x8x524288:one-long:h8-1 --limit-s $(( $(left) - 10 )) --round-s 10 > $W/ab_rounds.log 2>&1
 echo "M: ab_rounds rc=$? left=$(left)"; tail -30 $W/ab_rounds.log; cp $W/ab_rounds.log $OUT/ab_rounds.txt
