@@ -185,7 +185,8 @@ def long_chunk_programs_choice() -> int:
     """Programs an SM that long chunks spread a long sequence over (:func:`plan_work`, :func:`plan_long_chunk`):
     ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``"1"`` (the default: up to one program an SM, bench/NOTES.md §105-§106) or
     ``"2"`` (up to two, for A/B: a one-CTA SM streams one chunk with four warps, 56% of the ceiling at INT2 2 x 512K
-    on a paged cache at one KV head, §107).
+    on a paged cache at one KV head, §107). Two an SM took 1.07-1.17 of the time at INT2 / INT4 2 x 512K at one and
+    two KV heads on an H100 (§108), perhaps through the in-kernel merge of twice the chunks on one CTA.
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
