@@ -356,13 +356,19 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
             assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
 
 
-def test_long_chunks_over_two_programs_an_sm():
+def test_long_chunks_over_two_programs_an_sm(monkeypatch):
     """``FOSCAR_LONG_CHUNK_PROGRAMS=2`` (an A/B knob; bench/NOTES.md §108) spreads a long sequence over up to two
     programs an SM: at one KV head on 132 SMs 2 x 512K takes 128 chunks of 4096 a sequence (256 CTAs, at most two an
     SM) instead of 64 of 8192; at two KV heads 2 x 512K 64 of 8192 instead of 32 of 16384 (long_chunk 4096, not
     8192). A batch of one at 512K keeps 128 (its chunks stay at least 4096); below a capacity of 32 x 4096 nothing
-    changes."""
+    changes. Another count is refused."""
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_PROGRAMS", raising=False)
     assert splits.long_chunk_programs_choice() == 1
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
+            splits.plan_work(2, 1, 1 << 19, 132, long_programs=bad)
+        with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
+            splits.plan_long_chunk(None, 1, 132, 1 << 19, long_programs=bad)
     for heads, chunks, twice in ((1, 64, 128), (2, 32, 64)):
         for programs, want in ((1, chunks), (2, twice)):
             work = _planned([1 << 19] * 2, heads, 1 << 19, programs=programs)

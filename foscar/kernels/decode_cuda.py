@@ -270,7 +270,7 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     heads and capacity and the device's SMs. Where the plan chose the split count (``num_splits`` None) and
     ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
     KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
-    programs an SM instead of one.
+    programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than

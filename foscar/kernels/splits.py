@@ -186,7 +186,9 @@ def long_chunk_programs_choice() -> int:
     ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``"1"`` (the default: up to one program an SM, bench/NOTES.md §105-§106) or
     ``"2"`` (up to two, for A/B: a one-CTA SM streams one chunk with four warps, 56% of the ceiling at INT2 2 x 512K
     on a paged cache at one KV head, §107). Two an SM took 1.07-1.17 of the time at INT2 / INT4 2 x 512K at one and
-    two KV heads on an H100 (§108), perhaps through the in-kernel merge of twice the chunks on one CTA.
+    two KV heads on an H100 (§108), perhaps through the in-kernel merge of twice the chunks on one CTA. With 2 the
+    long-chunk rules reach plans at up to 4 KV heads on 132 SMs (``pow2_floor(264 / 4)`` is 64, above 32), where
+    "3 or more KV heads: no change" below holds at the default.
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
@@ -195,6 +197,12 @@ def long_chunk_programs_choice() -> int:
     if value not in LONG_CHUNK_PROGRAMS_CHOICES:
         raise ValueError(f"FOSCAR_LONG_CHUNK_PROGRAMS: expected '1' or '2', got {value!r}")
     return int(value)
+
+
+def _check_long_programs(long_programs: int) -> None:
+    """Raises ValueError unless ``long_programs`` is 1 or 2 (:func:`long_chunk_programs_choice`)."""
+    if long_programs not in (1, 2):
+        raise ValueError(f"long_programs: expected 1 or 2 programs an SM, got {long_programs!r}")
 
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
@@ -213,20 +221,22 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
     long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks
     only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a capacity of ``32 *
-    long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`): programs an SM in place
-    of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
+    long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in
+    place of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
     Raises:
-        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, or a negative ``max_seq_len``.
+        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len``, or ``long_programs`` other
+            than 1 or 2.
     """
     if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0:
         raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got "
                          f"{num_kv_heads}, {num_sms}, {max_seq_len}")
+    _check_long_programs(long_programs)
     if num_splits is not None or not long_chunks:
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
-    one_sequence = _pow2_floor(long_programs * num_sms // num_kv_heads)  # one sequence's chunks at one program an SM
+    one_sequence = _pow2_floor(long_programs * num_sms // num_kv_heads)  # one sequence's chunks at long_programs an SM
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
@@ -325,7 +335,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             gives the plans before session 60.
         long_programs: programs an SM that the exception spreads a long sequence over (1, the default, or 2;
             :func:`long_chunk_programs_choice`): ``pow2_floor(long_programs * num_sms / (batch * num_kv_heads))`` in
-            the cap below.
+            the cap below (at 2, plans at up to 4 KV heads change too). Raises ``ValueError`` for
+            another value.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -378,6 +389,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         ``num_slots`` (the grid is ``num_slots * num_kv_heads`` CTAs, the partial buffers hold
         ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``.
     """
+    _check_long_programs(long_programs)
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
