@@ -178,7 +178,7 @@ def long_chunks_choice() -> bool:
     return env_flag("FOSCAR_LONG_CHUNKS", "1")
 
 
-LONG_CHUNK_PROGRAMS_CHOICES = ("1", "2")
+LONG_CHUNK_PROGRAMS = (1, 2)  # programs an SM that long chunks may spread a sequence over
 
 
 def long_chunk_programs_choice() -> int:
@@ -194,14 +194,14 @@ def long_chunk_programs_choice() -> int:
         ValueError: ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
     """
     value = os.environ.get("FOSCAR_LONG_CHUNK_PROGRAMS", "1")
-    if value not in LONG_CHUNK_PROGRAMS_CHOICES:
+    if value not in [str(n) for n in LONG_CHUNK_PROGRAMS]:
         raise ValueError(f"FOSCAR_LONG_CHUNK_PROGRAMS: expected '1' or '2', got {value!r}")
     return int(value)
 
 
 def _check_long_programs(long_programs: int) -> None:
-    """Raises ValueError unless ``long_programs`` is 1 or 2 (:func:`long_chunk_programs_choice`)."""
-    if long_programs not in (1, 2):
+    """Raises ValueError unless ``long_programs`` is one of :data:`LONG_CHUNK_PROGRAMS` (1 or 2)."""
+    if long_programs not in LONG_CHUNK_PROGRAMS:
         raise ValueError(f"long_programs: expected 1 or 2 programs an SM, got {long_programs!r}")
 
 
