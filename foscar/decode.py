@@ -387,7 +387,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
     ``FOSCAR_MERGE`` is unset (:func:`foscar.kernels.decode_cuda.merge_choice`)."""
     from foscar.kernels import decode_cuda, decode_triton, merge_triton
     from foscar.kernels.splits import (device_sm_count, max_ctas_per_sm_choice, plan_chunk_tokens,
-                                       plan_chunks_per_sequence)
+                                       plan_chunks_per_sequence, plan_merge_groups)
 
     device = cache.device
     check_choice("head_dim", cache.head_dim, decode_triton.SUPPORTED_HEAD_DIMS)
@@ -442,7 +442,12 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         if merge == "fused" and not decode_cuda.fused_merge_in(cache.bits, head_dim, cache.group_size, common["mode"],
                                                                paged, getattr(cache, "k_block", None) is not None):
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
-        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge)
+        long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
+        # the in-kernel merge in two levels where a sequence may take more than 32 chunks, folded BF16 operands only
+        # (FOSCAR_MERGE_TREE, read now; NOTES §108)
+        groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len)
+                  if merge == "fused" and common["mode"] == "bf16" and decode_cuda.merge_tree_choice() else 0)
+        counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge, groups)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0
         # FOSCAR_MERGE_SPECULATE=1 (read now; off by default, NOTES §32): the merge kernel loads a uniform
@@ -484,7 +489,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
             # past 32 chunks a sequence only in chunks of at least this, at one or two KV heads (FOSCAR_LONG_CHUNKS,
             # read now; NOTES §105, §106); a fixed num_splits is cut as asked
-            long_chunk=decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed),
+            long_chunk=long_chunk,
             # 2 CTAs an SM where 3 would end in a wave of single CTAs (FOSCAR_MAX_CTAS_PER_SM, read now; NOTES §67)
             max_ctas_per_sm=max_ctas_per_sm_choice(
                 batch * cache.num_kv_heads * plan_chunks_per_sequence(batch, fixed, target), device_sm_count(device),

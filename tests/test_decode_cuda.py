@@ -850,6 +850,21 @@ def test_merge_buffers_are_sized_for_the_merge():
     assert seq_chunks.shape == (3, 2) and seq_chunks.dtype == torch.int32
     with pytest.raises(ValueError, match="expected 'fused' or 'kernel', got 'both'"):
         decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "both")
+    counters, _ = decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused", groups=4)  # merge_tree's (NOTES §108)
+    assert counters.shape == (3, 2, 5) and not counters.any()
+    assert decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "kernel", groups=4)[0].numel() == 0
+    with pytest.raises(ValueError, match="groups: expected 0 or more group counters, got -1"):
+        decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused", groups=-1)
+
+
+def test_merge_tree_setting(monkeypatch):
+    monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
+    assert decode_cuda.merge_tree_choice() is True
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    assert decode_cuda.merge_tree_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "2")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_TREE: expected '1' or '0', got '2'"):
+        decode_cuda.merge_tree_choice()
 
 
 def test_defined_value_reads_an_nvcc_define_in_either_spelling():

@@ -129,6 +129,82 @@ def test_17_to_32_chunks_merge_in_one_round(monkeypatch, bits, num_qo_heads, ope
             assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
 
 
+@pytest.mark.parametrize("num_splits", [33, 64, 100, 128])
+@pytest.mark.parametrize("num_qo_heads, layout", [(32, "contiguous"), (64, "contiguous"), (32, "paged"),
+                                                  (32, "channel")])
+def test_more_than_32_chunks_merge_in_two_levels(monkeypatch, num_qo_heads, layout, num_splits):
+    """A sequence of more than 32 chunks merges in two levels where the plan gives group counters (folded BF16
+    operands; NOTES §108): the last CTA of each 16 chunks merges them, the last of those the groups. Fixed splits cut
+    70000 tokens in 33 chunks (two full groups and one of one), 64 (four), 100 (92 of 768 tokens and 8 empty: a
+    group of empty chunks) or 128 (8 groups); 40000 in 33-100; shorter sequences in fewer, an empty one in none.
+    gqa 4 and 8, contiguous, paged (16-token pages, shuffled) and channel-wise K. Against the fp64 reference, against
+    one merging CTA (``FOSCAR_MERGE_TREE=0``) and the merge kernel of the same build; the counters, group counters
+    too, left at zero."""
+    lens = [70000, 0, 5000, 1, 300, 40000]
+    q, cache = _case(torch.device("cuda"), batch=6, num_qo_heads=num_qo_heads, num_kv_heads=8, head_dim=128,
+                     seq_lens=lens, bits=2, group_size=128)
+    if layout == "channel":
+        cache = foscar.quantize_kv(*foscar.dequantize_kv(cache), 2, 128, seq_lens=cache.seq_lens,
+                                   k_layout="channel", k_block=64)
+    elif layout == "paged":
+        cache = foscar.paginate(cache, 16, shuffle=True)
+    plan = foscar.plan_decode(cache, num_qo_heads, backend="cuda", num_splits=num_splits)
+    assert plan._counters.shape == (6, 8, 1 + -(-num_splits // 16))
+    a, la = _decode(q, cache, "fused", monkeypatch, num_splits=num_splits)
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    assert foscar.plan_decode(cache, num_qo_heads, backend="cuda", num_splits=num_splits)._counters.shape == (6, 8)
+    one, l_one = _decode(q, cache, "fused", monkeypatch, num_splits=num_splits)
+    b, lb = _decode(q, cache, "kernel", monkeypatch, num_splits=num_splits)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    for s, length in enumerate(lens):
+        if length == 0:
+            assert not a[s].any() and bool(torch.isneginf(la[s]).all())
+            continue
+        err = float((a[s].double() - ref[s]).norm() / ref[s].norm())
+        assert err < 1e-2, f"sequence {s} (length {length}): relative L2 error {err:.3g}"
+        assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
+        for other, l_other in ((one, l_one), (b, lb)):
+            assert float((a[s].float() - other[s].float()).norm() / other[s].float().norm()) < 1e-3, s
+            assert torch.allclose(la[s], l_other[s], rtol=0, atol=1e-4), s
+
+
+def test_a_long_sequence_alone_merges_in_two_levels(monkeypatch):
+    """The plans that give a sequence more than 32 chunks by themselves (long chunks, NOTES §105): 200000 tokens at
+    one KV head in 48 chunks of at least 4096 (a batch of one's fixed plan: 3 groups), against the reference and one
+    merging CTA; the per-value and FP8 modes keep one merging CTA (their plans give no group counters)."""
+    monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
+    q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128,
+                     seq_lens=[200000], bits=2, group_size=128)
+    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    assert plan.merge == "fused" and plan.num_splits == 48 and plan._counters.shape == (1, 1, 4)
+    for operand in ("fp8",):
+        assert foscar.plan_decode(cache, 8, backend="cuda", operand=operand)._counters.shape == (1, 1)
+    assert foscar.plan_decode(cache, 8, backend="cuda", method="per-value")._counters.shape == (1, 1)
+    a, la = _decode(q, cache, "fused", monkeypatch)
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    one, l_one = _decode(q, cache, "fused", monkeypatch)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    assert float((a.double() - ref).norm() / ref.norm()) < 1e-2
+    assert torch.allclose(la.double(), ref_lse, rtol=0, atol=1e-3)
+    assert float((a.float() - one.float()).norm() / one.float().norm()) < 1e-3
+    assert torch.allclose(la, l_one, rtol=0, atol=1e-4)
+
+
+def test_a_nan_partial_in_a_group_makes_its_rows_nan(monkeypatch):
+    """A NaN K scale in one chunk of a 64-chunk sequence: its group's partial and LSE are NaN, so the rows of its KV
+    head are NaN after the second level; the other KV head's rows and the other sequence as one merging CTA's."""
+    q, cache = _case(torch.device("cuda"), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
+                     seq_lens=[40000, 17], bits=2, group_size=128)
+    cache.k_scale[0, 1, 30000] = float("nan")  # sequence 0, KV head 1 (query heads 4..7)
+    a, la = _decode(q, cache, "fused", monkeypatch, num_splits=64)
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    b, lb = _decode(q, cache, "fused", monkeypatch, num_splits=64)
+    assert torch.isnan(a[0, 4:]).all() and torch.isnan(la[0, 4:]).all()
+    assert not torch.isnan(a[0, :4]).any() and not torch.isnan(a[1]).any()
+    assert float((a[0, :4].float() - b[0, :4].float()).norm() / b[0, :4].float().norm()) < 1e-3
+    assert torch.equal(a[1], b[1])
+
+
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])
 def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
     q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=16, num_kv_heads=2, head_dim=head_dim,

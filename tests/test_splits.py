@@ -382,6 +382,20 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
         assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
 
 
+def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
+    """Group counters for the in-kernel merge's two levels (NOTES §108): ceil(n / 16) where a sequence may take n >
+    32 chunks: a fixed plan's count, or a length-aware plan's slots where it has a long chunk or a capacity past 32 x
+    32768; else none."""
+    assert splits.plan_merge_groups(128, 128, 4096, 1 << 19) == 8  # a batch of one at 512K, one KV head
+    assert splits.plan_merge_groups(100, 100, 0, 70000) == 7  # a caller's num_splits=100
+    assert splits.plan_merge_groups(64, 32, 0, 1 << 19) == 0  # 32 fixed chunks: one merging CTA
+    assert splits.plan_merge_groups(128, 0, 4096, 1 << 19) == 8  # 2 x 512K at one KV head: 128 slots
+    assert splits.plan_merge_groups(520, 0, 0, 32768) == 0  # no long chunk: at most 32 a sequence
+    assert splits.plan_merge_groups(1100, 0, 0, 1 << 21) == 69  # past 32 x 32768: chunks of 32768, more than 32
+    slots, fixed, target = splits.plan_work(2, 1, 1 << 19, 132, bits=2, head_dim=128)
+    assert splits.plan_merge_groups(slots, fixed, splits.plan_long_chunk(None, 1, 132, 1 << 19), 1 << 19) == 8
+
+
 def test_long_chunk_programs_setting(monkeypatch):
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_PROGRAMS", "2")
     assert splits.long_chunk_programs_choice() == 2

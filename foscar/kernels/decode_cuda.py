@@ -115,20 +115,25 @@ def merge_choice(default: str = "fused") -> str:
     return merge
 
 
-def merge_buffers(batch: int, num_kv_heads: int, device: torch.device, merge: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def merge_buffers(batch: int, num_kv_heads: int, device: torch.device, merge: str,
+                  groups: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The merge's buffers of a plan: ``(counters, seq_chunks)``, both int32 on ``device``.
 
     ``merge="fused"``: ``counters`` ``[batch, num_kv_heads]`` zeros (the kernel's arrival counts; each
-    launch leaves them zero again), ``seq_chunks`` ``None``. ``merge="kernel"``: ``counters`` empty
-    (unread), ``seq_chunks`` ``[batch, 2]`` (rewritten whole by every launch, for
-    :func:`foscar.kernels.merge_triton.merge_slots`).
+    launch leaves them zero again), or ``[batch, num_kv_heads, 1 + groups]`` where ``groups`` > 0 (the two-level
+    merge's group counters after each (sequence, KV head)'s own, :func:`foscar.kernels.splits.plan_merge_groups`),
+    ``seq_chunks`` ``None``. ``merge="kernel"``: ``counters`` empty (unread), ``seq_chunks`` ``[batch, 2]``
+    (rewritten whole by every launch, for :func:`foscar.kernels.merge_triton.merge_slots`).
 
     Raises:
-        ValueError: ``merge`` is not one of :data:`MERGES`.
+        ValueError: ``merge`` is not one of :data:`MERGES`, or ``groups`` is negative.
     """
+    if groups < 0:
+        raise ValueError(f"groups: expected 0 or more group counters, got {groups}")
     i32 = dict(dtype=torch.int32, device=device)
     if merge == "fused":
-        return torch.zeros(batch, num_kv_heads, **i32), None
+        shape = (batch, num_kv_heads, 1 + groups) if groups else (batch, num_kv_heads)
+        return torch.zeros(*shape, **i32), None
     if merge == "kernel":
         return torch.empty(0, **i32), torch.empty(batch, 2, **i32)
     raise ValueError(f"merge: expected 'fused' or 'kernel', got {merge!r}")
@@ -327,8 +332,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     :func:`merge_buffers`.
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
-    num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` int32 (the fused
-    merge's, read only without ``seq_chunks``; zero before the first launch, each launch leaves
+    num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` or ``[batch, num_kv_heads, 1 +
+    groups]`` int32 (the fused merge's, :func:`merge_buffers`, read only without ``seq_chunks``; zero before the first launch, each launch leaves
     them zero; with ``seq_chunks`` any int32 tensor, e.g. empty). ``seq_chunks``
     ``[batch, 2]`` int32 receives each sequence's first slot and chunk count for
     :func:`foscar.kernels.merge_triton.merge_slots`. ``num_slots``, ``fixed_splits`` and
@@ -370,6 +375,17 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         fixed_splits, target_chunks, min_chunk, long_chunk, sm_scale * 1.4426950408889634,
         MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl),
     )
+
+
+def merge_tree_choice() -> bool:
+    """Whether a plan made now gives the in-kernel merge its two levels where a sequence may take more than 32
+    chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108): ``FOSCAR_MERGE_TREE``, ``"1"``
+    (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 63; for A/B).
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_MERGE_TREE", "1")
 
 
 def pv_pack_choice() -> bool:

@@ -243,6 +243,28 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     return min(max(LONG_CHUNK_TOKENS, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
 
 
+MERGE_GROUP_CHUNKS = 16  # chunks a group of the in-kernel merge's first level (csrc kMergeGroup)
+
+
+def plan_merge_groups(num_slots: int, fixed_splits: int, long_chunk: int, max_seq_len: int) -> int:
+    """Group counters a (sequence, KV head) for the in-kernel merge's two levels (``merge_tree`` in
+    ``csrc/folded_decode_sm90.cuh``; bench/NOTES.md §108): ``ceil(n / 16)`` where a sequence of a plan of
+    ``num_slots`` slots (:func:`plan_work`) may take ``n`` > :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, else 0.
+
+    ``n`` is ``fixed_splits`` for a fixed plan; for a length-aware one ``num_slots`` (a bound), where chunks past 32 a
+    sequence can occur: a plan with a ``long_chunk`` (:func:`plan_long_chunk`) or a capacity past 32 chunks of
+    :data:`MAX_SPLIT_TOKENS`. A sequence that takes more chunks than its groups cover merges on its last CTA alone, as
+    every sequence did before (correct, only slower).
+    """
+    if fixed_splits > 0:
+        n = fixed_splits
+    elif long_chunk > 0 or max_seq_len > MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS:
+        n = num_slots
+    else:
+        n = 0
+    return -(-n // MERGE_GROUP_CHUNKS) if n > MAX_CHUNKS_PER_SEQUENCE else 0
+
+
 def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_chunks: bool = True) -> int:
     """The least length-aware chunk, in tokens, of a plan whose chunk target is ``target_chunks`` (:func:`plan_work`)
     over ``num_kv_heads``: :data:`SHORT_CHUNK_TOKENS` (256, one CTA iteration) where ``short_chunks`` and the target's

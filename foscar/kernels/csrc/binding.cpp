@@ -67,8 +67,14 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   FOSCAR_CHECK(lens.scalar_type() == torch::kInt32 && counters.scalar_type() == torch::kInt32, "lens, counters: int32");
   FOSCAR_CHECK(out.scalar_type() == torch::kBFloat16 && out.sizes() == q.sizes(), "out: bf16 of q's shape");
   FOSCAR_CHECK(lse.scalar_type() == torch::kFloat32 && lse.numel() == q.size(0) * q.size(1), "lse: fp32 [batch, num_qo_heads]");
-  FOSCAR_CHECK(seq_chunks.has_value() || counters.numel() == q.size(0) * k_codes.size(1),
-               "counters: [batch, num_kv_heads] (the in-kernel merge's)");
+  const int64_t sequence_heads = q.size(0) * k_codes.size(1);
+  FOSCAR_CHECK(seq_chunks.has_value() || (counters.numel() >= sequence_heads && counters.numel() % sequence_heads == 0),
+               "counters: [batch, num_kv_heads] or [batch, num_kv_heads, 1 + groups] (the in-kernel merge's), got %s",
+               shape(counters).c_str());
+  // group counters a (sequence, KV head) after its own (the two-level merge of more than 32 chunks)
+  const int merge_groups = seq_chunks.has_value() || sequence_heads == 0 ? 0 : (int)(counters.numel() / sequence_heads - 1);
+  FOSCAR_CHECK(merge_groups == 0 || mode == 0, "counters: group counters ([batch, num_kv_heads, 1 + groups]) are for "
+               "the folded BF16 mode (mode 0) only, got mode %lld", (long long)mode);
   FOSCAR_CHECK(lens.numel() == q.size(0), "lens: [batch] (seq_lens or kv_last_page_len)");
   FOSCAR_CHECK(!kv_indptr.has_value() || kv_indptr->numel() == q.size(0) + 1, "kv_indptr: [batch + 1]");
   int* chunks_ptr = nullptr;
@@ -137,7 +143,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
       indices ? (int)kv_indices->numel() : 0,
       indices ? (int)std::min<int64_t>(k_codes.size(0), std::numeric_limits<int>::max()) : 0,
       indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
-      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), chunks_ptr, batch,
+      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), merge_groups,
+      chunks_ptr, batch,
       num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
       (int)min_chunk, (int)long_chunk, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
       (int)fixed_window, pv_pack != 0, (int)max_ctas_per_sm, (int)pdl, c10::cuda::getCurrentCUDAStream());

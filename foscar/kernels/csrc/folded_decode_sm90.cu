@@ -34,18 +34,19 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
     int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
-    int* seq_chunks, int batch,
+    int merge_groups, int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks, int min_chunk,
     int long_chunk, long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream) {
   using namespace foscar;
-  if (gqa < 1 || gqa > 8 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1 || max_ctas_per_sm < 0 ||
+  if (gqa < 1 || gqa > kMaxGqa || merge_groups < 0 || batch < 0 || num_slots < 0 || fixed_splits < 0 || target_chunks < 1 || max_ctas_per_sm < 0 ||
       (pdl != 0 && pdl != 1) || (min_chunk != kMinChunk && min_chunk != kShortChunk) ||
       long_chunk < 0 || long_chunk > kMaxChunk || long_chunk % kChunkAlign != 0)
     return cudaErrorInvalidValue;
   if (batch == 0) return cudaSuccess;
   if (fixed_splits > 0 ? num_slots != batch * fixed_splits : num_slots < batch) return cudaErrorInvalidValue;
   if (fixed_window != 0 && (fixed_window != 1 || fixed_splits < 2 || seq_chunks == nullptr)) return cudaErrorInvalidValue;
+  if (merge_groups != 0 && (mode != kFoldedBf16 || seq_chunks != nullptr)) return cudaErrorInvalidValue;  // merge_tree
   const bool paged = kv_indices != nullptr;
   int page_shift = 0;
   if (paged) {  // page sizes: powers of two
@@ -80,6 +81,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
   p.out = static_cast<__nv_bfloat16*>(out);
   p.lse = lse;
   p.counters = counters;
+  p.merge_groups = merge_groups;
   p.fuse_merge = seq_chunks == nullptr;  // launch() refuses it for an instance without the merge (fused_merge_in)
   p.seq_chunks = seq_chunks;
   p.fixed_window = fixed_window;

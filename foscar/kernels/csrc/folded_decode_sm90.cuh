@@ -632,7 +632,10 @@ struct Params {
   float* lse_part;      // [num_slots, num_qo_heads], base 2
   __nv_bfloat16* out;   // [batch, num_qo_heads, HEAD_DIM]
   float* lse;           // [batch, num_qo_heads], natural log
-  int* counters;        // [batch, num_kv_heads], zero between launches (the merging CTA resets its own)
+  int* counters;        // [batch, num_kv_heads, 1 + merge_groups], zero between launches (each merging CTA resets
+                        // the counter it arrived at last)
+  int merge_groups;     // group counters a (sequence, KV head) after its own: a sequence of more than kMaxSeqChunks
+                        // chunks, at most merge_groups * kMergeGroup, merges in two levels (merge_tree); 0: none
   int fuse_merge;       // 1: the last CTA of a sequence merges (counters); 0: seq_chunks for the merge kernel
   int* seq_chunks;      // [batch, 2]: first slot and chunk count of each sequence (fuse_merge 0)
   int fixed_window;     // 1 (fixed path, fixed_splits >= 2): every slot's partial written, a sequence of one chunk's
@@ -1095,11 +1098,12 @@ __device__ __forceinline__ void store_bf16x4(__nv_bfloat16* dst, const float (&o
 // pattern the model guarantees without a fence.sc (the two __threadfence() of session 6, MEMBAR.SC.GPU
 // each). The partials are read with ld.global.cg (L2, not L1) besides.
 struct MergeArgs {        // one (sequence, KV head), by value: no reference to the kernel's parameters
-  const float* o_part;    // chunk 0's [gqa, HEAD_DIM] block; chunk i at + i * row_stride * HEAD_DIM
-  const float* lse_part;  // chunk 0's [gqa] base-2 LSEs; chunk i at + i * row_stride
+  float* o_part;          // chunk 0's [gqa, HEAD_DIM] block; chunk i at + i * row_stride * HEAD_DIM (merge_tree
+                          // writes a group's merged partial over its first chunk's)
+  float* lse_part;        // chunk 0's [gqa] base-2 LSEs; chunk i at + i * row_stride
   __nv_bfloat16* out;     // [gqa, HEAD_DIM]: the sequence's rows of this KV head's query heads
   float* lse;             // [gqa], natural log
-  unsigned* counter;      // arrivals of this (sequence, KV head) in this launch
+  unsigned* counter;      // arrivals of this (sequence, KV head) in this launch (merge_tree: its group counters follow)
   int row_stride;         // num_qo_heads (rows of o_part / lse_part per slot)
   int gqa, count;         // query heads per KV head; chunks of the sequence (>= 2)
 };
@@ -1121,53 +1125,136 @@ __device__ __forceinline__ void write_merged(const MergeArgs& a, int idx, int he
   if (idx % HEAD_DIM == 0) a.lse[head] = lse2 * kLn2;
 }
 
+// One thread's float4 at idx (head idx / HEAD_DIM) of the gqa x HEAD_DIM block over a.count chunks, BATCH loads in
+// flight a round: the running max m, the denominator den and the weighted sums num of the online softmax, nan where
+// a chunk's LSE is NaN (merge_rows, merge_group)
+template <int HEAD_DIM, int BATCH>
+__device__ __forceinline__ void merge_float4(const MergeArgs& a, int idx, int head, float (&num)[4], float& den,
+                                             float& m, bool& nan) {
+  const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
+  const float* lp = a.lse_part + head;
+  const float* op = a.o_part + idx;
+  m = -INFINITY, den = 0.f, num[0] = num[1] = num[2] = num[3] = 0.f;
+  nan = false;
+  for (int i0 = 0; i0 < a.count; i0 += BATCH) {
+      float l[BATCH];
+      float4 o[BATCH];
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
+      const bool live = i0 + u < a.count;
+      const long long i = live ? i0 + u : 0;
+      l[u] = live ? __ldcg(lp + i * a.row_stride) : -INFINITY;
+      o[u] = live ? __ldcg(reinterpret_cast<const float4*>(op + i * chunk_floats)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float mx = m;
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {
+      nan |= l[u] != l[u];
+      mx = fmaxf(mx, l[u]);
+    }
+    const float m_safe = mx == -INFINITY ? 0.f : mx;
+    const float alpha = fast_exp2(m - m_safe);  // 0 while nothing was accumulated (m -inf)
+    den *= alpha;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) num[c] *= alpha;
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {
+      const float w = fast_exp2(l[u] - m_safe);  // 0 for an empty chunk (-inf)
+      den += w;
+      num[0] = fmaf(w, o[u].x, num[0]);
+      num[1] = fmaf(w, o[u].y, num[1]);
+      num[2] = fmaf(w, o[u].z, num[2]);
+      num[3] = fmaf(w, o[u].w, num[3]);
+    }
+    m = mx;
+  }
+}
+
 // The merge of one (sequence, KV head) by the last CTA (merge_chunks): BATCH chunks a thread in flight
 template <int HEAD_DIM, int BATCH>
 __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
   static_assert(HEAD_DIM % 4 == 0, "merge_rows: float4 units of a head's row");
   constexpr int kThreads = kWarps * 32;
   const int row = a.gqa * HEAD_DIM;  // floats of one chunk's block
-  const long long chunk_floats = (long long)a.row_stride * HEAD_DIM;
   for (int idx = 4 * threadIdx.x; idx < row; idx += 4 * kThreads) {
     const int head = idx / HEAD_DIM;
-    const float* lp = a.lse_part + head;
-    const float* op = a.o_part + idx;
-    float m = -INFINITY, den = 0.f, num[4] = {0.f, 0.f, 0.f, 0.f};
-    bool nan = false;
-    for (int i0 = 0; i0 < a.count; i0 += BATCH) {
-      float l[BATCH];
-      float4 o[BATCH];
-#pragma unroll
-      for (int u = 0; u < BATCH; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
-        const bool live = i0 + u < a.count;
-        const long long i = live ? i0 + u : 0;
-        l[u] = live ? __ldcg(lp + i * a.row_stride) : -INFINITY;
-        o[u] = live ? __ldcg(reinterpret_cast<const float4*>(op + i * chunk_floats)) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      float mx = m;
-#pragma unroll
-      for (int u = 0; u < BATCH; ++u) {
-        nan |= l[u] != l[u];
-        mx = fmaxf(mx, l[u]);
-      }
-      const float m_safe = mx == -INFINITY ? 0.f : mx;
-      const float alpha = fast_exp2(m - m_safe);  // 0 while nothing was accumulated (m -inf)
-      den *= alpha;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) num[c] *= alpha;
-#pragma unroll
-      for (int u = 0; u < BATCH; ++u) {
-        const float w = fast_exp2(l[u] - m_safe);  // 0 for an empty chunk (-inf)
-        den += w;
-        num[0] = fmaf(w, o[u].x, num[0]);
-        num[1] = fmaf(w, o[u].y, num[1]);
-        num[2] = fmaf(w, o[u].z, num[2]);
-        num[3] = fmaf(w, o[u].w, num[3]);
-      }
-      m = mx;
-    }
+    float m, den, num[4];
+    bool nan;
+    merge_float4<HEAD_DIM, BATCH>(a, idx, head, num, den, m, nan);
     write_merged<HEAD_DIM>(a, idx, head, num, den, m, nan);
   }
+}
+
+// chunks a group of merge_tree: its last CTA merges them into the group's first chunk's partial
+constexpr int kMergeGroup = 16;
+constexpr int kMaxGqa = 8;  // query heads a KV head, at most (foscar_folded_decode_sm90 refuses more)
+
+// merge_tree's first level: a.count (<= kMergeGroup) chunks merged into chunk 0's partial, in place: each thread
+// overwrites only the float4s it read itself, and a head's LSE (read by every thread of the head's row) after a
+// barrier. A NaN LSE among the chunks makes the group's partial and LSE NaN (finalize_row), an all-empty group's LSE
+// is -inf (weight 0). The idx steps are not unrolled: unrolled, their loads overlapped and the FP8 channel-wise
+// G=32 instance spilled 56 bytes at 168 registers.
+template <int HEAD_DIM>
+__device__ __forceinline__ void merge_group(const MergeArgs& a) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kIters = (kMaxGqa * HEAD_DIM + 4 * kThreads - 1) / (4 * kThreads);  // idx steps a thread, at most
+  const int row = a.gqa * HEAD_DIM;
+#pragma unroll 1
+  for (int it = 0; it < kIters; ++it) {  // the same count in every thread: the barrier below is uniform
+    const int idx = 4 * threadIdx.x + it * 4 * kThreads;
+    float lse2 = 0.f;
+    if (idx < row) {
+      float m, den, num[4], o[4];
+      bool nan;
+      merge_float4<HEAD_DIM, kMergeGroup>(a, idx, idx / HEAD_DIM, num, den, m, nan);
+      finalize_row<4>(num, nan ? __int_as_float(0x7fffffff) : den, m, o, lse2);
+      *reinterpret_cast<float4*>(a.o_part + idx) = make_float4(o[0], o[1], o[2], o[3]);
+    }
+    __syncthreads();  // every read of this step's heads' LSEs before chunk 0's are overwritten
+    if (idx < row && idx % HEAD_DIM == 0) a.lse_part[idx / HEAD_DIM] = lse2;
+  }
+}
+
+// Arrival at a counter of `count` arrivals (atom.acq_rel.gpu, wrapping to 0 on the last: atom.inc, old >= count - 1
+// -> 0): whether this CTA arrived last. Every thread's stores before it (the barrier; ordering: merge_chunks).
+__device__ __forceinline__ bool arrive_last(unsigned* counter, int count) {
+  __syncthreads();
+  int last = 0;
+  if (threadIdx.x == 0) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
+                 : "=r"(old) : "l"(counter), "r"((unsigned)(count - 1)) : "memory");
+    last = old == (unsigned)(count - 1);
+  }
+  return __syncthreads_or(last);
+}
+
+// A sequence of more than kMaxSeqChunks chunks merged in two levels (bench/NOTES.md §108): the last CTA of each group
+// of kMergeGroup chunks (chunk index / kMergeGroup, its own counter after the sequence's) merges the group into its
+// first chunk's partial (merge_group), and the last of those merges the groups' partials (slots kMergeGroup apart).
+// One CTA merging 128 chunks of gqa 8 x 128 floats read 512 KB from L2 in 16 dependent rounds after the loop; here
+// the groups merge while other CTAs stream, and the last reads at most ceil(count / 16) partials. Same ordering as
+// merge_chunks at each level (the group's partial stores precede its arrival at the sequence's counter).
+// Called in place of merge_chunks (__noinline__ as it is) where Params::merge_groups covers the sequence's chunks:
+// `index` this CTA's chunk of the sequence; instances of BF16 operands only (the call site says why).
+template <int HEAD_DIM>
+__device__ __noinline__ void merge_tree(MergeArgs a, int index) {
+  const int g = index / kMergeGroup, first = g * kMergeGroup;
+  const int groups = (a.count + kMergeGroup - 1) / kMergeGroup;
+  MergeArgs ga = a;
+  ga.o_part += (long long)first * a.row_stride * HEAD_DIM;
+  ga.lse_part += (long long)first * a.row_stride;
+  ga.count = min(kMergeGroup, a.count - first);
+  if (!arrive_last(a.counter + 1 + g, ga.count)) return;
+  merge_group<HEAD_DIM>(ga);
+  if (!arrive_last(a.counter, groups)) return;
+  MergeArgs ta = a;
+  ta.row_stride = a.row_stride * kMergeGroup;  // group j's partial: chunk j * kMergeGroup's rows
+  ta.count = groups;
+  if (groups <= kMergeBatchSmall)
+    merge_rows<HEAD_DIM, kMergeBatchSmall>(ta);
+  else
+    merge_rows<HEAD_DIM, kMergeBatchLarge>(ta);
 }
 
 // The same merge in one round of loads for kMergeBatchLarge < count <= 32 at head_dim 128, where merge_rows takes two
@@ -1218,15 +1305,8 @@ __device__ __forceinline__ void merge_rows_warp(const MergeArgs& a) {
 // moved its loop
 template <int HEAD_DIM, bool MW>
 __device__ __noinline__ void merge_chunks(MergeArgs a) {
-  __syncthreads();  // every thread's partial (and its reads of the 4-warp staging) before the arrival
-  int last = 0;
-  if (threadIdx.x == 0) {  // arrive; the last arrival wraps the counter to 0 (atom.inc: old >= count - 1 -> 0)
-    unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
-                 : "=r"(old) : "l"(a.counter), "r"((unsigned)(a.count - 1)) : "memory");
-    last = old == (unsigned)(a.count - 1);
-  }
-  if (!__syncthreads_or(last)) return;
+  // every thread's partial (and its reads of the 4-warp staging) before the arrival; the last arrival merges
+  if (!arrive_last(a.counter, a.count)) return;
 
   if (a.count <= kMergeBatchSmall) {
     merge_rows<HEAD_DIM, kMergeBatchSmall>(a);
@@ -1503,9 +1583,20 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     if (FM && p.fuse_merge) {
       const long long row0 = (long long)first_slot * num_qo_heads + hkv * p.gqa;  // slot first, head 0
       const long long out0 = (long long)eb * num_qo_heads + hkv * p.gqa;
-      merge_chunks<HEAD_DIM, MW>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
-                                       p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
-                                       num_qo_heads, p.gqa, count});
+      if constexpr (MODE == kFoldedBf16) {  // the (sequence, KV head)'s counter, then its group counters
+        unsigned* counter = reinterpret_cast<unsigned*>(p.counters) + (eb * p.num_kv_heads + hkv) * (1 + p.merge_groups);
+        const MergeArgs args{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM, p.lse + out0,
+                             counter, num_qo_heads, p.gqa, count};
+        if (count > kMaxSeqChunks && p.merge_groups * kMergeGroup >= count)  // the plan gave the groups' counters
+          merge_tree<HEAD_DIM>(args, slot - first_slot);
+        else
+          merge_chunks<HEAD_DIM, MW>(args);
+      } else {  // the FP8 and per-value modes: one merging CTA, this call as before merge_tree (any other form of
+                // it moved ptxas's register allocation: FP8 channel-wise INT2 G=32 spilled 56 bytes, none before)
+        merge_chunks<HEAD_DIM, MW>(MergeArgs{p.o_part + row0 * HEAD_DIM, p.lse_part + row0, p.out + out0 * HEAD_DIM,
+                                         p.lse + out0, reinterpret_cast<unsigned*>(p.counters) + eb * p.num_kv_heads + hkv,
+                                         num_qo_heads, p.gqa, count});
+      }
     } else
 #endif
     if (slot_is_first<grid_2d<CH>()>(p, first_slot) && hkv == 0 && threadIdx.x == 0) {  // for the merge kernel

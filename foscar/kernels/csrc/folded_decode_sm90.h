@@ -15,8 +15,10 @@
 // ignored elsewhere.
 // Output: out [batch, num_qo_heads, head_dim] bf16 and lse [batch, num_qo_heads] fp32 (natural
 // log), through the split partials o_part [num_slots, num_qo_heads, head_dim] / lse_part
-// [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads] int32, zero before the first
-// launch (the kernel leaves them zero; only where foscar_fused_merge_in says 1); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
+// [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads, 1 + merge_groups] int32, zero before the first
+// launch (the kernel leaves them zero; only where foscar_fused_merge_in says 1; merge_groups >= 0 group counters a
+// (sequence, KV head) after its own: a sequence of more than 32 and at most 16 * merge_groups chunks merges in two
+// levels, groups of 16 chunks first, bench/NOTES.md §108; mode 0 only, else cudaErrorInvalidValue); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
 // kernel: each sequence's first slot and chunk count go to seq_chunks for a merge kernel
 // (foscar/kernels/merge_triton.py merge_slots; sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that
 // many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill
@@ -49,7 +51,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(
     const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
     const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
     int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
-    int* seq_chunks, int batch,
+    int merge_groups, int* seq_chunks, int batch,
     int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks, int min_chunk,
     int long_chunk, long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
     int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
