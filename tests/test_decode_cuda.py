@@ -740,6 +740,26 @@ def test_binding_source_compiles(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
+def test_binding_sets_every_field_of_the_c_entry_arguments():
+    """foscar_folded_decode_sm90 takes its 41 arguments as a struct (FoscarDecodeArgs) filled by field name: a field
+    the binding forgets stays 0 and compiles, so every field of the header's struct must be assigned in binding.cpp
+    and read in the C entry (folded_decode_sm90.cu)."""
+    import re
+
+    header = (decode_cuda.CSRC / "folded_decode_sm90.h").read_text()
+    body = re.search(r"typedef struct FoscarDecodeArgs \{(.*?)\} FoscarDecodeArgs;", header, re.S).group(1)
+    fields = []
+    for decl in re.sub(r"//[^\n]*", "", body).split(";"):
+        decl = decl.strip()
+        if decl:  # "const int* lens", "int num_indices, num_pages, page_size"
+            fields += [re.search(r"(\w+)\s*$", part).group(1) for part in decl.split(",")]
+    assert len(fields) == len(set(fields)) and "batch" in fields and "pdl" in fields and len(fields) >= 41, fields
+    binding = next(s for s in decode_cuda.SOURCES if s.name == "binding.cpp").read_text()
+    entry = (decode_cuda.CSRC / "folded_decode_sm90.cu").read_text()
+    assert [f for f in fields if not re.search(rf"\ba\.{f} = ", binding)] == []
+    assert [f for f in fields if not re.search(rf"\ba\.{f}\b", entry)] == []
+
+
 def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypatch, tmp_path):
     """meta.json's cuda_kernel_build: numbers from a -D knob or another source tree are not the shipped kernel's."""
     import importlib

@@ -137,17 +137,49 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                (long long)max_ctas_per_sm);
   FOSCAR_CHECK(pdl == 0 || pdl == 1, "pdl: 0 (a plain launch) or 1 (programmatic dependent launch), got %lld",
                (long long)pdl);
-  cudaError_t err = foscar_folded_decode_sm90(
-      q.data_ptr(), k_codes.data_ptr(), v_codes.data_ptr(), k_scale.data_ptr<float>(), k_offset.data_ptr<float>(),
-      v_scale.data_ptr<float>(), v_offset.data_ptr<float>(), lens.data_ptr<int>(), indptr, indices,
-      indices ? (int)kv_indices->numel() : 0,
-      indices ? (int)std::min<int64_t>(k_codes.size(0), std::numeric_limits<int>::max()) : 0,
-      indptr ? (int)k_codes.size(2) : 0, o_part.data_ptr<float>(),
-      lse_part.data_ptr<float>(), out.data_ptr(), lse.data_ptr<float>(), counters.data_ptr<int>(), merge_groups,
-      chunks_ptr, batch,
-      num_kv_heads, num_qo_heads / num_kv_heads, max_seq_len, num_slots, (int)fixed_splits, (int)target_chunks,
-      (int)min_chunk, (int)long_chunk, q.stride(0), q.stride(1), (float)qk_scale_log2, (int)bits, head_dim, (int)group_size, (int)k_block, (int)mode,
-      (int)fixed_window, pv_pack != 0, (int)max_ctas_per_sm, (int)pdl, c10::cuda::getCurrentCUDAStream());
+  FoscarDecodeArgs a{};  // every field by name (folded_decode_sm90.h)
+  a.q = q.data_ptr();
+  a.k_codes = k_codes.data_ptr();
+  a.v_codes = v_codes.data_ptr();
+  a.k_scale = k_scale.data_ptr<float>();
+  a.k_offset = k_offset.data_ptr<float>();
+  a.v_scale = v_scale.data_ptr<float>();
+  a.v_offset = v_offset.data_ptr<float>();
+  a.lens = lens.data_ptr<int>();
+  a.kv_indptr = indptr;
+  a.kv_indices = indices;
+  a.num_indices = indices ? (int)kv_indices->numel() : 0;
+  a.num_pages = indices ? (int)std::min<int64_t>(k_codes.size(0), std::numeric_limits<int>::max()) : 0;
+  a.page_size = indptr ? (int)k_codes.size(2) : 0;
+  a.o_part = o_part.data_ptr<float>();
+  a.lse_part = lse_part.data_ptr<float>();
+  a.out = out.data_ptr();
+  a.lse = lse.data_ptr<float>();
+  a.counters = counters.data_ptr<int>();
+  a.merge_groups = merge_groups;
+  a.seq_chunks = chunks_ptr;
+  a.batch = batch;
+  a.num_kv_heads = num_kv_heads;
+  a.gqa = num_qo_heads / num_kv_heads;
+  a.max_seq_len = max_seq_len;
+  a.num_slots = num_slots;
+  a.fixed_splits = (int)fixed_splits;
+  a.target_chunks = (int)target_chunks;
+  a.min_chunk = (int)min_chunk;
+  a.long_chunk = (int)long_chunk;
+  a.q_stride_b = q.stride(0);
+  a.q_stride_h = q.stride(1);
+  a.qk_scale_log2 = (float)qk_scale_log2;
+  a.bits = (int)bits;
+  a.head_dim = head_dim;
+  a.group_size = (int)group_size;
+  a.k_block = (int)k_block;
+  a.mode = (int)mode;
+  a.fixed_window = (int)fixed_window;
+  a.pv_pack = pv_pack != 0;
+  a.max_ctas_per_sm = (int)max_ctas_per_sm;
+  a.pdl = (int)pdl;
+  cudaError_t err = foscar_folded_decode_sm90(&a, c10::cuda::getCurrentCUDAStream());
   FOSCAR_CHECK(err == cudaSuccess, "foscar_folded_decode_sm90: %s", cudaGetErrorString(err));
 }
 

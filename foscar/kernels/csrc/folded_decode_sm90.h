@@ -47,14 +47,35 @@
 // read relaxed, a hint that changes no value), 0 a plain launch (no prefetch); every CTA executes
 // griddepcontrol.launch_dependents after its main loop, or at its start in the instances that prefetch where no merge
 // kernel follows (bench/NOTES.md §43, §73, §99, §100).
-extern "C" cudaError_t foscar_folded_decode_sm90(
-    const void* q, const void* k_codes, const void* v_codes, const float* k_scale, const float* k_offset,
-    const float* v_scale, const float* v_offset, const int* lens, const int* kv_indptr, const int* kv_indices,
-    int num_indices, int num_pages, int page_size, float* o_part, float* lse_part, void* out, float* lse, int* counters,
-    int merge_groups, int* seq_chunks, int batch,
-    int num_kv_heads, int gqa, int max_seq_len, int num_slots, int fixed_splits, int target_chunks, int min_chunk,
-    int long_chunk, long long q_stride_b, long long q_stride_h, float qk_scale_log2, int bits, int head_dim, int group_size,
-    int k_block, int mode, int fixed_window, int pv_pack, int max_ctas_per_sm, int pdl, cudaStream_t stream);
+// The arguments by name (each field's contract above), filled field by field by the caller: a positional list of 40
+// arguments, most of them int, let two swapped values compile.
+typedef struct FoscarDecodeArgs {
+  const void* q;  // bf16 [batch, num_qo_heads, head_dim], strides q_stride_b / q_stride_h (elements), last dim dense
+  const void* k_codes;
+  const void* v_codes;
+  const float* k_scale;
+  const float* k_offset;
+  const float* v_scale;
+  const float* v_offset;
+  const int* lens;
+  const int* kv_indptr;
+  const int* kv_indices;
+  int num_indices, num_pages, page_size;
+  float* o_part;
+  float* lse_part;
+  void* out;
+  float* lse;
+  int* counters;
+  int merge_groups;
+  int* seq_chunks;
+  int batch, num_kv_heads, gqa, max_seq_len, num_slots, fixed_splits, target_chunks, min_chunk, long_chunk;
+  long long q_stride_b, q_stride_h;
+  float qk_scale_log2;
+  int bits, head_dim, group_size, k_block, mode, fixed_window, pv_pack, max_ctas_per_sm, pdl;
+} FoscarDecodeArgs;
+
+// args nullptr: cudaErrorInvalidValue.
+extern "C" cudaError_t foscar_folded_decode_sm90(const FoscarDecodeArgs* args, cudaStream_t stream);
 
 // 1 where the instance for (bits, head_dim, group_size, mode, paged, channel_k: k_block != 0) holds the in-kernel
 // split merge (counters, seq_chunks nullptr), 0 where its launches need seq_chunks and the merge kernel: a build

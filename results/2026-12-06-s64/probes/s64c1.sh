@@ -3,7 +3,8 @@
 # (carry .offline). A default build, then:
 #   B (an H200 only, first, at most 170 s): issue 12's INT2 bench, as s63c1.sh's H200 branch; its expectations stand
 #      (written in session 60): 4-5 of the 8 points of batch x context >= 256K at 85% of the ceiling.
-#   T: the two-level merge's GPU tests (session 63's patch, commit 15488e5) and the ragged long-sequence tests.
+#   T: the two-level merge's GPU tests (session 63's patch, commit 15488e5) and the ragged long-sequence tests; they
+#      also run the C entry's arguments as a struct by name (FoscarDecodeArgs, this commit), as does every launch below.
 #   M: s63c4.sh's A/B, its expectations as written there before any run: old = FOSCAR_MERGE_TREE=0 (one merging CTA),
 #      new = the default (two levels), p2 = FOSCAR_LONG_CHUNK_PROGRAMS=2 with two levels; 8 query heads over 1 KV head.
 #      new / old: INT2 1 x 512K 0.75-0.90, 1 x 256K 0.85-0.95, 2 x 512K contiguous and paged 0.88-0.96, INT4
