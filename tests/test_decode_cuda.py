@@ -782,7 +782,10 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
+        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS"):
+            monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
+        assert (s["merge_tree"], s["short_chunks"], s["long_chunks"], s["long_chunk_programs"]) == (True, True, True, 1)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -820,6 +823,17 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_PV_PACK", "yes")
         with pytest.raises(ValueError, match="FOSCAR_PV_PACK"):
             decode_cuda.pv_pack_choice()
+        monkeypatch.setenv("FOSCAR_PV_PACK", "1")
+        # the plan rules (read when a plan is made): each off its default is not the shipped kernel's plan
+        for knob, value, key, got in (("FOSCAR_MERGE_TREE", "0", "merge_tree", False),
+                                      ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
+                                      ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
+                                      ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2)):
+            monkeypatch.setenv(knob, value)
+            s = decode_cuda.build_settings()
+            assert s["default_build"] is False and s[key] == got, knob
+            monkeypatch.delenv(knob)
+        assert decode_cuda.build_settings()["default_build"] is True
     finally:  # the process's own environment and module state back, whatever it was
         monkeypatch.undo()
         importlib.reload(decode_cuda)
