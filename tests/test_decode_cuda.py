@@ -713,6 +713,21 @@ def test_knob_builds_compile(tmp_path):
     assert not same, f"these host-code knobs leave their preprocessed unit as their reference's: {same}"
 
 
+@pytest.mark.parametrize("fused_merge", ["1", "0"])
+def test_the_c_entry_compiles_host_and_device_in_either_merge_build(tmp_path, fused_merge):
+    """The C entry (folded_decode_sm90.cu) with its host code, which the -cubin compiles above leave out: a constant
+    it reads (kMaxGqa) once stood under ``#if FOSCAR_FUSED_MERGE``, so a build with ``FOSCAR_FUSED_MERGE=0`` failed
+    here (a few seconds: the kernels are instantiated in the decode_mode units)."""
+    nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not found: cannot compile the CUDA source here")
+    src = decode_cuda.CSRC / "folded_decode_sm90.cu"
+    proc = subprocess.run([nvcc, *decode_cuda.BASE_NVCC_FLAGS, "-DFOSCAR_ONLY_HEAD_DIM=128",
+                           f"-DFOSCAR_FUSED_MERGE={fused_merge}", "-c", str(src), "-o", str(tmp_path / "entry.o")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
 def test_binding_source_compiles(tmp_path):
     """The torch binding (binding.cpp) is not in the nvcc compile above (it needs torch's headers):
     a syntax check with the host compiler, torch's include paths and the CUDA headers, printf formats checked

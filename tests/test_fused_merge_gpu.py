@@ -205,6 +205,30 @@ def test_a_nan_partial_in_a_group_makes_its_rows_nan(monkeypatch):
     assert torch.equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("head_dim", [64, 256])
+def test_two_levels_at_other_head_dims(monkeypatch, head_dim):
+    """merge_group's steps at head_dim 64 (8 heads a step of 512 floats) and 256 (2 heads): 64 fixed chunks a
+    sequence (4 groups of 16), gqa 8, INT4 G=64. Against the fp64 reference and one merging CTA
+    (``FOSCAR_MERGE_TREE=0``); the counters, group counters too, left at zero (NOTES §109)."""
+    lens = [70000, 5, 0, 9000]
+    q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=16, num_kv_heads=2, head_dim=head_dim,
+                     seq_lens=lens, bits=4, group_size=64)
+    assert foscar.plan_decode(cache, 16, backend="cuda", num_splits=64)._counters.shape == (4, 2, 5)
+    a, la = _decode(q, cache, "fused", monkeypatch, num_splits=64)
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    one, l_one = _decode(q, cache, "fused", monkeypatch, num_splits=64)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    for s, length in enumerate(lens):
+        if length == 0:
+            assert not a[s].any() and bool(torch.isneginf(la[s]).all())
+            continue
+        err = float((a[s].double() - ref[s]).norm() / ref[s].norm())
+        assert err < 1e-2, f"sequence {s} (length {length}): relative L2 error {err:.3g}"
+        assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
+        assert float((a[s].float() - one[s].float()).norm() / one[s].float().norm()) < 1e-3, s
+        assert torch.allclose(la[s], l_one[s], rtol=0, atol=1e-4), s
+
+
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])
 def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
     q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=16, num_kv_heads=2, head_dim=head_dim,

@@ -387,8 +387,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
 def merge_tree_choice() -> bool:
     """Whether a plan made now gives the in-kernel merge its two levels where a sequence may take more than 32
-    chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108): ``FOSCAR_MERGE_TREE``, ``"1"``
-    (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 63; for A/B).
+    chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108, §109): ``FOSCAR_MERGE_TREE``,
+    ``"1"`` (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 64; for A/B).
 
     Raises:
         ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.

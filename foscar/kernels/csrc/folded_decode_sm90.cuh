@@ -732,6 +732,11 @@ constexpr int kMaxLength = 1 << 30;                // tokens per sequence, at mo
 // sequence's last CTA; at one KV head, 128 chunks of 256 tokens took INT2 1 x 32K 20.5 us where 32 of 1K took 9.6
 // (bench/NOTES.md §101)
 constexpr int kMaxSeqChunks = 32;
+// chunks a group of merge_tree (a sequence of more than kMaxSeqChunks, bench/NOTES.md §108-§109): its last CTA merges
+// them into the group's first chunk's partial. Here, not under FOSCAR_FUSED_MERGE: the C entry reads kMaxGqa in
+// every build.
+constexpr int kMergeGroup = 16;
+constexpr int kMaxGqa = 8;  // query heads a KV head, at most (foscar_folded_decode_sm90 refuses more)
 
 struct Work {
   int b;       // sequence
@@ -1185,9 +1190,6 @@ __device__ __forceinline__ void merge_rows(const MergeArgs& a) {
   }
 }
 
-// chunks a group of merge_tree: its last CTA merges them into the group's first chunk's partial
-constexpr int kMergeGroup = 16;
-constexpr int kMaxGqa = 8;  // query heads a KV head, at most (foscar_folded_decode_sm90 refuses more)
 
 // merge_tree's first level: a.count (<= kMergeGroup) chunks merged into chunk 0's partial, in place: each thread
 // overwrites only the float4s it read itself, and a head's LSE (read by every thread of the head's row) after a
@@ -1197,6 +1199,8 @@ constexpr int kMaxGqa = 8;  // query heads a KV head, at most (foscar_folded_dec
 template <int HEAD_DIM>
 __device__ __forceinline__ void merge_group(const MergeArgs& a) {
   constexpr int kThreads = kWarps * 32;
+  static_assert((4 * kThreads) % HEAD_DIM == 0,  // a head over two steps would read its LSE after the first's write
+                "merge_group: every idx step must hold whole heads (a head's LSE is overwritten at its step's end)");
   constexpr int kIters = (kMaxGqa * HEAD_DIM + 4 * kThreads - 1) / (4 * kThreads);  // idx steps a thread, at most
   const int row = a.gqa * HEAD_DIM;
 #pragma unroll 1

@@ -18,12 +18,13 @@
 // [num_slots, num_qo_heads] fp32 and counters [batch, num_kv_heads, 1 + merge_groups] int32, zero before the first
 // launch (the kernel leaves them zero; only where foscar_fused_merge_in says 1; merge_groups >= 0 group counters a
 // (sequence, KV head) after its own: a sequence of more than 32 and at most 16 * merge_groups chunks merges in two
-// levels, groups of 16 chunks first, bench/NOTES.md §108; mode 0 only, else cudaErrorInvalidValue); or, with seq_chunks [batch, 2] int32 non-null, no merge in the
-// kernel: each sequence's first slot and chunk count go to seq_chunks for a merge kernel
-// (foscar/kernels/merge_triton.py merge_slots; sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that
-// many chunks (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill
-// the num_slots slots (num_slots >= batch; chunk T / target_chunks, at least min_chunk tokens: 512, or 256 where the
-// plan's target fits one CTA an SM, foscar/kernels/splits.py plan_min_chunk; grown until the chunks fit).
+// levels, groups of 16 chunks first, bench/NOTES.md §108-§109; mode 0 and seq_chunks nullptr only, else
+// cudaErrorInvalidValue); or, with seq_chunks [batch, 2] int32 non-null, no merge in the kernel: each sequence's
+// first slot and chunk count go to seq_chunks for a merge kernel (foscar/kernels/merge_triton.py merge_slots;
+// sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that many chunks
+// (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill the num_slots slots
+// (num_slots >= batch; chunk T / target_chunks, at least min_chunk tokens: 512, or 256 where the plan's target fits
+// one CTA an SM, foscar/kernels/splits.py plan_min_chunk; grown until the chunks fit).
 // long_chunk: 0, or a multiple of 256 up to 32768 with which a fixed_splits above 32 cuts a length in chunks of at
 // least min(long_chunk, ceil(length / 32)) tokens, and the length-aware chunks' least is min(ceil(longest / 32),
 // long_chunk) instead of ceil(longest / 32) (a plan made for the capacity: splits.plan_long_chunk).
