@@ -341,8 +341,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
     ``o_part`` ``[num_slots, num_qo_heads, head_dim]`` / ``lse_part`` ``[num_slots,
     num_qo_heads]`` fp32 hold the partials; ``counters`` ``[batch, num_kv_heads]`` or ``[batch, num_kv_heads, 1 +
-    groups]`` int32 (the fused merge's, :func:`merge_buffers`, read only without ``seq_chunks``; zero before the first launch, each launch leaves
-    them zero; with ``seq_chunks`` any int32 tensor, e.g. empty). ``seq_chunks``
+    groups]`` int32 (the fused merge's, :func:`merge_buffers`, read only without ``seq_chunks``; zero before the
+    first launch, each launch leaves them zero; with ``seq_chunks`` any int32 tensor, e.g. empty). ``seq_chunks``
     ``[batch, 2]`` int32 receives each sequence's first slot and chunk count for
     :func:`foscar.kernels.merge_triton.merge_slots`. ``num_slots``, ``fixed_splits`` and
     ``target_chunks`` from :func:`plan_splits`. Inputs are assumed validated (see
