@@ -444,7 +444,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
         # the in-kernel merge in two levels where a sequence may take more than 32 chunks, folded BF16 operands only
-        # (FOSCAR_MERGE_TREE, read now; NOTES §108)
+        # (FOSCAR_MERGE_TREE, read now; NOTES §108, §109)
         groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len)
                   if merge == "fused" and common["mode"] == "bf16" and decode_cuda.merge_tree_choice() else 0)
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge, groups)
