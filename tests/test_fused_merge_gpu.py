@@ -129,6 +129,22 @@ def test_17_to_32_chunks_merge_in_one_round(monkeypatch, bits, num_qo_heads, ope
             assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
 
 
+def _against_the_reference_and(q, cache, lens, out, lse, *others):
+    """Each sequence of ``out`` / ``lse`` (the two-level merge's) against the fp64 reference (an empty one: zeros and
+    LSE -inf) and against each ``(out, lse)`` of ``others`` (one merging CTA, the merge kernel) within fp32 rounding."""
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    for s, length in enumerate(lens):
+        if length == 0:
+            assert not out[s].any() and bool(torch.isneginf(lse[s]).all())
+            continue
+        err = float((out[s].double() - ref[s]).norm() / ref[s].norm())
+        assert err < 1e-2, f"sequence {s} (length {length}): relative L2 error {err:.3g}"
+        assert torch.allclose(lse[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
+        for other, l_other in others:
+            assert float((out[s].float() - other[s].float()).norm() / other[s].float().norm()) < 1e-3, s
+            assert torch.allclose(lse[s], l_other[s], rtol=0, atol=1e-4), s
+
+
 @pytest.mark.parametrize("num_splits", [33, 64, 100, 128])
 @pytest.mark.parametrize("num_qo_heads, layout", [(32, "contiguous"), (64, "contiguous"), (32, "paged"),
                                                   (32, "channel")])
@@ -155,17 +171,7 @@ def test_more_than_32_chunks_merge_in_two_levels(monkeypatch, num_qo_heads, layo
     assert foscar.plan_decode(cache, num_qo_heads, backend="cuda", num_splits=num_splits)._counters.shape == (6, 8)
     one, l_one = _decode(q, cache, "fused", monkeypatch, num_splits=num_splits)
     b, lb = _decode(q, cache, "kernel", monkeypatch, num_splits=num_splits)
-    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
-    for s, length in enumerate(lens):
-        if length == 0:
-            assert not a[s].any() and bool(torch.isneginf(la[s]).all())
-            continue
-        err = float((a[s].double() - ref[s]).norm() / ref[s].norm())
-        assert err < 1e-2, f"sequence {s} (length {length}): relative L2 error {err:.3g}"
-        assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
-        for other, l_other in ((one, l_one), (b, lb)):
-            assert float((a[s].float() - other[s].float()).norm() / other[s].float().norm()) < 1e-3, s
-            assert torch.allclose(la[s], l_other[s], rtol=0, atol=1e-4), s
+    _against_the_reference_and(q, cache, lens, a, la, (one, l_one), (b, lb))
 
 
 def test_a_long_sequence_alone_merges_in_two_levels(monkeypatch):
@@ -217,16 +223,7 @@ def test_two_levels_at_other_head_dims(monkeypatch, head_dim):
     a, la = _decode(q, cache, "fused", monkeypatch, num_splits=64)
     monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
     one, l_one = _decode(q, cache, "fused", monkeypatch, num_splits=64)
-    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
-    for s, length in enumerate(lens):
-        if length == 0:
-            assert not a[s].any() and bool(torch.isneginf(la[s]).all())
-            continue
-        err = float((a[s].double() - ref[s]).norm() / ref[s].norm())
-        assert err < 1e-2, f"sequence {s} (length {length}): relative L2 error {err:.3g}"
-        assert torch.allclose(la[s].double(), ref_lse[s], rtol=0, atol=1e-3), s
-        assert float((a[s].float() - one[s].float()).norm() / one[s].float().norm()) < 1e-3, s
-        assert torch.allclose(la[s], l_one[s], rtol=0, atol=1e-4), s
+    _against_the_reference_and(q, cache, lens, a, la, (one, l_one))
 
 
 @pytest.mark.parametrize("head_dim, num_splits", [(64, None), (256, None), (128, 7)])
