@@ -155,6 +155,12 @@ def _pow2_floor(n: int) -> int:
     return 1 << (max(n, 1).bit_length() - 1)
 
 
+def _chunks_at(programs: int, num_sms: int, sequence_heads: int) -> int:
+    """Chunks a sequence where ``sequence_heads`` (sequences x KV heads) share ``programs`` programs an SM, a power of
+    two: ``pow2_floor(programs * num_sms / sequence_heads)`` (:func:`plan_work`, :func:`plan_long_chunk`)."""
+    return _pow2_floor(programs * num_sms // max(1, sequence_heads))
+
+
 def short_chunks_choice() -> bool:
     """Whether a plan made now may take chunks of one 256-token iteration where its CTAs fit one an SM
     (:func:`plan_work`, :func:`plan_min_chunk`; bench/NOTES.md §103): ``FOSCAR_SHORT_CHUNKS``, ``"1"`` (the default)
@@ -186,7 +192,7 @@ def long_chunk_programs_choice() -> int:
     ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``"1"`` (the default: up to one program an SM, bench/NOTES.md §105-§106) or
     ``"2"`` (up to two, for A/B: a one-CTA SM streams one chunk with four warps, 56% of the ceiling at INT2 2 x 512K
     on a paged cache at one KV head, §107). Two an SM took 1.07-1.17 of the time at INT2 / INT4 2 x 512K at one and
-    two KV heads on an H100 (§108), perhaps through the in-kernel merge of twice the chunks on one CTA. With 2 the
+    two KV heads on an H100 with one CTA merging every chunk (§108), and 0.96-1.02 with the two-level merge (§109). With 2 the
     long-chunk rules reach plans at up to 4 KV heads on 132 SMs (``pow2_floor(264 / 4)`` is 64, above 32), where
     "3 or more KV heads: no change" below holds at the default.
 
@@ -236,7 +242,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
-    one_sequence = _pow2_floor(long_programs * num_sms // num_kv_heads)  # one sequence's chunks at long_programs an SM
+    one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
@@ -415,7 +421,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
-    one_per_sm = _pow2_floor(num_sms // max(1, batch * max(1, num_kv_heads)))  # chunks a sequence at one an SM
+    one_per_sm = _chunks_at(1, num_sms, batch * max(1, num_kv_heads))  # chunks a sequence at one an SM
     iterations = math.ceil(max_seq_len / SHORT_CHUNK_TOKENS)  # ... and at most one per 256-token iteration
     if short_chunks and max_seq_len > MIN_CHUNK_TOKENS:  # up to one program an SM, chunks of one iteration or more
         n = max(n, min(one_per_sm, iterations))
@@ -429,7 +435,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
     cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
     if long_chunks:  # long sequences: more, up to one program an SM, of at least LONG_CHUNK_TOKENS (plan_long_chunk)
-        spread = _pow2_floor(long_programs * num_sms // max(1, batch * max(1, num_kv_heads)))
+        spread = _chunks_at(long_programs, num_sms, batch * max(1, num_kv_heads))
         cap = max(cap, min(spread, max_seq_len // LONG_CHUNK_TOKENS))
     n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
