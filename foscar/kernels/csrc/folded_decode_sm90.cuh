@@ -1142,8 +1142,8 @@ __device__ __forceinline__ void merge_float4(const MergeArgs& a, int idx, int he
   m = -INFINITY, den = 0.f, num[0] = num[1] = num[2] = num[3] = 0.f;
   nan = false;
   for (int i0 = 0; i0 < a.count; i0 += BATCH) {
-      float l[BATCH];
-      float4 o[BATCH];
+    float l[BATCH];
+    float4 o[BATCH];
 #pragma unroll
     for (int u = 0; u < BATCH; ++u) {  // past the last chunk: weight 0 (lse -inf), zeros
       const bool live = i0 + u < a.count;
