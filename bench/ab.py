@@ -53,18 +53,22 @@ import pandas as pd
 from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
-KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads", "k_block"]
+KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads", "k_block",
+        "mode"]
 # a point's columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8, and no k_block:
-# token-wise K, written 0)
+# token-wise K, written 0; before session 65 no mode: folded BF16 operands)
 GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
+MODES = ("bf16", "fp8", "per-value")  # a point's kernel mode: folded BF16 operands (unlabelled), :fp8, :per-value
 
 
 @dataclass(frozen=True)
 class ProbePoint:
     """One probe point: cache bits, batch, context (tokens), the length distribution, paged or contiguous, the
     quantization group size, the attention shape's head counts (None: the caller's, by default the bench's
-    32 query heads over 8 KV heads; given as 32 / 8, they are stored as None, unlabelled as the default group is), and
-    channel-wise K's block (``k_block`` tokens; None: token-wise K)."""
+    32 query heads over 8 KV heads; given as 32 / 8, they are stored as None, unlabelled as the default group is),
+    channel-wise K's block (``k_block`` tokens; None: token-wise K), and the kernel's mode (one of :data:`MODES`:
+    ``"bf16"``, folded with BF16 tensor-core operands, the default; ``"fp8"``, folded with FP8 e4m3 operands;
+    ``"per-value"``, the per-value reconstruction variant; :func:`foscar.plan_decode`'s ``operand`` / ``method``)."""
 
     bits: int
     batch: int
@@ -75,17 +79,26 @@ class ProbePoint:
     num_qo_heads: int | None = None
     num_kv_heads: int | None = None
     k_block: int | None = None
+    mode: str = "bf16"
 
     @property
     def label(self) -> str:
-        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1:c32``)."""
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1:c32:fp8``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
             f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "") + (
-            f":c{self.k_block}" if self.k_block else "")
+            f":c{self.k_block}" if self.k_block else "") + (f":{self.mode}" if self.mode != "bf16" else "")
+
+    def plan_options(self) -> dict:
+        """The keyword arguments of :func:`foscar.plan_decode` that give the point's mode."""
+        if self.mode == "per-value":
+            return {"method": "per-value"}
+        return {"operand": self.mode}
 
     def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"ProbePoint: mode {self.mode!r}, expected one of {', '.join(MODES)}")
         if (self.num_qo_heads is None) != (self.num_kv_heads is None):
             raise ValueError(f"ProbePoint: give both head counts or neither, got num_qo_heads={self.num_qo_heads}, "
                              f"num_kv_heads={self.num_kv_heads}")
@@ -107,17 +120,20 @@ def is_group_suffix(suffix: str) -> bool:
 
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]``, e.g. ``2x8x32768``, ``4x64x8192:paged``,
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:fp8|:per-value]``, e.g. ``2x8x32768``,
+    ``4x64x8192:paged``,
     ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads over 1 KV head:
     Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled as the default
     group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without it token-wise
-    K); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes
+    K), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant; without
+    either, folded BF16 operands); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes
     too, at that bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
             or 4, a group size or k_block other than 32, 64 or 128, head counts that are not positive with the query
-            heads a multiple of the KV heads, or an unknown suffix (the allowed ones are named).
+            heads a multiple of the KV heads, both ``:fp8`` and ``:per-value``, or an unknown suffix (the allowed
+            ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -130,9 +146,14 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
-    workload, paged, group_size, heads, k_block = "uniform", False, GROUP_SIZE, (None, None), None
+    workload, paged, group_size, heads, k_block, mode = "uniform", False, GROUP_SIZE, (None, None), None, "bf16"
     for s in suffixes:
-        if s == "paged":
+        if s in MODES[1:]:
+            if mode != "bf16":
+                raise ValueError(f"point {text!r}: two modes ({mode!r} and {s!r}); give at most one of "
+                                 f"{', '.join(':' + m for m in MODES[1:])}")
+            mode = s
+        elif s == "paged":
             paged = True
         elif s in WORKLOAD_NAMES:
             workload = s
@@ -154,8 +175,9 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
                                  f"{', '.join(map(str, GROUP_SIZES))}")
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
-                             f"KV heads), 'cN' (channel-wise K's block) or one of {', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block)
+                             f"KV heads), 'cN' (channel-wise K's block), 'fp8' or 'per-value' (the kernel's mode) "
+                             f"or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode)
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
@@ -223,7 +245,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         num_qo_heads, num_kv_heads = pp.heads()
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                   k_block=pp.k_block or 0,
+                   k_block=pp.k_block or 0, mode=pp.mode,
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
                    **during_fields([]))
@@ -231,7 +253,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             w, cache, nbytes = build_point(pp, dev)
 
             def make(q, c):
-                plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
+                plan = foscar.plan_decode(c, num_qo_heads, backend="cuda", **pp.plan_options())
                 if query_copy:
                     src = q.clone()
                     return (lambda: (q.copy_(src), plan.run(q, c))), plan
@@ -276,10 +298,12 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         raise ValueError("ab table: no rows")
     d["m"] = d["m"].astype(str)
     # rows written before the group size was a point's key (sessions up to 37) are group 128, before the head counts
-    # and k_block were (up to 57) the bench's 32 / 8 with token-wise K (k_block 0)
+    # and k_block were (up to 57) the bench's 32 / 8 with token-wise K (k_block 0), before the mode was (up to 64)
+    # folded BF16 operands
     for key, default in (("group_size", GROUP_SIZE), ("num_qo_heads", NUM_QO_HEADS), ("num_kv_heads", NUM_KV_HEADS),
                          ("k_block", 0)):
         d[key] = d[key].fillna(default).astype(int) if key in d else default
+    d["mode"] = d["mode"].fillna(MODES[0]).astype(str) if "mode" in d else MODES[0]
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
@@ -318,7 +342,7 @@ def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
                       int(r["group_size"]), int(r["num_qo_heads"]), int(r["num_kv_heads"]),
-                      int(r["k_block"]) or None).label
+                      int(r["k_block"]) or None, str(r["mode"])).label
 
 
 def during_lines(rows: pd.DataFrame) -> list[str]:

@@ -218,7 +218,7 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
     w, cache, nbytes = build_point(pp, dev, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim)
 
     def make(q, c):
-        plan = foscar.plan_decode(c, num_qo_heads, backend="cuda")
+        plan = foscar.plan_decode(c, num_qo_heads, backend="cuda", **pp.plan_options())
         return lambda: plan.run(q, c)
 
     fn = make(w.q, cache)
@@ -249,11 +249,11 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
     ``paged``, the group size where not the bench's 128, the head counts where the point gives them, channel-wise K's
-    block: ``8 x 32768 heads 8/1 channel-K 32``)."""
+    block, the mode where not folded BF16: ``8 x 32768 heads 8/1 channel-K 32 fp8``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
         " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
         f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "") + (
-        f" channel-K {pp.k_block}" if pp.k_block else "")
+        f" channel-K {pp.k_block}" if pp.k_block else "") + (f" {pp.mode}" if pp.mode != "bf16" else "")
 
 
 def record_file(pp: ProbePoint) -> str:

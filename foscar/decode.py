@@ -168,7 +168,10 @@ class DecodePlan:
             (a merge kernel after the decode kernel; ``FOSCAR_MERGE=kernel`` when the plan was made,
             :func:`foscar.kernels.decode_cuda.merge_choice`, and always for a kernel instance built without the
             in-kernel merge, :func:`foscar.kernels.decode_cuda.fused_merge_in`: INT2 head_dim 128 group_size 32
-            ``"bf16"`` on a paged cache, bench/NOTES.md §81); ``None`` for the Triton kernel.
+            ``"bf16"`` on a paged cache, bench/NOTES.md §81; and for FP8 operands and the per-value method where a
+            sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``: their instances merge such a
+            sequence on one CTA, without the two levels of the BF16 instances, bench/NOTES.md §110); ``None`` for
+            the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
@@ -443,10 +446,13 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                                                                paged, getattr(cache, "k_block", None) is not None):
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
-        # the in-kernel merge in two levels where a sequence may take more than 32 chunks, folded BF16 operands only
-        # (FOSCAR_MERGE_TREE, read now; NOTES §108, §109)
+        # where a sequence may take more than 32 chunks (FOSCAR_MERGE_TREE, read now; NOTES §108-§110): the in-kernel
+        # merge in two levels for folded BF16 operands; the FP8 and per-value instances merge on one CTA in the
+        # kernel, so their plans take the merge kernel there
         groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len)
-                  if merge == "fused" and common["mode"] == "bf16" and decode_cuda.merge_tree_choice() else 0)
+                  if merge == "fused" and decode_cuda.merge_tree_choice() else 0)
+        if groups and common["mode"] != "bf16":
+            merge, groups = "kernel", 0
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge, groups)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0

@@ -26,8 +26,17 @@ def test_parse_point_forms():
                                                                   k_block=32)
     assert ab.parse_point("4x8x32768:c32:h8-1").label == "4x8x32768:h8-1:c32"
     assert ab.parse_point("4x8x32768:capacity").workload == "capacity"  # a workload, not a k_block
+    assert ab.parse_point("2x1x524288:fp8:h8-1") == ab.ProbePoint(2, 1, 524288, num_qo_heads=8, num_kv_heads=1,
+                                                                   mode="fp8")
+    assert ab.parse_point("2x1x524288:fp8:h8-1").label == "2x1x524288:h8-1:fp8"
+    assert ab.parse_point("4x8x32768:per-value:paged").label == "4x8x32768:paged:per-value"
+    assert ab.parse_point("4x8x32768:fp8").plan_options() == {"operand": "fp8"}
+    assert ab.parse_point("4x8x32768:per-value").plan_options() == {"method": "per-value"}
+    assert ab.parse_point("4x8x32768").plan_options() == {"operand": "bf16"}  # folded BF16, unlabelled
     with pytest.raises(ValueError, match="both head counts or neither"):
         ab.ProbePoint(4, 1, 32768, num_qo_heads=8)
+    with pytest.raises(ValueError, match="mode 'int8', expected one of bf16, fp8, per-value"):
+        ab.ProbePoint(4, 1, 32768, mode="int8")
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
@@ -37,7 +46,9 @@ def test_parse_point_forms():
                                          ("2x1x16:h8-3", "8 query heads over 3 KV heads"),
                                          ("2x1x16:h0-1", "expected positive counts"),
                                          ("2x1x16:c16", "k_block 16, expected one of 32, 64, 128"),
-                                         ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)")])
+                                         ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)"),
+                                         ("2x1x16:fp16", "'fp8' or 'per-value' \\(the kernel's mode\\)"),
+                                         ("2x1x16:fp8:per-value", "two modes \\('fp8' and 'per-value'\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -100,6 +111,16 @@ def test_table_keeps_head_counts_apart_and_reads_older_rows_as_32_over_8():
     failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(num_qo_heads=8, num_kv_heads=1,
                                                                                      k_block=32)
     assert "failed: c round 0 2x1x16:h8-1:c32: RuntimeError: boom" in ab.table([new, failed])
+
+
+def test_table_keeps_modes_apart_and_reads_older_rows_as_bf16():
+    old = _rows("a", 0, 4.0)  # a CSV of before the mode was a key (session 64): no column, folded BF16
+    fp8 = _rows("a", 0, 8.0).assign(mode="fp8")
+    new = pd.concat([_rows("b", 0, 3.0).assign(mode="bf16"), _rows("b", 0, 6.0).assign(mode="fp8")])
+    text = ab.table([pd.concat([old, fp8]), new])
+    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each mode
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(mode="per-value")
+    assert "failed: c round 0 2x1x16:per-value: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

@@ -177,15 +177,12 @@ def test_more_than_32_chunks_merge_in_two_levels(monkeypatch, num_qo_heads, layo
 def test_a_long_sequence_alone_merges_in_two_levels(monkeypatch):
     """The plans that give a sequence more than 32 chunks by themselves (long chunks, NOTES §105): 200000 tokens at
     one KV head in 48 chunks of at least 4096 (a batch of one's fixed plan: 3 groups), against the reference and one
-    merging CTA; the per-value and FP8 modes keep one merging CTA (their plans give no group counters)."""
+    merging CTA."""
     monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
     q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128,
                      seq_lens=[200000], bits=2, group_size=128)
     plan = foscar.plan_decode(cache, 8, backend="cuda")
     assert plan.merge == "fused" and plan.num_splits == 48 and plan._counters.shape == (1, 1, 4)
-    for operand in ("fp8",):
-        assert foscar.plan_decode(cache, 8, backend="cuda", operand=operand)._counters.shape == (1, 1)
-    assert foscar.plan_decode(cache, 8, backend="cuda", method="per-value")._counters.shape == (1, 1)
     a, la = _decode(q, cache, "fused", monkeypatch)
     monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
     one, l_one = _decode(q, cache, "fused", monkeypatch)
@@ -194,6 +191,38 @@ def test_a_long_sequence_alone_merges_in_two_levels(monkeypatch):
     assert torch.allclose(la.double(), ref_lse, rtol=0, atol=1e-3)
     assert float((a.float() - one.float()).norm() / one.float().norm()) < 1e-3
     assert torch.allclose(la, l_one, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", [{"operand": "fp8"}, {"method": "per-value"}])
+@pytest.mark.parametrize("num_splits", [None, 64])
+def test_fp8_and_per_value_past_32_chunks_take_the_merge_kernel(monkeypatch, mode, num_splits):
+    """The FP8 and per-value instances merge on one CTA in the kernel (no two levels, NOTES §108), so where a sequence
+    may take more than 32 chunks their plans take the merge kernel (NOTES §110): 200000 tokens alone at one KV head
+    (48 long chunks) or 64 fixed chunks. With ``FOSCAR_MERGE_TREE=0`` they merge on one CTA, as before. Both against
+    the fp64 reference and each other; a plan of at most 32 chunks keeps the in-kernel merge."""
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
+    q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128,
+                     seq_lens=[200000], bits=2, group_size=128)
+    plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=num_splits, **mode)
+    assert plan.merge == "kernel" and plan.num_splits == (num_splits or 48) and plan._counters.numel() == 0
+    assert foscar.plan_decode(cache, 8, backend="cuda", num_splits=32, **mode).merge == "fused"
+    out, lse = plan.run(q, cache, return_lse=True)
+    out, lse = out.clone(), lse.clone()
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
+    one_plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=num_splits, **mode)
+    assert one_plan.merge == "fused" and one_plan._counters.shape == (1, 1)
+    one, l_one = one_plan.run(q, cache, return_lse=True)
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    torch.cuda.synchronize()
+    assert not one_plan._counters.any()
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    tol = 1e-1 if mode.get("operand") == "fp8" else 1e-2  # FP8 e4m3 operands (test_17_to_32_chunks_merge_in_one_round)
+    assert float((out.double() - ref).norm() / ref.norm()) < tol
+    assert float((out.float() - one.float()).norm() / one.float().norm()) < 1e-3
+    assert torch.allclose(lse, l_one, rtol=0, atol=1e-4)
+    if "method" in mode:
+        assert torch.allclose(lse.double(), ref_lse, rtol=0, atol=1e-3)
 
 
 def test_a_nan_partial_in_a_group_makes_its_rows_nan(monkeypatch):

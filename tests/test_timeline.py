@@ -89,6 +89,7 @@ def test_describe_names_workload_paging_and_group():
     assert timeline.record_file(timeline.parse_point("4x8x32768:paged:g64")) == "timeline-4x8x32768-paged-g64.npy"
     assert timeline.describe(timeline.parse_point("4x8x32768:h8-1")) == "8 x 32768 heads 8/1"
     assert timeline.describe(timeline.parse_point("4x8x32768:c64")) == "8 x 32768 channel-K 64"
+    assert timeline.describe(timeline.parse_point("4x8x32768:c64:fp8")) == "8 x 32768 channel-K 64 fp8"
     assert timeline.record_file(timeline.parse_point("4x8x32768:h8-1")) == "timeline-4x8x32768-h8-1.npy"
 
 

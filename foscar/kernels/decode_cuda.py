@@ -389,6 +389,8 @@ def merge_tree_choice() -> bool:
     """Whether a plan made now gives the in-kernel merge its two levels where a sequence may take more than 32
     chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108, §109): ``FOSCAR_MERGE_TREE``,
     ``"1"`` (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 64; for A/B).
+    The FP8 and per-value instances hold no two levels: where this is on, their plans of more than 32 chunks a
+    sequence take the merge kernel instead (:class:`foscar.DecodePlan`'s ``merge``; §110); off, one CTA.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.

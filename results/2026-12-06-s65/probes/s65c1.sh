@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 65, call 1 (prepared in session 64 as next-s65c1.sh; run as it was). At most LIMIT (default 420) s.
+# Session 65, call 1 (session 64's next-s65c1.sh, and FP8 / per-value points: T's new test, M's last three points).
+# At most LIMIT (default 420) s.
 # Run from the repository root through scripts/gpu_offline.sh (carry .offline). After a refused request, name
 # `kind: nvidia-h100-x1` (for ten minutes after a failure a call free to take either kind asks for an H200 only).
 # A default build, then:
@@ -12,12 +13,18 @@
 #      over 1 KV head. Expected (written in session 64, before any run): INT4 1 x 512K 0.75-0.88 (INT4's loop is
 #      longer, so the same ~10 us tail is a smaller share than INT2's 0.70); INT2 1 x 256K (64 chunks) 0.85-0.95;
 #      INT4 2 x 512K paged 0.92-0.98; max_rel_err <= 2e-3 in every variant.
+#      Added in session 65 (before any run): FP8 operands and the per-value method, whose instances merge a sequence
+#      on one CTA, now take the merge kernel past 32 chunks (old: FOSCAR_MERGE_TREE=0, one merging CTA). Expected:
+#      INT2 FP8 1 x 512K 0.80-0.92 (the one-CTA merge of 128 chunks took ~10.5 us at BF16, NOTES §109; the merge
+#      kernel after the decode ~3-6 us), INT4 FP8 1 x 512K 0.82-0.94, INT2 per-value 1 x 512K 0.85-0.95 (a longer
+#      loop); the same max_rel_err in both (FP8 ~2e-2).
+#   T also runs test_fp8_and_per_value_past_32_chunks_take_the_merge_kernel (new). Expected: pass.
 LIMIT="${LIMIT:-420}"
 . scripts/probe_preamble.sh /tmp/s65c1  # T0, LIMIT, left(), gpu.csv, commit.txt, W, probe_end
 MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1
 echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
 timeout 120 python -m pytest -m gpu -n 4 -q -rfE --tb=short -p no:cacheprovider tests/test_fused_merge_gpu.py \
-  -k "two_levels" > $W/pytest.txt 2>&1
+  -k "two_levels or past_32_chunks" > $W/pytest.txt 2>&1
 echo "T: pytest rc=$? left=$(left)"; tail -8 $W/pytest.txt; cp $W/pytest.txt $OUT/pytest.txt
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   timeout 170 foscar bench --arch h200 --bits 2 --operand bf16 --kernel foscar-cuda --grid sweep \
@@ -39,6 +46,7 @@ PY
 fi
 python -m bench.ab_rounds $W/ab --variant "old:" --variant "new:" --run-env old:FOSCAR_MERGE_TREE=0 \
   --order "old new new old" --point 4x1x524288:h8-1 --point 2x1x262144:h8-1 --point 4x2x524288:paged:h8-1 \
+  --point 2x1x524288:h8-1:fp8 --point 4x1x524288:h8-1:fp8 --point 2x1x524288:h8-1:per-value \
   --limit-s $(( $(left) - 10 )) --round-s 10 > $W/ab_rounds.log 2>&1
 echo "M: ab_rounds rc=$? left=$(left)"; tail -20 $W/ab_rounds.log; cp $W/ab_rounds.log $OUT/ab_rounds.txt
 probe_end s65c1
