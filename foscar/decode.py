@@ -446,9 +446,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
                                                                paged, getattr(cache, "k_block", None) is not None):
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
-        # where a sequence may take more than 32 chunks (FOSCAR_MERGE_TREE, read now; NOTES §108-§110): the in-kernel
-        # merge in two levels for folded BF16 operands; the FP8 and per-value instances merge on one CTA in the
-        # kernel, so their plans take the merge kernel there
+        # where a sequence may take more than 32 chunks (splits.may_take_more_than_32_chunks; FOSCAR_MERGE_TREE, read
+        # now; NOTES §108-§110): the in-kernel merge in two levels for folded BF16 operands; the FP8 and per-value
+        # instances merge on one CTA in the kernel, so their plans take the merge kernel there
         groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len)
                   if merge == "fused" and decode_cuda.merge_tree_choice() else 0)
         if groups and common["mode"] != "bf16":

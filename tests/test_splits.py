@@ -2,6 +2,7 @@
 sequences' actual lengths, not the cache's capacity (CPU; the kernel's own schedule is checked against
 the fp64 reference by the GPU tests in tests/test_ragged_gpu.py)."""
 
+import collections
 import random
 
 import pytest
@@ -394,6 +395,36 @@ def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
     assert splits.plan_merge_groups(1100, 0, 0, 1 << 21) == 69  # past 32 x 32768: chunks of 32768, more than 32
     slots, fixed, target = splits.plan_work(2, 1, 1 << 19, 132, bits=2, head_dim=128)
     assert splits.plan_merge_groups(slots, fixed, splits.plan_long_chunk(None, 1, 132, 1 << 19), 1 << 19) == 8
+    # long chunks of 4096 up to a capacity of 32 x 4096: no sequence past 32 chunks, so none (NOTES §110)
+    assert splits.plan_merge_groups(128, 0, 4096, 1 << 17) == 0  # 8 x 128K at one KV head
+    assert splits.plan_merge_groups(64, 64, 4096, 1 << 17) == 0  # a fixed plan at 128K
+    assert splits.plan_merge_groups(64, 64, 4096, (1 << 17) + 1) == 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_sequence_past_32_chunks_where_the_plan_says_none_can(seed):
+    """may_take_more_than_32_chunks (the FP8 / per-value plans' merge and the two levels' counters, NOTES §110)
+    against the kernel's schedule (splits.schedule, the host mirror): random lengths up to the capacity, full ones
+    too, under the plans of 1-8 KV heads, one or two programs an SM, long chunks on or off, and a caller's
+    num_splits; wherever it says False, no sequence takes more than 32 chunks. It says True at some points where one
+    does (not a constant)."""
+    rng = random.Random(seed)
+    exceeded = 0
+    for _ in range(120):
+        heads, batch = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 3, 8, 16, 64])
+        capacity = rng.choice([8192, 65536, 131072, 131073, 200000, 262144, 524288, 1 << 20, (1 << 20) + 4096])
+        num_splits = rng.choice([None, None, None, 17, 40, 100])
+        long, programs, sms = rng.random() < 0.8, rng.choice([1, 2]), rng.choice([132, 114])
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, num_splits, bits=2, head_dim=128,
+                                                long_chunks=long, long_programs=programs)
+        long_chunk = splits.plan_long_chunk(num_splits, heads, sms, capacity, long, fixed, programs)
+        lengths = [rng.choice([capacity, rng.randint(0, capacity)]) for _ in range(batch)]
+        work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
+        most = max(collections.Counter(b for b, _, _ in work).values())
+        may = splits.may_take_more_than_32_chunks(fixed, long_chunk, capacity)
+        assert may or most <= 32, (heads, batch, capacity, num_splits, long, programs, sms, lengths, most)
+        exceeded += most > 32
+    assert exceeded > 0
 
 
 def test_long_chunk_programs_setting(monkeypatch):

@@ -257,18 +257,36 @@ def plan_merge_groups(num_slots: int, fixed_splits: int, long_chunk: int, max_se
     ``csrc/folded_decode_sm90.cuh``; bench/NOTES.md §108): ``ceil(n / 16)`` where a sequence of a plan of
     ``num_slots`` slots (:func:`plan_work`) may take ``n`` > :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, else 0.
 
-    ``n`` is ``fixed_splits`` for a fixed plan; for a length-aware one ``num_slots`` (a bound), where chunks past 32 a
-    sequence can occur: a plan with a ``long_chunk`` (:func:`plan_long_chunk`) or a capacity past 32 chunks of
-    :data:`MAX_SPLIT_TOKENS`. A sequence that takes more chunks than its groups cover merges on its last CTA alone, as
-    every sequence did before (correct, only slower).
+    ``n`` is ``fixed_splits`` for a fixed plan; for a length-aware one ``num_slots`` (a bound). Where more than 32
+    chunks a sequence can occur (:func:`may_take_more_than_32_chunks`): a fixed plan of more than 32 splits, or a
+    capacity past 32 chunks of ``long_chunk`` tokens (:func:`plan_long_chunk`; 0: of :data:`MAX_SPLIT_TOKENS`). A
+    sequence that takes more chunks than its groups cover merges on its last CTA alone, as every sequence did before
+    (correct, only slower).
+    """
+    if not may_take_more_than_32_chunks(fixed_splits, long_chunk, max_seq_len):
+        return 0
+    n = fixed_splits if fixed_splits > 0 else num_slots
+    return -(-n // MERGE_GROUP_CHUNKS) if n > MAX_CHUNKS_PER_SEQUENCE else 0
+
+
+def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len: int) -> bool:
+    """Whether a sequence of a plan (:func:`plan_work`'s ``fixed_splits``, 0: length-aware; :func:`plan_long_chunk`'s
+    ``long_chunk``, 0: none) over a capacity of ``max_seq_len`` tokens may take more than
+    :data:`MAX_CHUNKS_PER_SEQUENCE` chunks in the CUDA kernel (:func:`schedule` mirrors its cut).
+
+    The kernel cuts a length ``L`` in chunks of at least ``min(ceil(L / 32), long_chunk)`` tokens (the fixed path where
+    ``fixed_splits`` > 32 and ``long_chunk`` > 0, bench/NOTES.md §105; the length-aware path, the longest length's,
+    aligned to 256 and at most :data:`MAX_SPLIT_TOKENS`, :func:`first_chunk`, §106), so only a length past
+    ``32 * long_chunk`` takes more than 32 (past ``32 * MAX_SPLIT_TOKENS`` without a long chunk); a fixed plan without
+    a long chunk (a caller's ``num_splits``) cuts every length in ``fixed_splits`` chunks at most. So True where
+    ``fixed_splits`` > 32 and (``long_chunk`` is 0 or ``max_seq_len`` > ``32 * long_chunk``), or, length-aware, where
+    ``max_seq_len`` > ``32 * (long_chunk or MAX_SPLIT_TOKENS)``. At one KV head on 132 SMs, length-aware plans with
+    long chunks of 4096 up to a capacity of 128K take no more than 32 chunks a sequence.
     """
     if fixed_splits > 0:
-        n = fixed_splits
-    elif long_chunk > 0 or max_seq_len > MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS:
-        n = num_slots
-    else:
-        n = 0
-    return -(-n // MERGE_GROUP_CHUNKS) if n > MAX_CHUNKS_PER_SEQUENCE else 0
+        return fixed_splits > MAX_CHUNKS_PER_SEQUENCE and (
+            long_chunk == 0 or max_seq_len > MAX_CHUNKS_PER_SEQUENCE * long_chunk)
+    return max_seq_len > MAX_CHUNKS_PER_SEQUENCE * (long_chunk or MAX_SPLIT_TOKENS)
 
 
 def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_chunks: bool = True) -> int:
