@@ -26,8 +26,9 @@ label, over its rounds), and each (label, round, point) timed while the clock wa
 
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
 :data:`bench.lengths.WORKLOAD_NAMES`, default uniform), ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
-the bench) and ``:gN`` (quantization group size N: 32, 64 or 128, default 128). The shape is the bench's: Qwen3-8B
-(32 query heads, 8 KV heads, head_dim 128).
+the bench), ``:gN`` (quantization group size N: 32, 64 or 128, default 128), ``:hQ-K`` (query and KV heads),
+``:cN`` (channel-wise K's block) and ``:fp8`` / ``:per-value`` (the kernel's mode; default folded BF16 operands). The
+shape is the bench's unless ``:hQ-K`` gives one: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128).
 
 ``--query-copy``: each timed call first writes the query with a plain torch copy kernel (launched without
 programmatic dependent launch, so it never triggers its dependents early), as a serving step's kernel before the
@@ -126,14 +127,15 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled as the default
     group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without it token-wise
     K), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant; without
-    either, folded BF16 operands); where ``bits`` is given (``python -m bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes
-    too, at that bit width. The one point syntax of ``bench.ab`` and ``bench.timeline``.
+    either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m bench.timeline
+    --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax of
+    ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
             or 4, a group size or k_block other than 32, 64 or 128, head counts that are not positive with the query
-            heads a multiple of the KV heads, both ``:fp8`` and ``:per-value``, or an unknown suffix (the allowed
-            ones are named).
+            heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown suffix
+            (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -146,12 +148,12 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     bits, batch, context = (int(p) for p in parts)
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
-    workload, paged, group_size, heads, k_block, mode = "uniform", False, GROUP_SIZE, (None, None), None, "bf16"
+    workload, paged, group_size, heads, k_block, mode = "uniform", False, GROUP_SIZE, (None, None), None, None
     for s in suffixes:
-        if s in MODES[1:]:
-            if mode != "bf16":
+        if s in MODES:
+            if mode is not None:
                 raise ValueError(f"point {text!r}: two modes ({mode!r} and {s!r}); give at most one of "
-                                 f"{', '.join(':' + m for m in MODES[1:])}")
+                                 f"{', '.join(':' + m for m in MODES)}")
             mode = s
         elif s == "paged":
             paged = True
@@ -175,9 +177,9 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
                                  f"{', '.join(map(str, GROUP_SIZES))}")
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
-                             f"KV heads), 'cN' (channel-wise K's block), 'fp8' or 'per-value' (the kernel's mode) "
-                             f"or one of {', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode)
+                             f"KV heads), 'cN' (channel-wise K's block), 'bf16', 'fp8' or 'per-value' (the kernel's "
+                             f"mode) or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode or MODES[0])
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,

@@ -38,7 +38,9 @@ def decode(
     decode loop should use :func:`plan_decode`, whose ``run`` never syncs). The CUDA kernel's
     split-KV partials are merged here by the merge kernel after it (``FOSCAR_MERGE=fused`` to
     merge in the decode kernel, where the kernel instance holds that merge:
-    :func:`foscar.kernels.decode_cuda.fused_merge_in`); :func:`plan_decode`'s plans merge in the decode kernel by
+    :func:`foscar.kernels.decode_cuda.fused_merge_in`, and the plan is not of FP8 operands or the per-value method
+    with more than 32 chunks a sequence, :func:`foscar.kernels.decode_cuda.merge_tree_choice`);
+    :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
     time: one more launch, bench/NOTES.md §80).
 
@@ -449,7 +451,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         # where a sequence may take more than 32 chunks (splits.may_take_more_than_32_chunks; FOSCAR_MERGE_TREE, read
         # now; NOTES §108-§110): the in-kernel merge in two levels for folded BF16 operands; the FP8 and per-value
         # instances merge on one CTA in the kernel, so their plans take the merge kernel there
-        groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len)
+        groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len, decode_cuda.SEQ_CHUNK_CAP_BUILT)
                   if merge == "fused" and decode_cuda.merge_tree_choice() else 0)
         if groups and common["mode"] != "bf16":
             merge, groups = "kernel", 0

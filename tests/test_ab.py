@@ -33,6 +33,7 @@ def test_parse_point_forms():
     assert ab.parse_point("4x8x32768:fp8").plan_options() == {"operand": "fp8"}
     assert ab.parse_point("4x8x32768:per-value").plan_options() == {"method": "per-value"}
     assert ab.parse_point("4x8x32768").plan_options() == {"operand": "bf16"}  # folded BF16, unlabelled
+    assert ab.parse_point("4x8x32768:bf16") == ab.ProbePoint(4, 8, 32768)  # the default mode, unlabelled
     with pytest.raises(ValueError, match="both head counts or neither"):
         ab.ProbePoint(4, 1, 32768, num_qo_heads=8)
     with pytest.raises(ValueError, match="mode 'int8', expected one of bf16, fp8, per-value"):
@@ -47,7 +48,7 @@ def test_parse_point_forms():
                                          ("2x1x16:h0-1", "expected positive counts"),
                                          ("2x1x16:c16", "k_block 16, expected one of 32, 64, 128"),
                                          ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)"),
-                                         ("2x1x16:fp16", "'fp8' or 'per-value' \\(the kernel's mode\\)"),
+                                         ("2x1x16:fp16", "'bf16', 'fp8' or 'per-value' \\(the kernel's mode\\)"),
                                          ("2x1x16:fp8:per-value", "two modes \\('fp8' and 'per-value'\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):

@@ -399,6 +399,12 @@ def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
     assert splits.plan_merge_groups(128, 0, 4096, 1 << 17) == 0  # 8 x 128K at one KV head
     assert splits.plan_merge_groups(64, 64, 4096, 1 << 17) == 0  # a fixed plan at 128K
     assert splits.plan_merge_groups(64, 64, 4096, (1 << 17) + 1) == 4
+    # a caller's 40 splits (no long chunk): chunks of at least 256 tokens, so none up to 32 x 256
+    assert splits.plan_merge_groups(40, 40, 0, 8192) == 0 and splits.plan_merge_groups(40, 40, 0, 8193) == 3
+    # a FOSCAR_SEQ_CHUNK_CAP=0 build: length-aware chunks bounded by the slots alone (NOTES §101)
+    assert splits.plan_merge_groups(128, 0, 4096, 1 << 17, seq_chunk_cap=False) == 8
+    assert splits.plan_merge_groups(520, 0, 0, 32768, seq_chunk_cap=False) == 33
+    assert splits.plan_merge_groups(64, 64, 4096, 1 << 17, seq_chunk_cap=False) == 0  # the fixed path: no cap there
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -414,6 +420,7 @@ def test_no_sequence_past_32_chunks_where_the_plan_says_none_can(seed):
         heads, batch = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 3, 8, 16, 64])
         capacity = rng.choice([8192, 65536, 131072, 131073, 200000, 262144, 524288, 1 << 20, (1 << 20) + 4096])
         num_splits = rng.choice([None, None, None, 17, 40, 100])
+        capacity = rng.choice([capacity, 4096, 8192, 8448]) if num_splits else capacity  # around 32 x 256
         long, programs, sms = rng.random() < 0.8, rng.choice([1, 2]), rng.choice([132, 114])
         slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, num_splits, bits=2, head_dim=128,
                                                 long_chunks=long, long_programs=programs)

@@ -93,7 +93,9 @@ def merge_choice(default: str = "fused") -> str:
     Reads ``FOSCAR_MERGE`` at every call, ``default`` where it is unset, so that one build (which holds both
     merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind. A
     build without the fused merge takes ``"kernel"`` where ``FOSCAR_MERGE`` is unset, whatever ``default`` says.
-    A plan whose kernel instance lacks the fused merge (:func:`fused_merge_in`) takes ``"kernel"`` whatever this says.
+    A plan whose kernel instance lacks the fused merge (:func:`fused_merge_in`) takes ``"kernel"`` whatever this says,
+    and so does a plan of FP8 operands or the per-value method where a sequence may take more than 32 chunks, unless
+    ``FOSCAR_MERGE_TREE=0`` (:func:`merge_tree_choice`; bench/NOTES.md §110).
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -157,7 +159,8 @@ def build_settings() -> dict[str, object]:
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
         "fused" (what plans made now take: :func:`merge_choice`; an instance without the fused merge,
-        :func:`fused_merge_in`, takes "kernel"), "fused_merge_built": bool, "merge_speculate": bool
+        :func:`fused_merge_in`, takes "kernel", as FP8 and per-value plans past 32 chunks a sequence do,
+        :func:`merge_tree_choice`), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,

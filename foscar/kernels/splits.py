@@ -252,40 +252,48 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
 MERGE_GROUP_CHUNKS = 16  # chunks a group of the in-kernel merge's first level (csrc kMergeGroup)
 
 
-def plan_merge_groups(num_slots: int, fixed_splits: int, long_chunk: int, max_seq_len: int) -> int:
+def plan_merge_groups(num_slots: int, fixed_splits: int, long_chunk: int, max_seq_len: int,
+                      seq_chunk_cap: bool = True) -> int:
     """Group counters a (sequence, KV head) for the in-kernel merge's two levels (``merge_tree`` in
     ``csrc/folded_decode_sm90.cuh``; bench/NOTES.md §108): ``ceil(n / 16)`` where a sequence of a plan of
-    ``num_slots`` slots (:func:`plan_work`) may take ``n`` > :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, else 0.
+    ``num_slots`` slots (:func:`plan_work`) may take ``n`` > :data:`MAX_CHUNKS_PER_SEQUENCE` chunks
+    (:func:`may_take_more_than_32_chunks`, whose arguments these are), else 0.
 
-    ``n`` is ``fixed_splits`` for a fixed plan; for a length-aware one ``num_slots`` (a bound). Where more than 32
-    chunks a sequence can occur (:func:`may_take_more_than_32_chunks`): a fixed plan of more than 32 splits, or a
-    capacity past 32 chunks of ``long_chunk`` tokens (:func:`plan_long_chunk`; 0: of :data:`MAX_SPLIT_TOKENS`). A
-    sequence that takes more chunks than its groups cover merges on its last CTA alone, as every sequence did before
-    (correct, only slower).
+    ``n`` is ``fixed_splits`` for a fixed plan; for a length-aware one ``num_slots`` (a bound). A sequence that takes
+    more chunks than its groups cover merges on its last CTA alone, as every sequence did before (correct, only
+    slower).
     """
-    if not may_take_more_than_32_chunks(fixed_splits, long_chunk, max_seq_len):
+    if not may_take_more_than_32_chunks(fixed_splits, long_chunk, max_seq_len, seq_chunk_cap):
         return 0
     n = fixed_splits if fixed_splits > 0 else num_slots
     return -(-n // MERGE_GROUP_CHUNKS) if n > MAX_CHUNKS_PER_SEQUENCE else 0
 
 
-def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len: int) -> bool:
+def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len: int,
+                                 seq_chunk_cap: bool = True) -> bool:
     """Whether a sequence of a plan (:func:`plan_work`'s ``fixed_splits``, 0: length-aware; :func:`plan_long_chunk`'s
     ``long_chunk``, 0: none) over a capacity of ``max_seq_len`` tokens may take more than
-    :data:`MAX_CHUNKS_PER_SEQUENCE` chunks in the CUDA kernel (:func:`schedule` mirrors its cut).
+    :data:`MAX_CHUNKS_PER_SEQUENCE` chunks in the CUDA kernel (:func:`schedule` mirrors its cut), for lengths up to
+    the capacity (a contiguous cache's are clamped to it; a paged cache's page table must not run past it,
+    :meth:`foscar.PagedQuantizedKVCache.check_page_table`). ``seq_chunk_cap``: the kernel's length-aware floor of 32
+    chunks is built in (``decode_cuda.SEQ_CHUNK_CAP_BUILT``; False in a ``FOSCAR_SEQ_CHUNK_CAP=0`` A/B build, bench/NOTES.md
+    §101, whose length-aware chunks are bounded by the slots alone: then True for every length-aware plan).
 
-    The kernel cuts a length ``L`` in chunks of at least ``min(ceil(L / 32), long_chunk)`` tokens (the fixed path where
-    ``fixed_splits`` > 32 and ``long_chunk`` > 0, bench/NOTES.md §105; the length-aware path, the longest length's,
-    aligned to 256 and at most :data:`MAX_SPLIT_TOKENS`, :func:`first_chunk`, §106), so only a length past
-    ``32 * long_chunk`` takes more than 32 (past ``32 * MAX_SPLIT_TOKENS`` without a long chunk); a fixed plan without
-    a long chunk (a caller's ``num_splits``) cuts every length in ``fixed_splits`` chunks at most. So True where
-    ``fixed_splits`` > 32 and (``long_chunk`` is 0 or ``max_seq_len`` > ``32 * long_chunk``), or, length-aware, where
-    ``max_seq_len`` > ``32 * (long_chunk or MAX_SPLIT_TOKENS)``. At one KV head on 132 SMs, length-aware plans with
-    long chunks of 4096 up to a capacity of 128K take no more than 32 chunks a sequence.
+    The fixed path cuts a length ``L`` in chunks of at least 256 tokens (``CHUNK_ALIGN_TOKENS``), and of at least
+    ``min(ceil(L / 32), long_chunk)`` where ``fixed_splits`` > 32 and ``long_chunk`` > 0 (§105); the length-aware
+    path in chunks of at least ``min(ceil(longest / 32), long_chunk)`` (aligned to 256, at most
+    :data:`MAX_SPLIT_TOKENS`; :func:`first_chunk`, §106). ``long_chunk`` being a multiple of 256, only a length past
+    ``32 * long_chunk`` (past ``32 * 256`` for a fixed plan without a long chunk, a caller's ``num_splits``; past
+    ``32 * MAX_SPLIT_TOKENS`` for a length-aware plan without one) takes more than 32. So True where ``fixed_splits``
+    > 32 and ``max_seq_len`` > ``32 * (long_chunk or 256)``, or, length-aware, where ``max_seq_len`` > ``32 *
+    (long_chunk or MAX_SPLIT_TOKENS)``. At one KV head on 132 SMs, length-aware plans with long chunks of 4096 up to
+    a capacity of 128K take no more than 32 chunks a sequence.
     """
     if fixed_splits > 0:
-        return fixed_splits > MAX_CHUNKS_PER_SEQUENCE and (
-            long_chunk == 0 or max_seq_len > MAX_CHUNKS_PER_SEQUENCE * long_chunk)
+        return (fixed_splits > MAX_CHUNKS_PER_SEQUENCE
+                and max_seq_len > MAX_CHUNKS_PER_SEQUENCE * (long_chunk or CHUNK_ALIGN_TOKENS))
+    if not seq_chunk_cap:
+        return True
     return max_seq_len > MAX_CHUNKS_PER_SEQUENCE * (long_chunk or MAX_SPLIT_TOKENS)
 
 
