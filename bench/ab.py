@@ -122,13 +122,13 @@ def is_group_suffix(suffix: str) -> bool:
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:fp8|:per-value]``, e.g. ``2x8x32768``,
-    ``4x64x8192:paged``, ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads over 1 KV head:
-    Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled as the default
-    group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without it token-wise
-    K), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant; without
-    either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m bench.timeline
-    --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax of
-    ``bench.ab`` and ``bench.timeline``.
+    ``4x64x8192:paged``, ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads
+    over 1 KV head: Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled
+    as the default group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without
+    it token-wise K), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant;
+    without either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m
+    bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax
+    of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2

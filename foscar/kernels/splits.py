@@ -191,10 +191,10 @@ def long_chunk_programs_choice() -> int:
     """Programs an SM that long chunks spread a long sequence over (:func:`plan_work`, :func:`plan_long_chunk`):
     ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``"1"`` (the default: up to one program an SM, bench/NOTES.md §105-§106) or
     ``"2"`` (up to two, for A/B: a one-CTA SM streams one chunk with four warps, 56% of the ceiling at INT2 2 x 512K
-    on a paged cache at one KV head, §107). Two an SM took 1.07-1.17 of the time at INT2 / INT4 2 x 512K at one and
-    two KV heads on an H100 with one CTA merging every chunk (§108), and 0.96-1.02 with the two-level merge (§109). With 2 the
-    long-chunk rules reach plans at up to 4 KV heads on 132 SMs (``pow2_floor(264 / 4)`` is 64, above 32), where
-    "3 or more KV heads: no change" below holds at the default.
+    on a paged cache at one KV head, §107). Two an SM took 1.07-1.17 of the time at INT2 / INT4 2 x 512K at one and two
+    KV heads on an H100 with one CTA merging every chunk (§108), and 0.96-1.02 with the two-level merge (§109). With 2
+    the long-chunk rules reach plans at up to 4 KV heads on 132 SMs (``pow2_floor(264 / 4)`` is 64, above 32), where "3
+    or more KV heads: no change" below holds at the default.
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
@@ -276,8 +276,9 @@ def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len
     :data:`MAX_CHUNKS_PER_SEQUENCE` chunks in the CUDA kernel (:func:`schedule` mirrors its cut), for lengths up to
     the capacity (a contiguous cache's are clamped to it; a paged cache's page table must not run past it,
     :meth:`foscar.PagedQuantizedKVCache.check_page_table`). ``seq_chunk_cap``: the kernel's length-aware floor of 32
-    chunks is built in (``decode_cuda.SEQ_CHUNK_CAP_BUILT``; False in a ``FOSCAR_SEQ_CHUNK_CAP=0`` A/B build, bench/NOTES.md
-    §101, whose length-aware chunks are bounded by the slots alone: then True for every length-aware plan).
+    chunks is built in (``decode_cuda.SEQ_CHUNK_CAP_BUILT``; False in a ``FOSCAR_SEQ_CHUNK_CAP=0`` A/B build,
+    bench/NOTES.md §101, whose length-aware chunks are bounded by the slots alone: then True for every length-aware
+    plan).
 
     The fixed path cuts a length ``L`` in chunks of at least 256 tokens (``CHUNK_ALIGN_TOKENS``), and of at least
     ``min(ceil(L / 32), long_chunk)`` where ``fixed_splits`` > 32 and ``long_chunk`` > 0 (§105); the length-aware
