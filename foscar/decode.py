@@ -453,8 +453,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         # instances merge on one CTA in the kernel, so their plans take the merge kernel there
         groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len, decode_cuda.SEQ_CHUNK_CAP_BUILT)
                   if merge == "fused" and decode_cuda.merge_tree_choice() else 0)
-        if groups and common["mode"] != "bf16":
-            merge, groups = "kernel", 0
+        if groups and (common["mode"] != "bf16" or not decode_cuda.merge_levels_choice()):
+            merge, groups = "kernel", 0  # FOSCAR_MERGE_LEVELS=0: BF16 too (read now, NOTES §111)
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge, groups)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0

@@ -797,10 +797,12 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
-        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS"):
+        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS",
+                     "FOSCAR_LONG_CHUNK_PROGRAMS"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert (s["merge_tree"], s["short_chunks"], s["long_chunks"], s["long_chunk_programs"]) == (True, True, True, 1)
+        assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
+                s["long_chunk_programs"]) == (True, True, True, True, 1)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -841,6 +843,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_PV_PACK", "1")
         # the plan rules (read when a plan is made): each off its default is not the shipped kernel's plan
         for knob, value, key, got in (("FOSCAR_MERGE_TREE", "0", "merge_tree", False),
+                                      ("FOSCAR_MERGE_LEVELS", "0", "merge_levels", False),
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2)):
@@ -904,6 +907,16 @@ def test_merge_buffers_are_sized_for_the_merge():
     assert decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "kernel", groups=4)[0].numel() == 0
     with pytest.raises(ValueError, match="groups: expected 0 or more group counters, got -1"):
         decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused", groups=-1)
+
+
+def test_merge_levels_setting(monkeypatch):
+    monkeypatch.delenv("FOSCAR_MERGE_LEVELS", raising=False)
+    assert decode_cuda.merge_levels_choice() is True
+    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "0")
+    assert decode_cuda.merge_levels_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "yes")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_LEVELS: expected '1' or '0', got 'yes'"):
+        decode_cuda.merge_levels_choice()
 
 
 def test_merge_tree_setting(monkeypatch):

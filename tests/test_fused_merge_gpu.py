@@ -225,6 +225,42 @@ def test_fp8_and_per_value_past_32_chunks_take_the_merge_kernel(monkeypatch, mod
         assert torch.allclose(lse.double(), ref_lse, rtol=0, atol=1e-3)
 
 
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("num_splits", [None, 64])
+def test_bf16_past_32_chunks_without_the_levels_takes_the_merge_kernel(monkeypatch, paged, num_splits):
+    """``FOSCAR_MERGE_LEVELS=0``: a folded BF16 plan where a sequence may take more than 32 chunks takes the merge
+    kernel, as FP8 and per-value plans do (NOTES §111): 200000 tokens alone at one KV head (48 long chunks) or 64
+    fixed chunks, contiguous and paged (16-token pages, shuffled). Against the fp64 reference and the two levels
+    (``FOSCAR_MERGE_LEVELS=1``); a plan of at most 32 chunks keeps the in-kernel merge either way."""
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
+    q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128,
+                     seq_lens=[200000], bits=2, group_size=128)
+    if paged:
+        cache = foscar.paginate(cache, 16, shuffle=True)
+    results = {}
+    for levels in ("0", "1"):
+        monkeypatch.setenv("FOSCAR_MERGE_LEVELS", levels)
+        plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=num_splits)
+        assert plan.num_splits == num_splits or (num_splits is None and plan.num_splits > 32)
+        if levels == "0":
+            assert plan.merge == "kernel" and plan._counters.numel() == 0
+        else:
+            assert plan.merge == "fused" and plan._counters.shape == (1, 1, 1 + -(-plan.num_splits // 16))
+        assert foscar.plan_decode(cache, 8, backend="cuda", num_splits=32).merge == "fused"
+        out, lse = plan.run(q, cache, return_lse=True)
+        torch.cuda.synchronize()
+        assert not plan._counters.any()
+        results[levels] = out.clone(), lse.clone()
+    ref, ref_lse = foscar.reference_decode(q, cache, return_lse=True)
+    (out, lse), (two, l_two) = results["0"], results["1"]
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-2
+    assert torch.allclose(lse.double(), ref_lse, rtol=0, atol=1e-3)
+    assert float((out.float() - two.float()).norm() / two.float().norm()) < 1e-3
+    assert torch.allclose(lse, l_two, rtol=0, atol=1e-4)
+
+
 def test_a_nan_partial_in_a_group_makes_its_rows_nan(monkeypatch):
     """A NaN K scale in one chunk of a 64-chunk sequence: its group's partial and LSE are NaN, so the rows of its KV
     head are NaN after the second level; the other KV head's rows and the other sequence as one merging CTA's."""

@@ -169,6 +169,7 @@ def build_settings() -> dict[str, object]:
         (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "max_ctas_per_sm": str (``FOSCAR_MAX_CTAS_PER_SM`` now,
         ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "pdl": bool (``FOSCAR_PDL``
         now, :func:`pdl_wanted`), "merge_tree": bool (``FOSCAR_MERGE_TREE`` now, :func:`merge_tree_choice`),
+        "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`),
         "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int (``FOSCAR_SHORT_CHUNKS``,
         ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS`` now: the plan rules of :mod:`foscar.kernels.splits`),
         "source_hash": str, "default_build": bool}``;
@@ -176,15 +177,16 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
+        ``FOSCAR_MERGE_LEVELS=0``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
-            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_SHORT_CHUNKS`` or ``FOSCAR_LONG_CHUNKS`` other than
-            ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a
-            ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` / ``"2"``.
+            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS`` or
+            ``FOSCAR_LONG_CHUNKS`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``
+            or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` / ``"2"``.
     """
     from foscar.kernels import merge_triton
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, speculate_choice
@@ -194,16 +196,18 @@ def build_settings() -> dict[str, object]:
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
     merge = merge_choice()
-    merge_tree, short, long_, long_programs = (merge_tree_choice(), short_chunks_choice(), long_chunks_choice(),
-                                               long_chunk_programs_choice())
+    merge_tree, merge_levels = merge_tree_choice(), merge_levels_choice()
+    short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
-            "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree, "short_chunks": short,
+            "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
+            "merge_levels": merge_levels, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
-                              and decode_pdl and merge_tree and short and long_ and long_programs == 1)}
+                              and decode_pdl and merge_tree and merge_levels and short and long_
+                              and long_programs == 1)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -399,6 +403,18 @@ def merge_tree_choice() -> bool:
         ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.
     """
     return env_flag("FOSCAR_MERGE_TREE", "1")
+
+
+def merge_levels_choice() -> bool:
+    """Whether a folded BF16 plan made now merges a sequence that may take more than 32 chunks in the decode
+    kernel's two levels (session 64, bench/NOTES.md §108) rather than in the merge kernel after it, as FP8 and
+    per-value plans do (§110, §111): ``FOSCAR_MERGE_LEVELS``, ``"1"`` (the default) or ``"0"``. Read only where
+    :func:`merge_tree_choice` is on (off, one CTA merges every chunk of a sequence, whatever this says).
+
+    Raises:
+        ValueError: ``FOSCAR_MERGE_LEVELS`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_MERGE_LEVELS", "1")
 
 
 def pv_pack_choice() -> bool:
