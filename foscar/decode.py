@@ -38,8 +38,8 @@ def decode(
     decode loop should use :func:`plan_decode`, whose ``run`` never syncs). The CUDA kernel's
     split-KV partials are merged here by the merge kernel after it (``FOSCAR_MERGE=fused`` to
     merge in the decode kernel, where the kernel instance holds that merge:
-    :func:`foscar.kernels.decode_cuda.fused_merge_in`, and the plan is not of FP8 operands or the per-value method
-    with more than 32 chunks a sequence, :func:`foscar.kernels.decode_cuda.merge_tree_choice`);
+    :func:`foscar.kernels.decode_cuda.fused_merge_in`, and a sequence cannot take more than 32 chunks,
+    :func:`foscar.kernels.decode_cuda.merge_tree_choice`);
     :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
     time: one more launch, bench/NOTES.md §80).
@@ -170,10 +170,10 @@ class DecodePlan:
             (a merge kernel after the decode kernel; ``FOSCAR_MERGE=kernel`` when the plan was made,
             :func:`foscar.kernels.decode_cuda.merge_choice`, and always for a kernel instance built without the
             in-kernel merge, :func:`foscar.kernels.decode_cuda.fused_merge_in`: INT2 head_dim 128 group_size 32
-            ``"bf16"`` on a paged cache, bench/NOTES.md §81; and for FP8 operands and the per-value method where a
-            sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``: their instances merge such a
-            sequence on one CTA, without the two levels of the BF16 instances, bench/NOTES.md §110); ``None`` for
-            the Triton kernel.
+            ``"bf16"`` on a paged cache, bench/NOTES.md §81; and where a sequence may take more than 32 chunks, unless
+            ``FOSCAR_MERGE_TREE=0`` (one merging CTA) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1`` (the
+            in-kernel merge's two levels, which the FP8 and per-value instances lack; bench/NOTES.md §110-§111));
+            ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
             dependent round instead of two, bench/NOTES.md §32). 0 unless ``FOSCAR_MERGE_SPECULATE=1``
@@ -449,12 +449,12 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
         # where a sequence may take more than 32 chunks (splits.may_take_more_than_32_chunks; FOSCAR_MERGE_TREE, read
-        # now; NOTES §108-§110): the in-kernel merge in two levels for folded BF16 operands; the FP8 and per-value
-        # instances merge on one CTA in the kernel, so their plans take the merge kernel there
+        # now; NOTES §108-§111): the merge kernel (the FP8 and per-value instances merge on one CTA in the kernel; at
+        # BF16 it beat the in-kernel merge's two levels, which FOSCAR_MERGE_LEVELS=1 keeps)
         groups = (plan_merge_groups(slots, fixed, long_chunk, cache.max_seq_len, decode_cuda.SEQ_CHUNK_CAP_BUILT)
                   if merge == "fused" and decode_cuda.merge_tree_choice() else 0)
         if groups and (common["mode"] != "bf16" or not decode_cuda.merge_levels_choice()):
-            merge, groups = "kernel", 0  # FOSCAR_MERGE_LEVELS=0: BF16 too (read now, NOTES §111)
+            merge, groups = "kernel", 0  # BF16 too unless FOSCAR_MERGE_LEVELS=1 (read now, NOTES §111)
         counters, seq_chunks = decode_cuda.merge_buffers(batch, cache.num_kv_heads, device, merge, groups)
         # a uniform batch's chunks a sequence: the merge's one-round block for such sequences (NOTES §60)
         expected = merge_triton.predicted_chunks(batch, fixed, target) if seq_chunks is not None else 0

@@ -802,7 +802,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
-                s["long_chunk_programs"]) == (True, True, True, True, 1)
+                s["long_chunk_programs"]) == (True, False, True, True, 1)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -843,7 +843,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.setenv("FOSCAR_PV_PACK", "1")
         # the plan rules (read when a plan is made): each off its default is not the shipped kernel's plan
         for knob, value, key, got in (("FOSCAR_MERGE_TREE", "0", "merge_tree", False),
-                                      ("FOSCAR_MERGE_LEVELS", "0", "merge_levels", False),
+                                      ("FOSCAR_MERGE_LEVELS", "1", "merge_levels", True),
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2)):
@@ -911,9 +911,9 @@ def test_merge_buffers_are_sized_for_the_merge():
 
 def test_merge_levels_setting(monkeypatch):
     monkeypatch.delenv("FOSCAR_MERGE_LEVELS", raising=False)
+    assert decode_cuda.merge_levels_choice() is False  # the merge kernel past 32 chunks (NOTES §111)
+    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
     assert decode_cuda.merge_levels_choice() is True
-    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "0")
-    assert decode_cuda.merge_levels_choice() is False
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "yes")
     with pytest.raises(ValueError, match="FOSCAR_MERGE_LEVELS: expected '1' or '0', got 'yes'"):
         decode_cuda.merge_levels_choice()

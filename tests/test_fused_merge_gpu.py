@@ -236,10 +236,10 @@ def test_fp8_and_per_value_past_32_chunks_take_the_merge_kernel(monkeypatch, mod
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("num_splits", [None, 64])
 def test_bf16_past_32_chunks_without_the_levels_takes_the_merge_kernel(monkeypatch, paged, num_splits):
-    """``FOSCAR_MERGE_LEVELS=0``: a folded BF16 plan where a sequence may take more than 32 chunks takes the merge
-    kernel, as FP8 and per-value plans do (NOTES §111): 200000 tokens alone at one KV head (48 long chunks) or 64
-    fixed chunks, contiguous and paged (16-token pages, shuffled). Against the fp64 reference and the two levels
-    (``FOSCAR_MERGE_LEVELS=1``); a plan of at most 32 chunks keeps the in-kernel merge either way."""
+    """``FOSCAR_MERGE_LEVELS=0`` (the default since NOTES §111): a folded BF16 plan where a sequence may take more
+    than 32 chunks takes the merge kernel, as FP8 and per-value plans do: 200000 tokens alone at one KV head (48
+    long chunks) or 64 fixed chunks, contiguous and paged (16-token pages, shuffled). Against the fp64 reference and
+    the two levels (``FOSCAR_MERGE_LEVELS=1``); a plan of at most 32 chunks keeps the in-kernel merge either way."""
     monkeypatch.setenv("FOSCAR_MERGE", "fused")
     monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
     q, cache = _case(torch.device("cuda"), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128,

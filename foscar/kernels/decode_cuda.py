@@ -94,8 +94,9 @@ def merge_choice(default: str = "fused") -> str:
     merges unless built with ``FOSCAR_FUSED_MERGE=0``, :data:`FUSED_MERGE_BUILT`) can make plans of either kind. A
     build without the fused merge takes ``"kernel"`` where ``FOSCAR_MERGE`` is unset, whatever ``default`` says.
     A plan whose kernel instance lacks the fused merge (:func:`fused_merge_in`) takes ``"kernel"`` whatever this says,
-    and so does a plan of FP8 operands or the per-value method where a sequence may take more than 32 chunks, unless
-    ``FOSCAR_MERGE_TREE=0`` (:func:`merge_tree_choice`; bench/NOTES.md §110).
+    and so does a plan where a sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``
+    (:func:`merge_tree_choice`; bench/NOTES.md §110) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1``
+    (:func:`merge_levels_choice`; §111).
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -159,8 +160,8 @@ def build_settings() -> dict[str, object]:
     Returns:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
         "fused" (what plans made now take: :func:`merge_choice`; an instance without the fused merge,
-        :func:`fused_merge_in`, takes "kernel", as FP8 and per-value plans past 32 chunks a sequence do,
-        :func:`merge_tree_choice`), "fused_merge_built": bool, "merge_speculate": bool
+        :func:`fused_merge_in`, takes "kernel", as plans past 32 chunks a sequence do,
+        :func:`merge_tree_choice`, :func:`merge_levels_choice`), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
@@ -177,7 +178,7 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
-        ``FOSCAR_MERGE_LEVELS=0``,
+        ``FOSCAR_MERGE_LEVELS=1``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
@@ -206,7 +207,7 @@ def build_settings() -> dict[str, object]:
             "long_chunks": long_, "long_chunk_programs": long_programs, "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
-                              and decode_pdl and merge_tree and merge_levels and short and long_
+                              and decode_pdl and merge_tree and not merge_levels and short and long_
                               and long_programs == 1)}
 
 
@@ -396,8 +397,9 @@ def merge_tree_choice() -> bool:
     """Whether a plan made now gives the in-kernel merge its two levels where a sequence may take more than 32
     chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108, §109): ``FOSCAR_MERGE_TREE``,
     ``"1"`` (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 64; for A/B).
-    The FP8 and per-value instances hold no two levels: where this is on, their plans of more than 32 chunks a
-    sequence take the merge kernel instead (:class:`foscar.DecodePlan`'s ``merge``; §110); off, one CTA.
+    Where this is on, plans of more than 32 chunks a sequence take the merge kernel (:class:`foscar.DecodePlan`'s
+    ``merge``; §110-§111), the FP8 and per-value instances holding no two levels, unless
+    ``FOSCAR_MERGE_LEVELS=1`` gives folded BF16 plans the two levels (:func:`merge_levels_choice`); off, one CTA.
 
     Raises:
         ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.
@@ -407,14 +409,15 @@ def merge_tree_choice() -> bool:
 
 def merge_levels_choice() -> bool:
     """Whether a folded BF16 plan made now merges a sequence that may take more than 32 chunks in the decode
-    kernel's two levels (session 64, bench/NOTES.md §108) rather than in the merge kernel after it, as FP8 and
-    per-value plans do (§110, §111): ``FOSCAR_MERGE_LEVELS``, ``"1"`` (the default) or ``"0"``. Read only where
+    kernel's two levels (session 64, bench/NOTES.md §108-§109) rather than in the merge kernel after it, as FP8 and
+    per-value plans do (§110): ``FOSCAR_MERGE_LEVELS``, ``"0"`` (the default since session 66: the merge kernel, 0.90
+    of the two levels' time at INT2 1 x 512K on an H100, §111) or ``"1"`` (the two levels; for A/B). Read only where
     :func:`merge_tree_choice` is on (off, one CTA merges every chunk of a sequence, whatever this says).
 
     Raises:
         ValueError: ``FOSCAR_MERGE_LEVELS`` other than ``"0"`` or ``"1"``.
     """
-    return env_flag("FOSCAR_MERGE_LEVELS", "1")
+    return env_flag("FOSCAR_MERGE_LEVELS", "0")
 
 
 def pv_pack_choice() -> bool:
