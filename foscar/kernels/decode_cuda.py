@@ -394,12 +394,13 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
 
 
 def merge_tree_choice() -> bool:
-    """Whether a plan made now gives the in-kernel merge its two levels where a sequence may take more than 32
-    chunks (:func:`foscar.kernels.splits.plan_merge_groups`; bench/NOTES.md §108, §109): ``FOSCAR_MERGE_TREE``,
-    ``"1"`` (the default) or ``"0"`` (one CTA merges every chunk of a sequence, as before session 64; for A/B).
-    Where this is on, plans of more than 32 chunks a sequence take the merge kernel (:class:`foscar.DecodePlan`'s
-    ``merge``; §110-§111), the FP8 and per-value instances holding no two levels, unless
-    ``FOSCAR_MERGE_LEVELS=1`` gives folded BF16 plans the two levels (:func:`merge_levels_choice`); off, one CTA.
+    """Whether a plan made now spreads the merge of a sequence that may take more than 32 chunks
+    (:func:`foscar.kernels.splits.may_take_more_than_32_chunks`; bench/NOTES.md §108-§111) past one CTA:
+    ``FOSCAR_MERGE_TREE``, ``"1"`` (the default) or ``"0"`` (one CTA merges every chunk of a sequence in the kernel,
+    as before session 64; for A/B). On, such plans take the merge kernel (:class:`foscar.DecodePlan`'s ``merge``;
+    the FP8 and per-value instances hold no two levels, §110; at BF16 it beat them, §111), unless
+    ``FOSCAR_MERGE_LEVELS=1`` gives folded BF16 plans the in-kernel merge's two levels
+    (:func:`foscar.kernels.splits.plan_merge_groups`, :func:`merge_levels_choice`).
 
     Raises:
         ValueError: ``FOSCAR_MERGE_TREE`` other than ``"0"`` or ``"1"``.
