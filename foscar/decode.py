@@ -38,8 +38,9 @@ def decode(
     decode loop should use :func:`plan_decode`, whose ``run`` never syncs). The CUDA kernel's
     split-KV partials are merged here by the merge kernel after it (``FOSCAR_MERGE=fused`` to
     merge in the decode kernel, where the kernel instance holds that merge:
-    :func:`foscar.kernels.decode_cuda.fused_merge_in`, and no sequence may take more than 32 chunks or
-    ``FOSCAR_MERGE_TREE=0``, :func:`foscar.kernels.decode_cuda.merge_tree_choice`);
+    :func:`foscar.kernels.decode_cuda.fused_merge_in`, and no sequence may take more than 32 chunks, or
+    ``FOSCAR_MERGE_TREE=0``, or the operands are folded BF16 with ``FOSCAR_MERGE_LEVELS=1``:
+    :func:`foscar.kernels.decode_cuda.merge_tree_choice`, :func:`foscar.kernels.decode_cuda.merge_levels_choice`);
     :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
     time: one more launch, bench/NOTES.md §80).

@@ -248,9 +248,12 @@ def test_bf16_past_32_chunks_without_the_levels_takes_the_merge_kernel(monkeypat
         cache = foscar.paginate(cache, 16, shuffle=True)
     results = {}
     for levels in ("0", "1"):
-        monkeypatch.setenv("FOSCAR_MERGE_LEVELS", levels)
+        if levels == "0":
+            monkeypatch.delenv("FOSCAR_MERGE_LEVELS")  # the default (the fixture set 1)
+        else:
+            monkeypatch.setenv("FOSCAR_MERGE_LEVELS", levels)
         plan = foscar.plan_decode(cache, 8, backend="cuda", num_splits=num_splits)
-        assert plan.num_splits == num_splits or (num_splits is None and plan.num_splits > 32)
+        assert plan.num_splits == (num_splits or 48)
         if levels == "0":
             assert plan.merge == "kernel" and plan._counters.numel() == 0
         else:

@@ -412,8 +412,9 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
     capacity take 64 chunks each (32 before), and one 256K sequence among three of 4096 tokens takes 64 chunks of
     4096 in the length-aware path, whose least chunk is now min(ceil(longest / 32), long_chunk) (32 of 8192 before).
     Each count as splits.schedule mirrors it (checked against the kernel's chunk table where the merge kernel runs),
-    and every row against the fp64 reference, through the in-kernel merge, the merge kernel's table and the merge
-    kernel's ranges derived from the lengths (merge_triton._derived_chunks). ``FOSCAR_LONG_CHUNKS=0`` gives 32."""
+    and every row against the fp64 reference, through the in-kernel merge (its two levels past 32 chunks:
+    ``FOSCAR_MERGE_LEVELS=1``, NOTES §111), the merge kernel's table and the merge kernel's ranges derived from the
+    lengths (merge_triton._derived_chunks). ``FOSCAR_LONG_CHUNKS=0`` gives 32."""
     from foscar.kernels import splits
 
     if merge == "lengths":
@@ -421,6 +422,8 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
     else:
         monkeypatch.setenv("FOSCAR_MERGE", merge)
+    # the in-kernel merge past 32 chunks: its two levels (the default there is the merge kernel, NOTES §111)
+    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
     capacity = 262144
 
     def run(lengths):
@@ -429,6 +432,7 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
                          bits=bits, group_size=128)
         cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
         plan = foscar.plan_decode(cache, 8, backend="cuda")
+        assert plan.merge == ("fused" if merge == "fused" else "kernel")
         out = plan.run(q, cache)
         torch.cuda.synchronize()
         (fixed, target), slots = plan._schedule, plan._o_part.shape[0]

@@ -409,7 +409,7 @@ def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_no_sequence_past_32_chunks_where_the_plan_says_none_can(seed):
-    """may_take_more_than_32_chunks (the FP8 / per-value plans' merge and the two levels' counters, NOTES §110)
+    """may_take_more_than_32_chunks (where plans take the merge kernel, and the two levels' counters, NOTES §110-§111)
     against the kernel's schedule (splits.schedule, the host mirror): random lengths up to the capacity, full ones
     too, under the plans of 1-8 KV heads, one or two programs an SM, long chunks on or off, and a caller's
     num_splits; wherever it says False, no sequence takes more than 32 chunks. It says True at some points where one
