@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 66, s66c4.sh trimmed to the ~250 s of device time left (LIMIT default 170): no H200 branch; FOSCAR against
+# Session 66, s66c4.sh trimmed (after two GPU tests) to the ~250 s of device time left (LIMIT default 170): no H200 branch; FOSCAR against
 # FlashInfer's fa2-tc BF16 kernel alone (FlashInfer's fastest BF16 kernel at 1 and 8 x 128K at this shape in session
 # 58's run, results/2026-12-06-s58), at 1 and 8 x 512K, uniform lengths, at the Llama-3.1-70B TP8 shape (8 query heads
 # over 1 KV head), INT2 and INT4 BF16 operands. Expectations as s66c4.sh's (written before the run): FlashInfer
@@ -9,6 +9,10 @@ LIMIT="${LIMIT:-170}"
 . scripts/probe_preamble.sh /tmp/s66c5
 MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1
 echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
+# first the two GPU tests edited after the review (not run before): the new BF16 merge-kernel test, the ragged one
+timeout 70 python -m pytest -q -m gpu -n 4 tests/test_fused_merge_gpu.py::test_bf16_past_32_chunks_without_the_levels_takes_the_merge_kernel \
+  "tests/test_ragged_gpu.py::test_long_sequences_past_batch_one_take_chunks_of_at_least_4096" > $W/tests.log 2>&1
+echo "tests rc=$? left=$(left)"; tail -3 $W/tests.log; cp $W/tests.log $OUT/tests.txt
 timeout $(( $(left) - 10 )) foscar bench --arch h100 --model llama-3.1-70b-tp8 --bits 2 --bits 4 --operand bf16 \
   --kernel foscar-cuda --kernel flashinfer-fa2-tc --grid sweep --batch 1 --batch 8 --context 524288 \
   --out $W/bench --format quiet > $W/bench.log 2>&1
