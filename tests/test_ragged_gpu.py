@@ -456,6 +456,41 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
     assert plan.long_chunk == 0 and counts == [32, 1, 1, 1]
 
 
+@pytest.mark.parametrize("bits", [2, 4])
+def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkeypatch, bits):
+    """``FOSCAR_LONG_CHUNK_ROOM=1`` (bench/NOTES.md §112): one 524288-token sequence among seven of 4096 in a 512K
+    cache at 1 KV head (8 query heads) takes chunks of 4352 (121 on 132 SMs) instead of 4096 (128), so the batch's
+    CTAs fit one an SM. The kernel's chunk table (the merge kernel's, which plans past 32 chunks take) equals the host
+    mirror in both settings, and every row is within 1e-2 of the fp64 reference."""
+    from foscar.kernels import splits
+
+    monkeypatch.delenv("FOSCAR_MERGE", raising=False)
+    monkeypatch.delenv("FOSCAR_MERGE_LEVELS", raising=False)
+    capacity = 1 << 19
+    lengths = [capacity] + [4096] * 7
+    q, cache = _case(_cuda(), batch=8, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * 8,
+                     bits=bits, group_size=128)
+    cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+    ref = foscar.reference_decode(q, cache)
+    sms = splits.device_sm_count(q.device)
+    for room in ("0", "1"):
+        monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", room)
+        plan = foscar.plan_decode(cache, 8, backend="cuda")
+        assert plan.merge == "kernel" and plan._seq_chunks is not None
+        want_long = splits.plan_long_chunk(None, 1, sms, capacity, batch=8, room=room == "1")
+        assert plan.long_chunk == want_long
+        out = plan.run(q, cache)
+        torch.cuda.synchronize()
+        (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
+        want = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
+        counts = [sum(w[0] == i for w in want) for i in range(8)]
+        assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (room, counts)
+        if sms == 132:
+            assert counts[0] == (121 if room == "1" else 128), room
+        for i in range(8):
+            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (room, i)
+
+
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for

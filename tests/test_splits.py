@@ -252,14 +252,15 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
     assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
-def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1):
+def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=False):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
-                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs))
+                           splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
+                                                  len(lengths), room))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -340,7 +341,7 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     # fixed plans keep 4096 at any KV head count (past 1M tokens a fixed plan has more than 32 chunks at 3-8 KV heads)
     assert splits.plan_long_chunk(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
     assert len(_planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
-    with pytest.raises(ValueError, match="expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got 0"):
+    with pytest.raises(ValueError, match="expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 1, got 0"):
         splits.plan_long_chunk(None, 0, 132, 1 << 19)
     assert len(_planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
@@ -383,6 +384,40 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
         assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
 
 
+def test_long_chunk_room_leaves_one_program_for_each_other_sequence(monkeypatch):
+    """``FOSCAR_LONG_CHUNK_ROOM=1`` (an A/B knob, off by default; bench/NOTES.md §112): a length-aware plan's long
+    chunk spreads the long sequence over at most ``SMs / KV heads - (batch - 1)`` programs, so that it and one chunk
+    of each other sequence fit one CTA an SM. One 512K among seven 4K at one KV head on 132 SMs: 135 working CTAs
+    (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K among three
+    4K: 134 CTAs, then 132. Where the default plan already fits (up to 5 sequences at one KV head, a 256K cache, a
+    batch of one) nothing changes; where the room leaves at most 32 programs, no long chunk."""
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_ROOM", raising=False)
+    assert splits.long_chunk_room_choice() is False
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "1")
+    assert splits.long_chunk_room_choice() is True
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "2")
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM"):
+        splits.long_chunk_room_choice()
+    with pytest.raises(ValueError, match="batch >= 1, got 1, 132, 524288, 0"):
+        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0, room=True)
+    one_long = [1 << 19] + [4096] * 7
+    for room, long_chunk, ctas, long_count in ((False, 4096, 135, 128), (True, 4352, 128, 121)):
+        assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
+        work = _planned(one_long, 1, 1 << 19, room=room)
+        assert len(work) == ctas and sum(b == 0 for b, _, _ in work) == long_count, room
+    for room, ctas in ((False, 2 * 67), (True, 2 * 66)):  # per KV head: the long one's chunks and three short ones
+        assert len(_planned([1 << 19] + [4096] * 3, 2, 1 << 19, room=room)) * 2 == ctas, room
+    # unchanged: up to 5 sequences at one KV head (128 + 4 <= 132), a 256K cache (4096 binds), a batch of one
+    for lengths, capacity in (([1 << 19] + [4096] * 4, 1 << 19), ([1 << 18] + [4096] * 7, 1 << 18),
+                              ([1 << 19], 1 << 19), ([1 << 19] * 8, 1 << 19)):
+        assert _planned(lengths, 1, capacity, room=True) == _planned(lengths, 1, capacity), (len(lengths), capacity)
+    assert _planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=True) != _planned([1 << 19] + [4096] * 5, 1, 1 << 19)
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, fixed_splits=128, room=True) == 4096  # fixed: as before
+    # many sequences: 132 - 99 = 33 programs for the long one; at 101 sequences 32 are left, so no long chunk
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=100, room=True) == 16128
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=101, room=True) == 0
+
+
 def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
     """Group counters for the in-kernel merge's two levels (NOTES §108): ceil(n / 16) where a sequence may take n >
     32 chunks: a fixed plan's count, or a length-aware plan's slots where it has a long chunk or a capacity past 32 x
@@ -422,14 +457,15 @@ def test_no_sequence_past_32_chunks_where_the_plan_says_none_can(seed):
         num_splits = rng.choice([None, None, None, 17, 40, 100])
         capacity = rng.choice([capacity, 4096, 8192, 8448]) if num_splits else capacity  # around 32 x 256
         long, programs, sms = rng.random() < 0.8, rng.choice([1, 2]), rng.choice([132, 114])
+        room = rng.random() < 0.5
         slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, num_splits, bits=2, head_dim=128,
                                                 long_chunks=long, long_programs=programs)
-        long_chunk = splits.plan_long_chunk(num_splits, heads, sms, capacity, long, fixed, programs)
+        long_chunk = splits.plan_long_chunk(num_splits, heads, sms, capacity, long, fixed, programs, batch, room)
         lengths = [rng.choice([capacity, rng.randint(0, capacity)]) for _ in range(batch)]
         work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
         most = max(collections.Counter(b for b, _, _ in work).values())
         may = splits.may_take_more_than_32_chunks(fixed, long_chunk, capacity)
-        assert may or most <= 32, (heads, batch, capacity, num_splits, long, programs, sms, lengths, most)
+        assert may or most <= 32, (heads, batch, capacity, num_splits, long, programs, room, sms, lengths, most)
         exceeded += most > 32
     assert exceeded > 0
 

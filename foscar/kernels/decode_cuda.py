@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, long_chunk_programs_choice, long_chunks_choice,
-                                   max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
-                                   short_chunks_choice)
+from foscar.kernels.splits import (MIN_CHUNK_TOKENS, device_sm_count, long_chunk_programs_choice,
+                                   long_chunk_room_choice, long_chunks_choice, max_ctas_per_sm_setting,
+                                   plan_long_chunk, plan_min_chunk, plan_work, short_chunks_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -171,22 +171,24 @@ def build_settings() -> dict[str, object]:
         ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "pdl": bool (``FOSCAR_PDL``
         now, :func:`pdl_wanted`), "merge_tree": bool (``FOSCAR_MERGE_TREE`` now, :func:`merge_tree_choice`),
         "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`),
-        "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int (``FOSCAR_SHORT_CHUNKS``,
-        ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS`` now: the plan rules of :mod:`foscar.kernels.splits`),
+        "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int, "long_chunk_room": bool
+        (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``
+        now: the plan rules of :mod:`foscar.kernels.splits`),
         "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
         ``FOSCAR_MERGE_LEVELS=1``,
-        ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``) is set, i.e. the
+        ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
+        ``FOSCAR_LONG_CHUNK_ROOM=1``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
-            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS`` or
-            ``FOSCAR_LONG_CHUNKS`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``
+            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS``,
+            ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``
             or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` / ``"2"``.
     """
     from foscar.kernels import merge_triton
@@ -199,16 +201,18 @@ def build_settings() -> dict[str, object]:
     merge = merge_choice()
     merge_tree, merge_levels = merge_tree_choice(), merge_levels_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
+    long_room = long_chunk_room_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
             "merge_levels": merge_levels, "short_chunks": short,
-            "long_chunks": long_, "long_chunk_programs": long_programs, "source_hash": source_hash(),
+            "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
+            "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and short and long_
-                              and long_programs == 1)}
+                              and long_programs == 1 and not long_room)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -291,14 +295,17 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     heads and capacity and the device's SMs. Where the plan chose the split count (``num_splits`` None) and
     ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
     KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
-    programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108).
+    programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108);
+    ``FOSCAR_LONG_CHUNK_ROOM=1`` leaves one program an SM for each other sequence of the batch (§112,
+    :func:`foscar.kernels.splits.long_chunk_room_choice`).
 
     Raises:
-        ValueError: ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than
-            ``"1"`` or ``"2"``.
+        ValueError: ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``;
+            ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``.
     """
     return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
-                           long_chunks_choice(), fixed_splits, long_chunk_programs_choice())
+                           long_chunks_choice(), fixed_splits, long_chunk_programs_choice(), cache.batch_size,
+                           long_chunk_room_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

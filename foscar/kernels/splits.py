@@ -205,6 +205,20 @@ def long_chunk_programs_choice() -> int:
     return int(value)
 
 
+def long_chunk_room_choice() -> bool:
+    """Whether a length-aware plan made now leaves, in its long chunk, one program an SM for each other sequence of
+    the batch (:func:`plan_long_chunk`'s ``room``): ``FOSCAR_LONG_CHUNK_ROOM``, ``"0"`` (the default, the plans of
+    sessions 61-67) or ``"1"`` (for A/B, not yet timed). Why (bench/NOTES.md §112): one 512K sequence among seven of
+    4K at one KV head on 132 SMs takes 128 chunks of 4096 and the short ones one each, 135 working CTAs, so three SMs
+    run two chunks and the call took 29.0 us against 22.5 for the 512K sequence alone (INT2, an H100). With the room
+    the long sequence takes 121 chunks of 4352 and the batch 128 CTAs, one an SM.
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_LONG_CHUNK_ROOM", "0")
+
+
 def _check_long_programs(long_programs: int) -> None:
     """Raises ValueError unless ``long_programs`` is one of :data:`LONG_CHUNK_PROGRAMS` (1 or 2)."""
     if long_programs not in LONG_CHUNK_PROGRAMS:
@@ -212,7 +226,8 @@ def _check_long_programs(long_programs: int) -> None:
 
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
-                    long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1) -> int:
+                    long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1, batch: int = 1,
+                    room: bool = False) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
@@ -230,19 +245,28 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in
     place of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
+    ``room`` (:func:`long_chunk_room_choice`; a length-aware plan only): the long sequence's programs are at most
+    ``long_programs * num_sms / num_kv_heads - (batch - 1)``, so that one long sequence at the capacity and one chunk
+    for each other sequence fit in one program an SM (``batch``: the plan's sequences); where that leaves at most
+    :data:`MAX_CHUNKS_PER_SEQUENCE`, 0. At one KV head on 132 SMs this changes plans of 6 or more sequences in a cache
+    past 128 x 4096 tokens (one 512K among seven 4K: 121 chunks of 4352 instead of 128 of 4096, bench/NOTES.md §112);
+    at two KV heads, of 4 or more past 64 x 4096.
+
     Raises:
-        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len``, or ``long_programs`` other
-            than 1 or 2.
+        ValueError: ``num_kv_heads``, ``num_sms`` or ``batch`` below 1, a negative ``max_seq_len``, or
+            ``long_programs`` other than 1 or 2.
     """
-    if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0:
-        raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1 and max_seq_len >= 0, got "
-                         f"{num_kv_heads}, {num_sms}, {max_seq_len}")
+    if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0 or batch < 1:
+        raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 1, "
+                         f"got {num_kv_heads}, {num_sms}, {max_seq_len}, {batch}")
     _check_long_programs(long_programs)
     if num_splits is not None or not long_chunks:
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
     one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
+    if room:  # one program (per KV head) left for each other sequence
+        one_sequence = min(one_sequence, long_programs * num_sms // num_kv_heads - (batch - 1))
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
