@@ -228,7 +228,8 @@ class DecodePlan:
             (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
             bench/NOTES.md §105, §106): 4096 for a batch of one (fixed plans), 4096 or more for length-aware plans at
             one or two KV heads (up to four with ``FOSCAR_LONG_CHUNK_PROGRAMS=2``, §108; with
-            ``FOSCAR_LONG_CHUNK_ROOM=1`` leaving one program an SM for each other sequence, §112); else 0, as for a fixed
+            ``FOSCAR_LONG_CHUNK_ROOM=1`` leaving one program an SM for each other sequence, and 0 where that leaves
+            a long sequence at most 32, §112); else 0, as for a fixed
             ``num_splits`` (cut as asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,

@@ -341,7 +341,7 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     # fixed plans keep 4096 at any KV head count (past 1M tokens a fixed plan has more than 32 chunks at 3-8 KV heads)
     assert splits.plan_long_chunk(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
     assert len(_planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
-    with pytest.raises(ValueError, match="expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 1, got 0"):
+    with pytest.raises(ValueError, match="num_sms >= 1, max_seq_len >= 0 and batch >= 0, got 0, 132"):
         splits.plan_long_chunk(None, 0, 132, 1 << 19)
     assert len(_planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
@@ -398,8 +398,10 @@ def test_long_chunk_room_leaves_one_program_for_each_other_sequence(monkeypatch)
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "2")
     with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM"):
         splits.long_chunk_room_choice()
-    with pytest.raises(ValueError, match="batch >= 1, got 1, 132, 524288, 0"):
-        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0, room=True)
+    with pytest.raises(ValueError, match="batch >= 0, got 1, 132, 524288, -1"):
+        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=-1, room=True)
+    # an empty batch (plan_decode accepts one) plans as a batch of one
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0, room=True) == 4096
     one_long = [1 << 19] + [4096] * 7
     for room, long_chunk, ctas, long_count in ((False, 4096, 135, 128), (True, 4352, 128, 121)):
         assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk

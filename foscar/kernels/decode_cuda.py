@@ -188,8 +188,9 @@ def build_settings() -> dict[str, object]:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
             ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS``,
-            ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"1"`` / ``"0"``; a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``
-            or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` / ``"2"``.
+            ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"1"`` / ``"0"``; a
+            ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS``
+            other than ``"1"`` / ``"2"``.
     """
     from foscar.kernels import merge_triton
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, speculate_choice
@@ -296,8 +297,8 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
     KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
     programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108);
-    ``FOSCAR_LONG_CHUNK_ROOM=1`` leaves one program an SM for each other sequence of the batch (§112,
-    :func:`foscar.kernels.splits.long_chunk_room_choice`).
+    ``FOSCAR_LONG_CHUNK_ROOM=1`` leaves one program an SM for each other sequence of the batch, and gives 0 where
+    that leaves a long sequence at most 32 (§112, :func:`foscar.kernels.splits.long_chunk_room_choice`).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``;

@@ -210,8 +210,8 @@ def long_chunk_room_choice() -> bool:
     the batch (:func:`plan_long_chunk`'s ``room``): ``FOSCAR_LONG_CHUNK_ROOM``, ``"0"`` (the default, the plans of
     sessions 61-67) or ``"1"`` (for A/B, not yet timed). Why (bench/NOTES.md §112): one 512K sequence among seven of
     4K at one KV head on 132 SMs takes 128 chunks of 4096 and the short ones one each, 135 working CTAs, so three SMs
-    run two chunks and the call took 29.0 us against 22.5 for the 512K sequence alone (INT2, an H100). With the room
-    the long sequence takes 121 chunks of 4352 and the batch 128 CTAs, one an SM.
+    run two chunks (the likely reason, not yet measured, why the call took 29.0 us against 22.5 for the 512K sequence
+    alone: INT2, an H100). With the room the long sequence takes 121 chunks of 4352 and the batch 128 CTAs, one an SM.
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``.
@@ -247,17 +247,19 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
 
     ``room`` (:func:`long_chunk_room_choice`; a length-aware plan only): the long sequence's programs are at most
     ``long_programs * num_sms / num_kv_heads - (batch - 1)``, so that one long sequence at the capacity and one chunk
-    for each other sequence fit in one program an SM (``batch``: the plan's sequences); where that leaves at most
-    :data:`MAX_CHUNKS_PER_SEQUENCE`, 0. At one KV head on 132 SMs this changes plans of 6 or more sequences in a cache
-    past 128 x 4096 tokens (one 512K among seven 4K: 121 chunks of 4352 instead of 128 of 4096, bench/NOTES.md §112);
-    at two KV heads, of 4 or more past 64 x 4096.
+    for each other sequence fit in one program an SM (``batch``: the plan's sequences; 0 counts as 1); where that
+    leaves at most :data:`MAX_CHUNKS_PER_SEQUENCE`, 0. The long chunk then grows wherever ``ceil(capacity / (SMs /
+    KV heads - (batch - 1)))`` passes the default's: at one KV head on 132 SMs from 6 sequences, at a capacity past
+    ``(133 - batch) x 4096`` tokens (one 512K among seven 4K: 121 chunks of 4352 instead of 128 of 4096,
+    bench/NOTES.md §112); at two KV heads from 4 sequences past ``(67 - batch) x 4096``; and it is 0 from 101
+    sequences at one KV head (35 at two), where a sequence past 32 x 4096 tokens then keeps 32 chunks.
 
     Raises:
-        ValueError: ``num_kv_heads``, ``num_sms`` or ``batch`` below 1, a negative ``max_seq_len``, or
+        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``, or
             ``long_programs`` other than 1 or 2.
     """
-    if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0 or batch < 1:
-        raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 1, "
+    if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0 or batch < 0:
+        raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 0, "
                          f"got {num_kv_heads}, {num_sms}, {max_seq_len}, {batch}")
     _check_long_programs(long_programs)
     if num_splits is not None or not long_chunks:
@@ -266,7 +268,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
         return LONG_CHUNK_TOKENS
     one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
     if room:  # one program (per KV head) left for each other sequence
-        one_sequence = min(one_sequence, long_programs * num_sms // num_kv_heads - (batch - 1))
+        one_sequence = min(one_sequence, long_programs * num_sms // num_kv_heads - (max(batch, 1) - 1))
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)

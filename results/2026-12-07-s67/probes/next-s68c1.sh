@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in session 67 for the next session's first call (not run). At most LIMIT (default 480) s. Run from the
-# repository root through scripts/gpu_offline.sh (carry .offline). Writes at most 8 files to $OUT.
+# repository root through scripts/gpu_offline.sh (carry .offline). Writes at most 7 files to $OUT (the runner returns
+# 8): gpu.csv, commit.txt, ab_rounds.txt, s68c1.tgz (every log and timeline), and on an H200 the bench's three.
 #   On an H200, B: issue 12's INT2 bench (s66c1.sh's part B, expectations there, written in session 60).
 #   T (any GPU): the GPU test of FOSCAR_LONG_CHUNK_ROOM (new in session 67, never run on a GPU) and the ragged
 #      long-sequence tests.
@@ -30,7 +31,7 @@ fi
 timeout 90 python -m pytest -q -m gpu -n 4 \
   tests/test_ragged_gpu.py::test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks \
   "tests/test_ragged_gpu.py::test_long_sequences_past_batch_one_take_chunks_of_at_least_4096" > $W/tests.log 2>&1
-echo "T: tests rc=$? left=$(left)"; tail -3 $W/tests.log; cp $W/tests.log $OUT/tests.txt
+echo "T: tests rc=$? left=$(left)"; tail -3 $W/tests.log  # (the log is in the tarball)
 python -m bench.ab_rounds $W/ab --variant "old:" --variant "room:" --run-env room:FOSCAR_LONG_CHUNK_ROOM=1 \
   --order "old room room old" --point 2x8x524288:one-long:h8-1 --point 4x8x524288:one-long:h8-1 \
   --point 2x6x524288:one-long:h8-1 --point 2x8x524288:one-long:paged:h8-1 --point 2x4x524288:one-long:h16-2 \
@@ -43,5 +44,4 @@ for room in 0 1; do
     --point 2x8x524288:one-long:h8-1 > $W/timeline-room$room.txt 2>&1
   echo "timeline room=$room rc=$? left=$(left)"; tail -12 $W/timeline-room$room.txt
 done
-cat $W/timeline-room*.txt > $OUT/timelines.txt 2>/dev/null
 probe_end s68c1
