@@ -1029,3 +1029,20 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
     assert "pdl: 0 (a plain launch) or 1 (programmatic dependent launch), got 2" in raised[3]
     assert "min_chunk: expected 256 or 512 tokens, got 384" in raised[4]
     assert "long_chunk: expected 0 or a multiple of 256 tokens up to 32768, got 300" in raised[5]
+
+
+def test_plan_long_chunk_of_reads_the_room_setting_and_takes_an_empty_batch(monkeypatch):
+    """``plan_long_chunk_of`` passes the cache's batch and ``FOSCAR_LONG_CHUNK_ROOM`` (read when a plan is made) to
+    splits.plan_long_chunk: one 512K sequence among seven at one KV head on 132 SMs, 4096 by default, 4352 with the
+    room (bench/NOTES.md §112); an empty batch (plan_decode accepts one) plans as a batch of one in both settings."""
+    import types
+
+    monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)
+    for room, want in (("0", 4096), ("1", 4352)):
+        monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", room)
+        for batch, expected in ((8, want), (0, 4096)):
+            cache = types.SimpleNamespace(num_kv_heads=1, max_seq_len=1 << 19, batch_size=batch)
+            assert decode_cuda.plan_long_chunk_of(cache, torch.device("cpu"), None) == expected, (room, batch)
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "on")
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM"):
+        decode_cuda.plan_long_chunk_of(cache, torch.device("cpu"), None)
