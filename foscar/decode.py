@@ -227,10 +227,10 @@ class DecodePlan:
             capacity runs on up to one CTA an SM. Where the plan chose the split count
             (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
             bench/NOTES.md §105, §106): 4096 for a batch of one (fixed plans), 4096 or more for length-aware plans at
-            one or two KV heads (up to four with ``FOSCAR_LONG_CHUNK_PROGRAMS=2``, §108; with
-            ``FOSCAR_LONG_CHUNK_ROOM=1`` leaving one program an SM for each other sequence, and 0 where that leaves
-            a long sequence at most 32, §112); else 0, as for a fixed
-            ``num_splits`` (cut as asked) and the Triton kernel.
+            one or two KV heads (up to four with ``FOSCAR_LONG_CHUNK_PROGRAMS=2``, §108; longer where
+            ``FOSCAR_LONG_CHUNK_ROOM``, on by default, leaves one program an SM for each other sequence of a batch of
+            up to 17 sequences at one KV head, 9 at two, §112, §113); else 0, as for a fixed ``num_splits`` (cut as
+            asked) and the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself

@@ -802,7 +802,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
-                s["long_chunk_programs"], s["long_chunk_room"]) == (True, False, True, True, 1, False)
+                s["long_chunk_programs"], s["long_chunk_room"]) == (True, False, True, True, 1, True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -847,7 +847,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
-                                      ("FOSCAR_LONG_CHUNK_ROOM", "1", "long_chunk_room", True)):
+                                      ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob
@@ -1033,14 +1033,15 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
 
 def test_plan_long_chunk_of_reads_the_room_setting_and_takes_an_empty_batch(monkeypatch):
     """``plan_long_chunk_of`` passes the cache's batch and ``FOSCAR_LONG_CHUNK_ROOM`` (read when a plan is made) to
-    splits.plan_long_chunk: one 512K sequence among seven at one KV head on 132 SMs, 4096 by default, 4352 with the
-    room (bench/NOTES.md §112); an empty batch (plan_decode accepts one) plans as a batch of one in both settings."""
+    splits.plan_long_chunk: one 512K sequence among seven at one KV head on 132 SMs, 4352 with the room (the default
+    since session 68, bench/NOTES.md §112, §113), 4096 without; an empty batch (plan_decode accepts one) plans as a
+    batch of one in both settings, and so does a batch past the room's bound (18 sequences at one KV head)."""
     import types
 
     monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)
     for room, want in (("0", 4096), ("1", 4352)):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", room)
-        for batch, expected in ((8, want), (0, 4096)):
+        for batch, expected in ((8, want), (0, 4096), (18, 4096)):
             cache = types.SimpleNamespace(num_kv_heads=1, max_seq_len=1 << 19, batch_size=batch)
             assert decode_cuda.plan_long_chunk_of(cache, torch.device("cpu"), None) == expected, (room, batch)
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "on")

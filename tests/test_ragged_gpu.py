@@ -458,9 +458,9 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
 
 @pytest.mark.parametrize("bits", [2, 4])
 def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkeypatch, bits):
-    """``FOSCAR_LONG_CHUNK_ROOM=1`` (bench/NOTES.md §112): one 524288-token sequence among seven of 4096 in a 512K
-    cache at 1 KV head (8 query heads) takes chunks of 4352 (121 on 132 SMs) instead of 4096 (128), so the batch's
-    CTAs fit one an SM. The kernel's chunk table (the merge kernel's, which plans past 32 chunks take) equals the host
+    """``FOSCAR_LONG_CHUNK_ROOM`` (on by default since session 68; bench/NOTES.md §112, §113): one 524288-token
+    sequence among seven of 4096 in a 512K cache at 1 KV head (8 query heads) takes chunks of 4352 (121 on 132 SMs)
+    instead of 4096 (128), so the batch's CTAs fit one an SM. The kernel's chunk table (the merge kernel's, which plans past 32 chunks take) equals the host
     mirror in both settings, and every row is within 1e-2 of the fp64 reference."""
     from foscar.kernels import splits
 

@@ -252,7 +252,7 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
     assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
-def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=False):
+def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
@@ -384,24 +384,25 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
         assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
 
 
-def test_long_chunk_room_leaves_one_program_for_each_other_sequence(monkeypatch):
-    """``FOSCAR_LONG_CHUNK_ROOM=1`` (an A/B knob, off by default; bench/NOTES.md §112): a length-aware plan's long
-    chunk spreads the long sequence over at most ``SMs / KV heads - (batch - 1)`` programs, so that it and one chunk
-    of each other sequence fit one CTA an SM. One 512K among seven 4K at one KV head on 132 SMs: 135 working CTAs
-    (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K among three
-    4K: 134 CTAs, then 132. Where the default plan already fits (up to 5 sequences at one KV head, a 256K cache, a
-    batch of one) nothing changes; where the room leaves at most 32 programs, no long chunk."""
+def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_batch(monkeypatch):
+    """``FOSCAR_LONG_CHUNK_ROOM`` (on by default since session 68; bench/NOTES.md §112, §113): where the batch's other
+    sequences are at most one in 8 of the programs (up to 17 sequences at one KV head on 132 SMs, 9 at two), a
+    length-aware plan's long chunk spreads the long sequence over at most ``SMs / KV heads - (batch - 1)`` programs,
+    so that it and one chunk of each other sequence fit one CTA an SM. One 512K among seven 4K at one KV head: 135
+    working CTAs (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K
+    among three 4K: 134 CTAs, then 132. Where the plan already fits (up to 5 sequences at one KV head, a 256K cache, a
+    batch of one) nothing changes; nor past the bound (one-long 24, 32 and 100 measured slower with the room)."""
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_ROOM", raising=False)
-    assert splits.long_chunk_room_choice() is False
-    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "1")
     assert splits.long_chunk_room_choice() is True
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "0")
+    assert splits.long_chunk_room_choice() is False
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "2")
-    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM"):
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM: expected '1' or '0', got '2'"):
         splits.long_chunk_room_choice()
     with pytest.raises(ValueError, match="batch >= 0, got 1, 132, 524288, -1"):
-        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=-1, room=True)
+        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=-1)
     # an empty batch (plan_decode accepts one) plans as a batch of one
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0, room=True) == 4096
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0) == 4096
     one_long = [1 << 19] + [4096] * 7
     for room, long_chunk, ctas, long_count in ((False, 4096, 135, 128), (True, 4352, 128, 121)):
         assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
@@ -412,12 +413,17 @@ def test_long_chunk_room_leaves_one_program_for_each_other_sequence(monkeypatch)
     # unchanged: up to 5 sequences at one KV head (128 + 4 <= 132), a 256K cache (4096 binds), a batch of one
     for lengths, capacity in (([1 << 19] + [4096] * 4, 1 << 19), ([1 << 18] + [4096] * 7, 1 << 18),
                               ([1 << 19], 1 << 19), ([1 << 19] * 8, 1 << 19)):
-        assert _planned(lengths, 1, capacity, room=True) == _planned(lengths, 1, capacity), (len(lengths), capacity)
-    assert _planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=True) != _planned([1 << 19] + [4096] * 5, 1, 1 << 19)
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, fixed_splits=128, room=True) == 4096  # fixed: as before
-    # many sequences: 132 - 99 = 33 programs for the long one; at 101 sequences 32 are left, so no long chunk
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=100, room=True) == 16128
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=101, room=True) == 0
+        assert _planned(lengths, 1, capacity) == _planned(lengths, 1, capacity, room=False), (len(lengths), capacity)
+    assert _planned([1 << 19] + [4096] * 5, 1, 1 << 19) != _planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=False)
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, fixed_splits=128) == 4096  # fixed: as before
+    # the bound: 132 // 8 = 16 other sequences at one KV head, 66 // 8 = 8 at two, 132 // 8 at two with two programs
+    for heads, programs, last in ((1, 1, 17), (2, 1, 9), (2, 2, 17)):
+        default = splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs)
+        assert splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs, batch=last) > default
+        for batch in (last + 1, 32, 100, 101):
+            assert splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs, batch=batch) == default
+    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=17) == 4608  # 132 - 16 = 116 programs
+    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, batch=9) == 9216  # 66 - 8 = 58 programs
 
 
 def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():

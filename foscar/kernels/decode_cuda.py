@@ -181,7 +181,7 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
         ``FOSCAR_MERGE_LEVELS=1``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
-        ``FOSCAR_LONG_CHUNK_ROOM=1``) is set, i.e. the
+        ``FOSCAR_LONG_CHUNK_ROOM=0``) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
@@ -213,7 +213,7 @@ def build_settings() -> dict[str, object]:
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and short and long_
-                              and long_programs == 1 and not long_room)}
+                              and long_programs == 1 and long_room)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -297,8 +297,9 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
     KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
     programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108);
-    ``FOSCAR_LONG_CHUNK_ROOM=1`` leaves one program an SM for each other sequence of the batch, and gives 0 where
-    that leaves a long sequence at most 32 (§112, :func:`foscar.kernels.splits.long_chunk_room_choice`).
+    ``FOSCAR_LONG_CHUNK_ROOM`` (on by default; ``"0"`` for A/B) leaves one program an SM for each other sequence of a
+    batch of up to 17 sequences at one KV head, 9 at two (§112, §113,
+    :func:`foscar.kernels.splits.long_chunk_room_choice`).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``;

@@ -207,16 +207,19 @@ def long_chunk_programs_choice() -> int:
 
 def long_chunk_room_choice() -> bool:
     """Whether a length-aware plan made now leaves, in its long chunk, one program an SM for each other sequence of
-    the batch (:func:`plan_long_chunk`'s ``room``): ``FOSCAR_LONG_CHUNK_ROOM``, ``"0"`` (the default, the plans of
-    sessions 61-67) or ``"1"`` (for A/B, not yet timed). Why (bench/NOTES.md §112): one 512K sequence among seven of
-    4K at one KV head on 132 SMs takes 128 chunks of 4096 and the short ones one each, 135 working CTAs, so three SMs
-    run two chunks (the likely reason, not yet measured, why the call took 29.0 us against 22.5 for the 512K sequence
-    alone: INT2, an H100). With the room the long sequence takes 121 chunks of 4352 and the batch 128 CTAs, one an SM.
+    a small batch (:func:`plan_long_chunk`'s ``room``): ``FOSCAR_LONG_CHUNK_ROOM``, ``"1"`` (the default since
+    session 68) or ``"0"`` (the plans of sessions 61-67, for A/B). Why (bench/NOTES.md §112, §113): one 512K sequence
+    among seven of 4K at one KV head on 132 SMs took 128 chunks of 4096 and the short ones one each, 135 working CTAs,
+    so three SMs ran two chunks, and the call took 29.4 us against 24.5 with the room (121 chunks of 4352, 128 CTAs;
+    INT2, an H100).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``.
     """
-    return env_flag("FOSCAR_LONG_CHUNK_ROOM", "0")
+    return env_flag("FOSCAR_LONG_CHUNK_ROOM", "1")
+
+
+LONG_CHUNK_ROOM_SHARE = 8  # the room is left for at most (programs an SM x SMs / KV heads) / 8 other sequences
 
 
 def _check_long_programs(long_programs: int) -> None:
@@ -227,7 +230,7 @@ def _check_long_programs(long_programs: int) -> None:
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
                     long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1, batch: int = 1,
-                    room: bool = False) -> int:
+                    room: bool = True) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
@@ -245,14 +248,17 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in
     place of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
-    ``room`` (:func:`long_chunk_room_choice`; a length-aware plan only): the long sequence's programs are at most
-    ``long_programs * num_sms / num_kv_heads - (batch - 1)``, so that one long sequence at the capacity and one chunk
-    for each other sequence fit in one program an SM (``batch``: the plan's sequences; 0 counts as 1); where that
-    leaves at most :data:`MAX_CHUNKS_PER_SEQUENCE`, 0. The long chunk then grows wherever ``ceil(capacity / (SMs /
-    KV heads - (batch - 1)))`` passes the default's: at one KV head on 132 SMs from 6 sequences, at a capacity past
-    ``(133 - batch) x 4096`` tokens (one 512K among seven 4K: 121 chunks of 4352 instead of 128 of 4096,
-    bench/NOTES.md §112); at two KV heads from 4 sequences past ``(67 - batch) x 4096``; and it is 0 from 101
-    sequences at one KV head (35 at two), where a sequence past 32 x 4096 tokens then keeps 32 chunks.
+    ``room`` (:func:`long_chunk_room_choice`, on by default; a length-aware plan only): where the batch's other
+    sequences are at most one in :data:`LONG_CHUNK_ROOM_SHARE` (8) of the programs (``batch - 1 <= long_programs *
+    num_sms / num_kv_heads / 8``: up to 17 sequences at one KV head on 132 SMs, 9 at two), the long sequence's programs
+    are at most ``long_programs * num_sms / num_kv_heads - (batch - 1)``, so that one long sequence at the capacity and
+    one chunk for each other sequence fit in one program an SM (``batch``: the plan's sequences; 0 counts as 1); where
+    that leaves at most :data:`MAX_CHUNKS_PER_SEQUENCE`, 0 (no such plan at one program an SM). The long chunk then
+    grows wherever ``ceil(capacity / (SMs / KV heads - (batch - 1)))`` passes the default's: at one KV head on 132
+    SMs from 6 sequences, at a capacity past ``(133 - batch) x 4096`` tokens (one 512K among seven 4K: 121 chunks of
+    4352 instead of 128 of 4096), at two KV heads from 4 sequences past ``(67 - batch) x 4096``. Measured on an H100
+    (INT2 one-long, room / none, bench/NOTES.md §113): 0.83-0.87 at 6-16 sequences at one KV head, 0.86-0.97 at 4-8 at
+    two; 1.07-1.28 at 24, 32 and 100 at one KV head and 1.21 at 16 at two, hence the bound.
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``, or
@@ -267,8 +273,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
     one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
-    if room:  # one program (per KV head) left for each other sequence
-        one_sequence = min(one_sequence, long_programs * num_sms // num_kv_heads - (max(batch, 1) - 1))
+    programs = long_programs * num_sms // num_kv_heads
+    if room and max(batch, 1) - 1 <= programs // LONG_CHUNK_ROOM_SHARE:  # one program left for each other sequence
+        one_sequence = min(one_sequence, programs - (max(batch, 1) - 1))
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
