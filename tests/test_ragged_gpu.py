@@ -458,10 +458,11 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
 
 @pytest.mark.parametrize("bits", [2, 4])
 def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkeypatch, bits):
-    """``FOSCAR_LONG_CHUNK_ROOM`` (on by default since session 68; bench/NOTES.md §112, §113): one 524288-token
-    sequence among seven of 4096 in a 512K cache at 1 KV head (8 query heads) takes chunks of 4352 (121 on 132 SMs)
-    instead of 4096 (128), so the batch's CTAs fit one an SM. The kernel's chunk table (the merge kernel's, which plans past 32 chunks take) equals the host
-    mirror in both settings, and every row is within 1e-2 of the fp64 reference."""
+    """``FOSCAR_LONG_CHUNK_ROOM`` (on by default since session 68; bench/NOTES.md §112, §113): one 524288-token sequence
+    among seven of 4096 in a 512K cache at 1 KV head (8 query heads) takes chunks of 4352 (121 on 132 SMs) instead
+    of 4096 (128), so the batch's CTAs fit one an SM; unset, the room is on. The kernel's chunk table (the merge
+    kernel's, which plans past 32 chunks take) equals the host mirror in both settings, and every row is within 1e-2
+    of the fp64 reference."""
     from foscar.kernels import splits
 
     monkeypatch.delenv("FOSCAR_MERGE", raising=False)
@@ -473,11 +474,14 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
     cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
     ref = foscar.reference_decode(q, cache)
     sms = splits.device_sm_count(q.device)
-    for room in ("0", "1"):
-        monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", room)
+    for room in ("0", "1", None):  # None: unset, the default
+        if room is None:
+            monkeypatch.delenv("FOSCAR_LONG_CHUNK_ROOM", raising=False)
+        else:
+            monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", room)
         plan = foscar.plan_decode(cache, 8, backend="cuda")
         assert plan.merge == "kernel" and plan._seq_chunks is not None
-        want_long = splits.plan_long_chunk(None, 1, sms, capacity, batch=8, room=room == "1")
+        want_long = splits.plan_long_chunk(None, 1, sms, capacity, batch=8, room=room != "0")
         assert plan.long_chunk == want_long
         out = plan.run(q, cache)
         torch.cuda.synchronize()
@@ -486,7 +490,7 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
         counts = [sum(w[0] == i for w in want) for i in range(8)]
         assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (room, counts)
         if sms == 132:
-            assert counts[0] == (121 if room == "1" else 128), room
+            assert counts[0] == (128 if room == "0" else 121), room
         for i in range(8):
             assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (room, i)
 
