@@ -253,12 +253,13 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     num_sms / num_kv_heads / 8``: up to 17 sequences at one KV head on 132 SMs, 9 at two), the long sequence's programs
     are at most ``long_programs * num_sms / num_kv_heads - (batch - 1)``, so that one long sequence at the capacity and
     one chunk for each other sequence fit in one program an SM (``batch``: the plan's sequences; 0 counts as 1); where
-    that leaves at most :data:`MAX_CHUNKS_PER_SEQUENCE`, 0 (unreachable with the bound: the room changes a plan only
-    at 64 or more programs, and leaves at least 56). The long chunk then grows wherever ``ceil(capacity / (SMs / KV
-    heads - (batch - 1)))`` passes the default's: at one KV head on 132 SMs from 6 sequences, at a capacity past ``(133 - batch) x 4096`` tokens (one 512K among seven 4K: 121 chunks of
-    4352 instead of 128 of 4096), at two KV heads from 4 sequences past ``(67 - batch) x 4096``. Measured on an H100
-    (INT2 one-long, room / none, bench/NOTES.md §113): 0.83-0.87 at 6-16 sequences at one KV head, 0.86-0.97 at 4-8 at
-    two; 1.07-1.28 at 24, 32 and 100 at one KV head and 1.21 at 16 at two, hence the bound.
+    that leaves at most :data:`MAX_CHUNKS_PER_SEQUENCE`, 0 (unreachable with the bound: the room changes a plan only at
+    64 or more programs, and leaves at least 56). The long chunk then grows wherever ``ceil(capacity / (SMs / KV heads -
+    (batch - 1)))`` passes the default's: at one KV head on 132 SMs from 6 sequences, at a capacity past ``(133 - batch)
+    x 4096`` tokens (one 512K among seven 4K: 121 chunks of 4352 instead of 128 of 4096), at two KV heads from 4
+    sequences past ``(67 - batch) x 4096``. Measured on an H100 (INT2 one-long, room / none, bench/NOTES.md §113):
+    0.83-0.87 at 6-16 sequences at one KV head, 0.86-0.97 at 4-8 at two; 1.07-1.28 at 24, 32 and 100 at one KV head and
+    1.21 at 16 at two, hence the bound.
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``, or
