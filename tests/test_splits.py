@@ -313,7 +313,8 @@ def test_short_chunks_leave_the_presets_grids_alone():
 
 
 @pytest.mark.parametrize("var, choice", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice),
-                                         ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice)])
+                                         ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice),
+                                         ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice)])
 def test_chunk_settings(monkeypatch, var, choice):
     monkeypatch.setenv(var, "0")
     assert choice() is False
@@ -384,7 +385,7 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
         assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
 
 
-def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_batch(monkeypatch):
+def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_batch():
     """``FOSCAR_LONG_CHUNK_ROOM`` (on by default since session 68; bench/NOTES.md §112, §113): where the batch's other
     sequences are at most one in 8 of the programs (up to 17 sequences at one KV head on 132 SMs, 9 at two), a
     length-aware plan's long chunk spreads the long sequence over at most ``SMs / KV heads - (batch - 1)`` programs,
@@ -392,13 +393,7 @@ def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_b
     working CTAs (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K
     among three 4K: 134 CTAs, then 132. Where the plan already fits (up to 5 sequences at one KV head, a 256K cache, a
     batch of one) nothing changes; nor past the bound (one-long 24, 32 and 100 measured slower with the room)."""
-    monkeypatch.delenv("FOSCAR_LONG_CHUNK_ROOM", raising=False)
-    assert splits.long_chunk_room_choice() is True
-    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "0")
-    assert splits.long_chunk_room_choice() is False
-    monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "2")
-    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM: expected '1' or '0', got '2'"):
-        splits.long_chunk_room_choice()
+    # (the setting itself: test_chunk_settings)
     with pytest.raises(ValueError, match="batch >= 0, got 1, 132, 524288, -1"):
         splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=-1)
     # an empty batch (plan_decode accepts one) plans as a batch of one
