@@ -274,9 +274,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
         return LONG_CHUNK_TOKENS
     one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
-    programs = long_programs * num_sms // num_kv_heads
-    if room and max(batch, 1) - 1 <= programs // LONG_CHUNK_ROOM_SHARE:  # one program left for each other sequence
-        one_sequence = min(one_sequence, programs - (max(batch, 1) - 1))
+    programs, others = long_programs * num_sms // num_kv_heads, max(batch, 1) - 1
+    if room and others <= programs // LONG_CHUNK_ROOM_SHARE:  # one program left for each other sequence
+        one_sequence = min(one_sequence, programs - others)
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
