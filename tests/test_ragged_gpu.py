@@ -162,6 +162,16 @@ def _expected_chunks(lengths, slots, fixed, target, min_chunk):
     return [[first[b], count[b]] for b in range(len(lengths))]
 
 
+def _plan_chunk_counts(plan, lengths):
+    """Chunks per sequence of a length-aware ``plan`` at these lengths, as foscar.kernels.splits.schedule (the host
+    mirror of the kernel's find_work) hands them out with the plan's schedule, least and long chunk."""
+    from foscar.kernels import splits
+
+    (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
+    work = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
+    return [sum(w[0] == i for w in work) for i in range(len(lengths))]
+
+
 def _ragged_lengths(batch, seed, longest):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, longest, (batch,), generator=g).tolist()
@@ -435,14 +445,12 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
         assert plan.merge == ("fused" if merge == "fused" else "kernel")
         out = plan.run(q, cache)
         torch.cuda.synchronize()
-        (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
-        want = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
+        counts = _plan_chunk_counts(plan, lengths)
         # the kernel's chunk table (the in-kernel merge has none: its outputs are checked)
         got = None if plan._seq_chunks is None else [int(n) for n in plan._seq_chunks[:, 1]]
         ref = foscar.reference_decode(q, cache)
         for i in range(b):
             assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
-        counts = [sum(w[0] == i for w in want) for i in range(b)]
         if got is not None:
             assert got == counts, (lengths, got, counts)
         return plan, counts
@@ -485,9 +493,7 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
         assert plan.long_chunk == want_long
         out = plan.run(q, cache)
         torch.cuda.synchronize()
-        (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
-        want = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
-        counts = [sum(w[0] == i for w in want) for i in range(8)]
+        counts = _plan_chunk_counts(plan, lengths)
         assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (room, counts)
         if sms == 132:
             assert counts[0] == (128 if room == "0" else 121), room
