@@ -798,11 +798,12 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS",
-                     "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM"):
+                     "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
-                s["long_chunk_programs"], s["long_chunk_room"]) == (True, False, True, True, 1, True)
+                s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"]) == (True, False, True, True,
+                                                                                            1, True, 4096)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -847,7 +848,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
-                                      ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False)):
+                                      ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False),
+                                      ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob

@@ -325,6 +325,51 @@ def test_chunk_settings(monkeypatch, var, choice):
         choice()
 
 
+def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
+    """``FOSCAR_LONG_CHUNK_TOKENS`` (an A/B setting, bench/NOTES.md §114): 4096 unset; a multiple of 256 from 256 to
+    32768 otherwise, anything else refused with the allowed range. With 1024 at one KV head on 132 SMs a batch of one in
+    a 128K cache takes 128 chunks (32 at 4096) with a fixed long chunk of 1024; two sequences of 128K take 64 chunks each
+    (32); one 128K among seven of 4096 takes a length-aware long chunk of 1280 (room for the seven: 125 programs); a
+    512K batch of one and a 32K one keep their plans (128 and 32 chunks either way); 8 KV heads change nothing."""
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS", raising=False)
+    assert splits.long_chunk_tokens_choice() == splits.LONG_CHUNK_TOKENS == 4096
+    for good in ("256", "1024", "32768"):
+        monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", good)
+        assert splits.long_chunk_tokens_choice() == int(good)
+    for bad in ("1000", "0", "65536", "4k", ""):
+        monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", bad)
+        with pytest.raises(ValueError, match=f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of 256 from 256 to 32768 "
+                                             f"tokens \\(default 4096\\), got '{bad}'"):
+            splits.long_chunk_tokens_choice()
+    for bad in (0, 1000, 65536):
+        with pytest.raises(ValueError, match="long_tokens: expected a multiple of 256"):
+            splits.plan_work(1, 1, 131072, 132, bits=2, long_tokens=bad)
+        with pytest.raises(ValueError, match="long_tokens: expected a multiple of 256"):
+            splits.plan_long_chunk(None, 1, 132, 131072, long_tokens=bad)
+
+    def plan(batch, context, heads=1, tokens=splits.LONG_CHUNK_TOKENS):
+        slots, fixed, target = splits.plan_work(batch, heads, context, 132, bits=2, head_dim=128, long_tokens=tokens)
+        return (slots, fixed, target), splits.plan_long_chunk(None, heads, 132, context, True, fixed, 1, batch, True,
+                                                              tokens)
+
+    assert plan(1, 131072) == ((32, 32, 1), 4096)
+    assert plan(1, 131072, tokens=1024) == ((128, 128, 1), 1024)
+    assert plan(2, 131072) == ((64, 0, 64), 4096) and plan(2, 131072, tokens=1024) == ((128, 0, 128), 1024)
+    assert plan(8, 131072)[1] == 4096 and plan(8, 131072, tokens=1024)[1] == 1280
+    assert plan(1, 524288, tokens=1024)[0] == plan(1, 524288)[0] == (128, 128, 1)
+    assert plan(1, 32768, tokens=1024)[0] == plan(1, 32768)[0] == (32, 32, 1)
+    for batch, context in ((1, 131072), (8, 131072), (1, 524288)):
+        assert plan(batch, context, heads=8, tokens=1024)[0] == plan(batch, context, heads=8)[0]
+    # the kernel's cut as the host mirror gives it: one 128K among seven of 4096 in 103 chunks of 1280 (32 of 4096)
+    (slots, fixed, target), long_chunk = plan(8, 131072, tokens=1024)
+    least = splits.plan_min_chunk(target, 1, 132)
+    lengths = [131072] + [4096] * 7
+    work = splits.schedule(lengths, slots, fixed, target, least, long_chunk)
+    assert sum(w[0] == 0 for w in work) == 103 and len(work) <= 132
+    (slots, fixed, target), long_chunk = plan(8, 131072)
+    work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, 1, 132), long_chunk)
+    assert sum(w[0] == 0 for w in work) == 32
+
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     """A batch of one takes more than 32 chunks, up to one program an SM, where each keeps LONG_CHUNK_TOKENS at the
     capacity (at one KV head on 132 SMs: 64 at 256K, 128 at 512K; 32 at 128K as before; bench/NOTES.md §105). The

@@ -184,6 +184,29 @@ def long_chunks_choice() -> bool:
     return env_flag("FOSCAR_LONG_CHUNKS", "1")
 
 
+def long_chunk_tokens_choice() -> int:
+    """The least chunk, in tokens, of a sequence that takes more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks
+    (:func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``): ``FOSCAR_LONG_CHUNK_TOKENS``, a multiple of
+    :data:`CHUNK_ALIGN_TOKENS` (256) from 256 to :data:`MAX_SPLIT_TOKENS` (32768); :data:`LONG_CHUNK_TOKENS` (4096,
+    sessions 60-68) by default. Another value is for A/B only: 4096 was fit while a sequence's chunks past 32 were
+    merged by one of its CTAs in rounds of 16 (bench/NOTES.md §101, §105); since session 66 the merge kernel takes them
+    (§111), and at 8 query heads over 1 KV head on 132 SMs a 128K sequence alone still runs on 32 CTAs of 4096 tokens
+    (20.1 us against 22.5 at 512K on 128 CTAs, an H100, §114), where 1024 gives it 128 CTAs of 1024.
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNK_TOKENS`` not an integer, not a multiple of 256, or outside 256..32768.
+    """
+    value = os.environ.get("FOSCAR_LONG_CHUNK_TOKENS", str(LONG_CHUNK_TOKENS))
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = -1
+    if not (CHUNK_ALIGN_TOKENS <= tokens <= MAX_SPLIT_TOKENS and tokens % CHUNK_ALIGN_TOKENS == 0):
+        raise ValueError(f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of {CHUNK_ALIGN_TOKENS} from "
+                         f"{CHUNK_ALIGN_TOKENS} to {MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), got {value!r}")
+    return tokens
+
+
 LONG_CHUNK_PROGRAMS = (1, 2)  # programs an SM that long chunks may spread a sequence over
 
 
@@ -222,6 +245,14 @@ def long_chunk_room_choice() -> bool:
 LONG_CHUNK_ROOM_SHARE = 8  # the room is left for at most (programs an SM x SMs / KV heads) / 8 other sequences
 
 
+def _check_long_tokens(long_tokens: int) -> None:
+    """Raises ValueError unless ``long_tokens`` is a multiple of 256 from 256 to :data:`MAX_SPLIT_TOKENS`."""
+    if not (isinstance(long_tokens, int) and CHUNK_ALIGN_TOKENS <= long_tokens <= MAX_SPLIT_TOKENS
+            and long_tokens % CHUNK_ALIGN_TOKENS == 0):
+        raise ValueError(f"long_tokens: expected a multiple of {CHUNK_ALIGN_TOKENS} from {CHUNK_ALIGN_TOKENS} to "
+                         f"{MAX_SPLIT_TOKENS} tokens, got {long_tokens!r}")
+
+
 def _check_long_programs(long_programs: int) -> None:
     """Raises ValueError unless ``long_programs`` is one of :data:`LONG_CHUNK_PROGRAMS` (1 or 2)."""
     if long_programs not in LONG_CHUNK_PROGRAMS:
@@ -230,7 +261,7 @@ def _check_long_programs(long_programs: int) -> None:
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
                     long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1, batch: int = 1,
-                    room: bool = True) -> int:
+                    room: bool = True, long_tokens: int = LONG_CHUNK_TOKENS) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
@@ -261,18 +292,22 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     0.83-0.87 at 6-16 sequences at one KV head, 0.86-0.97 at 4-8 at two; 1.07-1.28 at 24, 32 and 100 at one KV head and
     1.21 at 16 at two, hence the bound.
 
+    ``long_tokens`` (:func:`long_chunk_tokens_choice`; a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`): the 4096 of
+    the rules above, for A/B.
+
     Raises:
-        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``, or
-            ``long_programs`` other than 1 or 2.
+        ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``,
+            ``long_programs`` other than 1 or 2, or ``long_tokens`` not a multiple of 256 from 256 to 32768.
     """
     if num_kv_heads < 1 or num_sms < 1 or max_seq_len < 0 or batch < 0:
         raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 0, "
                          f"got {num_kv_heads}, {num_sms}, {max_seq_len}, {batch}")
     _check_long_programs(long_programs)
+    _check_long_tokens(long_tokens)
     if num_splits is not None or not long_chunks:
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
-        return LONG_CHUNK_TOKENS
+        return long_tokens
     one_sequence = _chunks_at(long_programs, num_sms, num_kv_heads)  # one sequence's chunks at long_programs an SM
     programs, others = long_programs * num_sms // num_kv_heads, max(batch, 1) - 1
     if room and others <= programs // LONG_CHUNK_ROOM_SHARE:  # one program left for each other sequence
@@ -280,7 +315,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     if one_sequence <= MAX_CHUNKS_PER_SEQUENCE:
         return 0
     per = -(-max_seq_len // one_sequence)
-    return min(max(LONG_CHUNK_TOKENS, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
+    return min(max(long_tokens, -(-per // CHUNK_ALIGN_TOKENS) * CHUNK_ALIGN_TOKENS), MAX_SPLIT_TOKENS)
 
 
 MERGE_GROUP_CHUNKS = 16  # chunks a group of the in-kernel merge's first level (csrc kMergeGroup)
@@ -377,7 +412,8 @@ def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: 
 def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
-              short_chunks: bool = True, long_chunks: bool = True, long_programs: int = 1) -> tuple[int, int, int]:
+              short_chunks: bool = True, long_chunks: bool = True, long_programs: int = 1,
+              long_tokens: int = LONG_CHUNK_TOKENS) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
@@ -426,6 +462,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             :func:`long_chunk_programs_choice`): ``pow2_floor(long_programs * num_sms / (batch * num_kv_heads))`` in
             the cap below (at 2, plans at up to 4 KV heads change too). Raises ``ValueError`` for
             another value.
+        long_tokens: the least chunk of the exception, tokens (:func:`long_chunk_tokens_choice`; 4096, the
+            default, in the text below): ``max_seq_len // long_tokens`` in the cap below. Raises ``ValueError``
+            unless a multiple of 256 from 256 to 32768.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -479,6 +518,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``.
     """
     _check_long_programs(long_programs)
+    _check_long_tokens(long_tokens)
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
@@ -495,9 +535,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     # at most MAX_CHUNKS_PER_SEQUENCE chunks a sequence (the kernel's cap on its length-aware chunks; chunks stay at
     # most MAX_SPLIT_TOKENS long): binds at one or two KV heads, where the rules above were never measured (NOTES §101)
     cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
-    if long_chunks:  # long sequences: more, up to one program an SM, of at least LONG_CHUNK_TOKENS (plan_long_chunk)
+    if long_chunks:  # long sequences: more, up to one program an SM, of at least long_tokens (plan_long_chunk)
         spread = _chunks_at(long_programs, num_sms, batch * max(1, num_kv_heads))
-        cap = max(cap, min(spread, max_seq_len // LONG_CHUNK_TOKENS))
+        cap = max(cap, min(spread, max_seq_len // long_tokens))
     n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer
