@@ -501,57 +501,53 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
             assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (room, i)
 
 
-
 @pytest.mark.parametrize("bits", [2, 4])
 def test_long_chunk_tokens_gives_a_128k_sequence_more_chunks(monkeypatch, bits):
     """``FOSCAR_LONG_CHUNK_TOKENS=1024`` (an A/B setting; 4096 by default, bench/NOTES.md §114) at 1 KV head (8 query
-    heads) in a 128K cache: a batch of one at the capacity takes 128 chunks of 1024 (32 of 4096 by default), a length of
-    40000 more than 32 (chunks of at least min(1024, ceil(40000 / 32))), and one 128K sequence among seven of 4096 more
-    than 32 where the default's long chunk leaves it 32; each count as splits.schedule mirrors it, equal to the merge
-    kernel's chunk table, and every row within 1e-2 of the fp64 reference."""
+    heads) in a 128K cache: a batch of one at the capacity takes 128 chunks of 1024 on 132 SMs (32 of 4096 by default),
+    a length of 40000 40 chunks of 1024 (more than 32), and one 128K sequence among seven of 4096 103 chunks of 1280
+    (32 of 4096 by default). Each count as splits.schedule mirrors it; where the merge kernel runs (the plans at 1024)
+    equal to its chunk table; every row within 1e-2 of the fp64 reference."""
     from foscar.kernels import splits
 
-    monkeypatch.delenv("FOSCAR_MERGE", raising=False)
-    monkeypatch.delenv("FOSCAR_LONG_CHUNKS", raising=False)
+    for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
+                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS"):
+        monkeypatch.delenv(knob, raising=False)
     capacity = 131072
-    sms = None
 
     def run(lengths):
-        nonlocal sms
         b = len(lengths)
         q, cache = _case(_cuda(), batch=b, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * b,
                          bits=bits, group_size=128)
-        sms = splits.device_sm_count(q.device)
         cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
         plan = foscar.plan_decode(cache, 8, backend="cuda")
         out = plan.run(q, cache)
         torch.cuda.synchronize()
-        if plan.num_splits:  # the fixed path (a batch of one)
-            counts = [len(splits.schedule(lengths, plan.num_splits, plan.num_splits, 1, plan.min_chunk,
-                                          plan.long_chunk))]
-        else:
-            counts = _plan_chunk_counts(plan, lengths)
+        counts = _plan_chunk_counts(plan, lengths)
         if plan._seq_chunks is not None:  # the merge kernel's chunk table
             assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (lengths, counts)
         ref = foscar.reference_decode(q, cache)
         for i in range(b):
             assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
-        return plan, counts
+        return plan, counts, splits.device_sm_count(q.device)
 
-    monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS", raising=False)
-    plan, counts = run([capacity])
-    assert (plan.num_splits, plan.long_chunk, counts) == (32, splits.LONG_CHUNK_TOKENS, [32])
     one_long = [capacity] + [4096] * 7
-    _, default_counts = run(one_long)
+    plan, counts, _ = run([capacity])
+    assert (plan.num_splits, plan.long_chunk, counts) == (32, splits.LONG_CHUNK_TOKENS, [32])
+    _, default_counts, _ = run(one_long)
+    assert default_counts[0] == 32, default_counts
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "1024")
-    plan, counts = run([capacity])
+    plan, counts, sms = run([capacity])
     assert plan.long_chunk == 1024 and plan.merge == "kernel" and plan._seq_chunks is not None
     if sms == 132:
         assert plan.num_splits == 128 and counts == [128]
-    _, counts = run([40000])
-    assert counts[0] > 32, counts
-    plan, counts = run(one_long)
-    assert plan.merge == "kernel" and counts[0] > default_counts[0] == 32, (counts, default_counts)
+    _, counts, _ = run([40000])
+    assert counts == [40], counts
+    plan, counts, sms = run(one_long)
+    assert plan.merge == "kernel" and counts[0] > 32, counts
+    if sms == 132:
+        assert plan.long_chunk == 1280 and counts == [103] + [4] * 7, counts
+
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes

@@ -4,6 +4,7 @@ the fp64 reference by the GPU tests in tests/test_ragged_gpu.py)."""
 
 import collections
 import random
+import re
 
 import pytest
 
@@ -336,10 +337,10 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     for good in ("256", "1024", "32768"):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", good)
         assert splits.long_chunk_tokens_choice() == int(good)
-    for bad in ("1000", "0", "65536", "4k", ""):
+    for bad in ("1000", "0", "65536", "4k", "", " 1024", "+1024", "1_024"):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", bad)
         with pytest.raises(ValueError, match=f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of 256 from 256 to 32768 "
-                                             f"tokens \\(default 4096\\), got '{bad}'"):
+                                             f"tokens \\(default 4096\\), got '{re.escape(bad)}'"):
             splits.long_chunk_tokens_choice()
     for bad in (0, 1000, 65536):
         with pytest.raises(ValueError, match="long_tokens: expected a multiple of 256"):
@@ -369,6 +370,7 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     (slots, fixed, target), long_chunk = plan(8, 131072)
     work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, 1, 132), long_chunk)
     assert sum(w[0] == 0 for w in work) == 32
+
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     """A batch of one takes more than 32 chunks, up to one program an SM, where each keeps LONG_CHUNK_TOKENS at the

@@ -185,8 +185,9 @@ def long_chunks_choice() -> bool:
 
 
 def long_chunk_tokens_choice() -> int:
-    """The least chunk, in tokens, of a sequence that takes more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks
-    (:func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``): ``FOSCAR_LONG_CHUNK_TOKENS``, a multiple of
+    """The floor, in tokens, of the chunks of a sequence that takes more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks
+    (:func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``; a length-aware plan's long chunk may be longer,
+    e.g. with the room): ``FOSCAR_LONG_CHUNK_TOKENS``, a decimal multiple of
     :data:`CHUNK_ALIGN_TOKENS` (256) from 256 to :data:`MAX_SPLIT_TOKENS` (32768); :data:`LONG_CHUNK_TOKENS` (4096,
     sessions 60-68) by default. Another value is for A/B only: 4096 was fit while a sequence's chunks past 32 were
     merged by one of its CTAs in rounds of 16 (bench/NOTES.md §101, §105); since session 66 the merge kernel takes them
@@ -197,10 +198,7 @@ def long_chunk_tokens_choice() -> int:
         ValueError: ``FOSCAR_LONG_CHUNK_TOKENS`` not an integer, not a multiple of 256, or outside 256..32768.
     """
     value = os.environ.get("FOSCAR_LONG_CHUNK_TOKENS", str(LONG_CHUNK_TOKENS))
-    try:
-        tokens = int(value)
-    except ValueError:
-        tokens = -1
+    tokens = int(value) if value.isascii() and value.isdigit() else -1
     if not (CHUNK_ALIGN_TOKENS <= tokens <= MAX_SPLIT_TOKENS and tokens % CHUNK_ALIGN_TOKENS == 0):
         raise ValueError(f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of {CHUNK_ALIGN_TOKENS} from "
                          f"{CHUNK_ALIGN_TOKENS} to {MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), got {value!r}")
@@ -267,9 +265,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
     ``long_chunks`` is False.
 
-    Else, for a fixed plan (a batch of one), :data:`LONG_CHUNK_TOKENS` (as in session 60): its fixed path cuts a length
-    in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the
-    plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
+    Else, for a fixed plan (a batch of one), ``long_tokens`` (:data:`LONG_CHUNK_TOKENS`, 4096, by default, as in session
+    60): its fixed path cuts a length in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length /
+    32))`` (bench/NOTES.md §105; the plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
     SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132
     SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
     ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up
