@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 69, call 5, on the 295 s of device time left after call 4: a short first look at FOSCAR_LONG_CHUNK_TOKENS=1024
+# Session 69, call 5 (NOT RUN: refused at 07:20, too little device time left to start a machine), for the 295 s left
+# after call 4: a short first look at FOSCAR_LONG_CHUNK_TOKENS=1024
 # (k1) against the default 4096 (old), the core of long-tokens.sh. At most LIMIT (default 150) s. Expected (written
 # before the run, as in long-tokens.sh): k1 / old at 8 query heads over 1 KV head, INT2 1 x 128K 0.55-0.75, INT4 1 x 128K
 # 0.60-0.80, INT2 one 128K among seven 4K 0.55-0.80, INT2 1 x 32K (the same plan) 0.98-1.02; the GPU test passes.
