@@ -163,8 +163,9 @@ def _expected_chunks(lengths, slots, fixed, target, min_chunk):
 
 
 def _plan_chunk_counts(plan, lengths):
-    """Chunks per sequence of a length-aware ``plan`` at these lengths, as foscar.kernels.splits.schedule (the host
-    mirror of the kernel's find_work) hands them out with the plan's schedule, least and long chunk."""
+    """Chunks per sequence of a CUDA ``plan`` (length-aware or fixed) at these lengths, as
+    foscar.kernels.splits.schedule (the host mirror of the kernel's find_work and fixed path) hands them out with the
+    plan's schedule, least and long chunk."""
     from foscar.kernels import splits
 
     (fixed, target), slots = plan._schedule, plan._o_part.shape[0]

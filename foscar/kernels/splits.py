@@ -201,7 +201,8 @@ def long_chunk_tokens_choice() -> int:
     tokens = int(value) if value.isascii() and value.isdigit() else -1
     if not (CHUNK_ALIGN_TOKENS <= tokens <= MAX_SPLIT_TOKENS and tokens % CHUNK_ALIGN_TOKENS == 0):
         raise ValueError(f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of {CHUNK_ALIGN_TOKENS} from "
-                         f"{CHUNK_ALIGN_TOKENS} to {MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), got {value!r}")
+                         f"{CHUNK_ALIGN_TOKENS} to {MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), "
+                         f"got {value!r}")
     return tokens
 
 
@@ -267,9 +268,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
 
     Else, for a fixed plan (a batch of one), ``long_tokens`` (:data:`LONG_CHUNK_TOKENS`, 4096, by default, as in session
     60): its fixed path cuts a length in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length /
-    32))`` (bench/NOTES.md §105; the plan's count already bounds the chunks). For a length-aware plan, 0 where one sequence's chunks at one program an
-    SM (``pow2_floor(num_sms / num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132
-    SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
+    32))`` (bench/NOTES.md §105; the plan's count already bounds the chunks). For a length-aware plan, 0 where one
+    sequence's chunks at one program an SM (``pow2_floor(num_sms / num_kv_heads)``) are at most
+    :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132 SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
     ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up
     to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
     long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks
