@@ -270,13 +270,14 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     60): its fixed path cuts a length in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length /
     32))`` (bench/NOTES.md §105; the plan's count already bounds the chunks). For a length-aware plan, 0 where one
     sequence's chunks at one program an SM (``pow2_floor(num_sms / num_kv_heads)``) are at most
-    :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132 SMs); else the chunk that spreads a sequence at the capacity over one program an SM, at least 4096:
-    ``max(4096, ceil(max_seq_len / pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up
-    to a capacity of 512K, at two KV heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32),
-    long_chunk)`` instead of ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks
-    only of at least ``long_chunk`` tokens, at most one program an SM (§106). Below a capacity of ``32 *
-    long_chunk`` nothing changes. ``long_programs`` (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in
-    place of one in the rule above (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
+    :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132 SMs); else the chunk that spreads a sequence at the
+    capacity over one program an SM, at least 4096: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms /
+    num_kv_heads)))`` rounded up to 256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K).
+    There the kernel's least chunk is ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)``
+    (:func:`first_chunk`), so a sequence takes more than 32 chunks only of at least ``long_chunk`` tokens, at most one
+    program an SM (§106). Below a capacity of ``32 * long_chunk`` nothing changes. ``long_programs``
+    (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in place of one in the rule above
+    (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
     ``room`` (:func:`long_chunk_room_choice`, on by default; a length-aware plan only): where the batch's other
     sequences are at most one in :data:`LONG_CHUNK_ROOM_SHARE` (8) of the programs (``batch - 1 <= long_programs *
