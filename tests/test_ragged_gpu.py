@@ -173,6 +173,15 @@ def _plan_chunk_counts(plan, lengths):
     return [sum(w[0] == i for w in work) for i in range(len(lengths))]
 
 
+def _one_kv_head_case(lengths, capacity, bits):
+    """A query and a cache at 8 query heads over 1 KV head (Llama-3.1-70B at tensor parallel 8), head_dim 128, group
+    size 128, allocated for ``capacity`` tokens a sequence and holding ``lengths`` (one per sequence)."""
+    b = len(lengths)
+    q, cache = _case(_cuda(), batch=b, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * b,
+                     bits=bits, group_size=128)
+    return q, dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+
+
 def _ragged_lengths(batch, seed, longest):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, longest, (batch,), generator=g).tolist()
@@ -439,9 +448,7 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
 
     def run(lengths):
         b = len(lengths)
-        q, cache = _case(_cuda(), batch=b, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * b,
-                         bits=bits, group_size=128)
-        cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+        q, cache = _one_kv_head_case(lengths, capacity, bits)
         plan = foscar.plan_decode(cache, 8, backend="cuda")
         assert plan.merge == ("fused" if merge == "fused" else "kernel")
         out = plan.run(q, cache)
@@ -478,9 +485,7 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
     monkeypatch.delenv("FOSCAR_MERGE_LEVELS", raising=False)
     capacity = 1 << 19
     lengths = [capacity] + [4096] * 7
-    q, cache = _case(_cuda(), batch=8, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * 8,
-                     bits=bits, group_size=128)
-    cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+    q, cache = _one_kv_head_case(lengths, capacity, bits)
     ref = foscar.reference_decode(q, cache)
     sms = splits.device_sm_count(q.device)
     for room in ("0", "1", None):  # None: unset, the default
@@ -518,9 +523,7 @@ def test_long_chunk_tokens_gives_a_128k_sequence_more_chunks(monkeypatch, bits):
 
     def run(lengths):
         b = len(lengths)
-        q, cache = _case(_cuda(), batch=b, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity] * b,
-                         bits=bits, group_size=128)
-        cache = dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
+        q, cache = _one_kv_head_case(lengths, capacity, bits)
         plan = foscar.plan_decode(cache, 8, backend="cuda")
         out = plan.run(q, cache)
         torch.cuda.synchronize()
