@@ -253,15 +253,17 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
     assert all(sum(w[0] == 0 for w in a) == 32 < sum(w[0] == 0 for w in b) for a, b in zip(capped[1], uncapped))
 
 
-def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True):
+def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
+             tokens=splits.LONG_CHUNK_TOKENS):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
-    its long chunk, plan_long_chunk)."""
+    its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
-                                            short_chunks=short, long_chunks=long, long_programs=programs)
+                                            short_chunks=short, long_chunks=long, long_programs=programs,
+                                            long_tokens=tokens)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
-                                                  len(lengths), room))
+                                                  len(lengths), room, tokens))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -362,14 +364,10 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     for batch, context in ((1, 131072), (8, 131072), (1, 524288)):
         assert plan(batch, context, heads=8, tokens=1024)[0] == plan(batch, context, heads=8)[0]
     # the kernel's cut as the host mirror gives it: one 128K among seven of 4096 in 103 chunks of 1280 (32 of 4096)
-    (slots, fixed, target), long_chunk = plan(8, 131072, tokens=1024)
-    least = splits.plan_min_chunk(target, 1, 132)
     lengths = [131072] + [4096] * 7
-    work = splits.schedule(lengths, slots, fixed, target, least, long_chunk)
+    work = _planned(lengths, 1, 131072, tokens=1024)
     assert sum(w[0] == 0 for w in work) == 103 and len(work) <= 132
-    (slots, fixed, target), long_chunk = plan(8, 131072)
-    work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, 1, 132), long_chunk)
-    assert sum(w[0] == 0 for w in work) == 32
+    assert sum(w[0] == 0 for w in _planned(lengths, 1, 131072)) == 32
 
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():

@@ -199,10 +199,7 @@ def long_chunk_tokens_choice() -> int:
     """
     value = os.environ.get("FOSCAR_LONG_CHUNK_TOKENS", str(LONG_CHUNK_TOKENS))
     tokens = int(value) if value.isascii() and value.isdigit() else -1
-    if not (CHUNK_ALIGN_TOKENS <= tokens <= MAX_SPLIT_TOKENS and tokens % CHUNK_ALIGN_TOKENS == 0):
-        raise ValueError(f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of {CHUNK_ALIGN_TOKENS} from "
-                         f"{CHUNK_ALIGN_TOKENS} to {MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), "
-                         f"got {value!r}")
+    _check_long_tokens(tokens, "FOSCAR_LONG_CHUNK_TOKENS", value)
     return tokens
 
 
@@ -244,12 +241,14 @@ def long_chunk_room_choice() -> bool:
 LONG_CHUNK_ROOM_SHARE = 8  # the room is left for at most (programs an SM x SMs / KV heads) / 8 other sequences
 
 
-def _check_long_tokens(long_tokens: int) -> None:
-    """Raises ValueError unless ``long_tokens`` is a multiple of 256 from 256 to :data:`MAX_SPLIT_TOKENS`."""
+def _check_long_tokens(long_tokens: int, name: str = "long_tokens", given: object = None) -> None:
+    """Raises ValueError, naming ``name`` and what was ``given`` (``long_tokens`` unless given), unless ``long_tokens``
+    is a multiple of 256 from 256 to :data:`MAX_SPLIT_TOKENS`."""
     if not (isinstance(long_tokens, int) and CHUNK_ALIGN_TOKENS <= long_tokens <= MAX_SPLIT_TOKENS
             and long_tokens % CHUNK_ALIGN_TOKENS == 0):
-        raise ValueError(f"long_tokens: expected a multiple of {CHUNK_ALIGN_TOKENS} from {CHUNK_ALIGN_TOKENS} to "
-                         f"{MAX_SPLIT_TOKENS} tokens, got {long_tokens!r}")
+        raise ValueError(f"{name}: expected a multiple of {CHUNK_ALIGN_TOKENS} from {CHUNK_ALIGN_TOKENS} to "
+                         f"{MAX_SPLIT_TOKENS} tokens (default {LONG_CHUNK_TOKENS}), "
+                         f"got {long_tokens if given is None else given!r}")
 
 
 def _check_long_programs(long_programs: int) -> None:
