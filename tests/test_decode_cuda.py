@@ -803,7 +803,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
                 s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"]) == (True, False, True, True,
-                                                                                            1, True, 4096)
+                                                                                            1, True, 512)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)

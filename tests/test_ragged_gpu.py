@@ -150,13 +150,13 @@ def test_batch_zero():
     assert out.shape == (0, 8, 128) and lse.shape == (0, 8)
 
 
-def _expected_chunks(lengths, slots, fixed, target, min_chunk):
+def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0):
     """(first slot, chunk count) per sequence as foscar.kernels.splits.schedule (the host mirror of the
-    kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens (the plan's)."""
+    kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens and the long chunk (the plan's)."""
     from foscar.kernels import splits
 
     first, count = {}, {}
-    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk)):
+    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk, long_chunk)):
         first.setdefault(b, slot)
         count[b] = count.get(b, 0) + 1
     return [[first[b], count[b]] for b in range(len(lengths))]
@@ -240,7 +240,8 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
         plan.min_chunk = decode_cuda.plan_min_chunk_of(run_cache, q.device, target)
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
-    assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk)
+    assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk,
+                                                         plan.long_chunk)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):
         if length == 0:
@@ -391,10 +392,13 @@ def test_a_long_sequence_alone_takes_more_than_32_chunks_of_at_least_4096(monkey
     §105), and the kernel's fixed path cuts a shorter length in chunks of at least min(4096, length / 32): 40000 tokens
     in 32 chunks, 200000 in 49, the full 262144 in 64, each count as splits.schedule mirrors it (the merge kernel's
     chunk table or its fixed window's finite LSEs), each output against the fp64 reference. A fixed ``num_splits=64``
-    is cut as asked (40000 tokens in 53 chunks of 768), and ``FOSCAR_LONG_CHUNKS=0`` plans 32 chunks."""
+    is cut as asked (40000 tokens in 53 chunks of 768), and ``FOSCAR_LONG_CHUNKS=0`` plans 32 chunks. At the floor of
+    sessions 60-69, ``FOSCAR_LONG_CHUNK_TOKENS=4096`` (512 by default since session 70, NOTES §115; its plans:
+    test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks)."""
     from foscar.kernels import splits
 
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "4096")
     capacity = 262144
     q, full = _case(_cuda(), batch=1, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=[capacity], bits=bits,
                     group_size=128)
@@ -416,7 +420,7 @@ def test_a_long_sequence_alone_takes_more_than_32_chunks_of_at_least_4096(monkey
 
     for length, count in [(40000, 32), (200000, 49), (capacity, 64)]:
         plan, got, want = chunks_run([length])
-        assert (plan.num_splits, plan.long_chunk) == (64, splits.LONG_CHUNK_TOKENS)
+        assert (plan.num_splits, plan.long_chunk) == (64, 4096)
         assert got == want == count, (length, got, want)
     plan, got, want = chunks_run([40000], num_splits=64)
     assert plan.long_chunk == 0 and got == want == 53
@@ -434,9 +438,9 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
     Each count as splits.schedule mirrors it (checked against the kernel's chunk table where the merge kernel runs),
     and every row against the fp64 reference, through the in-kernel merge (its two levels past 32 chunks:
     ``FOSCAR_MERGE_LEVELS=1``, NOTES §111), the merge kernel's table and the merge kernel's ranges derived from the
-    lengths (merge_triton._derived_chunks). ``FOSCAR_LONG_CHUNKS=0`` gives 32."""
-    from foscar.kernels import splits
-
+    lengths (merge_triton._derived_chunks). ``FOSCAR_LONG_CHUNKS=0`` gives 32. At the floor of sessions 60-69,
+    ``FOSCAR_LONG_CHUNK_TOKENS=4096`` (512 by default since session 70, NOTES §115)."""
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "4096")
     if merge == "lengths":
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
@@ -464,9 +468,9 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
         return plan, counts
 
     plan, counts = run([capacity, capacity])
-    assert plan.long_chunk == splits.LONG_CHUNK_TOKENS and counts == [64, 64]
+    assert plan.long_chunk == 4096 and counts == [64, 64]
     plan, counts = run([capacity, 4096, 4096, 4096])
-    assert plan.long_chunk == splits.LONG_CHUNK_TOKENS and counts == [64, 1, 1, 1]
+    assert plan.long_chunk == 4096 and counts == [64, 1, 1, 1]
     monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "0")
     plan, counts = run([capacity, 4096, 4096, 4096])
     assert plan.long_chunk == 0 and counts == [32, 1, 1, 1]
@@ -508,12 +512,13 @@ def test_long_chunk_room_gives_one_long_sequence_among_seven_fewer_chunks(monkey
 
 
 @pytest.mark.parametrize("bits", [2, 4])
-def test_long_chunk_tokens_gives_a_128k_sequence_more_chunks(monkeypatch, bits):
-    """``FOSCAR_LONG_CHUNK_TOKENS=1024`` (an A/B setting; 4096 by default, bench/NOTES.md §114) at 1 KV head (8 query
-    heads) in a 128K cache: a batch of one at the capacity takes 128 chunks of 1024 on 132 SMs (32 of 4096 by default),
-    a length of 40000 40 chunks of 1024 (more than 32), and one 128K sequence among seven of 4096 103 chunks of 1280
-    (32 of 4096 by default). Each count as splits.schedule mirrors it; where the merge kernel runs (the plans at 1024)
-    equal to its chunk table; every row within 1e-2 of the fp64 reference."""
+def test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks(monkeypatch, bits):
+    """The long chunks' floor at 1 KV head (8 query heads) in a 128K cache: 512 by default since session 70
+    (``splits.LONG_CHUNK_TOKENS``, bench/NOTES.md §115), 4096 with ``FOSCAR_LONG_CHUNK_TOKENS=4096`` (sessions
+    60-69). By default a batch of one at the capacity takes 128 chunks of 1024 on 132 SMs (32 of 4096 at 4096), a
+    length of 40000 79 chunks of 512 (32 at 4096), and one 128K sequence among seven of 4096 103 chunks of 1280 (32
+    at 4096). Each count as splits.schedule mirrors it; where the merge kernel runs (the plans past 32 chunks) equal
+    to its chunk table; every row within 1e-2 of the fp64 reference."""
     from foscar.kernels import splits
 
     for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
@@ -536,21 +541,24 @@ def test_long_chunk_tokens_gives_a_128k_sequence_more_chunks(monkeypatch, bits):
         return plan, counts, splits.device_sm_count(q.device)
 
     one_long = [capacity] + [4096] * 7
-    plan, counts, _ = run([capacity])
-    assert (plan.num_splits, plan.long_chunk, counts) == (32, splits.LONG_CHUNK_TOKENS, [32])
-    _, default_counts, _ = run(one_long)
-    assert default_counts[0] == 32, default_counts
-    monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "1024")
+    assert splits.LONG_CHUNK_TOKENS == 512
     plan, counts, sms = run([capacity])
-    assert plan.long_chunk == 1024 and plan.merge == "kernel" and plan._seq_chunks is not None
+    assert plan.long_chunk == 512 and plan.merge == "kernel" and plan._seq_chunks is not None
     if sms == 132:
         assert plan.num_splits == 128 and counts == [128]
-    _, counts, _ = run([40000])
-    assert counts == [40], counts
+    _, counts, sms = run([40000])
+    assert counts[0] > 32 and (sms != 132 or counts == [79]), counts
     plan, counts, sms = run(one_long)
     assert plan.merge == "kernel" and counts[0] > 32, counts
     if sms == 132:
         assert plan.long_chunk == 1280 and counts == [103] + [4] * 7, counts
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "4096")
+    plan, counts, _ = run([capacity])
+    assert (plan.num_splits, plan.long_chunk, counts) == (32, 4096, [32])
+    _, counts, _ = run([40000])
+    assert counts == [32], counts
+    _, counts, _ = run(one_long)
+    assert counts[0] == 32, counts
 
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):

@@ -3,6 +3,7 @@ sequences' actual lengths, not the cache's capacity (CPU; the kernel's own sched
 the fp64 reference by the GPU tests in tests/test_ragged_gpu.py)."""
 
 import collections
+import functools
 import random
 import re
 
@@ -199,16 +200,17 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
             assert chunks[0][1] == 0 and chunks[-1][2] == n
 
 
-@pytest.mark.parametrize("batch, context, chunks", [(1, 8192, 32), (1, 32768, 32), (1, 131072, 32), (2, 32768, 32),
-                                                    (4, 131072, 32), (8, 32768, 32), (1, 262144, 64),
+@pytest.mark.parametrize("batch, context, chunks", [(1, 8192, 32), (1, 32768, 64), (1, 131072, 128), (2, 32768, 64),
+                                                    (4, 131072, 32), (8, 32768, 32), (1, 262144, 128),
                                                     (1, 1 << 19, 128), (1, 1 << 21, 128), (2, 1 << 21, 64),
-                                                    (2, 262144, 64), (2, 131072, 32), (3, 1 << 19, 32)])
-def test_one_kv_head_plans_take_32_chunks_a_sequence(batch, context, chunks):
+                                                    (2, 262144, 64), (2, 131072, 64), (3, 1 << 19, 32)])
+def test_one_kv_head_plans_chunks_a_sequence(batch, context, chunks):
     """Llama-3.1-70B at tensor parallel 8 (8 query heads over 1 KV head) on the H100: 32 chunks a sequence was the
-    fastest count at 19 of 24 points of batch 1-8 x 8K-128K, INT2 and INT4 (64 took 4.7-6.3% less time at 1 x 128K;
-    bench/NOTES.md §101); a 2M-token sequence keeps chunks of at most 32768 tokens at batch 2. A batch of one takes
-    more where each keeps 4096 tokens, up to one an SM (128 on 132 SMs; bench/NOTES.md §105), and since session 61 a
-    batch of two too (64 a sequence from 256K; §106); from batch 3 one an SM is 32 a sequence or fewer."""
+    fastest count at 19 of 24 points of batch 1-8 x 8K-128K, INT2 and INT4, while one CTA merged past 32 (bench/NOTES.md
+    §101); a 2M-token sequence keeps chunks of at most 32768 tokens at batch 2. A batch of one or two takes more, up
+    to one program an SM (128 on 132 SMs), in chunks of at least the long chunks' floor (§105, §106): 512 tokens since
+    session 70 (§115: INT2 1 x 128K in 128 chunks of 1024 took 0.54 of its time in 32 of 4096, the floor of sessions
+    60-69), so 1 x 32K takes 64 chunks and 1 x 128K 128; from batch 3 one an SM is 32 a sequence or fewer."""
     for bits in (2, 4):
         slots, fixed, target = splits.plan_work(batch, 1, context, 132, bits=bits, head_dim=128)
         work = splits.schedule([context] * batch, slots, fixed, target, splits.plan_min_chunk(target, 1, 132),
@@ -329,20 +331,21 @@ def test_chunk_settings(monkeypatch, var, choice):
 
 
 def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
-    """``FOSCAR_LONG_CHUNK_TOKENS`` (an A/B setting, bench/NOTES.md §114): 4096 unset; a multiple of 256 from 256 to
-    32768 otherwise, anything else refused with the allowed range. With 1024 at one KV head on 132 SMs a batch of one in
-    a 128K cache takes 128 chunks (32 at 4096) with a fixed long chunk of 1024; two sequences of 128K take 64 chunks each
-    (32); one 128K among seven of 4096 takes a length-aware long chunk of 1280 (room for the seven: 125 programs); a
-    512K batch of one and a 32K one keep their plans (128 and 32 chunks either way); 8 KV heads change nothing."""
+    """The long chunks' floor: 512 since session 70 (bench/NOTES.md §115; 4096 in sessions 60-69), and
+    ``FOSCAR_LONG_CHUNK_TOKENS`` for A/B (§114): a multiple of 256 from 256 to 32768, anything else refused with the
+    allowed range. By default at one KV head on 132 SMs a batch of one in a 128K cache takes 128 chunks (32 at 4096)
+    with a fixed long chunk of 512, and one in a 32K cache 64 (32); two sequences of 128K take 64 chunks each (32);
+    one 128K among seven of 4096 takes a length-aware long chunk of 1280 (room for the seven: 125 programs; 4096 at
+    4096); a 512K batch of one keeps its 128 chunks and a 16K one its 32; 8 KV heads change nothing."""
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS", raising=False)
-    assert splits.long_chunk_tokens_choice() == splits.LONG_CHUNK_TOKENS == 4096
-    for good in ("256", "1024", "32768"):
+    assert splits.long_chunk_tokens_choice() == splits.LONG_CHUNK_TOKENS == 512
+    for good in ("256", "1024", "4096", "32768"):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", good)
         assert splits.long_chunk_tokens_choice() == int(good)
     for bad in ("1000", "0", "65536", "4k", "", " 1024", "+1024", "1_024"):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", bad)
         with pytest.raises(ValueError, match=f"FOSCAR_LONG_CHUNK_TOKENS: expected a multiple of 256 from 256 to 32768 "
-                                             f"tokens \\(default 4096\\), got '{re.escape(bad)}'"):
+                                             f"tokens \\(default 512\\), got '{re.escape(bad)}'"):
             splits.long_chunk_tokens_choice()
     for bad in (0, 1000, 65536):
         with pytest.raises(ValueError, match="long_tokens: expected a multiple of 256"):
@@ -355,19 +358,19 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
         return (slots, fixed, target), splits.plan_long_chunk(None, heads, 132, context, True, fixed, 1, batch, True,
                                                               tokens)
 
-    assert plan(1, 131072) == ((32, 32, 1), 4096)
-    assert plan(1, 131072, tokens=1024) == ((128, 128, 1), 1024)
-    assert plan(2, 131072) == ((64, 0, 64), 4096) and plan(2, 131072, tokens=1024) == ((128, 0, 128), 1024)
-    assert plan(8, 131072)[1] == 4096 and plan(8, 131072, tokens=1024)[1] == 1280
-    assert plan(1, 524288, tokens=1024)[0] == plan(1, 524288)[0] == (128, 128, 1)
-    assert plan(1, 32768, tokens=1024)[0] == plan(1, 32768)[0] == (32, 32, 1)
+    assert plan(1, 131072) == ((128, 128, 1), 512) and plan(1, 131072, tokens=4096) == ((32, 32, 1), 4096)
+    assert plan(1, 32768) == ((64, 64, 1), 512) and plan(1, 32768, tokens=4096) == ((32, 32, 1), 4096)
+    assert plan(2, 131072) == ((128, 0, 128), 1024) and plan(2, 131072, tokens=4096) == ((64, 0, 64), 4096)
+    assert plan(8, 131072)[1] == 1280 and plan(8, 131072, tokens=4096)[1] == 4096
+    assert plan(1, 524288, tokens=4096)[0] == plan(1, 524288)[0] == (128, 128, 1)
+    assert plan(1, 16384, tokens=4096)[0] == plan(1, 16384)[0] == (32, 32, 1)
     for batch, context in ((1, 131072), (8, 131072), (1, 524288)):
-        assert plan(batch, context, heads=8, tokens=1024)[0] == plan(batch, context, heads=8)[0]
+        assert plan(batch, context, heads=8, tokens=4096)[0] == plan(batch, context, heads=8)[0]
     # the kernel's cut as the host mirror gives it: one 128K among seven of 4096 in 103 chunks of 1280 (32 of 4096)
     lengths = [131072] + [4096] * 7
-    work = _planned(lengths, 1, 131072, tokens=1024)
+    work = _planned(lengths, 1, 131072)
     assert sum(w[0] == 0 for w in work) == 103 and len(work) <= 132
-    assert sum(w[0] == 0 for w in _planned(lengths, 1, 131072)) == 32
+    assert sum(w[0] == 0 for w in _planned(lengths, 1, 131072, tokens=4096)) == 32
 
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
@@ -377,31 +380,34 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     64, 40000 tokens take 32 chunks of 1280 (not 53 of 768), 200000 take 49 of 4096. A caller's fixed num_splits
     (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (a length-aware plan's long_chunk is 0; a
     fixed plan's 4096 binds only past 32 chunks)."""
-    assert splits.plan_long_chunk(None, 1, 132, 262144) == splits.LONG_CHUNK_TOKENS == 4096
-    assert splits.plan_long_chunk(64, 1, 132, 262144) == splits.plan_long_chunk(None, 1, 132, 262144, False) == 0
+    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
+    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
+    planned = functools.partial(_planned, tokens=4096)
+    assert long_chunk_of(None, 1, 132, 262144) == 4096
+    assert long_chunk_of(64, 1, 132, 262144) == long_chunk_of(None, 1, 132, 262144, False) == 0
     # length-aware plans: the chunk of one program an SM at the capacity, at least 4096; fixed plans (batch 1): 4096
-    assert [splits.plan_long_chunk(None, h, 132, c) for h, c in [(1, 1 << 19), (1, 1 << 20), (2, 1 << 18),
+    assert [long_chunk_of(None, h, 132, c) for h, c in [(1, 1 << 19), (1, 1 << 20), (2, 1 << 18),
                                                                  (2, 1 << 19), (4, 1 << 19)]] == [4096, 8192, 4096,
                                                                                                   8192, 0]
-    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
+    assert long_chunk_of(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
     # fixed plans keep 4096 at any KV head count (past 1M tokens a fixed plan has more than 32 chunks at 3-8 KV heads)
-    assert splits.plan_long_chunk(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
-    assert len(_planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
+    assert long_chunk_of(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
+    assert len(planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
     with pytest.raises(ValueError, match="num_sms >= 1, max_seq_len >= 0 and batch >= 0, got 0, 132"):
-        splits.plan_long_chunk(None, 0, 132, 1 << 19)
-    assert len(_planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
+        long_chunk_of(None, 0, 132, 1 << 19)
+    assert len(planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
-        assert len(_planned([capacity], 1, capacity)) == chunks, capacity
-        assert len(_planned([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)
-    work = _planned([40000], 1, 262144)
+        assert len(planned([capacity], 1, capacity)) == chunks, capacity
+        assert len(planned([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)
+    work = planned([40000], 1, 262144)
     assert len(work) == 32 and work[0][2] == 1280
-    assert [e - s for _, s, e in _planned([200000], 1, 262144)][:-1] == [4096] * 48
+    assert [e - s for _, s, e in planned([200000], 1, 262144)][:-1] == [4096] * 48
     assert len(splits.schedule([40000], 64, 64, 1)) == 53  # a fixed num_splits=64: as asked
-    assert len(_planned([1 << 19], 2, 1 << 19)) == 64  # 2 KV heads: one an SM is 64
+    assert len(planned([1 << 19], 2, 1 << 19)) == 64  # 2 KV heads: one an SM is 64
     for heads in (4, 8):
         for capacity in (262144, 1 << 19):
-            assert splits.plan_long_chunk(None, heads, 132, capacity) == 0
-            assert _planned([capacity], heads, capacity) == _planned([capacity], heads, capacity, long=False)
+            assert long_chunk_of(None, heads, 132, capacity) == 0
+            assert planned([capacity], heads, capacity) == planned([capacity], heads, capacity, long=False)
 
 
 def test_long_chunks_over_two_programs_an_sm(monkeypatch):
@@ -410,24 +416,27 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
     SM) instead of 64 of 8192; at two KV heads 2 x 512K 64 of 8192 instead of 32 of 16384 (long_chunk 4096, not
     8192). A batch of one at 512K keeps 128 (its chunks stay at least 4096); below a capacity of 32 x 4096 nothing
     changes. Another count is refused."""
+    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
+    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
+    planned = functools.partial(_planned, tokens=4096)
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_PROGRAMS", raising=False)
     assert splits.long_chunk_programs_choice() == 1
     for bad in (0, 3):
         with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
             splits.plan_work(2, 1, 1 << 19, 132, long_programs=bad)
         with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
-            splits.plan_long_chunk(None, 1, 132, 1 << 19, long_programs=bad)
+            long_chunk_of(None, 1, 132, 1 << 19, long_programs=bad)
     for heads, chunks, twice in ((1, 64, 128), (2, 32, 64)):
         for programs, want in ((1, chunks), (2, twice)):
-            work = _planned([1 << 19] * 2, heads, 1 << 19, programs=programs)
+            work = planned([1 << 19] * 2, heads, 1 << 19, programs=programs)
             assert len(work) == 2 * want and max(e - s for _, s, e in work) == (1 << 19) // want, (heads, programs)
-    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, long_programs=2) == 4096
-    assert splits.plan_long_chunk(None, 2, 132, 1 << 19) == 8192
+    assert long_chunk_of(None, 2, 132, 1 << 19, long_programs=2) == 4096
+    assert long_chunk_of(None, 2, 132, 1 << 19) == 8192
     slots, _, target = splits.plan_work(2, 1, 1 << 19, 132, bits=2, head_dim=128, long_programs=2)
     assert splits.max_ctas_per_sm_choice(slots, 132, 128, 4096, False, 2) == 2  # 256 CTAs: two an SM
-    assert len(_planned([1 << 19], 1, 1 << 19, programs=2)) == 128
+    assert len(planned([1 << 19], 1, 1 << 19, programs=2)) == 128
     for capacity in (65536, 131072):
-        assert _planned([capacity] * 2, 1, capacity, programs=2) == _planned([capacity] * 2, 1, capacity)
+        assert planned([capacity] * 2, 1, capacity, programs=2) == planned([capacity] * 2, 1, capacity)
 
 
 def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_batch():
@@ -438,32 +447,35 @@ def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_b
     working CTAs (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K
     among three 4K: 134 CTAs, then 132. Where the plan already fits (up to 5 sequences at one KV head, a 256K cache, a
     batch of one) nothing changes; nor past the bound (one-long 24, 32 and 100 measured slower with the room)."""
+    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
+    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
+    planned = functools.partial(_planned, tokens=4096)
     # (the setting itself: test_chunk_settings)
     with pytest.raises(ValueError, match="batch >= 0, got 1, 132, 524288, -1"):
-        splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=-1)
+        long_chunk_of(None, 1, 132, 1 << 19, batch=-1)
     # an empty batch (plan_decode accepts one) plans as a batch of one
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=0) == 4096
+    assert long_chunk_of(None, 1, 132, 1 << 19, batch=0) == 4096
     one_long = [1 << 19] + [4096] * 7
     for room, long_chunk, ctas, long_count in ((False, 4096, 135, 128), (True, 4352, 128, 121)):
-        assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
-        work = _planned(one_long, 1, 1 << 19, room=room)
+        assert long_chunk_of(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
+        work = planned(one_long, 1, 1 << 19, room=room)
         assert len(work) == ctas and sum(b == 0 for b, _, _ in work) == long_count, room
     for room, ctas in ((False, 2 * 67), (True, 2 * 66)):  # per KV head: the long one's chunks and three short ones
-        assert len(_planned([1 << 19] + [4096] * 3, 2, 1 << 19, room=room)) * 2 == ctas, room
+        assert len(planned([1 << 19] + [4096] * 3, 2, 1 << 19, room=room)) * 2 == ctas, room
     # unchanged: up to 5 sequences at one KV head (128 + 4 <= 132), a 256K cache (4096 binds), a batch of one
     for lengths, capacity in (([1 << 19] + [4096] * 4, 1 << 19), ([1 << 18] + [4096] * 7, 1 << 18),
                               ([1 << 19], 1 << 19), ([1 << 19] * 8, 1 << 19)):
-        assert _planned(lengths, 1, capacity) == _planned(lengths, 1, capacity, room=False), (len(lengths), capacity)
-    assert _planned([1 << 19] + [4096] * 5, 1, 1 << 19) != _planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=False)
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, fixed_splits=128) == 4096  # fixed: as before
+        assert planned(lengths, 1, capacity) == planned(lengths, 1, capacity, room=False), (len(lengths), capacity)
+    assert planned([1 << 19] + [4096] * 5, 1, 1 << 19) != planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=False)
+    assert long_chunk_of(None, 1, 132, 1 << 19, fixed_splits=128) == 4096  # fixed: as before
     # the bound: 132 // 8 = 16 other sequences at one KV head, 66 // 8 = 8 at two, 132 // 8 at two with two programs
     for heads, programs, last in ((1, 1, 17), (2, 1, 9), (2, 2, 17)):
-        default = splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs)
-        assert splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs, batch=last) > default
+        default = long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs)
+        assert long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs, batch=last) > default
         for batch in (last + 1, 32, 100, 101):
-            assert splits.plan_long_chunk(None, heads, 132, 1 << 19, long_programs=programs, batch=batch) == default
-    assert splits.plan_long_chunk(None, 1, 132, 1 << 19, batch=17) == 4608  # 132 - 16 = 116 programs
-    assert splits.plan_long_chunk(None, 2, 132, 1 << 19, batch=9) == 9216  # 66 - 8 = 58 programs
+            assert long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs, batch=batch) == default
+    assert long_chunk_of(None, 1, 132, 1 << 19, batch=17) == 4608  # 132 - 16 = 116 programs
+    assert long_chunk_of(None, 2, 132, 1 << 19, batch=9) == 9216  # 66 - 8 = 58 programs
 
 
 def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():

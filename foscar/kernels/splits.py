@@ -51,7 +51,7 @@ MAX_CHUNKS_PER_SEQUENCE = 32
 # SM, while each keeps at least this many tokens (Params::long_chunk, at least this): the kernel cuts a length in more
 # than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at least that; at one KV head a 512K-token sequence alone took
 # 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106)
-LONG_CHUNK_TOKENS = 4096
+LONG_CHUNK_TOKENS = 512
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
 # can take two chunks)
