@@ -182,7 +182,7 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
         ``FOSCAR_MERGE_LEVELS=1``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
-        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 4096) is set, i.e. the
+        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512) is set, i.e. the
         numbers are not those of the shipped kernel.
 
     Raises:
@@ -299,12 +299,13 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     """The kernel's ``long_chunk`` (tokens, :func:`launch`) of :func:`plan_splits`' plan for ``cache``, whose fixed split
     count is ``fixed_splits`` (0: length-aware): :func:`foscar.kernels.splits.plan_long_chunk` over the cache's KV
     heads and capacity and the device's SMs. Where the plan chose the split count (``num_splits`` None) and
-    ``FOSCAR_LONG_CHUNKS`` allows long chunks: 4096 for a fixed plan, 4096 or more for a length-aware plan at one or two
-    KV heads on 132 SMs; else 0 (bench/NOTES.md §105, §106). ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two
-    programs an SM instead of one (then length-aware plans at up to 4 KV heads take it too; §108);
+    ``FOSCAR_LONG_CHUNKS`` allows long chunks: 512 for a fixed plan, 512 or more for a length-aware plan at one or two
+    KV heads on 132 SMs (4096 in sessions 60-69, §115); else 0 (bench/NOTES.md §105, §106).
+    ``FOSCAR_LONG_CHUNK_PROGRAMS=2`` spreads over two programs an SM instead of one (then length-aware plans at up to 4
+    KV heads take it too; §108);
     ``FOSCAR_LONG_CHUNK_ROOM`` (on by default; ``"0"`` for A/B) leaves one program an SM for each other sequence of a
     batch of up to 17 sequences at one KV head, 9 at two (§112, §113,
-    :func:`foscar.kernels.splits.long_chunk_room_choice`). ``FOSCAR_LONG_CHUNK_TOKENS`` (for A/B) stands for the 4096
+    :func:`foscar.kernels.splits.long_chunk_room_choice`). ``FOSCAR_LONG_CHUNK_TOKENS`` (for A/B) stands for the 512
     (:func:`foscar.kernels.splits.long_chunk_tokens_choice`).
 
     Raises:

@@ -50,7 +50,10 @@ MAX_CHUNKS_PER_SEQUENCE = 32
 # ... except long sequences at one or two KV heads (plan_work, plan_long_chunk), which take more, up to one program an
 # SM, while each keeps at least this many tokens (Params::long_chunk, at least this): the kernel cuts a length in more
 # than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at least that; at one KV head a 512K-token sequence alone took
-# 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106)
+# 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106). 4096 in sessions
+# 60-69; 512 since session 70 (§115: 8 query heads over 1 KV head on an H100, INT2 1 x 128K in 128 chunks of 1024
+# 0.54 of its time in 32 of 4096, 1 x 32K in 64 of 512 0.79; 256 measured 4-9% slower than 512 at 1 x 32K, 12-30%
+# faster at a 16K capacity)
 LONG_CHUNK_TOKENS = 512
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
@@ -188,11 +191,12 @@ def long_chunk_tokens_choice() -> int:
     """The floor, in tokens, of the chunks of a sequence that takes more than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks
     (:func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``; a length-aware plan's long chunk may be longer,
     e.g. with the room): ``FOSCAR_LONG_CHUNK_TOKENS``, a decimal multiple of
-    :data:`CHUNK_ALIGN_TOKENS` (256) from 256 to :data:`MAX_SPLIT_TOKENS` (32768); :data:`LONG_CHUNK_TOKENS` (4096,
-    sessions 60-68) by default. Another value is for A/B only: 4096 was fit while a sequence's chunks past 32 were
-    merged by one of its CTAs in rounds of 16 (bench/NOTES.md §101, §105); since session 66 the merge kernel takes them
-    (§111), and at 8 query heads over 1 KV head on 132 SMs a 128K sequence alone still runs on 32 CTAs of 4096 tokens
-    (20.1 us against 22.5 at 512K on 128 CTAs, an H100, §114), where 1024 gives it 128 CTAs of 1024.
+    :data:`CHUNK_ALIGN_TOKENS` (256) from 256 to :data:`MAX_SPLIT_TOKENS` (32768); :data:`LONG_CHUNK_TOKENS` (512,
+    since session 70) by default. Another value is for A/B only. 4096 (sessions 60-69) was fit while a sequence's
+    chunks past 32 were merged by one of its CTAs in rounds of 16 (bench/NOTES.md §101, §105); since session 66 the
+    merge kernel takes them (§111), and at 8 query heads over 1 KV head on 132 SMs a 128K sequence alone still ran on
+    32 CTAs of 4096 tokens (20.1 us against 22.5 at 512K on 128 CTAs, an H100, §114). At 512 it runs on 128 CTAs of
+    1024 in 11.2 us (§115).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_TOKENS`` not an integer, not a multiple of 256, or outside 256..32768.
@@ -265,17 +269,17 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
     ``long_chunks`` is False.
 
-    Else, for a fixed plan (a batch of one), ``long_tokens`` (:data:`LONG_CHUNK_TOKENS`, 4096, by default, as in session
-    60): its fixed path cuts a length in more than 32 chunks only in chunks of at least ``min(long_chunk, ceil(length /
-    32))`` (bench/NOTES.md §105; the plan's count already bounds the chunks). For a length-aware plan, 0 where one
-    sequence's chunks at one program an SM (``pow2_floor(num_sms / num_kv_heads)``) are at most
-    :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132 SMs); else the chunk that spreads a sequence at the
-    capacity over one program an SM, at least 4096: ``max(4096, ceil(max_seq_len / pow2_floor(num_sms /
-    num_kv_heads)))`` rounded up to 256 (4096 at one KV head up to a capacity of 512K, at two KV heads up to 256K).
-    There the kernel's least chunk is ``min(ceil(longest / 32), long_chunk)`` instead of ``ceil(longest / 32)``
-    (:func:`first_chunk`), so a sequence takes more than 32 chunks only of at least ``long_chunk`` tokens, at most one
-    program an SM (§106). Below a capacity of ``32 * long_chunk`` nothing changes. ``long_programs``
-    (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in place of one in the rule above
+    Else, for a fixed plan (a batch of one), ``long_tokens`` (:data:`LONG_CHUNK_TOKENS`, 512 by default since session
+    70, 4096 in sessions 60-69; 4096 in the figures below): its fixed path cuts a length in more than 32 chunks only in
+    chunks of at least ``min(long_chunk, ceil(length / 32))`` (bench/NOTES.md §105; the plan's count already bounds the
+    chunks). For a length-aware plan, 0 where one sequence's chunks at one program an SM (``pow2_floor(num_sms /
+    num_kv_heads)``) are at most :data:`MAX_CHUNKS_PER_SEQUENCE` (3 or more KV heads on 132 SMs); else the chunk that
+    spreads a sequence at the capacity over one program an SM, at least 4096: ``max(4096, ceil(max_seq_len /
+    pow2_floor(num_sms / num_kv_heads)))`` rounded up to 256 (4096 at one KV head up to a capacity of 512K, at two KV
+    heads up to 256K). There the kernel's least chunk is ``min(ceil(longest / 32), long_chunk)`` instead of
+    ``ceil(longest / 32)`` (:func:`first_chunk`), so a sequence takes more than 32 chunks only of at least
+    ``long_chunk`` tokens, at most one program an SM (§106). Below a capacity of ``32 * long_chunk`` nothing changes.
+    ``long_programs`` (:func:`long_chunk_programs_choice`, 1 or 2): programs an SM in place of one in the rule above
     (``pow2_floor(long_programs * num_sms / num_kv_heads)``).
 
     ``room`` (:func:`long_chunk_room_choice`, on by default; a length-aware plan only): where the batch's other
@@ -292,7 +296,8 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     1.21 at 16 at two, hence the bound.
 
     ``long_tokens`` (:func:`long_chunk_tokens_choice`; a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`): the 4096 of
-    the rules above, for A/B.
+    the rules above (512 by default since session 70, bench/NOTES.md §115: at one KV head on 132 SMs then a sequence
+    takes more than 32 chunks from a capacity of 16K, e.g. 1 x 32K 64 chunks of 512, 1 x 128K 128 of 1024).
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``,
@@ -356,7 +361,7 @@ def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len
     ``32 * MAX_SPLIT_TOKENS`` for a length-aware plan without one) takes more than 32. So True where ``fixed_splits``
     > 32 and ``max_seq_len`` > ``32 * (long_chunk or 256)``, or, length-aware, where ``max_seq_len`` > ``32 *
     (long_chunk or MAX_SPLIT_TOKENS)``. At one KV head on 132 SMs, length-aware plans with long chunks of 4096 up to
-    a capacity of 128K take no more than 32 chunks a sequence.
+    a capacity of 128K took no more than 32 chunks a sequence; with the default of 512 since session 70, up to 16K.
     """
     if fixed_splits > 0:
         return (fixed_splits > MAX_CHUNKS_PER_SEQUENCE
@@ -461,9 +466,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             :func:`long_chunk_programs_choice`): ``pow2_floor(long_programs * num_sms / (batch * num_kv_heads))`` in
             the cap below (at 2, plans at up to 4 KV heads change too). Raises ``ValueError`` for
             another value.
-        long_tokens: the least chunk of the exception, tokens (:func:`long_chunk_tokens_choice`; 4096, the
-            default, in the text below): ``max_seq_len // long_tokens`` in the cap below. Raises ``ValueError``
-            unless a multiple of 256 from 256 to 32768.
+        long_tokens: the least chunk of the exception, tokens (:func:`long_chunk_tokens_choice`; 512 by default since
+            session 70, 4096 before and in the text below): ``max_seq_len // long_tokens`` in the cap below. Raises
+            ``ValueError`` unless a multiple of 256 from 256 to 32768.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
