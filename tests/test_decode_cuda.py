@@ -798,12 +798,13 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS",
-                     "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS"):
+                     "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS",
+                     "FOSCAR_LONG_CHUNK_SHORT"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"],
-                s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"]) == (True, False, True, True,
-                                                                                            1, True, 512)
+        assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"], s["long_chunk_programs"],
+                s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"]) == (True, False, True, True, 1,
+                                                                                         True, 512, True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -849,7 +850,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
                                       ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False),
-                                      ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024)):
+                                      ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024),
+                                      ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob
@@ -1032,6 +1034,36 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
     assert "min_chunk: expected 256 or 512 tokens, got 384" in raised[4]
     assert "long_chunk: expected 0 or a multiple of 256 tokens up to 32768, got 300" in raised[5]
 
+
+def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):
+    """``plan_splits`` and ``plan_long_chunk_of`` pass the long chunks' floor of the cache's capacity
+    (splits.long_chunk_floor, bench/NOTES.md §115): a batch of one in a 16K cache at one KV head on 132 SMs takes 64
+    fixed splits with a long chunk of 256; with ``FOSCAR_LONG_CHUNK_SHORT=0`` 32 of 512, as a 16K + 256 cache does by
+    default; ``FOSCAR_LONG_CHUNK_TOKENS=4096`` changes nothing at 16K but gives 32 past it. A bad value names the
+    setting."""
+    import types
+
+    monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)
+    for knob in ("FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
+                 "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_SHORT_CHUNKS"):
+        monkeypatch.delenv(knob, raising=False)
+    cpu = torch.device("cpu")
+
+    def plan(capacity):
+        cache = types.SimpleNamespace(batch_size=1, num_kv_heads=1, max_seq_len=capacity, bits=2, head_dim=128)
+        slots, fixed, target = decode_cuda.plan_splits(cache, cpu)
+        return (slots, fixed, target), decode_cuda.plan_long_chunk_of(cache, cpu, None, fixed)
+
+    assert plan(16384) == ((64, 64, 1), 256)
+    assert plan(16384 + 256) == ((32, 32, 1), 512)
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "4096")
+    assert plan(16384) == ((64, 64, 1), 256) and plan(32768) == ((32, 32, 1), 4096)
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS")
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", "0")
+    assert plan(16384) == ((32, 32, 1), 512)
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", "on")
+    with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_SHORT"):
+        plan(16384)
 
 def test_plan_long_chunk_of_reads_the_room_setting_and_takes_an_empty_batch(monkeypatch):
     """``plan_long_chunk_of`` passes the cache's batch and ``FOSCAR_LONG_CHUNK_ROOM`` (read when a plan is made) to

@@ -561,6 +561,47 @@ def test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks(monkeypatch, bits
     assert counts[0] == 32, counts
 
 
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("bits", [2, 4])
+def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
+    """In a cache of at most 16K tokens the long chunks' floor is 256 (splits.long_chunk_floor, bench/NOTES.md §115):
+    at 1 KV head (8 query heads) on 132 SMs a batch of one at 16K takes 64 chunks of 256 (32 of 512 with
+    ``FOSCAR_LONG_CHUNK_SHORT=0``), 10000 tokens 40 (20), and 16K with two short sequences 64 + 8 + 2 (32 + 4 + 1), on
+    a contiguous and a paged cache (16-token pages, shuffled; a paged cache's capacity is its longest sequence, so
+    10000 tokens alone take 20 chunks of 512 there in both settings: 39 fixed splits of 257 tokens, aligned to 256).
+    Each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs, every row within
+    1e-2 of the fp64 reference."""
+    from foscar.kernels import splits
+
+    for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
+                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
+                 "FOSCAR_LONG_CHUNK_SHORT"):
+        monkeypatch.delenv(knob, raising=False)
+    capacity = 16384
+
+    def run(lengths):
+        q, cache = _one_kv_head_case(lengths, capacity, bits)
+        if paged:
+            cache = foscar.paginate(cache, 16, shuffle=True)
+        plan = foscar.plan_decode(cache, 8, backend="cuda")
+        out = plan.run(q, cache)
+        torch.cuda.synchronize()
+        counts = _plan_chunk_counts(plan, lengths)
+        if plan._seq_chunks is not None:  # the merge kernel's chunk table
+            assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (lengths, counts)
+        ref = foscar.reference_decode(q, cache)
+        for i in range(len(lengths)):
+            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
+        return plan, counts, splits.device_sm_count(q.device)
+
+    for setting, want in (("1", ([64], [20 if paged else 40], [64, 8, 2])), ("0", ([32], [20], [32, 4, 1]))):
+        monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", setting)
+        for lengths, count in zip(([capacity], [10000], [capacity, 2000, 500]), want):
+            plan, counts, sms = run(lengths)
+            assert plan.long_chunk == (256 if setting == "1" else 512), (setting, lengths)
+            if sms == 132:
+                assert counts == count, (setting, lengths, counts)
+
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for

@@ -256,9 +256,12 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 
 
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
-             tokens=splits.LONG_CHUNK_TOKENS):
+             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
-    its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS)."""
+    its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which
+    long_chunk_floor takes to 256 in a cache of at most 16K where ``short_capacity``, FOSCAR_LONG_CHUNK_SHORT, as
+    decode_cuda's plans do)."""
+    tokens = splits.long_chunk_floor(capacity, tokens, short_capacity)
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
                                             long_tokens=tokens)
@@ -319,7 +322,8 @@ def test_short_chunks_leave_the_presets_grids_alone():
 
 @pytest.mark.parametrize("var, choice", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice),
                                          ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice),
-                                         ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice)])
+                                         ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice),
+                                         ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice)])
 def test_chunk_settings(monkeypatch, var, choice):
     monkeypatch.setenv(var, "0")
     assert choice() is False
@@ -372,6 +376,36 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     assert sum(w[0] == 0 for w in work) == 103 and len(work) <= 132
     assert sum(w[0] == 0 for w in _planned(lengths, 1, 131072, tokens=4096)) == 32
 
+
+def test_a_cache_of_at_most_16k_takes_long_chunks_of_256():
+    """In a cache of at most 16K tokens (``splits.LONG_CHUNK_SHORT_CAPACITY``) the long chunks' floor is 256, not 512
+    (``long_chunk_floor``; ``FOSCAR_LONG_CHUNK_SHORT=0`` turns it off; bench/NOTES.md §115). At one or two KV heads on
+    132 SMs a batch of one at 16K then takes 64 chunks of 256 (32 of 512), at 12K 48 (24), two sequences of 16K 64 each
+    (32); 8K, 24K, 4 or 8 sequences of 16K and 8 KV heads keep their plans. Bad values are refused as plan_work's."""
+    assert splits.LONG_CHUNK_SHORT_CAPACITY == 16384
+    assert [splits.long_chunk_floor(c) for c in (0, 8192, 16384, 16385, 1 << 20)] == [256, 256, 256, 512, 512]
+    assert splits.long_chunk_floor(16384, 4096) == 256 and splits.long_chunk_floor(16385, 4096) == 4096
+    assert splits.long_chunk_floor(16384, short_capacity=False) == 512
+    with pytest.raises(ValueError, match="long_chunk_floor: expected max_seq_len >= 0, got -1"):
+        splits.long_chunk_floor(-1)
+    with pytest.raises(ValueError, match="long_tokens: expected a multiple of 256"):
+        splits.long_chunk_floor(16384, 300)
+
+    def counts(lengths, heads, capacity, short_capacity=True, bits=2):
+        work = _planned(lengths, heads, capacity, bits=bits, short_capacity=short_capacity)
+        return [sum(w[0] == i for w in work) for i in range(len(lengths))]
+
+    for lengths, heads, capacity, now, before in [
+            ([16384], 1, 16384, [64], [32]), ([12288], 1, 12288, [48], [24]),
+            ([16384] * 2, 1, 16384, [64] * 2, [32] * 2),
+            ([16384], 2, 16384, [64], [32]), ([10000], 1, 16384, [40], [20]),
+            ([16384, 2000, 500], 1, 16384, [64, 8, 2], [32, 4, 1]),
+            ([8192], 1, 8192, [32], [32]), ([24576], 1, 24576, [48], [48]), ([16384] * 4, 1, 16384, [32] * 4, [32] * 4),
+            ([16384] * 8, 1, 16384, [32] * 8, [32] * 8), ([16384], 8, 16384, [16], [16])]:
+        assert counts(lengths, heads, capacity) == now, (lengths, heads, capacity)
+        assert counts(lengths, heads, capacity, short_capacity=False) == before, (lengths, heads, capacity)
+    assert counts([16384], 1, 16384, bits=4) == [64]
+    assert max(e - s for _, s, e in _planned([16384], 1, 16384)) == 256
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     """A batch of one takes more than 32 chunks, up to one program an SM, where each keeps LONG_CHUNK_TOKENS at the

@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_programs_choice,
-                                   long_chunk_room_choice, long_chunk_tokens_choice, long_chunks_choice,
+from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_floor,
+                                   long_chunk_programs_choice, long_chunk_room_choice, long_chunk_short_choice,
+                                   long_chunk_tokens_choice, long_chunks_choice,
                                    max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
                                    short_chunks_choice)
 
@@ -173,8 +174,9 @@ def build_settings() -> dict[str, object]:
         now, :func:`pdl_wanted`), "merge_tree": bool (``FOSCAR_MERGE_TREE`` now, :func:`merge_tree_choice`),
         "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`),
         "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int, "long_chunk_room": bool,
-        "long_chunk_tokens": int (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``,
-        ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_TOKENS`` now: the plan rules of :mod:`foscar.kernels.splits`),
+        "long_chunk_tokens": int, "long_chunk_short": bool (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``,
+        ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_TOKENS``,
+        ``FOSCAR_LONG_CHUNK_SHORT`` now: the plan rules of :mod:`foscar.kernels.splits`),
         "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
@@ -182,14 +184,15 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
         ``FOSCAR_MERGE_LEVELS=1``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
-        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512) is set, i.e. the
-        numbers are not those of the shipped kernel.
+        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``) is
+        set, i.e. the numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
             ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS``,
-            ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"1"`` / ``"0"``; a
+            ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM`` or ``FOSCAR_LONG_CHUNK_SHORT`` other than ``"1"`` /
+            ``"0"``; a
             ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS``
             other than ``"1"`` / ``"2"``; a ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to
             32768.
@@ -204,19 +207,20 @@ def build_settings() -> dict[str, object]:
     merge = merge_choice()
     merge_tree, merge_levels = merge_tree_choice(), merge_levels_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
-    long_room, long_tokens = long_chunk_room_choice(), long_chunk_tokens_choice()
+    long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
             "merge_levels": merge_levels, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
-            "long_chunk_tokens": long_tokens,
+            "long_chunk_tokens": long_tokens, "long_chunk_short": long_short,
             "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and short and long_
-                              and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS)}
+                              and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
+                              and long_short)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -268,20 +272,28 @@ def extension():
 
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`; its short
-    and long chunks as ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS`` and
-    ``FOSCAR_LONG_CHUNK_TOKENS`` say now, :func:`foscar.kernels.splits.short_chunks_choice`,
-    :func:`foscar.kernels.splits.long_chunks_choice`, :func:`foscar.kernels.splits.long_chunk_programs_choice`,
-    :func:`foscar.kernels.splits.long_chunk_tokens_choice`).
+    and long chunks as ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``,
+    ``FOSCAR_LONG_CHUNK_TOKENS`` and ``FOSCAR_LONG_CHUNK_SHORT`` say now,
+    :func:`foscar.kernels.splits.short_chunks_choice`, :func:`foscar.kernels.splits.long_chunks_choice`,
+    :func:`foscar.kernels.splits.long_chunk_programs_choice`,
+    :func:`foscar.kernels.splits.long_chunk_floor`).
 
     Raises:
-        ValueError: ``FOSCAR_SHORT_CHUNKS`` or ``FOSCAR_LONG_CHUNKS`` other than ``"0"`` or ``"1"``;
-            ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``; ``FOSCAR_LONG_CHUNK_TOKENS`` other than a
-            multiple of 256 from 256 to 32768.
+        ValueError: ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_SHORT`` other than ``"0"``
+            or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``; ``FOSCAR_LONG_CHUNK_TOKENS``
+            other than a multiple of 256 from 256 to 32768.
     """
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
                      short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice(),
-                     long_programs=long_chunk_programs_choice(), long_tokens=long_chunk_tokens_choice())
+                     long_programs=long_chunk_programs_choice(), long_tokens=_long_floor_of(cache))
+
+
+def _long_floor_of(cache) -> int:
+    """The long chunks' floor, tokens, for a plan for ``cache`` made now: :func:`foscar.kernels.splits.long_chunk_floor`
+    over its capacity, ``FOSCAR_LONG_CHUNK_TOKENS`` and ``FOSCAR_LONG_CHUNK_SHORT`` (256 in a cache of at most 16K
+    tokens, else 512, by default; bench/NOTES.md §115)."""
+    return long_chunk_floor(cache.max_seq_len, long_chunk_tokens_choice(), long_chunk_short_choice())
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
@@ -306,16 +318,17 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     ``FOSCAR_LONG_CHUNK_ROOM`` (on by default; ``"0"`` for A/B) leaves one program an SM for each other sequence of a
     batch of up to 17 sequences at one KV head, 9 at two (§112, §113,
     :func:`foscar.kernels.splits.long_chunk_room_choice`). ``FOSCAR_LONG_CHUNK_TOKENS`` (for A/B) stands for the 512
-    (:func:`foscar.kernels.splits.long_chunk_tokens_choice`).
+    (:func:`foscar.kernels.splits.long_chunk_tokens_choice`); in a cache of at most 16K tokens the floor is 256 unless
+    ``FOSCAR_LONG_CHUNK_SHORT=0`` (:func:`foscar.kernels.splits.long_chunk_floor`, §115).
 
     Raises:
-        ValueError: ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_ROOM`` other than ``"0"`` or ``"1"``;
-            ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``; ``FOSCAR_LONG_CHUNK_TOKENS`` other than a
-            multiple of 256 from 256 to 32768.
+        ValueError: ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM`` or ``FOSCAR_LONG_CHUNK_SHORT`` other than
+            ``"0"`` or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``;
+            ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to 32768.
     """
     return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
                            long_chunks_choice(), fixed_splits, long_chunk_programs_choice(), cache.batch_size,
-                           long_chunk_room_choice(), long_chunk_tokens_choice())
+                           long_chunk_room_choice(), _long_floor_of(cache))
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

@@ -207,6 +207,44 @@ def long_chunk_tokens_choice() -> int:
     return tokens
 
 
+# The long chunks' floor is LONG_CHUNK_TOKENS except in a cache of at most this many tokens, where it is
+# CHUNK_ALIGN_TOKENS (256, one CTA iteration; long_chunk_floor): there 512 leaves a sequence of the capacity 32 chunks,
+# and 256 gives it 64 (bench/NOTES.md §115, 8 query heads over 1 KV head on an H100: INT2 1 x 16K 0.70 of the time at a
+# floor of 256 against 512, paged 0.78, INT4 0.79, 2 x 16K 0.91, 16 query heads over 2 KV heads 0.87; 4 and 8 x 16K 0.99
+# / 1.01, their slots bound the chunks). At 32K 256 was 4% (INT2) and 9% (INT4) slower than 512 (128 chunks of one
+# iteration against 64 of two); at 24K the two were level.
+LONG_CHUNK_SHORT_CAPACITY = 16384
+
+
+def long_chunk_short_choice() -> bool:
+    """Whether plans made now take the floor of 256 for long chunks in a cache of at most
+    :data:`LONG_CHUNK_SHORT_CAPACITY` (16K) tokens (:func:`long_chunk_floor`): ``FOSCAR_LONG_CHUNK_SHORT``, ``"1"`` (the
+    default since session 70) or ``"0"`` (:data:`LONG_CHUNK_TOKENS` at every capacity, for A/B; with
+    ``FOSCAR_LONG_CHUNK_TOKENS=4096`` the plans of sessions 60-69).
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNK_SHORT`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_LONG_CHUNK_SHORT", "1")
+
+
+def long_chunk_floor(max_seq_len: int, long_tokens: int = LONG_CHUNK_TOKENS, short_capacity: bool = True) -> int:
+    """The long chunks' floor, tokens, that a plan for a cache of ``max_seq_len`` tokens passes as
+    :func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``: :data:`CHUNK_ALIGN_TOKENS` (256) where
+    ``short_capacity`` (:func:`long_chunk_short_choice`) and ``max_seq_len`` is at most
+    :data:`LONG_CHUNK_SHORT_CAPACITY` (16384), else ``long_tokens`` (:func:`long_chunk_tokens_choice`, 512 by default).
+    At one KV head on 132 SMs a sequence of 16K then takes 64 chunks of 256 instead of 32 of 512; below 8K nothing
+    changes (``ceil(length / 32)`` is at most 256 there). Measured: the comment above :data:`LONG_CHUNK_SHORT_CAPACITY`.
+
+    Raises:
+        ValueError: a negative ``max_seq_len``, or ``long_tokens`` not a multiple of 256 from 256 to 32768.
+    """
+    if max_seq_len < 0:
+        raise ValueError(f"long_chunk_floor: expected max_seq_len >= 0, got {max_seq_len}")
+    _check_long_tokens(long_tokens)
+    return CHUNK_ALIGN_TOKENS if short_capacity and max_seq_len <= LONG_CHUNK_SHORT_CAPACITY else long_tokens
+
+
 LONG_CHUNK_PROGRAMS = (1, 2)  # programs an SM that long chunks may spread a sequence over
 
 
