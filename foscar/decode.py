@@ -227,7 +227,8 @@ class DecodePlan:
             capacity runs on up to one CTA an SM. Where the plan chose the split count
             (:func:`foscar.kernels.splits.plan_long_chunk`, ``FOSCAR_LONG_CHUNKS`` when the plan was made;
             bench/NOTES.md §105, §106; ``FOSCAR_LONG_CHUNK_TOKENS`` in place of 512 for A/B, §114; 4096 in sessions
-            60-69, §115): 512 for a batch of one (fixed plans), 512 or more for length-aware plans at
+            60-69, §115; 256 in a cache of at most 16K, :func:`foscar.kernels.splits.long_chunk_floor`): 512 for a
+            batch of one (fixed plans), 512 or more for length-aware plans at
             one or two KV heads (up to four with ``FOSCAR_LONG_CHUNK_PROGRAMS=2``, §108; longer where
             ``FOSCAR_LONG_CHUNK_ROOM``, on by default, leaves one program an SM for each other sequence of a batch of
             up to 17 sequences at one KV head, 9 at two, §112, §113); else 0, as for a fixed ``num_splits`` (cut as

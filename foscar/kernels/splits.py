@@ -53,7 +53,7 @@ MAX_CHUNKS_PER_SEQUENCE = 32
 # 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106). 4096 in sessions
 # 60-69; 512 since session 70 (§115: 8 query heads over 1 KV head on an H100, INT2 1 x 128K in 128 chunks of 1024
 # 0.54 of its time in 32 of 4096, 1 x 32K in 64 of 512 0.79; 256 measured 4-9% slower than 512 at 1 x 32K, 12-30%
-# faster at a 16K capacity)
+# faster at a 16K capacity, hence 256 in caches of at most 16K: long_chunk_floor)
 LONG_CHUNK_TOKENS = 512
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
 # plan_work gives a ragged batch spare slots only where the chunk target's CTAs fill that (and a sequence
@@ -334,8 +334,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     1.21 at 16 at two, hence the bound.
 
     ``long_tokens`` (:func:`long_chunk_tokens_choice`; a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`): the 4096 of
-    the rules above (512 by default since session 70, bench/NOTES.md §115: at one KV head on 132 SMs then a sequence
-    takes more than 32 chunks from a capacity of 16K, e.g. 1 x 32K 64 chunks of 512, 1 x 128K 128 of 1024).
+    the rules above (512 by default since session 70, and 256 in a cache of at most 16K, :func:`long_chunk_floor`;
+    bench/NOTES.md §115: at one KV head on 132 SMs a sequence then takes more than 32 chunks past a capacity of 8K,
+    e.g. 1 x 16K 64 chunks of 256, 1 x 32K 64 of 512, 1 x 128K 128 of 1024).
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``,
@@ -399,7 +400,8 @@ def may_take_more_than_32_chunks(fixed_splits: int, long_chunk: int, max_seq_len
     ``32 * MAX_SPLIT_TOKENS`` for a length-aware plan without one) takes more than 32. So True where ``fixed_splits``
     > 32 and ``max_seq_len`` > ``32 * (long_chunk or 256)``, or, length-aware, where ``max_seq_len`` > ``32 *
     (long_chunk or MAX_SPLIT_TOKENS)``. At one KV head on 132 SMs, length-aware plans with long chunks of 4096 up to
-    a capacity of 128K took no more than 32 chunks a sequence; with the default of 512 since session 70, up to 16K.
+    a capacity of 128K took no more than 32 chunks a sequence; with the floors since session 70 (512, and 256 in a
+    cache of at most 16K, :func:`long_chunk_floor`), up to 8K.
     """
     if fixed_splits > 0:
         return (fixed_splits > MAX_CHUNKS_PER_SEQUENCE
