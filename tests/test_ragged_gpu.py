@@ -602,6 +602,7 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
             if sms == 132:
                 assert counts == count, (setting, lengths, counts)
 
+
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for

@@ -340,7 +340,8 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     allowed range. By default at one KV head on 132 SMs a batch of one in a 128K cache takes 128 chunks (32 at 4096)
     with a fixed long chunk of 512, and one in a 32K cache 64 (32); two sequences of 128K take 64 chunks each (32);
     one 128K among seven of 4096 takes a length-aware long chunk of 1280 (room for the seven: 125 programs; 4096 at
-    4096); a 512K batch of one keeps its 128 chunks and a 16K one its 32; 8 KV heads change nothing."""
+    4096); a 512K batch of one keeps its 128 chunks and a 16K one its 32 (at a floor of 512; decode_cuda's plans take
+    256 in a cache of at most 16K, test_a_cache_of_at_most_16k_takes_long_chunks_of_256); 8 KV heads change nothing."""
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS", raising=False)
     assert splits.long_chunk_tokens_choice() == splits.LONG_CHUNK_TOKENS == 512
     for good in ("256", "1024", "4096", "32768"):
