@@ -799,12 +799,12 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS",
                      "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS",
-                     "FOSCAR_LONG_CHUNK_SHORT"):
+                     "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"], s["long_chunk_programs"],
-                s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"]) == (True, False, True, True, 1,
-                                                                                         True, 512, True)
+                s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
+                s["long_chunk_ceil"]) == (True, False, True, True, 1, True, 512, True, True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -851,7 +851,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
                                       ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False),
                                       ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024),
-                                      ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False)):
+                                      ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False),
+                                      ("FOSCAR_LONG_CHUNK_CEIL", "0", "long_chunk_ceil", False)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob
@@ -1038,14 +1039,14 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
 def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):
     """``plan_splits`` and ``plan_long_chunk_of`` pass the long chunks' floor of the cache's capacity
     (splits.long_chunk_floor, bench/NOTES.md §115): a batch of one in a 16K cache at one KV head on 132 SMs takes 64
-    fixed splits with a long chunk of 256; with ``FOSCAR_LONG_CHUNK_SHORT=0`` 32 of 512, as a 16K + 256 cache does by
-    default; ``FOSCAR_LONG_CHUNK_TOKENS=4096`` changes nothing at 16K but gives 32 past it. A bad value names the
-    setting."""
+    fixed splits with a long chunk of 256; with ``FOSCAR_LONG_CHUNK_SHORT=0`` 32 of 512, and a 16K + 256 cache 33 of 512
+    by default (32 with ``FOSCAR_LONG_CHUNK_CEIL=0``); ``FOSCAR_LONG_CHUNK_TOKENS=4096`` changes nothing at 16K but
+    gives 32 past it. A bad value names the setting."""
     import types
 
     monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)
     for knob in ("FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
-                 "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_SHORT_CHUNKS"):
+                 "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL", "FOSCAR_SHORT_CHUNKS"):
         monkeypatch.delenv(knob, raising=False)
     cpu = torch.device("cpu")
 
@@ -1055,15 +1056,20 @@ def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):
         return (slots, fixed, target), decode_cuda.plan_long_chunk_of(cache, cpu, None, fixed)
 
     assert plan(16384) == ((64, 64, 1), 256)
-    assert plan(16384 + 256) == ((32, 32, 1), 512)
+    assert plan(16384 + 256) == ((33, 33, 1), 512)  # ceil(16640 / 512) chunks of at most 512
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_TOKENS", "4096")
     assert plan(16384) == ((64, 64, 1), 256) and plan(32768) == ((32, 32, 1), 4096)
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS")
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", "0")
     assert plan(16384) == ((32, 32, 1), 512)
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_SHORT")
+    monkeypatch.setenv("FOSCAR_LONG_CHUNK_CEIL", "0")  # 16640 // 512 = 32 splits, of 768 tokens: 22 chunks
+    assert plan(16384 + 256) == ((32, 32, 1), 512) and plan(16384) == ((64, 64, 1), 256)
+    monkeypatch.delenv("FOSCAR_LONG_CHUNK_CEIL")
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", "on")
     with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_SHORT"):
         plan(16384)
+
 
 def test_plan_long_chunk_of_reads_the_room_setting_and_takes_an_empty_batch(monkeypatch):
     """``plan_long_chunk_of`` passes the cache's batch and ``FOSCAR_LONG_CHUNK_ROOM`` (read when a plan is made) to

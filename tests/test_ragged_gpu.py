@@ -207,8 +207,9 @@ def _ragged_lengths(batch, seed, longest):
     [5000] * 127 + [1],
     [6000] + _ragged_lengths(127, 12, 300),             # one long: does not fit at the first chunk, general
     _ragged_lengths(129, 13, 900),                      # past 128: the general path
-    [40000] + [4096] * 7,                               # one long, at most 32 chunks (1280 tokens where the
-                                                        # batch's total asks 768: longest_chunk_floor, §101)
+    [40000] + [4096] * 7,                               # one long: its chunks from longest_chunk_floor, 53 of
+                                                        # the long chunk's 768 since session 70 (§115; at most 32,
+                                                        # of 1280, without long chunks: the next test, §101)
     [40000] + _ragged_lengths(63, 15, 300),             # the same floor in the one pass of 4 sequences a lane
     [40000] + _ragged_lengths(129, 14, 300),            # the same floor on the general path (past 128
                                                         # sequences)
@@ -333,6 +334,17 @@ def test_merge_programs_of_several_rows(monkeypatch, rows):
     _check(q, cache, backend="cuda")
 
 
+@pytest.mark.parametrize("lengths", [[40000] + [4096] * 7, [40000] + _ragged_lengths(63, 15, 300),
+                                     [40000] + _ragged_lengths(129, 14, 300)], ids=["8", "64", "130"])
+@pytest.mark.parametrize("paged", [False, True])
+def test_the_32_chunk_floor_is_the_host_mirror(monkeypatch, lengths, paged):
+    """The one-long-capped batches of the test above with ``FOSCAR_LONG_CHUNKS=0``: at 2 KV heads their longest
+    sequence takes long chunks since session 70 (a floor of 512, §115), so the kernel's 32-chunk floor
+    (longest_chunk_floor: at most 32 chunks of 1280, §101) is checked here, against the same host mirror."""
+    monkeypatch.setenv("FOSCAR_LONG_CHUNKS", "0")
+    test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged)
+
+
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("lens, num_kv_heads", [([40000, 4096, 0, 1, 300, 4096, 257, 4095], 8),
                                                 ([5000] * 3 + [9000, 1], 8),
@@ -342,8 +354,9 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens,
     """``FOSCAR_MERGE_FROM_LENGTHS`` (bench/NOTES.md §61): the merge deriving every sequence's chunk range from the
     lengths gives the outputs and LSEs of the merge reading the kernel's chunk table, bit for bit; contiguous and
     paged, a batch whose chunk grows to fit the slots and one whose first chunk fits, and (one KV head, 4 query heads
-    over it) one whose longest sequence sets the chunk (at most 32 chunks a sequence, §101). The merge kernel's own
-    test: its plans take it whatever FOSCAR_MERGE says."""
+    over it) one whose longest sequence sets the chunk (long chunks of 512 at one KV head since session 70, §115: 79
+    for the 40000 tokens; at most 32 chunks a sequence before, §101). The merge kernel's own test: its plans take it
+    whatever FOSCAR_MERGE says."""
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
     num_qo_heads = 4 * num_kv_heads
     q, contiguous = _case(_cuda(), batch=len(lens), num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
@@ -522,7 +535,8 @@ def test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks(monkeypatch, bits
     from foscar.kernels import splits
 
     for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
-                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS"):
+                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
+                 "FOSCAR_LONG_CHUNK_SHORT"):
         monkeypatch.delenv(knob, raising=False)
     capacity = 131072
 
@@ -564,13 +578,13 @@ def test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks(monkeypatch, bits
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("bits", [2, 4])
 def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
-    """In a cache of at most 16K tokens the long chunks' floor is 256 (splits.long_chunk_floor, bench/NOTES.md §115):
-    at 1 KV head (8 query heads) on 132 SMs a batch of one at 16K takes 64 chunks of 256 (32 of 512 with
-    ``FOSCAR_LONG_CHUNK_SHORT=0``), 10000 tokens 40 (20), and 16K with two short sequences 64 + 8 + 2 (32 + 4 + 1), on
-    a contiguous and a paged cache (16-token pages, shuffled; a paged cache's capacity is its longest sequence, so
-    10000 tokens alone take 20 chunks of 512 there in both settings: 39 fixed splits of 257 tokens, aligned to 256).
-    Each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs, every row within
-    1e-2 of the fp64 reference."""
+    """In a cache of at most 16K tokens the long chunks' floor is 256 (splits.long_chunk_floor, bench/NOTES.md §115): at
+    1 KV head (8 query heads) on 132 SMs a batch of one at 16K takes 64 chunks of 256 (32 of 512 with
+    ``FOSCAR_LONG_CHUNK_SHORT=0``), 10000 tokens 40 (20), and 16K with two short sequences 64 + 8 + 2 (32 + 4 + 1), on a
+    contiguous and a paged cache (16-token pages, shuffled; a paged cache's capacity is its longest sequence: 10000
+    tokens alone there plan ceil(10000 / 256) = 40 fixed splits, test_splits' off-the-floor test). Each count as
+    splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs, every row within 1e-2 of the fp64
+    reference."""
     from foscar.kernels import splits
 
     for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
@@ -594,7 +608,7 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
             assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
         return plan, counts, splits.device_sm_count(q.device)
 
-    for setting, want in (("1", ([64], [20 if paged else 40], [64, 8, 2])), ("0", ([32], [20], [32, 4, 1]))):
+    for setting, want in (("1", ([64], [40], [64, 8, 2])), ("0", ([32], [20], [32, 4, 1]))):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", setting)
         for lengths, count in zip(([capacity], [10000], [capacity, 2000, 500]), want):
             plan, counts, sms = run(lengths)

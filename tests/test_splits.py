@@ -169,21 +169,26 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
     9.6 with 32, bench/NOTES.md §101). Now plans ask for at most 32 (past 32 x 32768 tokens, chunks of 32768: the
     longest chunk the plan asks for), and the length-aware schedule gives no sequence more; a fixed plan (batch 1)
     cuts a length in at most its count. A batch of one may take more, up to one program an SM, in chunks of at least
-    LONG_CHUNK_TOKENS (4096; bench/NOTES.md §105), and its fixed path cuts a shorter length in more than 32 only in
-    chunks that long; since session 61 any batch at one or two KV heads (plan_long_chunk, §106), in the length-aware
-    path too, and then at most one program an SM for the sequence."""
+    the long chunks' floor (long_chunk_floor: 512, 256 in a cache of at most 16K; 4096 in sessions 60-69, bench/NOTES.md
+    §105, §115), and its fixed path cuts a shorter length in more than 32 only in chunks that long; since session 61
+    any batch at one or two KV heads (plan_long_chunk, §106), in the length-aware path too, and then at most one program
+    an SM for the sequence."""
     rng = random.Random(seed)
     for _ in range(80):
         batch = rng.choice([1, 2, 3, 4, 8, rng.randrange(1, 129)])
-        capacity = rng.choice([600, 4096, 8192, 32768, 131072, 262144, 1 << 19, 1 << 20, 1 << 21])
+        capacity = rng.choice([600, 4096, 8192, 10000, 12288, 16384, 20000, 32768, 100000, 131072, 262144, 1 << 19,
+                               1 << 20, 1 << 21])
         heads = rng.choice([1, 2, 4, 8])
         sms = rng.choice([4, 132])
-        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128)
+        floor = splits.long_chunk_floor(capacity)
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128,
+                                                long_tokens=floor)
         cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
-        cap = max(cap, min(sms // (batch * heads), capacity // splits.LONG_CHUNK_TOKENS))
+        cap = max(cap, min(sms // (batch * heads), -(-capacity // floor)))
         assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
-        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity, fixed_splits=fixed)
-        assert long_chunk == 0 or (long_chunk >= splits.LONG_CHUNK_TOKENS and long_chunk % 256 == 0)
+        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity, fixed_splits=fixed, batch=batch,
+                                            long_tokens=floor)
+        assert long_chunk == 0 or (long_chunk >= floor and long_chunk % 256 == 0)
         lengths = _random_batch(rng, batch, capacity)
         work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
         for b, n in enumerate(lengths):
@@ -256,15 +261,15 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 
 
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
-             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True):
+             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which
     long_chunk_floor takes to 256 in a cache of at most 16K where ``short_capacity``, FOSCAR_LONG_CHUNK_SHORT, as
-    decode_cuda's plans do)."""
+    decode_cuda's plans do; ``ceil``: plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL)."""
     tokens = splits.long_chunk_floor(capacity, tokens, short_capacity)
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
-                                            long_tokens=tokens)
+                                            long_tokens=tokens, long_ceil=ceil)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
@@ -323,7 +328,8 @@ def test_short_chunks_leave_the_presets_grids_alone():
 @pytest.mark.parametrize("var, choice", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice),
                                          ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice),
                                          ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice),
-                                         ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice)])
+                                         ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice),
+                                         ("FOSCAR_LONG_CHUNK_CEIL", splits.long_chunk_ceil_choice)])
 def test_chunk_settings(monkeypatch, var, choice):
     monkeypatch.setenv(var, "0")
     assert choice() is False
@@ -407,6 +413,28 @@ def test_a_cache_of_at_most_16k_takes_long_chunks_of_256():
         assert counts(lengths, heads, capacity, short_capacity=False) == before, (lengths, heads, capacity)
     assert counts([16384], 1, 16384, bits=4) == [64]
     assert max(e - s for _, s, e in _planned([16384], 1, 16384)) == 256
+
+
+def test_a_capacity_off_the_floor_takes_as_many_chunks_as_its_splits():
+    """plan_work asks for ``ceil(capacity / floor)`` long chunks (up to one program an SM; ``long_ceil``,
+    FOSCAR_LONG_CHUNK_CEIL, on by default), not ``capacity // floor`` (sessions 60-69, ``long_ceil=False``):
+    the kernel aligns a chunk to 256 tokens, so ``capacity // floor`` splits of a capacity off a multiple of the floor
+    were cut in chunks of two floors' length, half the splits empty (16000 tokens at a floor of 256: 62 splits, 32
+    chunks of 512; 20000 at 512: 39 splits, 27 chunks of 768; bench/NOTES.md §115). At one KV head on 132 SMs: 16000
+    takes 63 chunks of 256, 10000 40, 20000 40 of 512, 30000 59 of 512, two sequences of 16000 63 each; capacities on a
+    multiple of the floor keep their plans (16384: 64, 32768: 64, 131072: 128)."""
+    for capacity, batch, chunks, longest in [(16000, 1, 63, 256), (10000, 1, 40, 256), (20000, 1, 40, 512),
+                                             (30000, 1, 59, 512), (16000, 2, 63, 256), (16384, 1, 64, 256),
+                                             (32768, 1, 64, 512), (131072, 1, 128, 1024)]:
+        work = _planned([capacity] * batch, 1, capacity)
+        assert len(work) == batch * chunks, capacity
+        assert max(e - s for _, s, e in work) == longest, capacity
+    for capacity, batch, chunks, longest in [(16000, 1, 32, 512), (20000, 1, 27, 768), (16000, 2, 32, 512),
+                                             (16384, 1, 64, 256), (131072, 1, 128, 1024)]:
+        work = _planned([capacity] * batch, 1, capacity, ceil=False)
+        assert len(work) == batch * chunks, capacity
+        assert max(e - s for _, s, e in work) == longest, capacity
+
 
 def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     """A batch of one takes more than 32 chunks, up to one program an SM, where each keeps LONG_CHUNK_TOKENS at the

@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
-from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_floor,
-                                   long_chunk_programs_choice, long_chunk_room_choice, long_chunk_short_choice,
-                                   long_chunk_tokens_choice, long_chunks_choice,
+from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_ceil_choice,
+                                   long_chunk_floor, long_chunk_programs_choice, long_chunk_room_choice,
+                                   long_chunk_short_choice, long_chunk_tokens_choice, long_chunks_choice,
                                    max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
                                    short_chunks_choice)
 
@@ -174,9 +174,10 @@ def build_settings() -> dict[str, object]:
         now, :func:`pdl_wanted`), "merge_tree": bool (``FOSCAR_MERGE_TREE`` now, :func:`merge_tree_choice`),
         "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`),
         "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int, "long_chunk_room": bool,
-        "long_chunk_tokens": int, "long_chunk_short": bool (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``,
-        ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_TOKENS``,
-        ``FOSCAR_LONG_CHUNK_SHORT`` now: the plan rules of :mod:`foscar.kernels.splits`),
+        "long_chunk_tokens": int, "long_chunk_short": bool, "long_chunk_ceil": bool (``FOSCAR_SHORT_CHUNKS``,
+        ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``,
+        ``FOSCAR_LONG_CHUNK_TOKENS``, ``FOSCAR_LONG_CHUNK_SHORT``, ``FOSCAR_LONG_CHUNK_CEIL`` now: the plan rules of
+        :mod:`foscar.kernels.splits`),
         "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
@@ -184,15 +185,15 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
         ``FOSCAR_MERGE_LEVELS=1``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
-        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``) is
-        set, i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``,
+        ``FOSCAR_LONG_CHUNK_CEIL=0``) is set, i.e. the numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
             ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_SHORT_CHUNKS``,
-            ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM`` or ``FOSCAR_LONG_CHUNK_SHORT`` other than ``"1"`` /
-            ``"0"``; a
+            ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_SHORT`` or
+            ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"1"`` / ``"0"``; a
             ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS``
             other than ``"1"`` / ``"2"``; a ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to
             32768.
@@ -208,19 +209,20 @@ def build_settings() -> dict[str, object]:
     merge_tree, merge_levels = merge_tree_choice(), merge_levels_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
+    long_ceil = long_chunk_ceil_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
             "merge_levels": merge_levels, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
-            "long_chunk_tokens": long_tokens, "long_chunk_short": long_short,
+            "long_chunk_tokens": long_tokens, "long_chunk_short": long_short, "long_chunk_ceil": long_ceil,
             "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and short and long_
                               and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
-                              and long_short)}
+                              and long_short and long_ceil)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -273,20 +275,21 @@ def extension():
 def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> tuple[int, int, int]:
     """``(num_slots, fixed_splits, target_chunks)`` for ``cache`` (:func:`foscar.kernels.splits.plan_work`; its short
     and long chunks as ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``,
-    ``FOSCAR_LONG_CHUNK_TOKENS`` and ``FOSCAR_LONG_CHUNK_SHORT`` say now,
+    ``FOSCAR_LONG_CHUNK_TOKENS``, ``FOSCAR_LONG_CHUNK_SHORT`` and ``FOSCAR_LONG_CHUNK_CEIL`` say now,
     :func:`foscar.kernels.splits.short_chunks_choice`, :func:`foscar.kernels.splits.long_chunks_choice`,
-    :func:`foscar.kernels.splits.long_chunk_programs_choice`,
-    :func:`foscar.kernels.splits.long_chunk_floor`).
+    :func:`foscar.kernels.splits.long_chunk_programs_choice`, :func:`foscar.kernels.splits.long_chunk_floor`,
+    :func:`foscar.kernels.splits.long_chunk_ceil_choice`).
 
     Raises:
-        ValueError: ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS`` or ``FOSCAR_LONG_CHUNK_SHORT`` other than ``"0"``
-            or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"`` or ``"2"``; ``FOSCAR_LONG_CHUNK_TOKENS``
-            other than a multiple of 256 from 256 to 32768.
+        ValueError: ``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_SHORT`` or
+            ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"0"`` or ``"1"``; ``FOSCAR_LONG_CHUNK_PROGRAMS`` other than ``"1"``
+            or ``"2"``; ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to 32768.
     """
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
                      short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice(),
-                     long_programs=long_chunk_programs_choice(), long_tokens=_long_floor_of(cache))
+                     long_programs=long_chunk_programs_choice(), long_tokens=_long_floor_of(cache),
+                     long_ceil=long_chunk_ceil_choice())
 
 
 def _long_floor_of(cache) -> int:

@@ -196,7 +196,8 @@ def long_chunk_tokens_choice() -> int:
     chunks past 32 were merged by one of its CTAs in rounds of 16 (bench/NOTES.md §101, §105); since session 66 the
     merge kernel takes them (§111), and at 8 query heads over 1 KV head on 132 SMs a 128K sequence alone still ran on
     32 CTAs of 4096 tokens (20.1 us against 22.5 at 512K on 128 CTAs, an H100, §114). At 512 it runs on 128 CTAs of
-    1024 in 11.2 us (§115).
+    1024 in 11.2 us (§115). In a cache of at most 16K tokens plans take 256 whatever this says, unless
+    ``FOSCAR_LONG_CHUNK_SHORT=0`` (:func:`long_chunk_floor`).
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_TOKENS`` not an integer, not a multiple of 256, or outside 256..32768.
@@ -243,6 +244,20 @@ def long_chunk_floor(max_seq_len: int, long_tokens: int = LONG_CHUNK_TOKENS, sho
         raise ValueError(f"long_chunk_floor: expected max_seq_len >= 0, got {max_seq_len}")
     _check_long_tokens(long_tokens)
     return CHUNK_ALIGN_TOKENS if short_capacity and max_seq_len <= LONG_CHUNK_SHORT_CAPACITY else long_tokens
+
+
+def long_chunk_ceil_choice() -> bool:
+    """Whether plans made now ask for ``ceil(capacity / floor)`` long chunks (:func:`plan_work`'s ``long_ceil``):
+    ``FOSCAR_LONG_CHUNK_CEIL``, ``"1"`` (the default since session 70) or ``"0"`` (``capacity // floor``, the plans of
+    sessions 60-69, for A/B). At a capacity off a multiple of the floor the floor division asked for splits that the
+    kernel's 256-token alignment cut in chunks of twice the floor (16000 tokens at 256: 62 splits, 32 chunks; 20000 at
+    512: 39 splits, 27 chunks of 768; bench/NOTES.md §115); a paged cache's capacity is its longest sequence, so any
+    length. Not yet timed.
+
+    Raises:
+        ValueError: ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_LONG_CHUNK_CEIL", "1")
 
 
 LONG_CHUNK_PROGRAMS = (1, 2)  # programs an SM that long chunks may spread a sequence over
@@ -457,7 +472,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
               short_chunks: bool = True, long_chunks: bool = True, long_programs: int = 1,
-              long_tokens: int = LONG_CHUNK_TOKENS) -> tuple[int, int, int]:
+              long_tokens: int = LONG_CHUNK_TOKENS, long_ceil: bool = True) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
@@ -507,8 +522,12 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             the cap below (at 2, plans at up to 4 KV heads change too). Raises ``ValueError`` for
             another value.
         long_tokens: the least chunk of the exception, tokens (:func:`long_chunk_tokens_choice`; 512 by default since
-            session 70, 4096 before and in the text below): ``max_seq_len // long_tokens`` in the cap below. Raises
-            ``ValueError`` unless a multiple of 256 from 256 to 32768.
+            session 70, 4096 before and in the text below; :func:`long_chunk_floor`): ``ceil(max_seq_len /
+            long_tokens)`` in the cap below. Raises ``ValueError`` unless a multiple of 256 from 256 to 32768.
+        long_ceil: ``ceil`` in that term (:func:`long_chunk_ceil_choice`, the default since session 70); False gives
+            ``max_seq_len // long_tokens``, the plans of sessions 60-69: the kernel aligns a chunk to 256 tokens, so
+            ``capacity // floor`` splits of a capacity off a multiple of the floor were cut in chunks of two floors,
+            about half of them empty (20000 tokens at 512: 39 splits, 27 chunks of 768; with ``ceil`` 40 of 512).
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -581,7 +600,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     cap = max(MAX_CHUNKS_PER_SEQUENCE, math.ceil(max_seq_len / MAX_SPLIT_TOKENS))
     if long_chunks:  # long sequences: more, up to one program an SM, of at least long_tokens (plan_long_chunk)
         spread = _chunks_at(long_programs, num_sms, batch * max(1, num_kv_heads))
-        cap = max(cap, min(spread, max_seq_len // long_tokens))
+        most = -(-max_seq_len // long_tokens) if long_ceil else max_seq_len // long_tokens  # chunks of long_tokens
+        cap = max(cap, min(spread, most))
     n = min(n, cap)
     past_wave = batch * max(1, num_kv_heads) >= RESIDENT_CTAS_PER_SM * num_sms
     # (INT4 keeps two chunks where its one chunk would pass LARGE_GRID_MAX_CHUNK_TOKENS: holds_two_ctas takes longer
