@@ -1046,7 +1046,8 @@ def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):
 
     monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)
     for knob in ("FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
-                 "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL", "FOSCAR_SHORT_CHUNKS"):
+                 "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL",
+                 "FOSCAR_SHORT_CHUNKS"):
         monkeypatch.delenv(knob, raising=False)
     cpu = torch.device("cpu")
 
