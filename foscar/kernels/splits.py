@@ -52,7 +52,7 @@ MAX_CHUNKS_PER_SEQUENCE = 32
 # than MAX_CHUNKS_PER_SEQUENCE chunks only in chunks of at least that; at one KV head a 512K-token sequence alone took
 # 32 CTAs of 16K tokens on a 132-SM GPU (bench/NOTES.md §105; past batch 1 since session 61, §106). 4096 in sessions
 # 60-69; 512 since session 70 (§115: 8 query heads over 1 KV head on an H100, INT2 1 x 128K in 128 chunks of 1024
-# 0.54 of its time in 32 of 4096, 1 x 32K in 64 of 512 0.79; 256 measured 4-9% slower than 512 at 1 x 32K, 12-30%
+# 0.54 of its time in 32 of 4096, 1 x 32K in 64 of 512 0.79; 256 measured 4-9% slower than 512 at 1 x 32K, 9-30%
 # faster at a 16K capacity, hence 256 in caches of at most 16K: long_chunk_floor)
 LONG_CHUNK_TOKENS = 512
 # CUDA kernel CTAs resident per SM (the folded head_dim-128 instances: 158-168 registers x 128 threads);
