@@ -559,17 +559,17 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     that is more, whatever the rules above ask: they were fit at 8 KV heads, where no sequence got more than 32, and at
     batch x num_kv_heads <= 4 they ask for 64 or more, which the in-kernel merge takes in rounds of 16 (8 query heads
     over 1 KV head on an H100: INT2 1 x 32K 20.5 us with 128 chunks, 9.6 with 32; 32 the fastest count at 19 of 24
-    points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware
-    chunks keep the same bound (:func:`first_chunk`). Long sequences (``long_chunks``) may take more, up to one program
-    an SM, while each chunk keeps at least :data:`LONG_CHUNK_TOKENS` at the capacity: at one KV head a sequence of
-    256K or 512K tokens alone then runs on 64 or 128 CTAs instead of 32 (bench/NOTES.md §105), and the kernel's fixed
-    path cuts a shorter length in no more chunks than the bound of 32 allows, unless they stay that long
-    (:func:`plan_long_chunk`). Since session 61 the same holds past batch 1 (§106): the cap is ``min(pow2_floor(
-    num_sms / (batch * num_kv_heads)), max_seq_len // 4096)`` where that is more than 32 (at one KV head on 132 SMs,
-    batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's length-aware chunks
-    take the plan's long chunk as their floor where it is below ``ceil(longest / 32)``, so in a ragged batch a long
-    sequence among short ones takes as many chunks of at least ``long_chunk`` tokens as the slots leave. At 3 or more
-    KV heads on 132 SMs one program an SM is at most 32 chunks a sequence: no change.
+    points of batch 1-8 x 8K-128K, 64 at 1 x 128K by 4.7-6.3%, bench/NOTES.md §101). The kernel's length-aware chunks
+    keep the same bound (:func:`first_chunk`). Long sequences (``long_chunks``) may take more, up to one program an SM,
+    while each chunk keeps at least :data:`LONG_CHUNK_TOKENS` at the capacity: at one KV head a sequence of 256K or 512K
+    tokens alone then runs on 64 or 128 CTAs instead of 32 (bench/NOTES.md §105), and the kernel's fixed path cuts a
+    shorter length in no more chunks than the bound of 32 allows, unless they stay that long (:func:`plan_long_chunk`).
+    Since session 61 the same holds past batch 1 (§106): the cap is ``min(pow2_floor(num_sms / (batch * num_kv_heads)),
+    max_seq_len // 4096)`` (``ceil(max_seq_len / long_tokens)`` since session 70) where that is more than 32 (at one KV
+    head on 132 SMs, batch 2 past 128K: 40 chunks a sequence at 160K, 48 at 192K, 64 from 256K), and the kernel's
+    length-aware chunks take the plan's long chunk as their floor where it is below ``ceil(longest / 32)``, so in a
+    ragged batch a long sequence among short ones takes as many chunks of at least ``long_chunk`` tokens as the slots
+    leave. At 3 or more KV heads on 132 SMs one program an SM is at most 32 chunks a sequence: no change.
 
     One chunk per sequence: where the target is one chunk per sequence and the grid has no room (``num_slots
     == batch``), every sequence is one chunk whatever its length, so the plan says so as ``fixed_splits = 1``
