@@ -252,7 +252,8 @@ def long_chunk_ceil_choice() -> bool:
     sessions 60-69, for A/B). At a capacity off a multiple of the floor the floor division asked for splits that the
     kernel's 256-token alignment cut in chunks of twice the floor (16000 tokens at 256: 62 splits, 32 chunks; 20000 at
     512: 39 splits, 27 chunks of 768; bench/NOTES.md §115); a paged cache's capacity is its longest sequence, so any
-    length. Not yet timed.
+    length. INT2 at 8 query heads over 1 KV head on an H100, one round: 1 x 16000 0.79 of the time of the floor
+    division, 1 x 20000 0.89, 1 x 16K (the same plan) 1.00.
 
     Raises:
         ValueError: ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"0"`` or ``"1"``.
