@@ -182,6 +182,32 @@ def _one_kv_head_case(lengths, capacity, bits):
     return q, dataclasses.replace(cache, seq_lens=torch.tensor(lengths, dtype=torch.int32, device=q.device))
 
 
+# the merge and long-chunk settings (read when a plan is made) that the long-chunk tests clear: plans as shipped
+LONG_CHUNK_SETTINGS = ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
+                       "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
+                       "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL")
+
+
+def _run_one_kv_head(lengths, capacity, bits, paged=False):
+    """Plans and runs :func:`_one_kv_head_case` (on 16-token shuffled pages where ``paged``) as the settings say now;
+    checks the chunk counts that splits.schedule mirrors against the merge kernel's chunk table where it runs, and
+    every row within 1e-2 of the fp64 reference. Returns ``(plan, counts, SMs of the device)``."""
+    from foscar.kernels import splits
+
+    q, cache = _one_kv_head_case(lengths, capacity, bits)
+    if paged:
+        cache = foscar.paginate(cache, 16, shuffle=True)
+    plan = foscar.plan_decode(cache, 8, backend="cuda")
+    out = plan.run(q, cache)
+    torch.cuda.synchronize()
+    counts = _plan_chunk_counts(plan, lengths)
+    if plan._seq_chunks is not None:  # the merge kernel's chunk table
+        assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (lengths, counts)
+    ref = foscar.reference_decode(q, cache)
+    for i in range(len(lengths)):
+        assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
+    return plan, counts, splits.device_sm_count(q.device)
+
 def _ragged_lengths(batch, seed, longest):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, longest, (batch,), generator=g).tolist()
@@ -534,25 +560,12 @@ def test_the_long_chunk_floor_gives_a_128k_sequence_128_chunks(monkeypatch, bits
     to its chunk table; every row within 1e-2 of the fp64 reference."""
     from foscar.kernels import splits
 
-    for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
-                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
-                 "FOSCAR_LONG_CHUNK_SHORT"):
+    for knob in LONG_CHUNK_SETTINGS:
         monkeypatch.delenv(knob, raising=False)
     capacity = 131072
 
     def run(lengths):
-        b = len(lengths)
-        q, cache = _one_kv_head_case(lengths, capacity, bits)
-        plan = foscar.plan_decode(cache, 8, backend="cuda")
-        out = plan.run(q, cache)
-        torch.cuda.synchronize()
-        counts = _plan_chunk_counts(plan, lengths)
-        if plan._seq_chunks is not None:  # the merge kernel's chunk table
-            assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (lengths, counts)
-        ref = foscar.reference_decode(q, cache)
-        for i in range(b):
-            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
-        return plan, counts, splits.device_sm_count(q.device)
+        return _run_one_kv_head(lengths, capacity, bits)
 
     one_long = [capacity] + [4096] * 7
     assert splits.LONG_CHUNK_TOKENS == 512
@@ -585,33 +598,13 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
     tokens alone there plan ceil(10000 / 256) = 40 fixed splits, test_splits' off-the-floor test). Each count as
     splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs, every row within 1e-2 of the fp64
     reference."""
-    from foscar.kernels import splits
-
-    for knob in ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_LONG_CHUNKS",
-                 "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
-                 "FOSCAR_LONG_CHUNK_SHORT"):
+    for knob in LONG_CHUNK_SETTINGS:
         monkeypatch.delenv(knob, raising=False)
     capacity = 16384
-
-    def run(lengths):
-        q, cache = _one_kv_head_case(lengths, capacity, bits)
-        if paged:
-            cache = foscar.paginate(cache, 16, shuffle=True)
-        plan = foscar.plan_decode(cache, 8, backend="cuda")
-        out = plan.run(q, cache)
-        torch.cuda.synchronize()
-        counts = _plan_chunk_counts(plan, lengths)
-        if plan._seq_chunks is not None:  # the merge kernel's chunk table
-            assert [int(n) for n in plan._seq_chunks[:, 1]] == counts, (lengths, counts)
-        ref = foscar.reference_decode(q, cache)
-        for i in range(len(lengths)):
-            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
-        return plan, counts, splits.device_sm_count(q.device)
-
     for setting, want in (("1", ([64], [40], [64, 8, 2])), ("0", ([32], [20], [32, 4, 1]))):
         monkeypatch.setenv("FOSCAR_LONG_CHUNK_SHORT", setting)
         for lengths, count in zip(([capacity], [10000], [capacity, 2000, 500]), want):
-            plan, counts, sms = run(lengths)
+            plan, counts, sms = _run_one_kv_head(lengths, capacity, bits, paged)
             assert plan.long_chunk == (256 if setting == "1" else 512), (setting, lengths)
             if sms == 132:
                 assert counts == count, (setting, lengths, counts)
