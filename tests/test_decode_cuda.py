@@ -1037,11 +1037,11 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
 
 
 def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):
-    """``plan_splits`` and ``plan_long_chunk_of`` pass the long chunks' floor of the cache's capacity
-    (splits.long_chunk_floor, bench/NOTES.md §115): a batch of one in a 16K cache at one KV head on 132 SMs takes 64
-    fixed splits with a long chunk of 256; with ``FOSCAR_LONG_CHUNK_SHORT=0`` 32 of 512, and a 16K + 256 cache 33 of 512
-    by default (32 with ``FOSCAR_LONG_CHUNK_CEIL=0``); ``FOSCAR_LONG_CHUNK_TOKENS=4096`` changes nothing at 16K but
-    gives 32 past it. A bad value names the setting."""
+    """``plan_splits`` and ``plan_long_chunk_of`` plan with the long chunks' floor of the cache's capacity
+    (splits.long_chunk_floor, which plan_work and plan_long_chunk apply; bench/NOTES.md §115): a batch of one in a 16K
+    cache at one KV head on 132 SMs takes 64 fixed splits with a long chunk of 256; with ``FOSCAR_LONG_CHUNK_SHORT=0``
+    32 of 512, and a 16K + 256 cache 33 of 512 by default (32 with ``FOSCAR_LONG_CHUNK_CEIL=0``);
+    ``FOSCAR_LONG_CHUNK_TOKENS=4096`` changes nothing at 16K but gives 32 past it. A bad value names the setting."""
     import types
 
     monkeypatch.setattr(decode_cuda, "device_sm_count", lambda device: 132)

@@ -181,13 +181,11 @@ def test_no_sequence_takes_more_than_32_chunks(seed):
         heads = rng.choice([1, 2, 4, 8])
         sms = rng.choice([4, 132])
         floor = splits.long_chunk_floor(capacity)
-        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128,
-                                                long_tokens=floor)
+        slots, fixed, target = splits.plan_work(batch, heads, capacity, sms, bits=rng.choice([2, 4]), head_dim=128)
         cap = max(splits.MAX_CHUNKS_PER_SEQUENCE, -(-capacity // splits.MAX_SPLIT_TOKENS))
         cap = max(cap, min(sms // (batch * heads), -(-capacity // floor)))
         assert splits.plan_chunks_per_sequence(batch, fixed, target) <= cap
-        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity, fixed_splits=fixed, batch=batch,
-                                            long_tokens=floor)
+        long_chunk = splits.plan_long_chunk(None, heads, sms, capacity, fixed_splits=fixed, batch=batch)
         assert long_chunk == 0 or (long_chunk >= floor and long_chunk % 256 == 0)
         lengths = _random_batch(rng, batch, capacity)
         work = splits.schedule(lengths, slots, fixed, target, splits.plan_min_chunk(target, heads, sms), long_chunk)
@@ -263,17 +261,16 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
              tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
-    its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which
-    long_chunk_floor takes to 256 in a cache of at most 16K where ``short_capacity``, FOSCAR_LONG_CHUNK_SHORT, as
-    decode_cuda's plans do; ``ceil``: plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL)."""
-    tokens = splits.long_chunk_floor(capacity, tokens, short_capacity)
+    its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which both take
+    to 256 in a cache of at most 16K where ``short_capacity``, their long_short, FOSCAR_LONG_CHUNK_SHORT; ``ceil``:
+    plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
-                                            long_tokens=tokens, long_ceil=ceil)
+                                            long_tokens=tokens, long_ceil=ceil, long_short=short_capacity)
     return splits.schedule(list(lengths), slots, fixed, target,
                            splits.plan_min_chunk(target, num_kv_heads, sms, short),
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
-                                                  len(lengths), room, tokens))
+                                                  len(lengths), room, tokens, short_capacity))
 
 
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
@@ -346,8 +343,8 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     allowed range. By default at one KV head on 132 SMs a batch of one in a 128K cache takes 128 chunks (32 at 4096)
     with a fixed long chunk of 512, and one in a 32K cache 64 (32); two sequences of 128K take 64 chunks each (32);
     one 128K among seven of 4096 takes a length-aware long chunk of 1280 (room for the seven: 125 programs; 4096 at
-    4096); a 512K batch of one keeps its 128 chunks and a 16K one its 32 (at a floor of 512; decode_cuda's plans take
-    256 in a cache of at most 16K, test_a_cache_of_at_most_16k_takes_long_chunks_of_256); 8 KV heads change nothing."""
+    4096); a 512K batch of one keeps its 128 chunks and a 16K one its 64 (a floor of 256 in a cache of at most 16K
+    whatever the setting, test_a_cache_of_at_most_16k_takes_long_chunks_of_256); 8 KV heads change nothing."""
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_TOKENS", raising=False)
     assert splits.long_chunk_tokens_choice() == splits.LONG_CHUNK_TOKENS == 512
     for good in ("256", "1024", "4096", "32768"):
@@ -374,7 +371,7 @@ def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):
     assert plan(2, 131072) == ((128, 0, 128), 1024) and plan(2, 131072, tokens=4096) == ((64, 0, 64), 4096)
     assert plan(8, 131072)[1] == 1280 and plan(8, 131072, tokens=4096)[1] == 4096
     assert plan(1, 524288, tokens=4096)[0] == plan(1, 524288)[0] == (128, 128, 1)
-    assert plan(1, 16384, tokens=4096)[0] == plan(1, 16384)[0] == (32, 32, 1)
+    assert plan(1, 16384, tokens=4096)[0] == plan(1, 16384)[0] == (64, 64, 1)  # 256 at 16K whatever the setting
     for batch, context in ((1, 131072), (8, 131072), (1, 524288)):
         assert plan(batch, context, heads=8, tokens=4096)[0] == plan(batch, context, heads=8)[0]
     # the kernel's cut as the host mirror gives it: one 128K among seven of 4096 in 103 chunks of 1280 (32 of 4096)

@@ -30,8 +30,8 @@ import torch
 
 from foscar.kernels.knobs import env_flag, pdl_capable
 from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_ceil_choice,
-                                   long_chunk_floor, long_chunk_programs_choice, long_chunk_room_choice,
-                                   long_chunk_short_choice, long_chunk_tokens_choice, long_chunks_choice,
+                                   long_chunk_programs_choice, long_chunk_room_choice, long_chunk_short_choice,
+                                   long_chunk_tokens_choice, long_chunks_choice,
                                    max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
                                    short_chunks_choice)
 
@@ -288,15 +288,8 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
     return plan_work(cache.batch_size, cache.num_kv_heads, cache.max_seq_len, device_sm_count(device), num_splits,
                      bits=cache.bits, head_dim=cache.head_dim, paged=hasattr(cache, "kv_indptr"),
                      short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice(),
-                     long_programs=long_chunk_programs_choice(), long_tokens=_long_floor_of(cache),
-                     long_ceil=long_chunk_ceil_choice())
-
-
-def _long_floor_of(cache) -> int:
-    """The long chunks' floor, tokens, for a plan for ``cache`` made now: :func:`foscar.kernels.splits.long_chunk_floor`
-    over its capacity, ``FOSCAR_LONG_CHUNK_TOKENS`` and ``FOSCAR_LONG_CHUNK_SHORT`` (256 in a cache of at most 16K
-    tokens, else 512, by default; bench/NOTES.md §115)."""
-    return long_chunk_floor(cache.max_seq_len, long_chunk_tokens_choice(), long_chunk_short_choice())
+                     long_programs=long_chunk_programs_choice(), long_tokens=long_chunk_tokens_choice(),
+                     long_ceil=long_chunk_ceil_choice(), long_short=long_chunk_short_choice())
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
@@ -331,7 +324,7 @@ def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixe
     """
     return plan_long_chunk(num_splits, cache.num_kv_heads, device_sm_count(device), cache.max_seq_len,
                            long_chunks_choice(), fixed_splits, long_chunk_programs_choice(), cache.batch_size,
-                           long_chunk_room_choice(), _long_floor_of(cache))
+                           long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice())
 
 
 MODES = {"bf16": 0, "per-value": 1, "fp8": 2}  # kernel operand modes (csrc: enum Mode)

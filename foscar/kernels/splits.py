@@ -230,8 +230,8 @@ def long_chunk_short_choice() -> bool:
 
 
 def long_chunk_floor(max_seq_len: int, long_tokens: int = LONG_CHUNK_TOKENS, short_capacity: bool = True) -> int:
-    """The long chunks' floor, tokens, that a plan for a cache of ``max_seq_len`` tokens passes as
-    :func:`plan_work`'s and :func:`plan_long_chunk`'s ``long_tokens``: :data:`CHUNK_ALIGN_TOKENS` (256) where
+    """The long chunks' floor, tokens, that :func:`plan_work` and :func:`plan_long_chunk` take from their
+    ``long_tokens`` for a cache of ``max_seq_len`` tokens: :data:`CHUNK_ALIGN_TOKENS` (256) where
     ``short_capacity`` (:func:`long_chunk_short_choice`) and ``max_seq_len`` is at most
     :data:`LONG_CHUNK_SHORT_CAPACITY` (16384), else ``long_tokens`` (:func:`long_chunk_tokens_choice`, 512 by default).
     At one KV head on 132 SMs a sequence of 16K then takes 64 chunks of 256 instead of 32 of 512; below 8K nothing
@@ -317,7 +317,7 @@ def _check_long_programs(long_programs: int) -> None:
 
 def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max_seq_len: int,
                     long_chunks: bool = True, fixed_splits: int = 0, long_programs: int = 1, batch: int = 1,
-                    room: bool = True, long_tokens: int = LONG_CHUNK_TOKENS) -> int:
+                    room: bool = True, long_tokens: int = LONG_CHUNK_TOKENS, long_short: bool = True) -> int:
     """The CUDA kernel's ``long_chunk`` (tokens, a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`) for a plan over
     ``num_kv_heads`` KV heads and a capacity of ``max_seq_len`` tokens on ``num_sms`` SMs whose fixed split count is
     ``fixed_splits`` (:func:`plan_work`; 0: length-aware); 0 where the plan's ``num_splits`` is the caller's or where
@@ -352,7 +352,9 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
     ``long_tokens`` (:func:`long_chunk_tokens_choice`; a multiple of 256 up to :data:`MAX_SPLIT_TOKENS`): the 4096 of
     the rules above (512 by default since session 70, and 256 in a cache of at most 16K, :func:`long_chunk_floor`;
     bench/NOTES.md §115: at one KV head on 132 SMs a sequence then takes more than 32 chunks past a capacity of 8K,
-    e.g. 1 x 16K 64 chunks of 256, 1 x 32K 64 of 512, 1 x 128K 128 of 1024).
+    e.g. 1 x 16K 64 chunks of 256, 1 x 32K 64 of 512, 1 x 128K 128 of 1024). ``long_short``
+    (:func:`long_chunk_short_choice`): :func:`long_chunk_floor`'s ``short_capacity``, which takes ``long_tokens`` to 256
+    in a cache of at most 16K (as :func:`plan_work` does).
 
     Raises:
         ValueError: ``num_kv_heads`` or ``num_sms`` below 1, a negative ``max_seq_len`` or ``batch``,
@@ -362,7 +364,7 @@ def plan_long_chunk(num_splits: int | None, num_kv_heads: int, num_sms: int, max
         raise ValueError(f"plan_long_chunk: expected num_kv_heads >= 1, num_sms >= 1, max_seq_len >= 0 and batch >= 0, "
                          f"got {num_kv_heads}, {num_sms}, {max_seq_len}, {batch}")
     _check_long_programs(long_programs)
-    _check_long_tokens(long_tokens)
+    long_tokens = long_chunk_floor(max_seq_len, long_tokens, long_short)
     if num_splits is not None or not long_chunks:
         return 0
     if fixed_splits > 0:  # at any KV head count: past 1M tokens a fixed plan has more than 32 chunks at 3-8 too
@@ -473,7 +475,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
               num_splits: int | None = None, bits: int | None = None,
               head_dim: int | None = None, paged: bool = False,
               short_chunks: bool = True, long_chunks: bool = True, long_programs: int = 1,
-              long_tokens: int = LONG_CHUNK_TOKENS, long_ceil: bool = True) -> tuple[int, int, int]:
+              long_tokens: int = LONG_CHUNK_TOKENS, long_ceil: bool = True,
+              long_short: bool = True) -> tuple[int, int, int]:
     """Length-aware split-KV for the CUDA kernel: ``(num_slots, fixed_splits, target_chunks)``.
 
     The chunk target is sized on the host from the shapes, as before: ``target_chunks = batch * choose_num_splits(...)``
@@ -529,6 +532,8 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
             ``max_seq_len // long_tokens``, the plans of sessions 60-69: the kernel aligns a chunk to 256 tokens, so
             ``capacity // floor`` splits of a capacity off a multiple of the floor were cut in chunks of two floors,
             about half of them empty (20000 tokens at 512: 39 splits, 27 chunks of 768; with ``ceil`` 40 of 512).
+        long_short: :func:`long_chunk_floor`'s ``short_capacity`` (:func:`long_chunk_short_choice`, the default since
+            session 70): ``long_tokens`` is 256 in a cache of at most 16K; False keeps ``long_tokens`` there.
 
     Short chunks: where the fit's count leaves the grid at most one CTA an SM, a sequence takes up to one program per
     SM (``pow2_floor(num_sms / (batch * num_kv_heads))``, at most one chunk per 256-token iteration), as a batch of
@@ -582,7 +587,7 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
         ``num_slots`` rows), ``fixed_splits`` (0 in the length-aware mode) and ``target_chunks``.
     """
     _check_long_programs(long_programs)
-    _check_long_tokens(long_tokens)
+    long_tokens = long_chunk_floor(max(max_seq_len, 0), long_tokens, long_short)
     if num_splits is not None:
         return batch * num_splits, num_splits, 1
     n, _ = choose_num_splits(batch, num_kv_heads, max_seq_len, 256, num_sms)
