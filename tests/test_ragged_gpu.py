@@ -489,21 +489,9 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
     capacity = 262144
 
-    def run(lengths):
-        b = len(lengths)
-        q, cache = _one_kv_head_case(lengths, capacity, bits)
-        plan = foscar.plan_decode(cache, 8, backend="cuda")
+    def run(lengths):  # (the in-kernel merge has no chunk table: its outputs are checked)
+        plan, counts, _ = _run_one_kv_head(lengths, capacity, bits)
         assert plan.merge == ("fused" if merge == "fused" else "kernel")
-        out = plan.run(q, cache)
-        torch.cuda.synchronize()
-        counts = _plan_chunk_counts(plan, lengths)
-        # the kernel's chunk table (the in-kernel merge has none: its outputs are checked)
-        got = None if plan._seq_chunks is None else [int(n) for n in plan._seq_chunks[:, 1]]
-        ref = foscar.reference_decode(q, cache)
-        for i in range(b):
-            assert float((out[i].double() - ref[i]).norm() / ref[i].norm()) < 1e-2, (lengths, i)
-        if got is not None:
-            assert got == counts, (lengths, got, counts)
         return plan, counts
 
     plan, counts = run([capacity, capacity])
