@@ -797,14 +797,15 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
-        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_LONG_CHUNKS",
+        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_ONE_PASS", "FOSCAR_SHORT_CHUNKS",
+                     "FOSCAR_LONG_CHUNKS",
                      "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS",
                      "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert (s["merge_tree"], s["merge_levels"], s["short_chunks"], s["long_chunks"], s["long_chunk_programs"],
-                s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
-                s["long_chunk_ceil"]) == (True, False, True, True, 1, True, 512, True, True)
+        assert (s["merge_tree"], s["merge_levels"], s["merge_one_pass"], s["short_chunks"], s["long_chunks"],
+                s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
+                s["long_chunk_ceil"]) == (True, False, True, True, True, 1, True, 512, True, True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -846,6 +847,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         # the plan rules (read when a plan is made): each off its default is not the shipped kernel's plan
         for knob, value, key, got in (("FOSCAR_MERGE_TREE", "0", "merge_tree", False),
                                       ("FOSCAR_MERGE_LEVELS", "1", "merge_levels", True),
+                                      ("FOSCAR_MERGE_ONE_PASS", "0", "merge_one_pass", False),
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
@@ -923,6 +925,25 @@ def test_merge_levels_setting(monkeypatch):
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "yes")
     with pytest.raises(ValueError, match="FOSCAR_MERGE_LEVELS: expected '1' or '0', got 'yes'"):
         decode_cuda.merge_levels_choice()
+
+
+def test_merge_one_pass_setting(monkeypatch):
+    monkeypatch.delenv("FOSCAR_MERGE_ONE_PASS", raising=False)
+    assert decode_cuda.merge_one_pass_choice() is True  # several passes: the merge kernel (NOTES §116)
+    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "0")
+    assert decode_cuda.merge_one_pass_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "on")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_ONE_PASS: expected '1' or '0', got 'on'"):
+        decode_cuda.merge_one_pass_choice()
+
+
+def test_one_pass_is_a_float4_a_thread_of_the_merging_cta():
+    """The kernel's merging CTA (128 threads, a float4 each) covers 512 floats a pass: gqa 1-4 at head_dim 128, 1-8
+    at 64, 1-2 at 256 in one pass; gqa 5-8 at head_dim 128 (the Llama-3.1-70B TP8 shape's 8) in two."""
+    assert decode_cuda.MERGE_PASS_FLOATS == 512
+    one = decode_cuda.fused_merge_one_pass
+    assert all(one(g, 128) for g in (1, 2, 3, 4)) and not any(one(g, 128) for g in (5, 6, 7, 8, 16))
+    assert one(8, 64) and not one(16, 64) and one(2, 256) and not one(4, 256)
 
 
 def test_merge_tree_setting(monkeypatch):

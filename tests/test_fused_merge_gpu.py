@@ -22,9 +22,11 @@ pytestmark = [
 @pytest.fixture(autouse=True)
 def two_levels(monkeypatch):
     """Folded BF16 plans where a sequence may take more than 32 chunks keep the in-kernel merge's two levels
-    (``FOSCAR_MERGE_LEVELS=1``) whatever the default, since these tests are of the in-kernel merge; a test of the
+    (``FOSCAR_MERGE_LEVELS=1``), and plans at gqa 5-8 (head_dim 128) the in-kernel merge's several passes
+    (``FOSCAR_MERGE_ONE_PASS=0``), whatever the defaults, since these tests are of the in-kernel merge; a test of the
     other choice sets it itself."""
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
+    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "0")
 
 
 @pytest.fixture
@@ -324,6 +326,39 @@ def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
     plan = foscar.plan_decode(cache, 16, backend="cuda", num_splits=num_splits)
     assert plan.merge == "fused"
     _check(q, cache, backend="cuda", num_splits=num_splits)
+
+
+@pytest.mark.parametrize("num_qo_heads, num_kv_heads, head_dim, bits, fused_by_default", [
+    (8, 1, 128, 2, False), (16, 2, 128, 4, False), (48, 8, 128, 2, False), (32, 8, 128, 2, True),
+    (8, 1, 64, 4, True), (16, 8, 256, 4, True), (32, 8, 256, 2, False)])
+@pytest.mark.parametrize("paged", [False, True])
+def test_plans_merge_in_the_kernel_only_in_one_pass(monkeypatch, num_qo_heads, num_kv_heads, head_dim, bits,
+                                                    fused_by_default, paged):
+    """``FOSCAR_MERGE_ONE_PASS`` unset (the default since NOTES §116): a plan keeps the in-kernel merge where its
+    merging CTA covers the ``gqa x head_dim`` partials in one pass (gqa <= 4 at head_dim 128, 8 at 64, 2 at 256) and
+    takes the merge kernel elsewhere (gqa 6 and 8 at 128, 4 at 256), with ``FOSCAR_MERGE=fused`` too, for plans and
+    one-shot decodes alike. Either plan against the fp64 reference (ragged lengths: an empty sequence, one of one
+    chunk, one of 32 fixed chunks or of the length-aware plan's) and against the other merge within fp32 rounding."""
+    lens = [8192, 0, 300, 5000]
+    q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                     head_dim=head_dim, seq_lens=lens, bits=bits, group_size=64)
+    cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
+    assert decode_cuda.fused_merge_one_pass(num_qo_heads // num_kv_heads, head_dim) is fused_by_default
+    monkeypatch.setenv("FOSCAR_MERGE", "fused")
+    results = {}
+    for one_pass in ("1", "0"):
+        monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", one_pass)
+        for num_splits in (None, 32):
+            plan = foscar.plan_decode(cache, num_qo_heads, backend="cuda", num_splits=num_splits)
+            assert plan.merge == ("fused" if fused_by_default or one_pass == "0" else "kernel"), (one_pass, num_splits)
+            out, lse = plan.run(q, cache, return_lse=True)
+            torch.cuda.synchronize()
+            assert not plan._counters.any()
+            results[one_pass, num_splits] = out.clone(), lse.clone()
+        one_shot = foscar.decode(q, cache, backend="cuda", return_lse=True)
+        assert torch.equal(one_shot[0], results[one_pass, None][0])  # the same merge and plan
+    for num_splits in (None, 32):
+        _against_the_reference_and(q, cache, lens, *results["1", num_splits], results["0", num_splits])
 
 
 def test_fused_and_kernel_merge_agree(monkeypatch):
