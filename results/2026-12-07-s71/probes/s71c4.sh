@@ -11,11 +11,14 @@
 #     1 x 32K (32 chunks) 0.85-0.95;
 #   h24-4 (gqa 6): 1 x 8K 0.85-0.95;
 #   controls, gqa 4 (Qwen3-8B shape, the same plans): 1 x 8K, 8 x 8K 0.98-1.02.
+# L: then, if time is left, the Llama-3.1-70B TP8 bench (session 70's call 4 command) against session 70's
+#   (bench-llama-3.1-70b-tp8-a3b67f98, another H100): INT2 1 x 8K 1.50x -> 1.75-1.95x, uniform geomean INT2 3.79x ->
+#   3.85-4.05x, INT4 2.71x -> 2.72-2.85x; rows past 8K at batch >= 8 within 0.95-1.03 (GPU to GPU +-3-6%, §115).
 LIMIT="${LIMIT:-560}"
 . scripts/probe_preamble.sh /tmp/s71
 MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1
 echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
-timeout 200 python -m pytest -q -m gpu -n 3 tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py tests/test_plan.py \
+timeout 150 python -m pytest -q -m gpu -n 3 tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py tests/test_plan.py \
   -k "one_pass or agree or one_shot or captured or ragged_lengths or 16k or long_chunk_floor or host_mirror" \
   > $W/tests.log 2>&1
 echo "T: tests rc=$? left=$(left)"; tail -3 $W/tests.log; cp $W/tests.log $OUT/tests.txt
@@ -27,4 +30,14 @@ python -m bench.ab_rounds $W/ab --variant "new:" --variant "old:" --run-env old:
   --point 2x1x8192:h24-4 --point 2x1x8192 --point 2x8x8192 \
   --limit-s $(( $(left) > 120 ? $(left) - 25 : 60 )) --round-s 20 > $W/ab_rounds.log 2>&1
 echo "R: ab_rounds rc=$? left=$(left)"; tail -40 $W/ab_rounds.log; cp $W/ab_rounds.log $OUT/ab_rounds.txt
+if [ "$(left)" -gt 200 ]; then
+  ARCH=h100; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && ARCH=h200
+  timeout $(( $(left) - 15 )) foscar bench --arch $ARCH --model llama-3.1-70b-tp8 --operand bf16 \
+    --kernel foscar-cuda --kernel foscar-cuda-paged --kernel flashinfer-fa2 --kernel flashinfer-fa2-tc \
+    --kernel flashinfer-xqa --kernel flashinfer-fa2-tc-fp8 --kernel flashinfer-xqa-fp8 --read-floor --out $W/lb \
+    --format quiet > $W/bench-llama.log 2>&1
+  echo "L: bench rc=$? left=$(left)"; tail -3 $W/bench-llama.log
+  cp $W/lb/results.csv $OUT/bench-results.csv; cp $W/lb/meta.json $OUT/bench-meta.json
+  cp $W/lb/summary.json $OUT/bench-summary.json
+fi
 probe_end s71c4
