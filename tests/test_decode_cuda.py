@@ -797,13 +797,13 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PV_PACK", raising=False)
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
-        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_ONE_PASS", "FOSCAR_SHORT_CHUNKS",
+        for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_WIDE", "FOSCAR_SHORT_CHUNKS",
                      "FOSCAR_LONG_CHUNKS",
                      "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS",
                      "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
-        assert (s["merge_tree"], s["merge_levels"], s["merge_one_pass"], s["short_chunks"], s["long_chunks"],
+        assert (s["merge_tree"], s["merge_levels"], s["merge_wide"], s["short_chunks"], s["long_chunks"],
                 s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
                 s["long_chunk_ceil"]) == (True, False, True, True, True, 1, True, 512, True, True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
@@ -847,7 +847,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         # the plan rules (read when a plan is made): each off its default is not the shipped kernel's plan
         for knob, value, key, got in (("FOSCAR_MERGE_TREE", "0", "merge_tree", False),
                                       ("FOSCAR_MERGE_LEVELS", "1", "merge_levels", True),
-                                      ("FOSCAR_MERGE_ONE_PASS", "0", "merge_one_pass", False),
+                                      ("FOSCAR_MERGE_WIDE", "0", "merge_wide", False),
                                       ("FOSCAR_SHORT_CHUNKS", "0", "short_chunks", False),
                                       ("FOSCAR_LONG_CHUNKS", "0", "long_chunks", False),
                                       ("FOSCAR_LONG_CHUNK_PROGRAMS", "2", "long_chunk_programs", 2),
@@ -928,13 +928,13 @@ def test_merge_levels_setting(monkeypatch):
 
 
 def test_merge_one_pass_setting(monkeypatch):
-    monkeypatch.delenv("FOSCAR_MERGE_ONE_PASS", raising=False)
-    assert decode_cuda.merge_one_pass_choice() is True  # several passes: the merge kernel (NOTES §116)
-    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "0")
-    assert decode_cuda.merge_one_pass_choice() is False
-    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "on")
-    with pytest.raises(ValueError, match="FOSCAR_MERGE_ONE_PASS: expected '1' or '0', got 'on'"):
-        decode_cuda.merge_one_pass_choice()
+    monkeypatch.delenv("FOSCAR_MERGE_WIDE", raising=False)
+    assert decode_cuda.merge_wide_choice() is True  # two passes or more, few pairs: the merge kernel (NOTES §116)
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
+    assert decode_cuda.merge_wide_choice() is False
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "on")
+    with pytest.raises(ValueError, match="FOSCAR_MERGE_WIDE: expected '1' or '0', got 'on'"):
+        decode_cuda.merge_wide_choice()
 
 
 def test_one_pass_is_a_float4_a_thread_of_the_merging_cta():
@@ -944,6 +944,16 @@ def test_one_pass_is_a_float4_a_thread_of_the_merging_cta():
     one = decode_cuda.fused_merge_one_pass
     assert all(one(g, 128) for g in (1, 2, 3, 4)) and not any(one(g, 128) for g in (5, 6, 7, 8, 16))
     assert one(8, 64) and not one(16, 64) and one(2, 256) and not one(4, 256)
+
+
+def test_the_merge_kernel_is_preferred_for_few_pairs_of_two_passes_or_more():
+    """merge_kernel_preferred: gqa x head_dim of at least two passes (1024 floats) and at most 16 (sequence, KV
+    head) pairs, the measured side of NOTES §116 (gqa 6, a half second pass, and batch 32 at one KV head stay)."""
+    pref = decode_cuda.merge_kernel_preferred
+    assert pref(8, 128, 1, 1) and pref(8, 128, 16, 1) and pref(8, 128, 8, 2) and pref(8, 128, 1, 8)
+    assert not pref(8, 128, 32, 1) and not pref(8, 128, 8, 8) and not pref(8, 128, 17, 1)
+    assert not pref(6, 128, 1, 4) and not pref(4, 128, 1, 1) and not pref(8, 64, 1, 1)
+    assert pref(4, 256, 1, 8) and pref(16, 64, 2, 1) and not pref(2, 256, 1, 1)
 
 
 def test_merge_tree_setting(monkeypatch):

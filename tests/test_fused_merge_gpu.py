@@ -22,11 +22,11 @@ pytestmark = [
 @pytest.fixture(autouse=True)
 def two_levels(monkeypatch):
     """Folded BF16 plans where a sequence may take more than 32 chunks keep the in-kernel merge's two levels
-    (``FOSCAR_MERGE_LEVELS=1``), and plans at gqa 5-8 (head_dim 128) the in-kernel merge's several passes
-    (``FOSCAR_MERGE_ONE_PASS=0``), whatever the defaults, since these tests are of the in-kernel merge; a test of the
+    (``FOSCAR_MERGE_LEVELS=1``), and plans of few merging CTAs of two passes or more (gqa 8 at head_dim 128, at most
+    16 sequence-KV-head pairs) the in-kernel merge (``FOSCAR_MERGE_WIDE=0``), whatever the defaults, since these tests are of the in-kernel merge; a test of the
     other choice sets it itself."""
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
-    monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", "0")
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
 
 
 @pytest.fixture
@@ -328,35 +328,38 @@ def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
     _check(q, cache, backend="cuda", num_splits=num_splits)
 
 
-@pytest.mark.parametrize("num_qo_heads, num_kv_heads, head_dim, bits, fused_by_default", [
-    (8, 1, 128, 2, False), (16, 2, 128, 4, False), (48, 8, 128, 2, False), (32, 8, 128, 2, True),
-    (8, 1, 64, 4, True), (16, 8, 256, 4, True), (32, 8, 256, 2, False)])
+@pytest.mark.parametrize("num_qo_heads, num_kv_heads, head_dim, bits, batch, kernel_by_default", [
+    (8, 1, 128, 2, 4, True), (16, 2, 128, 4, 4, True), (64, 8, 128, 2, 2, True), (64, 8, 128, 2, 4, False),
+    (8, 1, 128, 2, 20, False), (24, 4, 128, 2, 4, False), (32, 8, 128, 2, 2, False), (8, 1, 64, 4, 4, False),
+    (32, 8, 256, 2, 2, True), (16, 8, 256, 4, 2, False)])
 @pytest.mark.parametrize("paged", [False, True])
-def test_plans_merge_in_the_kernel_only_in_one_pass(monkeypatch, num_qo_heads, num_kv_heads, head_dim, bits,
-                                                    fused_by_default, paged):
-    """``FOSCAR_MERGE_ONE_PASS`` unset (the default since NOTES §116): a plan keeps the in-kernel merge where its
-    merging CTA covers the ``gqa x head_dim`` partials in one pass (gqa <= 4 at head_dim 128, 8 at 64, 2 at 256) and
-    takes the merge kernel elsewhere (gqa 6 and 8 at 128, 4 at 256), with ``FOSCAR_MERGE=fused`` too, for plans and
-    one-shot decodes alike. Either plan against the fp64 reference (ragged lengths: an empty sequence, one of one
-    chunk, one of 32 fixed chunks or of the length-aware plan's) and against the other merge within fp32 rounding."""
-    lens = [8192, 0, 300, 5000]
-    q, cache = _case(torch.device("cuda"), batch=4, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+def test_few_wide_merges_take_the_merge_kernel(monkeypatch, num_qo_heads, num_kv_heads, head_dim, bits, batch,
+                                               kernel_by_default, paged):
+    """``FOSCAR_MERGE_WIDE`` unset (the default since NOTES §116): a plan takes the merge kernel where its merging
+    CTAs take two passes or more over their ``gqa x head_dim`` partials and at most 16 (sequence, KV head) pairs merge
+    (:func:`decode_cuda.merge_kernel_preferred`), with ``FOSCAR_MERGE=fused`` too, for plans and one-shot decodes
+    alike, and keeps the in-kernel merge elsewhere and with ``FOSCAR_MERGE_WIDE=0``. Either plan against the fp64
+    reference (ragged lengths: an empty sequence, one of one chunk, several of many; length-aware and 32 fixed
+    chunks) and against the other merge within fp32 rounding."""
+    lens = ([8192, 0, 300, 5000] * 5)[:batch]
+    q, cache = _case(torch.device("cuda"), batch=batch, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
                      head_dim=head_dim, seq_lens=lens, bits=bits, group_size=64)
     cache = foscar.paginate(cache, 16, shuffle=True) if paged else cache
-    assert decode_cuda.fused_merge_one_pass(num_qo_heads // num_kv_heads, head_dim) is fused_by_default
+    gqa = num_qo_heads // num_kv_heads
+    assert decode_cuda.merge_kernel_preferred(gqa, head_dim, batch, num_kv_heads) is kernel_by_default
     monkeypatch.setenv("FOSCAR_MERGE", "fused")
     results = {}
-    for one_pass in ("1", "0"):
-        monkeypatch.setenv("FOSCAR_MERGE_ONE_PASS", one_pass)
+    for wide in ("1", "0"):
+        monkeypatch.setenv("FOSCAR_MERGE_WIDE", wide)
         for num_splits in (None, 32):
             plan = foscar.plan_decode(cache, num_qo_heads, backend="cuda", num_splits=num_splits)
-            assert plan.merge == ("fused" if fused_by_default or one_pass == "0" else "kernel"), (one_pass, num_splits)
+            assert plan.merge == ("kernel" if kernel_by_default and wide == "1" else "fused"), (wide, num_splits)
             out, lse = plan.run(q, cache, return_lse=True)
             torch.cuda.synchronize()
             assert not plan._counters.any()
-            results[one_pass, num_splits] = out.clone(), lse.clone()
-        one_shot = foscar.decode(q, cache, backend="cuda", return_lse=True)
-        assert torch.equal(one_shot[0], results[one_pass, None][0])  # the same merge and plan
+            results[wide, num_splits] = out.clone(), lse.clone()
+        one_shot = foscar.decode(q, cache, backend="cuda")
+        assert torch.equal(one_shot, results[wide, None][0])  # the same merge and plan
     for num_splits in (None, 32):
         _against_the_reference_and(q, cache, lens, *results["1", num_splits], results["0", num_splits])
 

@@ -99,8 +99,9 @@ def merge_choice(default: str = "fused") -> str:
     and so does a plan where a sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``
     (:func:`merge_tree_choice`; bench/NOTES.md §110) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1``
     (:func:`merge_levels_choice`; §111), and so does a plan whose merging CTA would cover its partials in more than
-    one pass (:func:`fused_merge_one_pass`, gqa > 4 at head_dim 128), unless ``FOSCAR_MERGE_ONE_PASS=0``
-    (:func:`merge_one_pass_choice`; §116).
+    few merging CTAs take two passes or more (:func:`merge_kernel_preferred`: gqa >= 8 at head_dim 128, batch x
+    num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``
+    (:func:`merge_wide_choice`; §116).
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -174,8 +175,8 @@ def build_settings() -> dict[str, object]:
         (``FOSCAR_PV_PACK`` now, :func:`pv_pack_choice`), "max_ctas_per_sm": str (``FOSCAR_MAX_CTAS_PER_SM`` now,
         ``"auto"`` unless set; :func:`foscar.kernels.splits.max_ctas_per_sm_setting`), "pdl": bool (``FOSCAR_PDL``
         now, :func:`pdl_wanted`), "merge_tree": bool (``FOSCAR_MERGE_TREE`` now, :func:`merge_tree_choice`),
-        "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`), "merge_one_pass": bool
-        (``FOSCAR_MERGE_ONE_PASS`` now, :func:`merge_one_pass_choice`),
+        "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`), "merge_wide": bool
+        (``FOSCAR_MERGE_WIDE`` now, :func:`merge_wide_choice`),
         "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int, "long_chunk_room": bool,
         "long_chunk_tokens": int, "long_chunk_short": bool, "long_chunk_ceil": bool (``FOSCAR_SHORT_CHUNKS``,
         ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``,
@@ -186,7 +187,7 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
         ``FOSCAR_MERGE_FIXED_WINDOW=0``, ``FOSCAR_MERGE_FROM_LENGTHS=1``, ``FOSCAR_PV_PACK=0``, a
         ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"``, ``FOSCAR_PDL=0``, ``FOSCAR_MERGE_TREE=0``,
-        ``FOSCAR_MERGE_LEVELS=1``, ``FOSCAR_MERGE_ONE_PASS=0``,
+        ``FOSCAR_MERGE_LEVELS=1``, ``FOSCAR_MERGE_WIDE=0``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
         ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``,
         ``FOSCAR_LONG_CHUNK_CEIL=0``) is set, i.e. the numbers are not those of the shipped kernel.
@@ -194,7 +195,7 @@ def build_settings() -> dict[str, object]:
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
-            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_MERGE_ONE_PASS``,
+            ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_MERGE_WIDE``,
             ``FOSCAR_SHORT_CHUNKS``,
             ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_SHORT`` or
             ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"1"`` / ``"0"``; a
@@ -210,7 +211,7 @@ def build_settings() -> dict[str, object]:
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
     merge = merge_choice()
-    merge_tree, merge_levels, one_pass = merge_tree_choice(), merge_levels_choice(), merge_one_pass_choice()
+    merge_tree, merge_levels, one_pass = merge_tree_choice(), merge_levels_choice(), merge_wide_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
     long_ceil = long_chunk_ceil_choice()
@@ -218,7 +219,7 @@ def build_settings() -> dict[str, object]:
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
-            "merge_levels": merge_levels, "merge_one_pass": one_pass, "short_chunks": short,
+            "merge_levels": merge_levels, "merge_wide": one_pass, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
             "long_chunk_tokens": long_tokens, "long_chunk_short": long_short, "long_chunk_ceil": long_ceil,
             "source_hash": source_hash(),
@@ -441,29 +442,41 @@ def merge_tree_choice() -> bool:
 # floats of one (sequence, KV head)'s gqa x head_dim block of partials that the in-kernel merge's last CTA covers in
 # one pass: its 128 threads a float4 each (merge_rows / merge_rows_warp in csrc/folded_decode_sm90.cuh)
 MERGE_PASS_FLOATS = 4 * 128
+# at most this many (sequence, KV head) pairs merging for merge_kernel_preferred (bench/NOTES.md §116)
+WIDE_MERGE_MAX_PAIRS = 16
 
 
 def fused_merge_one_pass(gqa: int, head_dim: int) -> bool:
     """Whether the in-kernel merge's last CTA of a (sequence, KV head) covers its ``gqa x head_dim`` block of
     partials in one pass (``gqa * head_dim <= MERGE_PASS_FLOATS``: gqa <= 4 at head_dim 128, <= 8 at 64, <= 2 at
     256). Past it the CTA loops over the block, a dependent round of L2 loads a pass, after the sequence's last
-    chunk. :func:`merge_one_pass_choice` sends such plans to the merge kernel (bench/NOTES.md §116)."""
+    chunk."""
     return gqa * head_dim <= MERGE_PASS_FLOATS
 
 
-def merge_one_pass_choice() -> bool:
-    """Whether a plan made now keeps the in-kernel merge only where its last CTA merges in one pass
-    (:func:`fused_merge_one_pass`) and takes the merge kernel elsewhere: ``FOSCAR_MERGE_ONE_PASS``, ``"1"`` (the
-    default since session 71) or ``"0"`` (the in-kernel merge at any gqa, as before; for A/B). Measured on an H100
-    at 8 query heads over 1 KV head, head_dim 128 (two passes; bench/NOTES.md §116), the merge kernel's time over the
-    in-kernel merge's: INT2 1 x 4K 0.78, 1 x 8K 0.80 (6.75 -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands
-    0.91, 16 query heads over 2 KV heads 0.88, 2 x 8K 0.96, 8 x 4K 0.97, 8 x 8K 0.95, 4 x 8K 1.01; at the Qwen3-8B
-    shape (gqa 4, one pass) the in-kernel merge stays 3-5% faster.
+def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: int) -> bool:
+    """Whether a plan takes the merge kernel instead of the in-kernel merge by the wide-block rule (where
+    :func:`merge_wide_choice` is on): the merging CTA takes two full passes or more over its ``gqa x head_dim``
+    partials (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``: gqa >= 8 at head_dim 128, >= 4 at 256, >= 16 at 64) and at
+    most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs merge (``batch * num_kv_heads <= 16``), where one
+    merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md §116), the merge kernel's time
+    over the in-kernel merge's, INT2 unless said: 8 query heads over 1 KV head 1 x 4K 0.78, 1 x 8K 0.80-0.81 (6.75
+    -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands 0.91, 2 x 8K 0.96, 4 x 8K 1.01, 8 x 4K 0.97, 8 x 8K 0.95,
+    16 x 8K 0.98 (INT4 0.97, paged 0.99), 16 x 32K 1.00; 16 over 2 KV heads 1 x 8K 0.88; 64 over 8 KV heads 1 x 8K
+    0.94, 1 x 32K 1.00. Left to the in-kernel merge: 32 x 8K (1.03 with the merge kernel), 64 x 8K (1.01), 64 over 8
+    KV heads 8 x 8K (1.00), gqa 6 (24 over 4 KV heads 1 x 8K: 1.03, a half second pass) and gqa 4 (1.00-1.05)."""
+    return gqa * head_dim >= 2 * MERGE_PASS_FLOATS and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS
+
+
+def merge_wide_choice() -> bool:
+    """Whether a plan made now takes the merge kernel where :func:`merge_kernel_preferred` says so:
+    ``FOSCAR_MERGE_WIDE``, ``"1"`` (the default since session 71) or ``"0"`` (the in-kernel merge there, as before;
+    for A/B).
 
     Raises:
-        ValueError: ``FOSCAR_MERGE_ONE_PASS`` other than ``"0"`` or ``"1"``.
+        ValueError: ``FOSCAR_MERGE_WIDE`` other than ``"0"`` or ``"1"``.
     """
-    return env_flag("FOSCAR_MERGE_ONE_PASS", "1")
+    return env_flag("FOSCAR_MERGE_WIDE", "1")
 
 
 def merge_levels_choice() -> bool:
