@@ -953,7 +953,7 @@ def test_the_merge_kernel_is_preferred_for_few_pairs_of_two_passes_or_more():
     assert pref(8, 128, 1, 1) and pref(8, 128, 16, 1) and pref(8, 128, 8, 2) and pref(8, 128, 1, 8)
     assert not pref(8, 128, 32, 1) and not pref(8, 128, 8, 8) and not pref(8, 128, 17, 1)
     assert not pref(6, 128, 1, 4) and not pref(4, 128, 1, 1) and not pref(8, 64, 1, 1)
-    assert pref(4, 256, 1, 8) and pref(16, 64, 2, 1) and not pref(2, 256, 1, 1)
+    assert pref(4, 256, 1, 8) and pref(8, 256, 2, 8) and not pref(2, 256, 1, 1)
 
 
 def test_merge_tree_setting(monkeypatch):

@@ -457,9 +457,9 @@ def fused_merge_one_pass(gqa: int, head_dim: int) -> bool:
 def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: int) -> bool:
     """Whether a plan takes the merge kernel instead of the in-kernel merge by the wide-block rule (where
     :func:`merge_wide_choice` is on): the merging CTA takes two full passes or more over its ``gqa x head_dim``
-    partials (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``: gqa >= 8 at head_dim 128, >= 4 at 256, >= 16 at 64) and at
-    most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs merge (``batch * num_kv_heads <= 16``), where one
-    merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md §116), the merge kernel's time
+    partials (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``: gqa 8 at head_dim 128, 4-8 at 256; never at 64, the kernel
+    taking gqa <= :data:`MAX_GQA`) and at most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs merge
+    (``batch * num_kv_heads <= 16``), where one merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md §116), the merge kernel's time
     over the in-kernel merge's, INT2 unless said: 8 query heads over 1 KV head 1 x 4K 0.78, 1 x 8K 0.80-0.81 (6.75
     -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands 0.91, 2 x 8K 0.96, 4 x 8K 1.01, 8 x 4K 0.97, 8 x 8K 0.95,
     16 x 8K 0.98 (INT4 0.97, paged 0.99), 16 x 32K 1.00; 16 over 2 KV heads 1 x 8K 0.88; 64 over 8 KV heads 1 x 8K
