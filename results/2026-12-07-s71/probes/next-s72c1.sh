@@ -7,7 +7,7 @@
 # files (status: issue12-table.txt, bench-results.csv, bench-meta.json, bench-summary.json; wide: tests.txt,
 # ab_wide.txt, ab_short.txt).
 LIMIT="${LIMIT:-560}"
-. scripts/probe_preamble.sh /tmp/s71
+. scripts/probe_preamble.sh /tmp/s69  # status.sh reads /tmp/s69/bench
 MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1
 echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
 P69=results/2026-12-07-s69/probes

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepared in session 71 (not run in it): what session 71 left untimed, on an H100. Sourced by a dispatcher after
-# probe_preamble.sh (W=/tmp/s71) and the build. Expectations written in session 71 before any run (guesses from
+# probe_preamble.sh (any work folder W) and the build. Expectations written in session 71 before any run (guesses from
 # bench/NOTES.md §115-§116, ranges wide where no neighbour was timed); INT2, head_dim 128, G=128 unless said.
 #   T: the fused-merge and ragged GPU tests whole (-n 3; four workers ran out of memory in session 70).
 #   A: the merge kernel's rule (decode_cuda.merge_kernel_preferred) against FOSCAR_MERGE_WIDE=0, rounds new old old
