@@ -41,8 +41,8 @@ def decode(
     :func:`foscar.kernels.decode_cuda.fused_merge_in`, and no sequence may take more than 32 chunks, or
     ``FOSCAR_MERGE_TREE=0``, or the operands are folded BF16 with ``FOSCAR_MERGE_LEVELS=1``:
     :func:`foscar.kernels.decode_cuda.merge_tree_choice`, :func:`foscar.kernels.decode_cuda.merge_levels_choice`;
-    and not where few merging CTAs take two passes or more over their partials, e.g. gqa 8 at head_dim 128 and at
-    most 16 (sequence, KV head) pairs, unless ``FOSCAR_MERGE_WIDE=0``:
+    and not where few merging CTAs take two passes over their partials, gqa 8 at head_dim 128 and at most 16
+    (sequence, KV head) pairs, unless ``FOSCAR_MERGE_WIDE=0``:
     :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`);
     :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
@@ -177,9 +177,10 @@ class DecodePlan:
             ``"bf16"`` on a paged cache, bench/NOTES.md §81; and where a sequence may take more than 32 chunks, unless
             ``FOSCAR_MERGE_TREE=0`` (one merging CTA) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1`` (the
             in-kernel merge's two levels, which the FP8 and per-value instances lack; bench/NOTES.md §110-§111); and
-            where few merging CTAs would take two passes or more over their ``gqa x head_dim`` partials (gqa >= 8 at
-            head_dim 128, batch x num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``,
-            :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`, bench/NOTES.md §116);
+            where few merging CTAs would take two passes over their ``gqa x head_dim`` partials (gqa 8 at head_dim 128,
+            batch x num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``,
+            :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`, bench/NOTES.md §116: that rule comes first, so
+            there ``FOSCAR_MERGE_TREE=0`` / ``FOSCAR_MERGE_LEVELS=1`` need ``FOSCAR_MERGE_WIDE=0`` too);
             ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one
@@ -372,7 +373,10 @@ def plan_decode(
             ``FOSCAR_PV_PACK`` other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pv_pack_choice`, read
             when the plan is made); a ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32
             (:func:`foscar.kernels.splits.max_ctas_per_sm_choice`, read when the plan is made); a ``FOSCAR_PDL``
-            other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pdl_choice`, read when the plan is made).
+            other than ``"1"`` / ``"0"`` (:func:`foscar.kernels.decode_cuda.pdl_choice`, read when the plan is made);
+            a ``FOSCAR_MERGE_WIDE``, ``FOSCAR_MERGE_TREE`` or ``FOSCAR_MERGE_LEVELS`` other than ``"1"`` / ``"0"``
+            (:func:`foscar.kernels.decode_cuda.merge_wide_choice`, ``merge_tree_choice``, ``merge_levels_choice``;
+            read when the plan is made).
 
     Example (a decode loop: plan once, then ``run`` every step; capturable in a CUDA graph)::
 
@@ -458,10 +462,10 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         if merge == "fused" and not decode_cuda.fused_merge_in(cache.bits, head_dim, cache.group_size, common["mode"],
                                                                paged, getattr(cache, "k_block", None) is not None):
             merge = "kernel"  # an instance built without the in-kernel merge (NOTES §81)
-        # few merging CTAs, each taking two passes or more over its rows: the merge kernel (FOSCAR_MERGE_WIDE, read
-        # now; NOTES §116)
-        if (merge == "fused" and decode_cuda.merge_kernel_preferred(gqa, head_dim, batch, cache.num_kv_heads)
-                and decode_cuda.merge_wide_choice()):
+        # few merging CTAs, each taking two passes over its rows: the merge kernel (FOSCAR_MERGE_WIDE, read now, and
+        # before the rules past 32 chunks below; NOTES §116)
+        wide = decode_cuda.merge_wide_choice()
+        if merge == "fused" and wide and decode_cuda.merge_kernel_preferred(gqa, head_dim, batch, cache.num_kv_heads):
             merge = "kernel"
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
         # where a sequence may take more than 32 chunks (splits.may_take_more_than_32_chunks; FOSCAR_MERGE_TREE, read

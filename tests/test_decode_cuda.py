@@ -927,9 +927,9 @@ def test_merge_levels_setting(monkeypatch):
         decode_cuda.merge_levels_choice()
 
 
-def test_merge_one_pass_setting(monkeypatch):
+def test_merge_wide_setting(monkeypatch):
     monkeypatch.delenv("FOSCAR_MERGE_WIDE", raising=False)
-    assert decode_cuda.merge_wide_choice() is True  # two passes or more, few pairs: the merge kernel (NOTES §116)
+    assert decode_cuda.merge_wide_choice() is True  # few two-pass merges: the merge kernel (NOTES §116)
     monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
     assert decode_cuda.merge_wide_choice() is False
     monkeypatch.setenv("FOSCAR_MERGE_WIDE", "on")
@@ -937,23 +937,17 @@ def test_merge_one_pass_setting(monkeypatch):
         decode_cuda.merge_wide_choice()
 
 
-def test_one_pass_is_a_float4_a_thread_of_the_merging_cta():
-    """The kernel's merging CTA (128 threads, a float4 each) covers 512 floats a pass: gqa 1-4 at head_dim 128, 1-8
-    at 64, 1-2 at 256 in one pass; gqa 5-8 at head_dim 128 (the Llama-3.1-70B TP8 shape's 8) in two."""
-    assert decode_cuda.MERGE_PASS_FLOATS == 512
-    one = decode_cuda.fused_merge_one_pass
-    assert all(one(g, 128) for g in (1, 2, 3, 4)) and not any(one(g, 128) for g in (5, 6, 7, 8, 16))
-    assert one(8, 64) and not one(16, 64) and one(2, 256) and not one(4, 256)
-
-
-def test_the_merge_kernel_is_preferred_for_few_pairs_of_two_passes_or_more():
-    """merge_kernel_preferred: gqa x head_dim of at least two passes (1024 floats) and at most 16 (sequence, KV
-    head) pairs, the measured side of NOTES §116 (gqa 6, a half second pass, and batch 32 at one KV head stay)."""
+def test_the_merge_kernel_is_preferred_for_few_two_pass_merges_at_head_dim_128():
+    """merge_kernel_preferred (NOTES §116): the merging CTA's 128 threads cover 512 floats a pass, so gqa 8 at
+    head_dim 128 takes two; at most 16 (sequence, KV head) pairs; gqa 6 (a half-full second pass), gqa 4 (one pass)
+    and batch 32 at one KV head keep the in-kernel merge, as do head_dim 64 (one pass at any gqa of the kernel) and
+    256 (two passes or more at gqa 4-8, not timed)."""
+    assert decode_cuda.MERGE_PASS_FLOATS == 512 and decode_cuda.WIDE_MERGE_MAX_HEAD_DIM == 128
     pref = decode_cuda.merge_kernel_preferred
     assert pref(8, 128, 1, 1) and pref(8, 128, 16, 1) and pref(8, 128, 8, 2) and pref(8, 128, 1, 8)
     assert not pref(8, 128, 32, 1) and not pref(8, 128, 8, 8) and not pref(8, 128, 17, 1)
-    assert not pref(6, 128, 1, 4) and not pref(4, 128, 1, 1) and not pref(8, 64, 1, 1)
-    assert pref(4, 256, 1, 8) and pref(8, 256, 2, 8) and not pref(2, 256, 1, 1)
+    assert not any(pref(g, 128, 1, 1) for g in (1, 2, 3, 4, 5, 6, 7))
+    assert not any(pref(g, 64, 1, 1) for g in range(1, 9)) and not any(pref(g, 256, 1, 1) for g in range(1, 9))
 
 
 def test_merge_tree_setting(monkeypatch):

@@ -406,9 +406,11 @@ def test_merge_ranges_from_the_lengths_are_the_kernels(monkeypatch, paged, lens,
 def test_short_chunks_at_one_kv_head(monkeypatch, bits):
     """8 query heads over 1 KV head (Llama-3.1-70B at tensor parallel 8), 4 ragged sequences: the plan's grid is at
     most one CTA an SM, so it takes chunks of one 256-token iteration (``plan.min_chunk`` 256, bench/NOTES.md §103).
-    Against the fp64 reference with the in-kernel merge; the paged cache's output is the contiguous one's; with
+    Against the fp64 reference with the in-kernel merge (``FOSCAR_MERGE_WIDE=0``: by default 4 sequences at gqa 8
+    take the merge kernel, NOTES §116); the paged cache's output is the contiguous one's; with
     ``FOSCAR_SHORT_CHUNKS=0`` the plan takes chunks of 512 again (another schedule, the same answer within BF16
     rounding)."""
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
     lens = [8192, 3000, 257, 6000]
     q, cache = _case(_cuda(), batch=4, num_qo_heads=8, num_kv_heads=1, head_dim=128, seq_lens=lens, bits=bits,
                      group_size=128)
@@ -486,8 +488,10 @@ def test_long_sequences_past_batch_one_take_chunks_of_at_least_4096(monkeypatch,
         monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", "1")
     else:
         monkeypatch.setenv("FOSCAR_MERGE", merge)
-    # the in-kernel merge past 32 chunks: its two levels (the default there is the merge kernel, NOTES §111)
+    # the in-kernel merge past 32 chunks: its two levels (the default there is the merge kernel, NOTES §111), and at
+    # gqa 8 for 2-4 sequences (the default there is the merge kernel too, NOTES §116)
     monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
     capacity = 262144
 
     def run(lengths):  # (the in-kernel merge has no chunk table: its outputs are checked)

@@ -98,10 +98,10 @@ def merge_choice(default: str = "fused") -> str:
     A plan whose kernel instance lacks the fused merge (:func:`fused_merge_in`) takes ``"kernel"`` whatever this says,
     and so does a plan where a sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``
     (:func:`merge_tree_choice`; bench/NOTES.md §110) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1``
-    (:func:`merge_levels_choice`; §111), and so does a plan whose merging CTA would cover its partials in more than
-    few merging CTAs take two passes or more (:func:`merge_kernel_preferred`: gqa >= 8 at head_dim 128, batch x
-    num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``
-    (:func:`merge_wide_choice`; §116).
+    (:func:`merge_levels_choice`; §111), and so does a plan whose few merging CTAs would each take two passes over
+    their partials (:func:`merge_kernel_preferred`: gqa 8 at head_dim 128, batch x num_kv_heads <= 16), unless
+    ``FOSCAR_MERGE_WIDE=0`` (:func:`merge_wide_choice`; §116). That rule comes first: where it applies, neither
+    ``FOSCAR_MERGE_TREE=0`` nor ``FOSCAR_MERGE_LEVELS=1`` gives the in-kernel merge unless ``FOSCAR_MERGE_WIDE=0`` too.
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -166,7 +166,8 @@ def build_settings() -> dict[str, object]:
         ``{"nvcc_flags": [...], "csrc": path or None (the package's own sources), "merge": "kernel" |
         "fused" (what plans made now take: :func:`merge_choice`; an instance without the fused merge,
         :func:`fused_merge_in`, takes "kernel", as plans past 32 chunks a sequence do,
-        :func:`merge_tree_choice`, :func:`merge_levels_choice`), "fused_merge_built": bool, "merge_speculate": bool
+        :func:`merge_tree_choice`, :func:`merge_levels_choice`, and plans of few two-pass merges,
+        :func:`merge_kernel_preferred`), "fused_merge_built": bool, "merge_speculate": bool
         (``FOSCAR_MERGE_SPECULATE`` now, :func:`foscar.kernels.merge_triton.speculate_choice`),
         "merge_pdl": bool (``FOSCAR_MERGE_PDL`` now, :func:`foscar.kernels.merge_triton.pdl_wanted`),
         "merge_fixed_window": bool (``FOSCAR_MERGE_FIXED_WINDOW`` now,
@@ -211,7 +212,7 @@ def build_settings() -> dict[str, object]:
     from_lengths, pv_pack = from_lengths_choice(), pv_pack_choice()
     max_ctas, decode_pdl = max_ctas_per_sm_setting(), pdl_wanted()
     merge = merge_choice()
-    merge_tree, merge_levels, one_pass = merge_tree_choice(), merge_levels_choice(), merge_wide_choice()
+    merge_tree, merge_levels, wide = merge_tree_choice(), merge_levels_choice(), merge_wide_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
     long_ceil = long_chunk_ceil_choice()
@@ -219,13 +220,13 @@ def build_settings() -> dict[str, object]:
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
             "max_ctas_per_sm": max_ctas, "pdl": decode_pdl, "merge_tree": merge_tree,
-            "merge_levels": merge_levels, "merge_wide": one_pass, "short_chunks": short,
+            "merge_levels": merge_levels, "merge_wide": wide, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
             "long_chunk_tokens": long_tokens, "long_chunk_short": long_short, "long_chunk_ceil": long_ceil,
             "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
-                              and decode_pdl and merge_tree and not merge_levels and one_pass and short and long_
+                              and decode_pdl and merge_tree and not merge_levels and wide and short and long_
                               and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
                               and long_short and long_ceil)}
 
@@ -440,32 +441,33 @@ def merge_tree_choice() -> bool:
 
 
 # floats of one (sequence, KV head)'s gqa x head_dim block of partials that the in-kernel merge's last CTA covers in
-# one pass: its 128 threads a float4 each (merge_rows / merge_rows_warp in csrc/folded_decode_sm90.cuh)
+# one pass: its kWarps * 32 = 128 threads a float4 each (merge_rows / merge_rows_warp and kWarps = 4 in
+# csrc/folded_decode_sm90.cuh; change them together)
 MERGE_PASS_FLOATS = 4 * 128
-# at most this many (sequence, KV head) pairs merging for merge_kernel_preferred (bench/NOTES.md §116)
+# at most this many (sequence, KV head) pairs in the batch for merge_kernel_preferred (bench/NOTES.md §116)
 WIDE_MERGE_MAX_PAIRS = 16
-
-
-def fused_merge_one_pass(gqa: int, head_dim: int) -> bool:
-    """Whether the in-kernel merge's last CTA of a (sequence, KV head) covers its ``gqa x head_dim`` block of
-    partials in one pass (``gqa * head_dim <= MERGE_PASS_FLOATS``: gqa <= 4 at head_dim 128, <= 8 at 64, <= 2 at
-    256). Past it the CTA loops over the block, a dependent round of L2 loads a pass, after the sequence's last
-    chunk."""
-    return gqa * head_dim <= MERGE_PASS_FLOATS
+# the head_dims merge_kernel_preferred was measured at (128; at 64 no gqa of the kernel takes two passes): at 256 a
+# merge of gqa 4-8 takes two to four passes too, but was never timed, so it keeps the in-kernel merge
+WIDE_MERGE_MAX_HEAD_DIM = 128
 
 
 def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: int) -> bool:
     """Whether a plan takes the merge kernel instead of the in-kernel merge by the wide-block rule (where
-    :func:`merge_wide_choice` is on): the merging CTA takes two full passes or more over its ``gqa x head_dim``
-    partials (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``: gqa 8 at head_dim 128, 4-8 at 256; never at 64, the kernel
-    taking gqa <= :data:`MAX_GQA`) and at most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs merge
-    (``batch * num_kv_heads <= 16``), where one merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md §116), the merge kernel's time
-    over the in-kernel merge's, INT2 unless said: 8 query heads over 1 KV head 1 x 4K 0.78, 1 x 8K 0.80-0.81 (6.75
-    -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands 0.91, 2 x 8K 0.96, 4 x 8K 1.01, 8 x 4K 0.97, 8 x 8K 0.95,
-    16 x 8K 0.98 (INT4 0.97, paged 0.99), 16 x 32K 1.00; 16 over 2 KV heads 1 x 8K 0.88; 64 over 8 KV heads 1 x 8K
-    0.94, 1 x 32K 1.00. Left to the in-kernel merge: 32 x 8K (1.03 with the merge kernel), 64 x 8K (1.01), 64 over 8
-    KV heads 8 x 8K (1.00), gqa 6 (24 over 4 KV heads 1 x 8K: 1.03, a half second pass) and gqa 4 (1.00-1.05)."""
-    return gqa * head_dim >= 2 * MERGE_PASS_FLOATS and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS
+    :func:`merge_wide_choice` is on). The in-kernel merge's last CTA of a (sequence, KV head) walks its ``gqa x
+    head_dim`` partials :data:`MERGE_PASS_FLOATS` (512) floats a pass, each pass a dependent round of L2 loads after
+    the sequence's last chunk, where the merge kernel spreads the rows over programs after one PDL wait. The rule: two
+    full passes or more (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``), at a measured head_dim (``head_dim <=``
+    :data:`WIDE_MERGE_MAX_HEAD_DIM`: gqa 8 at 128; never at 64, the kernel taking gqa <= :data:`MAX_GQA`), and at
+    most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs in the batch (``batch * num_kv_heads <= 16``, empty
+    sequences counted), where one merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md
+    §116), the merge kernel's time over the in-kernel merge's, INT2 unless said: 8 query heads over 1 KV head 1 x 4K
+    0.78, 1 x 8K 0.80-0.81 (6.75 -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands 0.91, 2 x 8K 0.96, 4 x 8K
+    1.01, 8 x 4K 0.97, 8 x 8K 0.95, 16 x 8K 0.98 (INT4 0.97, paged 0.99), 16 x 32K 1.00; 16 over 2 KV heads 1 x 8K
+    0.88; 64 over 8 KV heads 1 x 8K 0.94, 1 x 32K 1.00. Left to the in-kernel merge: 32 x 8K (1.03 with the merge
+    kernel), 64 x 8K (1.01), 64 over 8 KV heads 8 x 8K (1.00), gqa 6 (24 over 4 KV heads 1 x 8K: 1.03, a half-full
+    second pass) and gqa 4 (one pass: 1.00-1.05)."""
+    return (gqa * head_dim >= 2 * MERGE_PASS_FLOATS and head_dim <= WIDE_MERGE_MAX_HEAD_DIM
+            and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS)
 
 
 def merge_wide_choice() -> bool:
