@@ -917,24 +917,23 @@ def test_merge_buffers_are_sized_for_the_merge():
         decode_cuda.merge_buffers(3, 2, torch.device("cpu"), "fused", groups=-1)
 
 
-def test_merge_levels_setting(monkeypatch):
-    monkeypatch.delenv("FOSCAR_MERGE_LEVELS", raising=False)
-    assert decode_cuda.merge_levels_choice() is False  # the merge kernel past 32 chunks (NOTES §111)
-    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "1")
-    assert decode_cuda.merge_levels_choice() is True
-    monkeypatch.setenv("FOSCAR_MERGE_LEVELS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_MERGE_LEVELS: expected '1' or '0', got 'yes'"):
-        decode_cuda.merge_levels_choice()
-
-
-def test_merge_wide_setting(monkeypatch):
-    monkeypatch.delenv("FOSCAR_MERGE_WIDE", raising=False)
-    assert decode_cuda.merge_wide_choice() is True  # few two-pass merges: the merge kernel (NOTES §116)
-    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
-    assert decode_cuda.merge_wide_choice() is False
-    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "on")
-    with pytest.raises(ValueError, match="FOSCAR_MERGE_WIDE: expected '1' or '0', got 'on'"):
-        decode_cuda.merge_wide_choice()
+@pytest.mark.parametrize("var, choice, default", [
+    ("FOSCAR_MERGE_LEVELS", "merge_levels_choice", False),  # the merge kernel past 32 chunks (NOTES §111)
+    ("FOSCAR_MERGE_TREE", "merge_tree_choice", True),
+    ("FOSCAR_MERGE_WIDE", "merge_wide_choice", True),  # few two-pass merges: the merge kernel (NOTES §116)
+])
+def test_merge_plan_settings(monkeypatch, var, choice, default):
+    """The merge's plan settings, read when a plan is made: ``"1"`` / ``"0"``, their default where unset, and an
+    error that names the variable and the allowed values for anything else."""
+    read = getattr(decode_cuda, choice)
+    monkeypatch.delenv(var, raising=False)
+    assert read() is default
+    for value in ("1", "0"):
+        monkeypatch.setenv(var, value)
+        assert read() is (value == "1")
+    monkeypatch.setenv(var, "on")
+    with pytest.raises(ValueError, match=f"{var}: expected '1' or '0', got 'on'"):
+        read()
 
 
 def test_the_merge_kernel_is_preferred_for_few_two_pass_merges_at_head_dim_128():
@@ -948,16 +947,6 @@ def test_the_merge_kernel_is_preferred_for_few_two_pass_merges_at_head_dim_128()
     assert not pref(8, 128, 32, 1) and not pref(8, 128, 8, 8) and not pref(8, 128, 17, 1)
     assert not any(pref(g, 128, 1, 1) for g in (1, 2, 3, 4, 5, 6, 7))
     assert not any(pref(g, 64, 1, 1) for g in range(1, 9)) and not any(pref(g, 256, 1, 1) for g in range(1, 9))
-
-
-def test_merge_tree_setting(monkeypatch):
-    monkeypatch.delenv("FOSCAR_MERGE_TREE", raising=False)
-    assert decode_cuda.merge_tree_choice() is True
-    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
-    assert decode_cuda.merge_tree_choice() is False
-    monkeypatch.setenv("FOSCAR_MERGE_TREE", "2")
-    with pytest.raises(ValueError, match="FOSCAR_MERGE_TREE: expected '1' or '0', got '2'"):
-        decode_cuda.merge_tree_choice()
 
 
 def test_defined_value_reads_an_nvcc_define_in_either_spelling():
