@@ -27,8 +27,9 @@ label, over its rounds), and each (label, round, point) timed while the clock wa
 Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD`` (a name of
 :data:`bench.lengths.WORKLOAD_NAMES`, default uniform), ``:paged`` (FOSCAR's page-16 cache, pages shuffled as in
 the bench), ``:gN`` (quantization group size N: 32, 64 or 128, default 128), ``:hQ-K`` (query and KV heads),
-``:cN`` (channel-wise K's block) and ``:fp8`` / ``:per-value`` (the kernel's mode; default folded BF16 operands). The
-shape is the bench's unless ``:hQ-K`` gives one: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128).
+``:cN`` (channel-wise K's block), ``:dN`` (head_dim N: 64, 128 or 256) and ``:fp8`` / ``:per-value`` (the kernel's
+mode; default folded BF16 operands). The shape is the bench's unless ``:hQ-K`` / ``:dN`` give one: Qwen3-8B (32 query
+heads, 8 KV heads, head_dim 128).
 
 ``--query-copy``: each timed call first writes the query with a plain torch copy kernel (launched without
 programmatic dependent launch, so it never triggers its dependents early), as a serving step's kernel before the
@@ -55,11 +56,12 @@ from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
 KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads", "k_block",
-        "mode"]
+        "mode", "head_dim"]
 # a point's columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8, and no k_block:
-# token-wise K, written 0; before session 65 no mode: folded BF16 operands)
+# token-wise K, written 0; before session 65 no mode: folded BF16 operands; before session 71 no head_dim: 128)
 GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 MODES = ("bf16", "fp8", "per-value")  # a point's kernel mode: folded BF16 operands (unlabelled), :fp8, :per-value
+HEAD_DIMS = (64, 128, 256)  # the ``:dN`` suffixes (the CUDA kernel's head_dims)
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ class ProbePoint:
     32 query heads over 8 KV heads; given as 32 / 8, they are stored as None, unlabelled as the default group is),
     channel-wise K's block (``k_block`` tokens; None: token-wise K), and the kernel's mode (one of :data:`MODES`:
     ``"bf16"``, folded with BF16 tensor-core operands, the default; ``"fp8"``, folded with FP8 e4m3 operands;
-    ``"per-value"``, the per-value reconstruction variant; :func:`foscar.plan_decode`'s ``operand`` / ``method``)."""
+    ``"per-value"``, the per-value reconstruction variant; :func:`foscar.plan_decode`'s ``operand`` / ``method``), and
+    the head_dim (None: the caller's, by default the bench's 128; given as 128, stored as None, unlabelled)."""
 
     bits: int
     batch: int
@@ -81,15 +84,17 @@ class ProbePoint:
     num_kv_heads: int | None = None
     k_block: int | None = None
     mode: str = "bf16"
+    head_dim: int | None = None
 
     @property
     def label(self) -> str:
-        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1:c32:fp8``)."""
+        """The point as :func:`parse_point` reads it (``2x8x32768:lognormal:paged:g64:h8-1:c32:d256:fp8``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
             f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "") + (
-            f":c{self.k_block}" if self.k_block else "") + (f":{self.mode}" if self.mode != "bf16" else "")
+            f":c{self.k_block}" if self.k_block else "") + (f":d{self.head_dim}" if self.head_dim else "") + (
+            f":{self.mode}" if self.mode != "bf16" else "")
 
     def plan_options(self) -> dict:
         """The keyword arguments of :func:`foscar.plan_decode` that give the point's mode."""
@@ -106,6 +111,10 @@ class ProbePoint:
         if (self.num_qo_heads, self.num_kv_heads) == (NUM_QO_HEADS, NUM_KV_HEADS):  # the default: unlabelled
             object.__setattr__(self, "num_qo_heads", None)
             object.__setattr__(self, "num_kv_heads", None)
+        if self.head_dim is not None and self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"ProbePoint: head_dim {self.head_dim}, expected one of {', '.join(map(str, HEAD_DIMS))}")
+        if self.head_dim == HEAD_DIM:  # the default: unlabelled
+            object.__setattr__(self, "head_dim", None)
 
     def heads(self, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS) -> tuple[int, int]:
         """``(num_qo_heads, num_kv_heads)``: the point's own where its ``:hQ-K`` suffix gave them, else the
@@ -114,6 +123,10 @@ class ProbePoint:
             return num_qo_heads, num_kv_heads
         return self.num_qo_heads, self.num_kv_heads
 
+    def dim(self, head_dim: int = HEAD_DIM) -> int:
+        """The head_dim: the point's own where its ``:dN`` suffix gave it, else the argument (the bench's 128)."""
+        return head_dim if self.head_dim is None else self.head_dim
+
 
 def is_group_suffix(suffix: str) -> bool:
     """Whether one ``:``-separated suffix of a point is a group size, ``gN`` (N digits; :func:`parse_point` checks N)."""
@@ -121,18 +134,20 @@ def is_group_suffix(suffix: str) -> bool:
 
 
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:fp8|:per-value]``, e.g. ``2x8x32768``,
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]``, e.g. ``2x8x32768``,
     ``4x64x8192:paged``, ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads
     over 1 KV head: Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled
     as the default group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without
-    it token-wise K), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant;
+    it token-wise K), ``2x1x8192:h16-4:d256`` (head_dim 256; 64, 128 or 256, without it the bench's 128, unlabelled),
+    ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant;
     without either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m
     bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax
     of ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
-            or 4, a group size or k_block other than 32, 64 or 128, head counts that are not positive with the query
+            or 4, a group size or k_block other than 32, 64 or 128, a head_dim other than 64, 128 or 256, head
+            counts that are not positive with the query
             heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown suffix
             (the allowed ones are named).
     """
@@ -148,6 +163,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
     workload, paged, group_size, heads, k_block, mode = "uniform", False, GROUP_SIZE, (None, None), None, None
+    head_dim = None
     for s in suffixes:
         if s in MODES:
             if mode is not None:
@@ -174,11 +190,16 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if k_block not in GROUP_SIZES:
                 raise ValueError(f"point {text!r}: k_block {k_block}, expected one of "
                                  f"{', '.join(map(str, GROUP_SIZES))}")
+        elif s[:1] == "d" and s[1:].isdigit():
+            head_dim = int(s[1:])
+            if head_dim not in HEAD_DIMS:
+                raise ValueError(f"point {text!r}: head_dim {head_dim}, expected one of "
+                                 f"{', '.join(map(str, HEAD_DIMS))}")
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
-                             f"KV heads), 'cN' (channel-wise K's block), 'bf16', 'fp8' or 'per-value' (the kernel's "
-                             f"mode) or one of {', '.join(WORKLOAD_NAMES)}")
-    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode or MODES[0])
+                             f"KV heads), 'cN' (channel-wise K's block), 'dN' (head_dim), 'bf16', 'fp8' or "
+                             f"'per-value' (the kernel's mode) or one of {', '.join(WORKLOAD_NAMES)}")
+    return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode or MODES[0], head_dim)
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
@@ -189,8 +210,8 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     from ``pp.workload`` at a capacity of ``pp.context`` tokens). ``cache``: what FOSCAR reads, the contiguous
     ``QuantizedKVCache`` or, where ``pp.paged``, the bench's ``PagedQuantizedKVCache`` copy (pages of 16, shuffled).
     ``bytes``: what a decode reads, in bytes, as the foscar-cuda backend counts them (:mod:`bench.backends`). The shape
-    is the point's head counts where its ``:hQ-K`` suffix gave them, else the arguments' (by default the bench's
-    Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128); the group size and K layout the point's.
+    is the point's head counts and head_dim where its ``:hQ-K`` and ``:dN`` suffixes gave them, else the arguments' (by
+    default the bench's Qwen3-8B: 32 query heads, 8 KV heads, head_dim 128); the group size and K layout the point's.
     Used by :func:`run`
     and ``bench.timeline``. Errors are :func:`bench.workload.build_workload`'s (a shape the quantizer refuses).
     """
@@ -198,6 +219,7 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     from bench.workload import Point, build_workload
 
     num_qo_heads, num_kv_heads = pp.heads(num_qo_heads, num_kv_heads)
+    head_dim = pp.dim(head_dim)
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE, k_block=pp.k_block,
                workload=WorkloadSpec(name=pp.workload).at(pp.context, pp.context))
@@ -246,7 +268,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         num_qo_heads, num_kv_heads = pp.heads()
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                   k_block=pp.k_block or 0, mode=pp.mode,
+                   k_block=pp.k_block or 0, mode=pp.mode, head_dim=pp.dim(),
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
                    **during_fields([]))
@@ -305,6 +327,7 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
                          ("k_block", 0)):
         d[key] = d[key].fillna(default).astype(int) if key in d else default
     d["mode"] = d["mode"].fillna(MODES[0]).astype(str) if "mode" in d else MODES[0]
+    d["head_dim"] = d["head_dim"].fillna(HEAD_DIM).astype(int) if "head_dim" in d else HEAD_DIM  # (up to session 70)
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
@@ -343,7 +366,7 @@ def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
                       int(r["group_size"]), int(r["num_qo_heads"]), int(r["num_kv_heads"]),
-                      int(r["k_block"]) or None, str(r["mode"])).label
+                      int(r["k_block"]) or None, str(r["mode"]), int(r["head_dim"])).label
 
 
 def during_lines(rows: pd.DataFrame) -> list[str]:

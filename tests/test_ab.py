@@ -38,6 +38,12 @@ def test_parse_point_forms():
         ab.ProbePoint(4, 1, 32768, num_qo_heads=8)
     with pytest.raises(ValueError, match="mode 'int8', expected one of bf16, fp8, per-value"):
         ab.ProbePoint(4, 1, 32768, mode="int8")
+    assert ab.parse_point("2x1x8192:d256:h16-4").label == "2x1x8192:h16-4:d256"  # head_dim 256
+    assert ab.parse_point("2x1x8192:d256").dim() == 256 and ab.parse_point("2x1x8192").dim(64) == 64
+    assert ab.parse_point("2x1x8192:d128") == ab.ProbePoint(2, 1, 8192)  # the default head_dim, unlabelled
+    assert ab.parse_point("2x1x8192:fp8:d64").label == "2x1x8192:d64:fp8"
+    with pytest.raises(ValueError, match="head_dim 96, expected one of 64, 128, 256"):
+        ab.ProbePoint(2, 1, 8192, head_dim=96)
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
@@ -49,7 +55,9 @@ def test_parse_point_forms():
                                          ("2x1x16:c16", "k_block 16, expected one of 32, 64, 128"),
                                          ("2x1x16:h8", "'hQ-K' \\(query and KV heads\\)"),
                                          ("2x1x16:fp16", "'bf16', 'fp8' or 'per-value' \\(the kernel's mode\\)"),
-                                         ("2x1x16:fp8:per-value", "two modes \\('fp8' and 'per-value'\\)")])
+                                         ("2x1x16:fp8:per-value", "two modes \\('fp8' and 'per-value'\\)"),
+                                         ("2x1x16:d96", "head_dim 96, expected one of 64, 128, 256"),
+                                         ("2x1x16:dx", "'dN' \\(head_dim\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -122,6 +130,16 @@ def test_table_keeps_modes_apart_and_reads_older_rows_as_bf16():
     assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each mode
     failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(mode="per-value")
     assert "failed: c round 0 2x1x16:per-value: RuntimeError: boom" in ab.table([new, failed])
+
+
+def test_table_keeps_head_dims_apart_and_reads_older_rows_as_128():
+    old = _rows("a", 0, 4.0)  # a CSV of before the head_dim was a key (session 70): no column, head_dim 128
+    d256 = _rows("a", 0, 8.0).assign(head_dim=256)
+    new = pd.concat([_rows("b", 0, 3.0).assign(head_dim=128), _rows("b", 0, 6.0).assign(head_dim=256)])
+    text = ab.table([pd.concat([old, d256]), new])
+    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each head_dim
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(head_dim=256)
+    assert "failed: c round 0 2x1x16:d256: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

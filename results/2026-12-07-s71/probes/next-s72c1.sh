@@ -5,7 +5,7 @@
 # this file: what session 71 left untimed, its expectations in its header). Copy it into the session's probes folder
 # and commit before the run. At most LIMIT (default 560) s. Returns gpu.csv, commit.txt, s72c1.tgz and the part's
 # files (status: issue12-table.txt, bench-results.csv, bench-meta.json, bench-summary.json; wide: tests.txt,
-# ab_wide.txt, ab_short.txt).
+# ab_wide.txt, ab_short.txt, ab_d256.txt).
 LIMIT="${LIMIT:-560}"
 . scripts/probe_preamble.sh /tmp/s69  # status.sh reads /tmp/s69/bench
 MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1

@@ -11,7 +11,12 @@
 #      timed, rounds new off off new; new / off: h8-1 FP8 operands 1 x 16K 0.70-0.85; per-value 1 x 16K 0.70-0.88;
 #      paged lognormal 8 x 16K 0.90-1.00; paged one-long 8 x 16K (one 16K among seven 4K) 0.80-0.97; control
 #      8 x 12K (16 chunks either way, the merge kernel either way) 0.98-1.02.
-timeout 300 python -m pytest -q -m gpu -n 3 tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py > $W/tests.log 2>&1
+#   C: head_dim 256, where merge_kernel_preferred keeps the in-kernel merge because it was never timed (gqa 4-8 take
+#      two to four passes there), against FOSCAR_MERGE=kernel (bench.ab's :dN suffix, added in session 71), rounds
+#      new k k new; k / new: h8-1:d256 1 x 8K (four passes) 0.70-0.90; h16-4:d256 1 x 8K (gqa 4, two passes) 0.80-0.95;
+#      h16-4:d256 4 x 8K (16 pairs) 0.90-1.00; h32-8:d256 8 x 8K (64 pairs) 0.98-1.06; h16-8:d256 1 x 8K (gqa 2,
+#      one pass) 1.00-1.06.
+timeout 240 python -m pytest -q -m gpu -n 3 tests/test_fused_merge_gpu.py tests/test_ragged_gpu.py > $W/tests.log 2>&1
 echo "T: tests rc=$? left=$(left)"; tail -3 $W/tests.log; cp $W/tests.log $OUT/tests.txt
 python -m bench.ab_rounds $W/aba --variant "new:" --variant "old:" --run-env old:FOSCAR_MERGE_WIDE=0 \
   --order "new old old new" --point 2x1x8192:h8-1:per-value --point 2x1x4096:h8-1:fp8 --point 4x1x4096:h8-1 \
@@ -21,5 +26,10 @@ echo "A: ab_rounds rc=$? left=$(left)"; tail -14 $W/ab_wide.log; cp $W/ab_wide.l
 python -m bench.ab_rounds $W/abb --variant "new:" --variant "off:" --run-env off:FOSCAR_LONG_CHUNK_SHORT=0 \
   --order "new off off new" --point 2x1x16384:h8-1:fp8 --point 2x1x16384:h8-1:per-value \
   --point 2x8x16384:lognormal:paged:h8-1 --point 2x8x16384:one-long:paged:h8-1 --point 2x8x12288:h8-1 \
-  --limit-s $(( $(left) > 60 ? $(left) - 15 : 40 )) --round-s 12 > $W/ab_short.log 2>&1
+  --limit-s $(( $(left) > 160 ? ($(left) - 20) / 2 : 40 )) --round-s 12 > $W/ab_short.log 2>&1
 echo "B: ab_rounds rc=$? left=$(left)"; tail -12 $W/ab_short.log; cp $W/ab_short.log $OUT/ab_short.txt
+python -m bench.ab_rounds $W/abc --variant "new:" --variant "k:" --run-env k:FOSCAR_MERGE=kernel \
+  --order "new k k new" --point 2x1x8192:h8-1:d256 --point 2x1x8192:h16-4:d256 --point 2x4x8192:h16-4:d256 \
+  --point 2x8x8192:h32-8:d256 --point 2x1x8192:h16-8:d256 \
+  --limit-s $(( $(left) > 50 ? $(left) - 10 : 30 )) --round-s 10 > $W/ab_d256.log 2>&1
+echo "C: ab_rounds rc=$? left=$(left)"; tail -10 $W/ab_d256.log; cp $W/ab_d256.log $OUT/ab_d256.txt
