@@ -115,6 +115,12 @@ class ProbePoint:
             raise ValueError(f"ProbePoint: head_dim {self.head_dim}, expected one of {', '.join(map(str, HEAD_DIMS))}")
         if self.head_dim == HEAD_DIM:  # the default: unlabelled
             object.__setattr__(self, "head_dim", None)
+        if self.head_dim is not None and self.head_dim % self.group_size:  # (the quantizer's rule, at build time)
+            raise ValueError(f"ProbePoint: head_dim {self.head_dim} is not a multiple of the group size "
+                             f"{self.group_size}: give a group size of at most {self.head_dim} (:g32 or :g64)")
+        if self.mode == "fp8" and (self.dim() * self.bits // 128) % 2:  # (decode_cuda.fp8_unsupported's rule)
+            raise ValueError(f"ProbePoint: FP8 operands need head_dim * bits / 128 even, got INT{self.bits} at "
+                             f"head_dim {self.dim()} (head_dim 128 / 256, or INT4 at 64)")
 
     def heads(self, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS) -> tuple[int, int]:
         """``(num_qo_heads, num_kv_heads)``: the point's own where its ``:hQ-K`` suffix gave them, else the
@@ -146,9 +152,9 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
-            or 4, a group size or k_block other than 32, 64 or 128, a head_dim other than 64, 128 or 256, head
-            counts that are not positive with the query
-            heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown suffix
+            or 4, a group size or k_block other than 32, 64 or 128, a head_dim other than 64, 128 or 256 (or not a
+            multiple of the group size; or INT2 at 64 with FP8 operands), head counts that are not positive with the
+            query heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown suffix
             (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
@@ -406,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
     r.add_argument("--point", action="append", required=True,
-                   help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]")
+                   help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]")
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")

@@ -1,9 +1,9 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
 ``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
-``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN]``, or without the bits at ``--bits``; the group size of
-points without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at ``--num-qo-heads`` /
-``--num-kv-heads``) builds the extension with
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]``, or without the bits at ``--bits``;
+the group size of points without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at
+``--num-qo-heads`` / ``--num-kv-heads``, their head_dim without ``:dN`` at ``--head-dim``) builds the extension with
 ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
 against the fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the
 cache (the bench's timing, :mod:`bench.timing`; a rotation of fewer than 3 copies, as a cache past ~4x the L2 has, is
@@ -57,7 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.ab import GROUP_SIZE, NUM_KV_HEADS, NUM_QO_HEADS, ProbePoint, build_point, is_group_suffix, parse_point
+from bench.ab import (GROUP_SIZE, HEAD_DIMS, NUM_KV_HEADS, NUM_QO_HEADS, ProbePoint, build_point, is_group_suffix,
+                      parse_point)
 
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
@@ -192,12 +193,11 @@ def summarize(records: np.ndarray, calls: int) -> list[CallTimeline]:
     return [summarize_call(p, parts[i + 1] if i + 1 < len(parts) else None) for i, p in enumerate(parts)]
 
 
-def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
-                  head_dim: int) -> tuple[float, list[CallTimeline], np.ndarray]:
+def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int) -> tuple[float, list[CallTimeline], np.ndarray]:
     """``(max_rel_err, per-call timelines, raw records)`` of one point on the GPU: ``pp`` as ``bench.ab`` reads it
     (bits, batch, context, the length distribution, paged or contiguous, the group size, the head counts where its
-    ``:hQ-K`` suffix gives them, else ``num_qo_heads`` / ``num_kv_heads``), its data as
-    :func:`bench.ab.build_point` makes it.
+    ``:hQ-K`` suffix gives them, else ``num_qo_heads`` / ``num_kv_heads``, the head_dim: its ``:dN``, else 128), its
+    data as :func:`bench.ab.build_point` makes it.
 
     Raises:
         RuntimeError: the extension was built without ``FOSCAR_TIMELINE`` (set it before importing
@@ -215,7 +215,7 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
     ext = decode_cuda.extension()
     dev = torch.device("cuda")
     num_qo_heads, num_kv_heads = pp.heads(num_qo_heads, num_kv_heads)  # a point's :hQ-K suffix wins
-    w, cache, nbytes = build_point(pp, dev, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim)
+    w, cache, nbytes = build_point(pp, dev, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads)
 
     def make(q, c):
         plan = foscar.plan_decode(c, num_qo_heads, backend="cuda", **pp.plan_options())
@@ -249,11 +249,13 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int,
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
     ``paged``, the group size where not the bench's 128, the head counts where the point gives them, channel-wise K's
-    block, the mode where not folded BF16: ``8 x 32768 heads 8/1 channel-K 32 fp8``)."""
+    block, the head_dim where the point gives it, the mode where not folded BF16: ``8 x 32768 heads 8/1 channel-K 32
+    D=256 fp8``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
         " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
         f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "") + (
-        f" channel-K {pp.k_block}" if pp.k_block else "") + (f" {pp.mode}" if pp.mode != "bf16" else "")
+        f" channel-K {pp.k_block}" if pp.k_block else "") + (f" D={pp.head_dim}" if pp.head_dim else "") + (
+        f" {pp.mode}" if pp.mode != "bf16" else "")
 
 
 def record_file(pp: ProbePoint) -> str:
@@ -305,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--point", action="append",
-                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN] as python -m bench.ab reads it, or "
+                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value] as python -m "
+                         "bench.ab reads it, or "
                          "BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=None,
@@ -314,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="query heads of points without a :hQ-K suffix (default 32)")
     ap.add_argument("--num-kv-heads", type=int, default=None,
                     help="KV heads of points without a :hQ-K suffix (default 8)")
-    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--head-dim", type=int, choices=HEAD_DIMS, default=None,
+                    help="the head_dim of points without a :dN suffix (default 128)")
     ap.add_argument("--save", metavar="DIR", help="also write each point's raw records as DIR/timeline-POINT.npy "
                     "(record_file)")
     ap.add_argument("--records", action="append", metavar="FILE", help="print the table of records saved with "
@@ -341,6 +345,15 @@ def main(argv: list[str] | None = None) -> int:
         if clash:
             ap.error(f"--num-qo-heads / --num-kv-heads {heads[0]} / {heads[1]} and the points' own head counts "
                      f"differ: {', '.join(clash)}")
+    if args.head_dim is not None:  # points without a :dN suffix take --head-dim
+        clash = [t for t, pp in zip(args.point or [], points) if pp.dim() != args.head_dim
+                 and any(x[:1] == "d" and x[1:].isdigit() for x in t.split(":")[1:])]
+        if clash:
+            ap.error(f"--head-dim {args.head_dim} and the points' own head_dims differ: {', '.join(clash)}")
+        try:
+            points = [dataclasses.replace(pp, head_dim=args.head_dim) for pp in points]  # (the :dN ones agree)
+        except ValueError as e:  # a head_dim the point's group size or mode refuses
+            ap.error(f"--head-dim {args.head_dim}: {e}")
     defines = os.environ.get("FOSCAR_NVCC_DEFINES", "").split()
     if DEFINE not in defines:  # before foscar.kernels.decode_cuda is imported (it reads the variable once)
         os.environ["FOSCAR_NVCC_DEFINES"] = " ".join([*defines, DEFINE])
@@ -350,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.timeline needs a CUDA GPU (sm_90)", file=sys.stderr)
         return 2
     for pp in points:
-        err, timelines, records = profile_point(pp, *heads, args.head_dim)
+        err, timelines, records = profile_point(pp, *heads)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.save(os.path.join(args.save, record_file(pp)), records)

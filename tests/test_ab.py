@@ -41,9 +41,13 @@ def test_parse_point_forms():
     assert ab.parse_point("2x1x8192:d256:h16-4").label == "2x1x8192:h16-4:d256"  # head_dim 256
     assert ab.parse_point("2x1x8192:d256").dim() == 256 and ab.parse_point("2x1x8192").dim(64) == 64
     assert ab.parse_point("2x1x8192:d128") == ab.ProbePoint(2, 1, 8192)  # the default head_dim, unlabelled
-    assert ab.parse_point("2x1x8192:fp8:d64").label == "2x1x8192:d64:fp8"
+    assert ab.parse_point("4x1x8192:fp8:d64:g64").label == "4x1x8192:g64:d64:fp8"
     with pytest.raises(ValueError, match="head_dim 96, expected one of 64, 128, 256"):
         ab.ProbePoint(2, 1, 8192, head_dim=96)
+    with pytest.raises(ValueError, match="head_dim 64 is not a multiple of the group size 128"):
+        ab.parse_point("4x1x8192:d64")  # (what the quantizer would refuse when the point is built)
+    with pytest.raises(ValueError, match="FP8 operands need head_dim \\* bits / 128 even, got INT2 at head_dim 64"):
+        ab.parse_point("2x1x8192:d64:g64:fp8")
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),

@@ -205,3 +205,18 @@ def test_head_count_flags_and_point_suffix_must_agree(capsys):
     with pytest.raises(SystemExit):  # an explicit :h32-8 is a head count of its own too
         timeline.main(["--point", "1x16:h32-8", "--num-qo-heads", "8", "--num-kv-heads", "1"])
     assert "differ: 1x16:h32-8" in capsys.readouterr().err
+
+
+def test_head_dim_flag_and_point_suffix_must_agree(capsys):
+    with pytest.raises(SystemExit):
+        timeline.main(["--point", "1x16:d256", "--head-dim", "64"])
+    assert "--head-dim 64 and the points' own head_dims differ: 1x16:d256" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an explicit :d128 is a head_dim of its own too
+        timeline.main(["--point", "1x16:d128", "--head-dim", "256"])
+    assert "differ: 1x16:d128" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a head_dim the point's group size refuses: said before any GPU work
+        timeline.main(["--point", "1x16", "--head-dim", "64"])
+    assert "--head-dim 64: ProbePoint: head_dim 64 is not a multiple of the group size 128" in capsys.readouterr().err
+    pp = timeline.parse_point("4x8x32768:h16-4:d256")
+    assert timeline.describe(pp) == "8 x 32768 heads 16/4 D=256"
+    assert timeline.record_file(pp) == "timeline-4x8x32768-h16-4-d256.npy"
