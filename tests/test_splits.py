@@ -273,6 +273,13 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=
                                                   len(lengths), room, tokens, short_capacity))
 
 
+
+# plan_long_chunk and _planned at the long chunks' floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by
+# default since session 70, NOTES §115), for the tests of those sessions' rules
+_long_chunk_4096 = functools.partial(splits.plan_long_chunk, long_tokens=4096)
+_planned_4096 = functools.partial(_planned, tokens=4096)
+
+
 @pytest.mark.parametrize("batch, num_kv_heads, context, chunks, before", [
     (2, 1, 8192, 32, 16), (4, 1, 8192, 32, 16), (8, 1, 4096, 16, 8), (2, 8, 2048, 8, 4), (4, 1, 600, 3, 2),
     (8, 1, 8192, 16, 16), (2, 8, 4096, 8, 8), (8, 8, 1024, 2, 2), (1, 8, 8192, 16, 16), (32, 1, 8192, 8, 8)])
@@ -440,34 +447,31 @@ def test_a_long_sequence_alone_takes_chunks_of_at_least_4096_past_32():
     64, 40000 tokens take 32 chunks of 1280 (not 53 of 768), 200000 take 49 of 4096. A caller's fixed num_splits
     (long_chunk 0) is cut as asked. At 4 or 8 KV heads nothing changes (a length-aware plan's long_chunk is 0; a
     fixed plan's 4096 binds only past 32 chunks)."""
-    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
-    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
-    planned = functools.partial(_planned, tokens=4096)
-    assert long_chunk_of(None, 1, 132, 262144) == 4096
-    assert long_chunk_of(64, 1, 132, 262144) == long_chunk_of(None, 1, 132, 262144, False) == 0
+    assert _long_chunk_4096(None, 1, 132, 262144) == 4096
+    assert _long_chunk_4096(64, 1, 132, 262144) == _long_chunk_4096(None, 1, 132, 262144, False) == 0
     # length-aware plans: the chunk of one program an SM at the capacity, at least 4096; fixed plans (batch 1): 4096
-    assert [long_chunk_of(None, h, 132, c) for h, c in [(1, 1 << 19), (1, 1 << 20), (2, 1 << 18),
+    assert [_long_chunk_4096(None, h, 132, c) for h, c in [(1, 1 << 19), (1, 1 << 20), (2, 1 << 18),
                                                                  (2, 1 << 19), (4, 1 << 19)]] == [4096, 8192, 4096,
                                                                                                   8192, 0]
-    assert long_chunk_of(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
+    assert _long_chunk_4096(None, 2, 132, 1 << 19, fixed_splits=64) == 4096
     # fixed plans keep 4096 at any KV head count (past 1M tokens a fixed plan has more than 32 chunks at 3-8 KV heads)
-    assert long_chunk_of(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
-    assert len(planned([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
+    assert _long_chunk_4096(None, 4, 132, 1 << 21, fixed_splits=64) == 4096
+    assert len(_planned_4096([65536], 4, 1 << 21)) == 32  # session 60's plan: 32 chunks of 2048, not 64 of 1024
     with pytest.raises(ValueError, match="num_sms >= 1, max_seq_len >= 0 and batch >= 0, got 0, 132"):
-        long_chunk_of(None, 0, 132, 1 << 19)
-    assert len(planned([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
+        _long_chunk_4096(None, 0, 132, 1 << 19)
+    assert len(_planned_4096([200000], 2, 1 << 19)) == 49  # batch 1 at 2 KV heads: session 60's 4096 floor
     for capacity, chunks in [(131072, 32), (262144, 64), (1 << 19, 128), (1 << 20, 128)]:
-        assert len(planned([capacity], 1, capacity)) == chunks, capacity
-        assert len(planned([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)
-    work = planned([40000], 1, 262144)
+        assert len(_planned_4096([capacity], 1, capacity)) == chunks, capacity
+        assert len(_planned_4096([capacity], 1, capacity, long=False)) == max(32, capacity // 32768)
+    work = _planned_4096([40000], 1, 262144)
     assert len(work) == 32 and work[0][2] == 1280
-    assert [e - s for _, s, e in planned([200000], 1, 262144)][:-1] == [4096] * 48
+    assert [e - s for _, s, e in _planned_4096([200000], 1, 262144)][:-1] == [4096] * 48
     assert len(splits.schedule([40000], 64, 64, 1)) == 53  # a fixed num_splits=64: as asked
-    assert len(planned([1 << 19], 2, 1 << 19)) == 64  # 2 KV heads: one an SM is 64
+    assert len(_planned_4096([1 << 19], 2, 1 << 19)) == 64  # 2 KV heads: one an SM is 64
     for heads in (4, 8):
         for capacity in (262144, 1 << 19):
-            assert long_chunk_of(None, heads, 132, capacity) == 0
-            assert planned([capacity], heads, capacity) == planned([capacity], heads, capacity, long=False)
+            assert _long_chunk_4096(None, heads, 132, capacity) == 0
+            assert _planned_4096([capacity], heads, capacity) == _planned_4096([capacity], heads, capacity, long=False)
 
 
 def test_long_chunks_over_two_programs_an_sm(monkeypatch):
@@ -476,27 +480,24 @@ def test_long_chunks_over_two_programs_an_sm(monkeypatch):
     SM) instead of 64 of 8192; at two KV heads 2 x 512K 64 of 8192 instead of 32 of 16384 (long_chunk 4096, not
     8192). A batch of one at 512K keeps 128 (its chunks stay at least 4096); below a capacity of 32 x 4096 nothing
     changes. Another count is refused."""
-    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
-    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
-    planned = functools.partial(_planned, tokens=4096)
     monkeypatch.delenv("FOSCAR_LONG_CHUNK_PROGRAMS", raising=False)
     assert splits.long_chunk_programs_choice() == 1
     for bad in (0, 3):
         with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
             splits.plan_work(2, 1, 1 << 19, 132, long_programs=bad)
         with pytest.raises(ValueError, match=f"long_programs: expected 1 or 2 programs an SM, got {bad}"):
-            long_chunk_of(None, 1, 132, 1 << 19, long_programs=bad)
+            _long_chunk_4096(None, 1, 132, 1 << 19, long_programs=bad)
     for heads, chunks, twice in ((1, 64, 128), (2, 32, 64)):
         for programs, want in ((1, chunks), (2, twice)):
-            work = planned([1 << 19] * 2, heads, 1 << 19, programs=programs)
+            work = _planned_4096([1 << 19] * 2, heads, 1 << 19, programs=programs)
             assert len(work) == 2 * want and max(e - s for _, s, e in work) == (1 << 19) // want, (heads, programs)
-    assert long_chunk_of(None, 2, 132, 1 << 19, long_programs=2) == 4096
-    assert long_chunk_of(None, 2, 132, 1 << 19) == 8192
+    assert _long_chunk_4096(None, 2, 132, 1 << 19, long_programs=2) == 4096
+    assert _long_chunk_4096(None, 2, 132, 1 << 19) == 8192
     slots, _, target = splits.plan_work(2, 1, 1 << 19, 132, bits=2, head_dim=128, long_programs=2)
     assert splits.max_ctas_per_sm_choice(slots, 132, 128, 4096, False, 2) == 2  # 256 CTAs: two an SM
-    assert len(planned([1 << 19], 1, 1 << 19, programs=2)) == 128
+    assert len(_planned_4096([1 << 19], 1, 1 << 19, programs=2)) == 128
     for capacity in (65536, 131072):
-        assert planned([capacity] * 2, 1, capacity, programs=2) == planned([capacity] * 2, 1, capacity)
+        assert _planned_4096([capacity] * 2, 1, capacity, programs=2) == _planned_4096([capacity] * 2, 1, capacity)
 
 
 def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_batch():
@@ -507,35 +508,34 @@ def test_long_chunk_room_leaves_one_program_for_each_other_sequence_of_a_small_b
     working CTAs (128 chunks of 4096 for the long one) without it, 128 (121 of 4352) with it; at two KV heads one 512K
     among three 4K: 134 CTAs, then 132. Where the plan already fits (up to 5 sequences at one KV head, a 256K cache, a
     batch of one) nothing changes; nor past the bound (one-long 24, 32 and 100 measured slower with the room)."""
-    # at the floor of sessions 60-69 (FOSCAR_LONG_CHUNK_TOKENS=4096; 512 by default since session 70, NOTES §115)
-    long_chunk_of = functools.partial(splits.plan_long_chunk, long_tokens=4096)
-    planned = functools.partial(_planned, tokens=4096)
     # (the setting itself: test_chunk_settings)
     with pytest.raises(ValueError, match="batch >= 0, got 1, 132, 524288, -1"):
-        long_chunk_of(None, 1, 132, 1 << 19, batch=-1)
+        _long_chunk_4096(None, 1, 132, 1 << 19, batch=-1)
     # an empty batch (plan_decode accepts one) plans as a batch of one
-    assert long_chunk_of(None, 1, 132, 1 << 19, batch=0) == 4096
+    assert _long_chunk_4096(None, 1, 132, 1 << 19, batch=0) == 4096
     one_long = [1 << 19] + [4096] * 7
     for room, long_chunk, ctas, long_count in ((False, 4096, 135, 128), (True, 4352, 128, 121)):
-        assert long_chunk_of(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
-        work = planned(one_long, 1, 1 << 19, room=room)
+        assert _long_chunk_4096(None, 1, 132, 1 << 19, batch=8, room=room) == long_chunk
+        work = _planned_4096(one_long, 1, 1 << 19, room=room)
         assert len(work) == ctas and sum(b == 0 for b, _, _ in work) == long_count, room
     for room, ctas in ((False, 2 * 67), (True, 2 * 66)):  # per KV head: the long one's chunks and three short ones
-        assert len(planned([1 << 19] + [4096] * 3, 2, 1 << 19, room=room)) * 2 == ctas, room
+        assert len(_planned_4096([1 << 19] + [4096] * 3, 2, 1 << 19, room=room)) * 2 == ctas, room
     # unchanged: up to 5 sequences at one KV head (128 + 4 <= 132), a 256K cache (4096 binds), a batch of one
     for lengths, capacity in (([1 << 19] + [4096] * 4, 1 << 19), ([1 << 18] + [4096] * 7, 1 << 18),
                               ([1 << 19], 1 << 19), ([1 << 19] * 8, 1 << 19)):
-        assert planned(lengths, 1, capacity) == planned(lengths, 1, capacity, room=False), (len(lengths), capacity)
-    assert planned([1 << 19] + [4096] * 5, 1, 1 << 19) != planned([1 << 19] + [4096] * 5, 1, 1 << 19, room=False)
-    assert long_chunk_of(None, 1, 132, 1 << 19, fixed_splits=128) == 4096  # fixed: as before
+        assert _planned_4096(lengths, 1, capacity) == _planned_4096(lengths, 1, capacity, room=False), (
+            len(lengths), capacity)
+    six = [1 << 19] + [4096] * 5
+    assert _planned_4096(six, 1, 1 << 19) != _planned_4096(six, 1, 1 << 19, room=False)
+    assert _long_chunk_4096(None, 1, 132, 1 << 19, fixed_splits=128) == 4096  # fixed: as before
     # the bound: 132 // 8 = 16 other sequences at one KV head, 66 // 8 = 8 at two, 132 // 8 at two with two programs
     for heads, programs, last in ((1, 1, 17), (2, 1, 9), (2, 2, 17)):
-        default = long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs)
-        assert long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs, batch=last) > default
+        default = _long_chunk_4096(None, heads, 132, 1 << 19, long_programs=programs)
+        assert _long_chunk_4096(None, heads, 132, 1 << 19, long_programs=programs, batch=last) > default
         for batch in (last + 1, 32, 100, 101):
-            assert long_chunk_of(None, heads, 132, 1 << 19, long_programs=programs, batch=batch) == default
-    assert long_chunk_of(None, 1, 132, 1 << 19, batch=17) == 4608  # 132 - 16 = 116 programs
-    assert long_chunk_of(None, 2, 132, 1 << 19, batch=9) == 9216  # 66 - 8 = 58 programs
+            assert _long_chunk_4096(None, heads, 132, 1 << 19, long_programs=programs, batch=batch) == default
+    assert _long_chunk_4096(None, 1, 132, 1 << 19, batch=17) == 4608  # 132 - 16 = 116 programs
+    assert _long_chunk_4096(None, 2, 132, 1 << 19, batch=9) == 9216  # 66 - 8 = 58 programs
 
 
 def test_merge_groups_where_a_sequence_may_take_more_than_32_chunks():
