@@ -139,6 +139,11 @@ def is_group_suffix(suffix: str) -> bool:
     return suffix[:1] == "g" and suffix[1:].isdigit()
 
 
+def is_head_dim_suffix(suffix: str) -> bool:
+    """Whether one ``:``-separated suffix of a point is a head_dim, ``dN`` (N digits; :func:`parse_point` checks N)."""
+    return suffix[:1] == "d" and suffix[1:].isdigit()
+
+
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]``, e.g. ``2x8x32768``,
     ``4x64x8192:paged``, ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads
@@ -154,8 +159,8 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
             or 4, a group size or k_block other than 32, 64 or 128, a head_dim other than 64, 128 or 256 (or not a
             multiple of the group size; or INT2 at 64 with FP8 operands), head counts that are not positive with the
-            query heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown suffix
-            (the allowed ones are named).
+            query heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown
+            suffix (the allowed ones are named).
     """
     head, *suffixes = text.split(":")
     parts = head.split("x")
@@ -196,7 +201,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if k_block not in GROUP_SIZES:
                 raise ValueError(f"point {text!r}: k_block {k_block}, expected one of "
                                  f"{', '.join(map(str, GROUP_SIZES))}")
-        elif s[:1] == "d" and s[1:].isdigit():
+        elif is_head_dim_suffix(s):
             head_dim = int(s[1:])
             if head_dim not in HEAD_DIMS:
                 raise ValueError(f"point {text!r}: head_dim {head_dim}, expected one of "

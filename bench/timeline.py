@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.ab import (GROUP_SIZE, HEAD_DIMS, NUM_KV_HEADS, NUM_QO_HEADS, ProbePoint, build_point, is_group_suffix,
-                      parse_point)
+                      is_head_dim_suffix, parse_point)
 
 # the record's fields, in order (the kernel's stamps 0-12)
 FIELDS = ("gt_entry", "gt_exit", "clk_entry", "clk_found", "clk_loop", "clk_first", "clk_loop_end", "clk_exit",
@@ -330,24 +330,25 @@ def main(argv: list[str] | None = None) -> int:
         points = [parse_point(t, bits=args.bits) for t in args.point or ["1x16", "1x8192", "8x32768"]]
     except ValueError as e:
         ap.error(f"--point: {e}")
+    def clashing(has_suffix, differs) -> list[str]:
+        """The ``--point`` texts whose own suffix (``has_suffix``) gives a value other than a flag's (``differs``):
+        args.point, when given, is the points' text one to one; the default points have no suffixes."""
+        return [t for t, pp in zip(args.point or [], points)
+                if differs(pp) and any(has_suffix(x) for x in t.split(":")[1:])]
+
     if args.group_size is not None:  # points without a :gN suffix take --group-size
-        # (args.point, when given, is the points' text one to one; the defaults have no :gN)
-        clash = [t for t, pp in zip(args.point or [], points) if pp.group_size != args.group_size
-                 and any(is_group_suffix(x) for x in t.split(":")[1:])]
+        clash = clashing(is_group_suffix, lambda pp: pp.group_size != args.group_size)
         if clash:
             ap.error(f"--group-size {args.group_size} and the points' own group sizes differ: {', '.join(clash)}")
         points = [dataclasses.replace(pp, group_size=args.group_size) for pp in points]  # (the :gN ones agree)
     heads = (args.num_qo_heads or NUM_QO_HEADS, args.num_kv_heads or NUM_KV_HEADS)
     if args.num_qo_heads is not None or args.num_kv_heads is not None:  # points without :hQ-K take them
-        # (args.point, when given, is the points' text one to one; the defaults have no :hQ-K)
-        clash = [t for t, pp in zip(args.point or [], points) if pp.heads() != heads
-                 and any(x[:1] == "h" for x in t.split(":")[1:])]
+        clash = clashing(lambda x: x[:1] == "h", lambda pp: pp.heads() != heads)
         if clash:
             ap.error(f"--num-qo-heads / --num-kv-heads {heads[0]} / {heads[1]} and the points' own head counts "
                      f"differ: {', '.join(clash)}")
     if args.head_dim is not None:  # points without a :dN suffix take --head-dim
-        clash = [t for t, pp in zip(args.point or [], points) if pp.dim() != args.head_dim
-                 and any(x[:1] == "d" and x[1:].isdigit() for x in t.split(":")[1:])]
+        clash = clashing(is_head_dim_suffix, lambda pp: pp.dim() != args.head_dim)
         if clash:
             ap.error(f"--head-dim {args.head_dim} and the points' own head_dims differ: {', '.join(clash)}")
         try:
