@@ -798,9 +798,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_MAX_CTAS_PER_SM", raising=False)
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_WIDE", "FOSCAR_SHORT_CHUNKS",
-                     "FOSCAR_LONG_CHUNKS",
-                     "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_TOKENS",
-                     "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
+                     "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
+                     "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["merge_wide"], s["short_chunks"], s["long_chunks"],

@@ -184,9 +184,8 @@ def _one_kv_head_case(lengths, capacity, bits):
 
 # the merge and long-chunk settings (read when a plan is made) that the long-chunk tests clear: plans as shipped
 LONG_CHUNK_SETTINGS = ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_WIDE",
-                       "FOSCAR_LONG_CHUNKS",
-                       "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_TOKENS",
-                       "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL")
+                       "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_ROOM", "FOSCAR_LONG_CHUNK_PROGRAMS",
+                       "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL")
 
 
 def _run_one_kv_head(lengths, capacity, bits, paged=False):
