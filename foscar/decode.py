@@ -41,8 +41,8 @@ def decode(
     :func:`foscar.kernels.decode_cuda.fused_merge_in`, and no sequence may take more than 32 chunks, or
     ``FOSCAR_MERGE_TREE=0``, or the operands are folded BF16 with ``FOSCAR_MERGE_LEVELS=1``:
     :func:`foscar.kernels.decode_cuda.merge_tree_choice`, :func:`foscar.kernels.decode_cuda.merge_levels_choice`;
-    and not where few merging CTAs take two passes over their partials, gqa 8 at head_dim 128 and at most 16
-    (sequence, KV head) pairs, unless ``FOSCAR_MERGE_WIDE=0``:
+    and not where few merging CTAs take two passes over their partials, gqa 8 at head_dim 128 or 4-8 at 256 and at
+    most 16 (sequence, KV head) pairs, unless ``FOSCAR_MERGE_WIDE=0``:
     :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`);
     :func:`plan_decode`'s plans merge in the decode kernel by
     default, whose arrival counters a plan zeroes once (a one-shot call would zero them every
@@ -178,9 +178,9 @@ class DecodePlan:
             ``FOSCAR_MERGE_TREE=0`` (one merging CTA) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1`` (the
             in-kernel merge's two levels, which the FP8 and per-value instances lack; bench/NOTES.md §110-§111); and
             where few merging CTAs would take two passes over their ``gqa x head_dim`` partials (gqa 8 at head_dim 128,
-            batch x num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``,
-            :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`, bench/NOTES.md §116: that rule comes first, so
-            there ``FOSCAR_MERGE_TREE=0`` / ``FOSCAR_MERGE_LEVELS=1`` need ``FOSCAR_MERGE_WIDE=0`` too);
+            gqa 4-8 at 256, batch x num_kv_heads <= 16), unless ``FOSCAR_MERGE_WIDE=0``,
+            :func:`foscar.kernels.decode_cuda.merge_kernel_preferred`, bench/NOTES.md §116-§117: that rule comes
+            first, so there ``FOSCAR_MERGE_TREE=0`` / ``FOSCAR_MERGE_LEVELS=1`` need ``FOSCAR_MERGE_WIDE=0`` too);
             ``None`` for the Triton kernel.
         merge_predicted: the chunks per sequence the merge kernel predicts for a uniform batch and
             loads with its chunk table (:func:`foscar.kernels.merge_triton.predicted_chunks`; one

@@ -935,17 +935,19 @@ def test_merge_plan_settings(monkeypatch, var, choice, default):
         read()
 
 
-def test_the_merge_kernel_is_preferred_for_few_two_pass_merges_at_head_dim_128():
-    """merge_kernel_preferred (NOTES §116): the merging CTA's 128 threads cover 512 floats a pass, so gqa 8 at
-    head_dim 128 takes two; at most 16 (sequence, KV head) pairs; gqa 6 (a half-full second pass), gqa 4 (one pass)
-    and batch 32 at one KV head keep the in-kernel merge, as do head_dim 64 (one pass at any gqa of the kernel) and
-    256 (two passes or more at gqa 4-8, not timed)."""
-    assert decode_cuda.MERGE_PASS_FLOATS == 512 and decode_cuda.WIDE_MERGE_MAX_HEAD_DIM == 128
+def test_the_merge_kernel_is_preferred_for_few_two_pass_merges():
+    """merge_kernel_preferred (NOTES §116-§117): the merging CTA's 128 threads cover 512 floats a pass, so gqa 8 at
+    head_dim 128 and gqa 4-8 at 256 take two or more; at most 16 (sequence, KV head) pairs; gqa 6 and gqa 4 at 128
+    (a half-full second pass, one pass), gqa 2-3 at 256 (one pass, one and a half), head_dim 64 (one pass at any gqa
+    of the kernel) and batch 32 at one KV head keep the in-kernel merge."""
+    assert decode_cuda.MERGE_PASS_FLOATS == 512 and decode_cuda.WIDE_MERGE_MAX_PAIRS == 16
     pref = decode_cuda.merge_kernel_preferred
     assert pref(8, 128, 1, 1) and pref(8, 128, 16, 1) and pref(8, 128, 8, 2) and pref(8, 128, 1, 8)
     assert not pref(8, 128, 32, 1) and not pref(8, 128, 8, 8) and not pref(8, 128, 17, 1)
     assert not any(pref(g, 128, 1, 1) for g in (1, 2, 3, 4, 5, 6, 7))
-    assert not any(pref(g, 64, 1, 1) for g in range(1, 9)) and not any(pref(g, 256, 1, 1) for g in range(1, 9))
+    assert all(pref(g, 256, 1, 1) for g in range(4, 9)) and pref(4, 256, 4, 4) and pref(8, 256, 16, 1)
+    assert not any(pref(g, 256, 1, 1) for g in (1, 2, 3)) and not pref(4, 256, 8, 4) and not pref(8, 256, 17, 1)
+    assert not any(pref(g, 64, 1, 1) for g in range(1, 9))
 
 
 def test_defined_value_reads_an_nvcc_define_in_either_spelling():

@@ -331,15 +331,15 @@ def test_other_head_dims_and_fixed_splits(fused, head_dim, num_splits):
 @pytest.mark.parametrize("num_qo_heads, num_kv_heads, head_dim, bits, batch, kernel_by_default", [
     (8, 1, 128, 2, 4, True), (16, 2, 128, 4, 4, True), (64, 8, 128, 2, 2, True), (64, 8, 128, 2, 4, False),
     (8, 1, 128, 2, 20, False), (24, 4, 128, 2, 4, False), (32, 8, 128, 2, 2, False), (8, 1, 64, 4, 4, False),
-    (32, 8, 256, 2, 2, False), (16, 8, 256, 4, 2, False)])
+    (32, 8, 256, 2, 2, True), (8, 1, 256, 4, 4, True), (32, 8, 256, 2, 4, False), (16, 8, 256, 4, 2, False)])
 @pytest.mark.parametrize("paged", [False, True])
 def test_few_wide_merges_take_the_merge_kernel(monkeypatch, num_qo_heads, num_kv_heads, head_dim, bits, batch,
                                                kernel_by_default, paged):
     """``FOSCAR_MERGE_WIDE`` unset (the default since NOTES §116): a plan takes the merge kernel where its merging CTAs
-    take two passes over their ``gqa x head_dim`` partials (gqa 8 at head_dim 128; not timed at 256, which keeps the
-    in-kernel merge) and at most 16 (sequence, KV head) pairs merge (:func:`decode_cuda.merge_kernel_preferred`), with
-    ``FOSCAR_MERGE=fused`` too, for plans and one-shot decodes alike, and keeps the in-kernel merge elsewhere and with
-    ``FOSCAR_MERGE_WIDE=0``. Either plan against the fp64 reference (ragged lengths: an empty sequence, one of one
+    take two passes over their ``gqa x head_dim`` partials (gqa 8 at head_dim 128, gqa 4-8 at 256) and at most 16
+    (sequence, KV head) pairs merge (:func:`decode_cuda.merge_kernel_preferred`), with ``FOSCAR_MERGE=fused`` too,
+    for plans and one-shot decodes alike, and keeps the in-kernel merge elsewhere and with ``FOSCAR_MERGE_WIDE=0``.
+    Either plan against the fp64 reference (ragged lengths: an empty sequence, one of one
     chunk, several of many; length-aware and 32 fixed chunks) and against the other merge within fp32 rounding."""
     lens = ([8192, 0, 300, 5000] * 5)[:batch]
     q, cache = _case(torch.device("cuda"), batch=batch, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,

@@ -99,9 +99,10 @@ def merge_choice(default: str = "fused") -> str:
     and so does a plan where a sequence may take more than 32 chunks, unless ``FOSCAR_MERGE_TREE=0``
     (:func:`merge_tree_choice`; bench/NOTES.md §110) or, for folded BF16 operands, ``FOSCAR_MERGE_LEVELS=1``
     (:func:`merge_levels_choice`; §111), and so does a plan whose few merging CTAs would each take two passes over
-    their partials (:func:`merge_kernel_preferred`: gqa 8 at head_dim 128, batch x num_kv_heads <= 16), unless
-    ``FOSCAR_MERGE_WIDE=0`` (:func:`merge_wide_choice`; §116). That rule comes first: where it applies, neither
-    ``FOSCAR_MERGE_TREE=0`` nor ``FOSCAR_MERGE_LEVELS=1`` gives the in-kernel merge unless ``FOSCAR_MERGE_WIDE=0`` too.
+    their partials (:func:`merge_kernel_preferred`: gqa 8 at head_dim 128, gqa 4-8 at 256, batch x num_kv_heads <=
+    16), unless ``FOSCAR_MERGE_WIDE=0`` (:func:`merge_wide_choice`; §116-§117). That rule comes first: where it
+    applies, neither ``FOSCAR_MERGE_TREE=0`` nor ``FOSCAR_MERGE_LEVELS=1`` gives the in-kernel merge unless
+    ``FOSCAR_MERGE_WIDE=0`` too.
     :func:`foscar.plan_decode` takes the default ``"fused"``; a one-shot :func:`foscar.decode` passes ``"kernel"``:
     its plan is made for one call, and the fused merge's arrival counters would need zeroing at every call (a memset
     launch between two decode kernels, which also ends their programmatic dependent launch overlap: about 2-3 us
@@ -446,9 +447,6 @@ def merge_tree_choice() -> bool:
 MERGE_PASS_FLOATS = 4 * 128
 # at most this many (sequence, KV head) pairs in the batch for merge_kernel_preferred (bench/NOTES.md §116)
 WIDE_MERGE_MAX_PAIRS = 16
-# the head_dims merge_kernel_preferred was measured at (128; at 64 no gqa of the kernel takes two passes): at 256 a
-# merge of gqa 4-8 takes two to four passes too, but was never timed, so it keeps the in-kernel merge
-WIDE_MERGE_MAX_HEAD_DIM = 128
 
 
 def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: int) -> bool:
@@ -456,18 +454,19 @@ def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: in
     :func:`merge_wide_choice` is on). The in-kernel merge's last CTA of a (sequence, KV head) walks its ``gqa x
     head_dim`` partials :data:`MERGE_PASS_FLOATS` (512) floats a pass, each pass a dependent round of L2 loads after
     the sequence's last chunk, where the merge kernel spreads the rows over programs after one PDL wait. The rule: two
-    full passes or more (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``), at a measured head_dim (``head_dim <=``
-    :data:`WIDE_MERGE_MAX_HEAD_DIM`: gqa 8 at 128; never at 64, the kernel taking gqa <= :data:`MAX_GQA`), and at
-    most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs in the batch (``batch * num_kv_heads <= 16``, empty
-    sequences counted), where one merging CTA's passes are the call's tail. Measured on an H100 (bench/NOTES.md
-    §116), the merge kernel's time over the in-kernel merge's, INT2 unless said: 8 query heads over 1 KV head 1 x 4K
-    0.78, 1 x 8K 0.80-0.81 (6.75 -> 5.41 us), INT4 1 x 8K 0.87, paged 0.88, FP8 operands 0.91, 2 x 8K 0.96, 4 x 8K
-    1.01, 8 x 4K 0.97, 8 x 8K 0.95, 16 x 8K 0.98 (INT4 0.97, paged 0.99), 16 x 32K 1.00; 16 over 2 KV heads 1 x 8K
-    0.88; 64 over 8 KV heads 1 x 8K 0.94, 1 x 32K 1.00. Left to the in-kernel merge: 32 x 8K (1.03 with the merge
-    kernel), 64 x 8K (1.01), 64 over 8 KV heads 8 x 8K (1.00), gqa 6 (24 over 4 KV heads 1 x 8K: 1.03, a half-full
-    second pass) and gqa 4 (one pass: 1.00-1.05)."""
-    return (gqa * head_dim >= 2 * MERGE_PASS_FLOATS and head_dim <= WIDE_MERGE_MAX_HEAD_DIM
-            and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS)
+    full passes or more (``gqa * head_dim >= 2 * MERGE_PASS_FLOATS``: gqa 8 at head_dim 128, gqa 4-8 at 256, never at
+    64, the kernel taking gqa <= :data:`MAX_GQA`), and at most :data:`WIDE_MERGE_MAX_PAIRS` (sequence, KV head) pairs
+    in the batch (``batch * num_kv_heads <= 16``, empty sequences counted), where one merging CTA's passes are the
+    call's tail. Measured on an H100, the merge kernel's time over the in-kernel merge's, INT2 unless said.
+    head_dim 128 (bench/NOTES.md §116-§117): 8 query heads over 1 KV head 1 x 4K 0.78, 1 x 8K 0.80-0.81
+    (6.75 -> 5.41 us), INT4 1 x 8K 0.87, INT4 1 x 4K 0.81, paged 0.88, FP8 operands 0.83-0.91, per-value 1 x 8K 0.71,
+    2 x 8K 0.96, 4 x 8K 1.01, 8 x 4K 0.97, 8 x 8K 0.95, 12 x 8K 0.96, 16 x 8K 0.98 (INT4 0.97, paged 0.99),
+    16 x 32K 1.00; 16 over 2 KV heads 1 x 8K 0.88, 2 x 8K 1.01; 64 over 8 KV heads 1 x 8K 0.94, 1 x 32K 1.00. head_dim
+    256 (§117): 8 over 1 KV head 1 x 8K 0.54 (15.2 -> 8.2 us), 16 over 4 KV heads 1 x 8K 0.77, 4 x 8K 0.97. Left to the
+    in-kernel merge: 24 x 8K (1.00 with the merge kernel), 32 x 8K (1.03), 64 x 8K (1.01), 64 over 8 KV heads 8 x 8K
+    (1.00), at head_dim 256 32 over 8 KV heads 8 x 8K (1.00) and gqa 2 (one pass: 0.98), at 128 gqa 6 (24 over 4 KV
+    heads 1 x 8K: 1.03, a half-full second pass) and gqa 4 (one pass: 1.00-1.05)."""
+    return gqa * head_dim >= 2 * MERGE_PASS_FLOATS and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS
 
 
 def merge_wide_choice() -> bool:
