@@ -240,6 +240,11 @@ class DecodePlan:
             ``FOSCAR_LONG_CHUNK_ROOM``, on by default, leaves one program an SM for each other sequence of a batch of
             up to 17 sequences at one KV head, 9 at two, §112, §113); else 0, as for a fixed ``num_splits`` (cut as
             asked) and the Triton kernel.
+        short_tokens: tokens; where the batch's tokens (read by the CUDA kernel) are at most this, its length-aware
+            chunks take 256 as their least instead of ``min_chunk``
+            (:func:`foscar.kernels.splits.plan_short_tokens`, ``FOSCAR_SHORT_TOKENS=1`` when the plan was made:
+            ``256 * (SMs // num_kv_heads)`` where ``min_chunk`` is 512); 0 (never) by default, where ``min_chunk``
+            is 256, and for the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -251,7 +256,7 @@ class DecodePlan:
                  o_part, lse_part, out, lse, counters=None, seq_chunks=None, num_splits=None,
                  merge_predicted=0, merge_d_slices=1, merge_pdl=False, merge_fixed_window=False, merge_expected=0,
                  merge_rows=1, merge_from_lengths=False, pv_pack=False, max_ctas_per_sm=0, pdl=False,
-                 min_chunk=512, long_chunk=0):
+                 min_chunk=512, long_chunk=0, short_tokens=0):
         from foscar.kernels.splits import merges
 
         self._q_shape, self._device, self._layout = q_shape, device, layout
@@ -271,6 +276,7 @@ class DecodePlan:
         self.pdl = pdl
         self.min_chunk = min_chunk
         self.long_chunk = long_chunk
+        self.short_tokens = short_tokens
         self.merge_pdl = merge_pdl
         self.merge_fixed_window = merge_fixed_window
         self.merge_expected = merge_expected
@@ -322,10 +328,11 @@ class DecodePlan:
             decode_cuda.launch(q, cache, self._sm_scale, self._o_part, self._lse_part, self.out, self.lse,
                                self._counters, *self._schedule, self._mode, self._seq_chunks,
                                self.merge_fixed_window, self.pv_pack, self.max_ctas_per_sm, self.pdl,
-                               self.min_chunk, self.long_chunk)
+                               self.min_chunk, self.long_chunk, self.short_tokens)
             if self.merge_launched:
                 # the run's cache: the lengths the decode kernel has just read
-                lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk, self.long_chunk)
+                lengths = (decode_cuda.chunk_lengths(cache, self._schedule[1], self.min_chunk, self.long_chunk,
+                                                     self.short_tokens)
                            if self.merge_from_lengths else None)
                 merge_triton.merge_slots(self._o_part, self._lse_part, self._seq_chunks, self.out, self.lse,
                                          self.merge_predicted, self.merge_d_slices, self.merge_pdl,
@@ -468,6 +475,9 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         if merge == "fused" and wide and decode_cuda.merge_kernel_preferred(gqa, head_dim, batch, cache.num_kv_heads):
             merge = "kernel"
         long_chunk = decode_cuda.plan_long_chunk_of(cache, device, num_splits, fixed)
+        # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
+        # NOTES §103)
+        min_chunk = decode_cuda.plan_min_chunk_of(cache, device, target)
         # where a sequence may take more than 32 chunks (splits.may_take_more_than_32_chunks; FOSCAR_MERGE_TREE, read
         # now; NOTES §108-§111): the merge kernel (the FP8 and per-value instances merge on one CTA in the kernel; at
         # BF16 it beat the in-kernel merge's two levels, which FOSCAR_MERGE_LEVELS=1 keeps)
@@ -512,9 +522,10 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # its ranges from the lengths: its one-chunk programs exit without waiting for the decode kernel, so the
             # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
-            # chunks of one 256-token iteration where the target's CTAs fit one an SM (FOSCAR_SHORT_CHUNKS, read now;
-            # NOTES §103)
-            min_chunk=decode_cuda.plan_min_chunk_of(cache, device, target),
+            min_chunk=min_chunk,
+            # ... and where the batch's tokens, read by the kernel, fit one CTA an SM in chunks of 256
+            # (FOSCAR_SHORT_TOKENS, read now, off by default: not yet timed)
+            short_tokens=decode_cuda.plan_short_tokens_of(cache, device, min_chunk),
             # past 32 chunks a sequence only in chunks of at least this, at one or two KV heads (FOSCAR_LONG_CHUNKS,
             # read now; NOTES §105, §106); a fixed num_splits is cut as asked
             long_chunk=long_chunk,

@@ -48,6 +48,13 @@ def test_parse_point_forms():
         ab.parse_point("4x1x8192:d64")  # (what the quantizer would refuse when the point is built)
     with pytest.raises(ValueError, match="FP8 operands need head_dim \\* bits / 128 even, got INT2 at head_dim 64"):
         ab.parse_point("2x1x8192:d64:g64:fp8")
+    cap = ab.parse_point("2x8x4096:cap131072:h8-1")  # eight of 4K in a cache allocated for 128K
+    assert cap.capacity == 131072 and cap.cache_tokens() == 131072 and cap.label == "2x8x4096:h8-1:cap131072"
+    assert ab.parse_point("2x8x4096:cap4096") == ab.ProbePoint(2, 8, 4096)  # the context: the default, unlabelled
+    assert ab.ProbePoint(2, 8, 4096).cache_tokens() == 4096
+    assert ab.parse_point("2x8x4096:capacity:cap8192").workload == "capacity"  # the workload, then a capacity
+    with pytest.raises(ValueError, match="capacity 2048 below the context 4096"):
+        ab.ProbePoint(2, 8, 4096, capacity=2048)
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
@@ -61,7 +68,9 @@ def test_parse_point_forms():
                                          ("2x1x16:fp16", "'bf16', 'fp8' or 'per-value' \\(the kernel's mode\\)"),
                                          ("2x1x16:fp8:per-value", "two modes \\('fp8' and 'per-value'\\)"),
                                          ("2x1x16:d96", "head_dim 96, expected one of 64, 128, 256"),
-                                         ("2x1x16:dx", "'dN' \\(head_dim\\)")])
+                                         ("2x1x16:dx", "'dN' \\(head_dim\\)"),
+                                         ("2x1x4096:cap100", "capacity 100 below the context 4096; expected at least"),
+                                         ("2x1x16:capx", "'capN' \\(the cache's capacity\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -144,6 +153,16 @@ def test_table_keeps_head_dims_apart_and_reads_older_rows_as_128():
     assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each head_dim
     failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(head_dim=256)
     assert "failed: c round 0 2x1x16:d256: RuntimeError: boom" in ab.table([new, failed])
+
+
+def test_table_keeps_capacities_apart_and_reads_older_rows_as_the_context():
+    old = _rows("a", 0, 4.0)  # a CSV of before the capacity was a key (session 71): no column, the context (16)
+    big = _rows("a", 0, 8.0).assign(capacity=4096)
+    new = pd.concat([_rows("b", 0, 3.0).assign(capacity=16), _rows("b", 0, 6.0).assign(capacity=4096)])
+    text = ab.table([pd.concat([old, big]), new])
+    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each capacity
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(capacity=4096)
+    assert "failed: c round 0 2x1x16:cap4096: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

@@ -756,7 +756,7 @@ def test_binding_source_compiles(tmp_path):
 
 
 def test_binding_sets_every_field_of_the_c_entry_arguments():
-    """foscar_folded_decode_sm90 takes its 41 arguments as a struct (FoscarDecodeArgs) filled by field name: a field
+    """foscar_folded_decode_sm90 takes its 42 arguments as a struct (FoscarDecodeArgs) filled by field name: a field
     the binding forgets stays 0 and compiles, so every field of the header's struct must be assigned in binding.cpp
     and read in the C entry (folded_decode_sm90.cu)."""
     import re
@@ -768,7 +768,7 @@ def test_binding_sets_every_field_of_the_c_entry_arguments():
         decl = decl.strip()
         if decl:  # "const int* lens", "int num_indices, num_pages, page_size"
             fields += [re.search(r"(\w+)\s*$", part).group(1) for part in decl.split(",")]
-    assert len(fields) == len(set(fields)) and "batch" in fields and "pdl" in fields and len(fields) >= 41, fields
+    assert len(fields) == len(set(fields)) and "batch" in fields and "pdl" in fields and len(fields) >= 42, fields
     binding = next(s for s in decode_cuda.SOURCES if s.name == "binding.cpp").read_text()
     entry = (decode_cuda.CSRC / "folded_decode_sm90.cu").read_text()
     assert [f for f in fields if not re.search(rf"\ba\.{f} = ", binding)] == []
@@ -799,12 +799,14 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         monkeypatch.delenv("FOSCAR_PDL", raising=False)
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_WIDE", "FOSCAR_SHORT_CHUNKS",
                      "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
-                     "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL"):
+                     "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL",
+                     "FOSCAR_SHORT_TOKENS"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["merge_wide"], s["short_chunks"], s["long_chunks"],
                 s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
-                s["long_chunk_ceil"]) == (True, False, True, True, True, 1, True, 512, True, True)
+                s["long_chunk_ceil"], s["short_tokens"]) == (True, False, True, True, True, 1, True, 512, True, True,
+                                                            False)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -853,7 +855,8 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_LONG_CHUNK_ROOM", "0", "long_chunk_room", False),
                                       ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024),
                                       ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False),
-                                      ("FOSCAR_LONG_CHUNK_CEIL", "0", "long_chunk_ceil", False)):
+                                      ("FOSCAR_LONG_CHUNK_CEIL", "0", "long_chunk_ceil", False),
+                                      ("FOSCAR_SHORT_TOKENS", "1", "short_tokens", True)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob

@@ -595,11 +595,13 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
             merge_triton.merge_slots(o4, lse4, table, out4, lse_out4, predicted, fixed=fixed, rows=2)
 
 
-def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True, num_kv_heads=2):
+def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True, num_kv_heads=2,
+                 short_tokens=False):
     """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
     ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
     ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``short``: the
-    plan's short chunks (``splits.plan_work``, ``plan_min_chunk``); the plan's long chunk too (``plan_long_chunk``)."""
+    plan's short chunks (``splits.plan_work``, ``plan_min_chunk``); the plan's long chunk too (``plan_long_chunk``);
+    ``short_tokens``: the plan's short-batch bound on (``plan_short_tokens``, ``FOSCAR_SHORT_TOKENS=1``), else 0."""
     from foscar.kernels import splits
 
     batch = len(lengths)
@@ -607,8 +609,10 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=T
     assert fixed == 0, "a length-aware plan"
     min_chunk = splits.plan_min_chunk(target, num_kv_heads, num_sms, short)
     long_chunk = splits.plan_long_chunk(None, num_kv_heads, num_sms, capacity)
+    bound = splits.plan_short_tokens(min_chunk, num_kv_heads, num_sms, short_tokens)
     table = [[0, 0] for _ in range(batch)]
-    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk, long_chunk)):
+    for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk, long_chunk,
+                                                         bound)):
         if start == 0:
             table[b][0] = slot
         table[b][1] += 1
@@ -620,11 +624,11 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=T
         last = [n - (p - 1) * page if p else 0 for n, p in zip(lengths, pages)]
         lens, ptr, num_indices = (clamp or (last, indptr, indptr[-1]))
         src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), torch.tensor(ptr, dtype=torch.int32),
-                                        0, num_indices, page, target, min_chunk, long_chunk)
+                                        0, num_indices, page, target, min_chunk, long_chunk, bound)
     else:
         lens = clamp[0] if clamp else lengths
         src = merge_triton.ChunkLengths(torch.tensor(lens, dtype=torch.int32), None, capacity, 0, 0, target, min_chunk,
-                                        long_chunk)
+                                        long_chunk, bound)
     return num_slots, table, src
 
 
@@ -685,6 +689,21 @@ def test_derived_ranges_follow_the_plans_least_chunk(device, short, min_chunk, c
 
 
 @pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("short_tokens, chunks", [(True, 16), (False, 8)])
+def test_derived_ranges_take_the_plans_short_batch_bound(device, paged, short_tokens, chunks):
+    """Eight sequences of 4096 tokens in a 128K cache at one KV head on 132 SMs: the plan, made for the capacity, has
+    a least chunk of 512 (8 chunks a sequence); with its short-batch bound (``plan_short_tokens``: 256 x 132 tokens)
+    the batch's 32K tokens take chunks of 256 (16 a sequence, 128 CTAs), as the same lengths in a 4K cache do. The
+    ranges derived from the lengths merge as the table does, bit for bit."""
+    num_slots, table, src = _derive_case([4096] * 8, 131072, 132, paged, page=256, num_kv_heads=1,
+                                         short_tokens=short_tokens)
+    assert [c for _, c in table] == [chunks] * 8 and src.min_chunk == 512
+    assert src.short_tokens == (256 * 132 if short_tokens else 0)
+    (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, 4, 32, device, 4)
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse) and not (d_out == 7.0).any()
+
+
+@pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("num_kv_heads, long_chunks", [(1, 128), (2, 64)])
 def test_derived_ranges_take_the_plans_long_chunk(device, paged, num_kv_heads, long_chunks):
     """One 512K-token sequence among seven of 4096 in a 512K cache on 132 SMs (bench/NOTES.md §106): at one KV head
@@ -726,10 +745,12 @@ def test_derived_ranges_refuse_what_they_cannot_take():
         merge_triton.merge_slots(o, lse, table, out, lse_out, 2, lengths=good)
     with pytest.raises(ValueError, match="lengths: expected a length-aware plan"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(target_chunks=0))
-    with pytest.raises(ValueError, match="min_chunk 256 or 512 and .* min_chunk 384"):
+    with pytest.raises(ValueError, match="min_chunk 256 or 512, .* min_chunk 384"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(min_chunk=384))
-    with pytest.raises(ValueError, match="long_chunk 0 or a multiple of 256 up to 32768, .* long_chunk 300"):
+    with pytest.raises(ValueError, match="long_chunk 0 or a multiple of 256 up to 32768 and .* long_chunk 300"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(long_chunk=300))
+    with pytest.raises(ValueError, match="short_tokens 0 to 2\\^31 - 1, .* short_tokens -1"):
+        merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(short_tokens=-1))
     with pytest.raises(ValueError, match=r"lengths.lens: expected a contiguous int32 \[2\] tensor"):
         merge_triton.merge_slots(o, lse, table, out, lse_out, lengths=good._replace(lens=torch.tensor([5, 6])))
     with pytest.raises(ValueError, match=r"lengths.kv_indptr: expected a contiguous int32 \[3\] tensor"):

@@ -165,11 +165,11 @@ def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0):
 def _plan_chunk_counts(plan, lengths):
     """Chunks per sequence of a CUDA ``plan`` (length-aware or fixed) at these lengths, as
     foscar.kernels.splits.schedule (the host mirror of the kernel's find_work and fixed path) hands them out with the
-    plan's schedule, least and long chunk."""
+    plan's schedule, least and long chunk and short-batch bound."""
     from foscar.kernels import splits
 
     (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
-    work = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk)
+    work = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk, plan.short_tokens)
     return [sum(w[0] == i for w in work) for i in range(len(lengths))]
 
 
@@ -600,6 +600,36 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
             assert plan.long_chunk == (256 if setting == "1" else 512), (setting, lengths)
             if sms == 132:
                 assert counts == count, (setting, lengths, counts)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("bits", [2, 4])
+def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, paged):
+    """``FOSCAR_SHORT_TOKENS=1`` (splits.plan_short_tokens; off by default, not yet timed): at 1 KV head (8 query
+    heads) on 132 SMs a batch whose tokens fit one CTA an SM in chunks of 256 takes them, whatever the capacity
+    its plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
+    (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; a paged cache's capacity is its
+    longest sequence), take 128 chunks (64 of 512 with the setting off). With the in-kernel merge, the merge
+    kernel reading the chunk table and the merge kernel deriving the ranges from the lengths
+    (``FOSCAR_MERGE_WIDE=0`` keeps the merge asked for): each count as splits.schedule mirrors it, equal to the
+    merge kernel's chunk table where it runs, every row within 1e-2 of the fp64 reference."""
+    for knob in LONG_CHUNK_SETTINGS + ("FOSCAR_SHORT_TOKENS", "FOSCAR_MERGE_FROM_LENGTHS"):
+        monkeypatch.delenv(knob, raising=False)
+    monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
+    cases = [([8192] + [1024] * 24, 8192)] + ([] if paged else [([4096] * 8, 131072)])
+    for lengths, capacity in cases:
+        for merge, from_lengths in (("fused", "0"), ("kernel", "0"), ("kernel", "1")):
+            monkeypatch.setenv("FOSCAR_MERGE", merge)
+            monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", from_lengths)
+            totals = {}
+            for setting in ("0", "1"):
+                monkeypatch.setenv("FOSCAR_SHORT_TOKENS", setting)
+                plan, counts, sms = _run_one_kv_head(lengths, capacity, bits, paged)
+                assert plan.merge == merge and plan.merge_from_lengths == (from_lengths == "1"), (merge, from_lengths)
+                assert plan.min_chunk == 512 and plan.short_tokens == (256 * sms if setting == "1" else 0)
+                totals[setting] = sum(counts)
+            if sms == 132:
+                assert totals == {"0": 64, "1": 128}, (lengths, merge, from_lengths, totals)
 
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):

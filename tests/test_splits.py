@@ -259,18 +259,19 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 
 
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
-             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True):
+             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True, short_tokens=False):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which both take
     to 256 in a cache of at most 16K where ``short_capacity``, their long_short, FOSCAR_LONG_CHUNK_SHORT; ``ceil``:
-    plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL)."""
+    plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL; ``short_tokens``: plan_short_tokens on, FOSCAR_SHORT_TOKENS=1)."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
                                             long_tokens=tokens, long_ceil=ceil, long_short=short_capacity)
-    return splits.schedule(list(lengths), slots, fixed, target,
-                           splits.plan_min_chunk(target, num_kv_heads, sms, short),
+    min_chunk = splits.plan_min_chunk(target, num_kv_heads, sms, short)
+    return splits.schedule(list(lengths), slots, fixed, target, min_chunk,
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
-                                                  len(lengths), room, tokens, short_capacity))
+                                                  len(lengths), room, tokens, short_capacity),
+                           splits.plan_short_tokens(min_chunk, num_kv_heads, sms, short_tokens))
 
 
 
@@ -342,6 +343,65 @@ def test_chunk_settings(monkeypatch, var, choice):
     monkeypatch.setenv(var, "yes")
     with pytest.raises(ValueError, match=f"{var}: expected '1' or '0', got 'yes'"):
         choice()
+
+
+def test_short_tokens_setting_is_off_by_default(monkeypatch):
+    """``FOSCAR_SHORT_TOKENS`` (splits.plan_short_tokens): off unless ``"1"`` (not yet timed on a GPU); anything but
+    ``"0"`` / ``"1"`` refused with the allowed values."""
+    monkeypatch.delenv("FOSCAR_SHORT_TOKENS", raising=False)
+    assert splits.short_tokens_choice() is False
+    monkeypatch.setenv("FOSCAR_SHORT_TOKENS", "1")
+    assert splits.short_tokens_choice() is True
+    monkeypatch.setenv("FOSCAR_SHORT_TOKENS", "yes")
+    with pytest.raises(ValueError, match="FOSCAR_SHORT_TOKENS: expected '1' or '0', got 'yes'"):
+        splits.short_tokens_choice()
+
+
+def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
+    """256 tokens a CTA times one CTA an SM over the KV heads, where the plan's least chunk is 512; 0 where it is
+    already 256 or the setting is off; bad arguments refused with what is allowed."""
+    assert splits.plan_short_tokens(512, 1, 132) == 256 * 132
+    assert splits.plan_short_tokens(512, 2, 132) == 256 * 66 and splits.plan_short_tokens(512, 8, 132) == 256 * 16
+    assert splits.plan_short_tokens(256, 1, 132) == 0 and splits.plan_short_tokens(512, 1, 132, on=False) == 0
+    for bad in ((384, 1, 132), (512, 0, 132), (512, 1, 0)):
+        with pytest.raises(ValueError, match="plan_short_tokens: expected min_chunk 256 or 512, num_kv_heads >= 1"):
+            splits.plan_short_tokens(*bad)
+    assert splits.first_chunk(32768, 256, 4096, 512, 0, 256 * 132) == 256
+    assert splits.first_chunk(32768, 256, 4096, 512, 0, 32767) == 512  # one token past the bound
+    assert splits.first_chunk(32768, 256, 4096, 512) == 512  # 0: never
+
+
+@pytest.mark.parametrize("num_kv_heads, capacity, lengths, ctas_off, ctas_on", [
+    (1, 131072, [4096] * 8, 64, 128),   # the Llama bench's "capacity" point: as the same lengths in a 4K cache
+    (1, 131072, [2048] * 16, 64, 128),
+    (1, 131072, [40000] + [100] * 7, 39, 39),  # 40700 tokens: past 256 x 132, unchanged
+    (2, 65536, [4096] * 4, 64, 128),    # 256 x 66 = 16896 tokens at two KV heads (CTAs: both heads)
+    (8, 131072, [4096] * 8, 256, 256),  # 8 KV heads: 32768 > 256 x 16, unchanged
+    (1, 4096, [4096] * 8, 128, 128),    # a plan whose least chunk is 256 already: no bound
+])
+def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv_heads, capacity, lengths, ctas_off,
+                                                                         ctas_on):
+    """``FOSCAR_SHORT_TOKENS=1`` (plan_short_tokens): a batch whose tokens fit one CTA an SM in chunks of 256 takes
+    them, whatever the capacity the plan was made for; past the bound, and where the plan's least chunk is 256
+    already, the schedule is unchanged. CTAs = chunks x KV heads, on 132 SMs."""
+    off = _planned(lengths, num_kv_heads, capacity)
+    on = _planned(lengths, num_kv_heads, capacity, short_tokens=True)
+    assert (len(off) * num_kv_heads, len(on) * num_kv_heads) == (ctas_off, ctas_on)
+    assert (on == off) == (ctas_on == ctas_off)
+    assert sum(e - s for _, s, e in on) == sum(lengths)
+
+
+def test_short_tokens_leave_uniform_batches_at_their_capacity_alone():
+    """The bound changes only batches shorter than the capacity their plan was made for: every uniform batch of 1-128
+    sequences at its capacity (16 to 32K tokens, at most ~40K in all, where the bound could bind) at 1-8 KV heads on
+    132 SMs keeps its schedule (where the target fits one CTA an SM the least chunk is 256 already)."""
+    for heads in (1, 2, 4, 8):
+        for batch in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128):
+            for capacity in (16, 256, 300, 512, 600, 1024, 2048, 3000, 4096, 8192, 16384, 32768):
+                if batch * capacity <= 40000:
+                    lengths = [capacity] * batch
+                    assert _planned(lengths, heads, capacity, short_tokens=True) == _planned(lengths, heads, capacity), (
+                        heads, batch, capacity)
 
 
 def test_long_chunk_tokens_setting_and_the_plans_it_gives(monkeypatch):

@@ -32,8 +32,8 @@ from foscar.kernels.knobs import env_flag, pdl_capable
 from foscar.kernels.splits import (LONG_CHUNK_TOKENS, MIN_CHUNK_TOKENS, device_sm_count, long_chunk_ceil_choice,
                                    long_chunk_programs_choice, long_chunk_room_choice, long_chunk_short_choice,
                                    long_chunk_tokens_choice, long_chunks_choice,
-                                   max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_work,
-                                   short_chunks_choice)
+                                   max_ctas_per_sm_setting, plan_long_chunk, plan_min_chunk, plan_short_tokens,
+                                   plan_work, short_chunks_choice, short_tokens_choice)
 
 KERNEL_NAME = "foscar-cuda"
 # Experiments (A/B of kernel variants in one GPU session, scripts/gpu_ab.sh): FOSCAR_CSRC builds the
@@ -180,10 +180,10 @@ def build_settings() -> dict[str, object]:
         "merge_levels": bool (``FOSCAR_MERGE_LEVELS`` now, :func:`merge_levels_choice`), "merge_wide": bool
         (``FOSCAR_MERGE_WIDE`` now, :func:`merge_wide_choice`),
         "short_chunks": bool, "long_chunks": bool, "long_chunk_programs": int, "long_chunk_room": bool,
-        "long_chunk_tokens": int, "long_chunk_short": bool, "long_chunk_ceil": bool (``FOSCAR_SHORT_CHUNKS``,
-        ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``,
-        ``FOSCAR_LONG_CHUNK_TOKENS``, ``FOSCAR_LONG_CHUNK_SHORT``, ``FOSCAR_LONG_CHUNK_CEIL`` now: the plan rules of
-        :mod:`foscar.kernels.splits`),
+        "long_chunk_tokens": int, "long_chunk_short": bool, "long_chunk_ceil": bool, "short_tokens": bool
+        (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``,
+        ``FOSCAR_LONG_CHUNK_TOKENS``, ``FOSCAR_LONG_CHUNK_SHORT``, ``FOSCAR_LONG_CHUNK_CEIL``, ``FOSCAR_SHORT_TOKENS``
+        now: the plan rules of :mod:`foscar.kernels.splits`),
         "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
@@ -192,15 +192,16 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MERGE_LEVELS=1``, ``FOSCAR_MERGE_WIDE=0``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
         ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``,
-        ``FOSCAR_LONG_CHUNK_CEIL=0``) is set, i.e. the numbers are not those of the shipped kernel.
+        ``FOSCAR_LONG_CHUNK_CEIL=0``, ``FOSCAR_SHORT_TOKENS=1``) is set, i.e. the numbers are not those of the shipped
+        kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
             ``FOSCAR_MERGE_PDL``, ``FOSCAR_MERGE_FIXED_WINDOW``, ``FOSCAR_MERGE_FROM_LENGTHS``, ``FOSCAR_PV_PACK``,
             ``FOSCAR_PDL``, ``FOSCAR_MERGE_TREE``, ``FOSCAR_MERGE_LEVELS``, ``FOSCAR_MERGE_WIDE``,
             ``FOSCAR_SHORT_CHUNKS``,
-            ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_SHORT`` or
-            ``FOSCAR_LONG_CHUNK_CEIL`` other than ``"1"`` / ``"0"``; a
+            ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_ROOM``, ``FOSCAR_LONG_CHUNK_SHORT``,
+            ``FOSCAR_LONG_CHUNK_CEIL`` or ``FOSCAR_SHORT_TOKENS`` other than ``"1"`` / ``"0"``; a
             ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS``
             other than ``"1"`` / ``"2"``; a ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to
             32768.
@@ -216,7 +217,7 @@ def build_settings() -> dict[str, object]:
     merge_tree, merge_levels, wide = merge_tree_choice(), merge_levels_choice(), merge_wide_choice()
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
-    long_ceil = long_chunk_ceil_choice()
+    long_ceil, short_tokens = long_chunk_ceil_choice(), short_tokens_choice()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
@@ -224,12 +225,13 @@ def build_settings() -> dict[str, object]:
             "merge_levels": merge_levels, "merge_wide": wide, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
             "long_chunk_tokens": long_tokens, "long_chunk_short": long_short, "long_chunk_ceil": long_ceil,
+            "short_tokens": short_tokens,
             "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and wide and short and long_
                               and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
-                              and long_short and long_ceil)}
+                              and long_short and long_ceil and not short_tokens)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -297,6 +299,17 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
                      short_chunks=short_chunks_choice(), long_chunks=long_chunks_choice(),
                      long_programs=long_chunk_programs_choice(), long_tokens=long_chunk_tokens_choice(),
                      long_ceil=long_chunk_ceil_choice(), long_short=long_chunk_short_choice())
+
+
+def plan_short_tokens_of(cache, device: torch.device, min_chunk: int) -> int:
+    """The short-batch bound, tokens, of :func:`plan_splits`' plan for ``cache`` whose least chunk is ``min_chunk``:
+    :func:`foscar.kernels.splits.plan_short_tokens` over the cache's KV heads and the device's SMs, on where
+    ``FOSCAR_SHORT_TOKENS=1`` now (:func:`foscar.kernels.splits.short_tokens_choice`; off by default).
+
+    Raises:
+        ValueError: ``FOSCAR_SHORT_TOKENS`` other than ``"0"`` or ``"1"``.
+    """
+    return plan_short_tokens(min_chunk, cache.num_kv_heads, device_sm_count(device), short_tokens_choice())
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
@@ -372,7 +385,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
            out: torch.Tensor, lse: torch.Tensor, counters: torch.Tensor, fixed_splits: int, target_chunks: int,
            mode: str = "bf16", seq_chunks: torch.Tensor | None = None, fixed_window: bool = False,
            pv_pack: bool = True, max_ctas_per_sm: int = 0, pdl: bool = False,
-           min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0) -> None:
+           min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0, short_tokens: int = 0) -> None:
     """Decode ``q`` over ``cache`` into ``out`` ``[batch, num_qo_heads, head_dim]`` bf16 and ``lse``
     ``[batch, num_qo_heads]`` fp32 (natural log): split-KV chunks sized from the actual lengths;
     with ``seq_chunks`` the caller merges multi-chunk sequences next (``merge_choice() == "kernel"``),
@@ -415,13 +428,17 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     32))`` tokens, so a sequence shorter than the capacity the plan was made for takes no more than 32 chunks unless
     they stay that long (bench/NOTES.md §105); in the length-aware mode the least chunk ``ceil(longest / 32)`` is at
     most ``long_chunk`` (§106). The extension raises ``RuntimeError`` for another value.
+
+    ``short_tokens``: 0 (never), or (a plan's, :func:`foscar.kernels.splits.plan_short_tokens`) a token count: where
+    the batch's tokens are at most this, the length-aware chunks' least length is 256 instead of ``min_chunk``. The
+    extension raises ``RuntimeError`` for a negative value.
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(
         q, cache.k_codes, cache.v_codes, cache.k_scale, cache.k_offset, cache.v_scale, cache.v_offset,
         lens, kv_indptr, cache.kv_indices if kv_indptr is not None else None,
         o_part, lse_part, out, lse, counters, seq_chunks, cache.bits, cache.group_size, cache.k_block or 0,
-        fixed_splits, target_chunks, min_chunk, long_chunk, sm_scale * 1.4426950408889634,
+        fixed_splits, target_chunks, min_chunk, long_chunk, short_tokens, sm_scale * 1.4426950408889634,
         MODES[mode], int(fixed_window), int(pv_pack), int(max_ctas_per_sm), int(pdl),
     )
 
@@ -549,15 +566,17 @@ def _kernel_lengths(cache) -> tuple[torch.Tensor, torch.Tensor | None]:
     return cache.seq_lens, None
 
 
-def chunk_lengths(cache, target_chunks: int, min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0):
+def chunk_lengths(cache, target_chunks: int, min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0,
+                  short_tokens: int = 0):
     """The :class:`foscar.kernels.merge_triton.ChunkLengths` of ``cache`` under a length-aware plan of
     ``target_chunks`` (:func:`plan_splits`), least chunk ``min_chunk`` (tokens,
-    :func:`foscar.kernels.splits.plan_min_chunk`) and long chunk ``long_chunk`` (tokens, 0: none;
-    :func:`plan_long_chunk_of`): the lengths :func:`launch` gives the kernel, for a merge that derives each
-    sequence's chunk range as the kernel's ``find_work`` does."""
+    :func:`foscar.kernels.splits.plan_min_chunk`), long chunk ``long_chunk`` (tokens, 0: none;
+    :func:`plan_long_chunk_of`) and short-batch bound ``short_tokens`` (tokens, 0: never;
+    :func:`foscar.kernels.splits.plan_short_tokens`): the lengths :func:`launch` gives the kernel, for a merge that
+    derives each sequence's chunk range as the kernel's ``find_work`` does."""
     from foscar.kernels.merge_triton import ChunkLengths
 
     lens, kv_indptr = _kernel_lengths(cache)
     paged = kv_indptr is not None
     return ChunkLengths(lens, kv_indptr, cache.max_seq_len, cache.kv_indices.numel() if paged else 0,
-                        cache.page_size if paged else 0, target_chunks, min_chunk, long_chunk)
+                        cache.page_size if paged else 0, target_chunks, min_chunk, long_chunk, short_tokens)

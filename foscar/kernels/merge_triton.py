@@ -39,8 +39,9 @@ class ChunkLengths(NamedTuple):
     (contiguous; unused when paged), ``num_indices`` (``kv_indices.numel()``; paged) and ``page_size`` (a power
     of two; paged, else 0), the plan's ``target_chunks`` (:func:`foscar.kernels.splits.plan_work`, length-aware
     plans only), its least chunk, ``min_chunk`` tokens (512, or 256 where the plan's CTAs fit one an SM:
-    :func:`foscar.kernels.splits.plan_min_chunk`), and its long chunk, ``long_chunk`` tokens (0: none;
-    :func:`foscar.kernels.splits.plan_long_chunk`)."""
+    :func:`foscar.kernels.splits.plan_min_chunk`), its long chunk, ``long_chunk`` tokens (0: none;
+    :func:`foscar.kernels.splits.plan_long_chunk`), and its short-batch bound, ``short_tokens`` tokens (0: never;
+    :func:`foscar.kernels.splits.plan_short_tokens`)."""
     lens: torch.Tensor
     kv_indptr: torch.Tensor | None
     max_seq_len: int
@@ -49,6 +50,7 @@ class ChunkLengths(NamedTuple):
     target_chunks: int
     min_chunk: int = 512
     long_chunk: int = 0
+    short_tokens: int = 0
 
 
 @triton.jit
@@ -157,13 +159,14 @@ def _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM: tl.const
 
 @triton.jit
 def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk,
-                    long_chunk, num_slots, BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
+                    long_chunk, short_tokens, num_slots, BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
     """Sequence ``b``'s first slot and chunk count under the CUDA kernel's length-aware schedule, derived from
     the lengths as ``find_work`` (csrc/folded_decode_sm90.cuh) derives them, not read from the table it writes: the
     lengths are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel
     (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
     ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the batch's
-    ``T`` tokens, at most 32768, at least ``min_chunk`` (the plan's, 512 or 256), rounded up to 256, at least
+    ``T`` tokens, at most 32768, at least ``min_chunk`` (the plan's, 512 or 256; 256 where ``T <= short_tokens``, the
+    plan's :func:`foscar.kernels.splits.plan_short_tokens`, 0: never), rounded up to 256, at least
     ``min(ceil(longest / 32)`` rounded up to 256, 32768), or ``long_chunk`` where that is less and not 0
     (``longest_chunk_floor``), grown until the chunks fit the
     slots; ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
@@ -185,7 +188,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     length = tl.where(live, length, 0)
     total = tl.sum(length.to(tl.int64), axis=0)
     chunk = tl.minimum((total + target_chunks - 1) // target_chunks, 32768)
-    chunk = ((tl.maximum(chunk, min_chunk) + 255) // 256 * 256).to(tl.int32)
+    least = tl.where(total <= short_tokens, 256, min_chunk)  # a short batch: chunks of one iteration
+    chunk = ((tl.maximum(chunk, least) + 255) // 256 * 256).to(tl.int32)
     longest = tl.max(length, axis=0)  # at most 32 chunks a sequence, or chunks of long_chunk (longest_chunk_floor)
     floor = tl.minimum(((longest + 31) // 32 + 255) // 256 * 256, 32768).to(tl.int32)
     floor = tl.where(long_chunk > 0, tl.minimum(floor, long_chunk), floor)
@@ -204,7 +208,7 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
 
 @triton.jit
 def _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk,
-                 long_chunk, num_slots, PDL: tl.constexpr, WAITED: tl.constexpr, DERIVE: tl.constexpr,
+                 long_chunk, short_tokens, num_slots, PDL: tl.constexpr, WAITED: tl.constexpr, DERIVE: tl.constexpr,
                  BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
     """Sequence ``b``'s first slot (int64) and chunk count (int32). ``DERIVE``: from the lengths
     (:func:`_derived_chunks`), before the PDL wait, which only a sequence of several chunks then makes (one chunk:
@@ -213,7 +217,7 @@ def _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices
     slot's behind the caller's `count > 1` exit, an L1 hit there, NOTES §32)."""
     if DERIVE:
         first, count = _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift,
-                                       target_chunks, min_chunk, long_chunk, num_slots, BATCH_P2, PAGED)
+                                       target_chunks, min_chunk, long_chunk, short_tokens, num_slots, BATCH_P2, PAGED)
         if PDL:
             if count > 1:
                 tl.extra.cuda.gdc_wait()
@@ -235,6 +239,7 @@ def _merge_slots_kernel(
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots, predicted,
     Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk, long_chunk,  # DERIVE
+    short_tokens,  # DERIVE
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, SPECULATE: tl.constexpr,
     BLOCK_D: tl.constexpr, PDL: tl.constexpr, FIXED: tl.constexpr,
     DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
@@ -263,7 +268,8 @@ def _merge_slots_kernel(
         _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM)
         return
     first, count = _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift,
-                                target_chunks, min_chunk, long_chunk, num_slots, PDL, True, DERIVE, BATCH_P2, PAGED)
+                                target_chunks, min_chunk, long_chunk, short_tokens, num_slots, PDL, True, DERIVE,
+                                BATCH_P2, PAGED)
     if SPECULATE:
         # The partials of the predicted window [b * predicted, + BLOCK_W) (a uniform batch's chunks) are
         # loaded with the table, not after it: one dependent L2 round, not two (bench/NOTES.md §32). No branch
@@ -335,6 +341,7 @@ def _merge_rows_kernel(
     Lse_out,  # [batch, num_qo_heads] fp32, natural log
     num_qo_heads, num_slots,
     Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk, long_chunk,  # DERIVE
+    short_tokens,  # DERIVE
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_D: tl.constexpr,
     ROWS: tl.constexpr, PDL: tl.constexpr, DERIVE: tl.constexpr, BATCH_P2: tl.constexpr, PAGED: tl.constexpr,
 ):
@@ -350,7 +357,8 @@ def _merge_rows_kernel(
     den = tl.zeros((ROWS, 1), tl.float32)
     num = tl.zeros((ROWS, BLOCK_D), tl.float32)
     first, count = _chunk_range(Seq_chunks, b, Lens, Kv_indptr, batch, max_seq_len, num_indices, page_shift,
-                                target_chunks, min_chunk, long_chunk, num_slots, PDL, False, DERIVE, BATCH_P2, PAGED)
+                                target_chunks, min_chunk, long_chunk, short_tokens, num_slots, PDL, False, DERIVE,
+                                BATCH_P2, PAGED)
     if count > 1:  # one chunk: the decode kernel wrote the rows itself
         if count <= BLOCK_W:  # up to a uniform batch's chunk count: one round
             offs_w = tl.arange(0, BLOCK_W)
@@ -607,8 +615,8 @@ def merge_slots(o_part: torch.Tensor, lse_part: torch.Tensor, seq_chunks: torch.
             ``num_qo_heads``, or above 1 with ``predicted`` or ``fixed``; ``lengths`` with ``predicted`` or
             ``fixed``, for more than :data:`MAX_DERIVE_BATCH` sequences, or with ``lens`` / ``kv_indptr`` not
             contiguous int32 ``[batch]`` / ``[batch + 1]`` tensors on ``out``'s device, a ``page_size`` that is not a
-            power of two with ``kv_indptr``, ``target_chunks < 1``, a ``min_chunk`` other than 256 or 512, or a
-            ``long_chunk`` other than 0 or a multiple of 256 up to 32768.
+            power of two with ``kv_indptr``, ``target_chunks < 1``, a ``min_chunk`` other than 256 or 512, a
+            ``long_chunk`` other than 0 or a multiple of 256 up to 32768, or a ``short_tokens`` outside 0 to 2^31 - 1.
     """
     if predicted < 0:
         raise ValueError(f"predicted: expected a chunk count >= 0 (0: no speculation), got {predicted}")
@@ -666,16 +674,17 @@ def _derive_args(lengths: ChunkLengths | None, batch: int, device: torch.device,
         ValueError: as :func:`merge_slots` for ``lengths``.
     """
     if lengths is None:
-        return (unused, unused, 0, 0, 0, 0, 1, 512, 0), dict(DERIVE=False, BATCH_P2=1, PAGED=False)
+        return (unused, unused, 0, 0, 0, 0, 1, 512, 0, 0), dict(DERIVE=False, BATCH_P2=1, PAGED=False)
     lens, indptr = lengths.lens, lengths.kv_indptr
     paged = indptr is not None
     if (predicted or fixed or batch > MAX_DERIVE_BATCH or lengths.target_chunks < 1
             or lengths.min_chunk not in (256, 512) or not 0 <= lengths.long_chunk <= 32768
-            or lengths.long_chunk % 256):
+            or lengths.long_chunk % 256 or not 0 <= lengths.short_tokens < 1 << 31):
         raise ValueError(f"lengths: expected a length-aware plan (no predicted, no fixed) of at most {MAX_DERIVE_BATCH} "
-                         f"sequences, target_chunks >= 1, min_chunk 256 or 512 and long_chunk 0 or a multiple of 256 "
-                         f"up to 32768, got predicted {predicted}, fixed {fixed}, batch {batch}, target_chunks "
-                         f"{lengths.target_chunks}, min_chunk {lengths.min_chunk}, long_chunk {lengths.long_chunk}")
+                         f"sequences, target_chunks >= 1, min_chunk 256 or 512, long_chunk 0 or a multiple of 256 "
+                         f"up to 32768 and short_tokens 0 to 2^31 - 1, got predicted {predicted}, fixed {fixed}, "
+                         f"batch {batch}, target_chunks {lengths.target_chunks}, min_chunk {lengths.min_chunk}, "
+                         f"long_chunk {lengths.long_chunk}, short_tokens {lengths.short_tokens}")
     for name, t, n in (("lens", lens, batch), ("kv_indptr", indptr, batch + 1)):
         if t is not None and (t.dtype != torch.int32 or tuple(t.shape) != (n,) or not t.is_contiguous()
                               or t.device != device):
@@ -685,5 +694,6 @@ def _derive_args(lengths: ChunkLengths | None, batch: int, device: torch.device,
     if paged and (page < 1 or page & (page - 1)):
         raise ValueError(f"lengths.page_size: expected a power of two with kv_indptr, got {page}")
     return ((lens, indptr if paged else lens, batch, lengths.max_seq_len, lengths.num_indices,
-             page.bit_length() - 1 if paged else 0, lengths.target_chunks, lengths.min_chunk, lengths.long_chunk),
+             page.bit_length() - 1 if paged else 0, lengths.target_chunks, lengths.min_chunk, lengths.long_chunk,
+             lengths.short_tokens),
             dict(DERIVE=True, BATCH_P2=max(2, triton.next_power_of_2(batch)), PAGED=paged))

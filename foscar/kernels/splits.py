@@ -445,6 +445,41 @@ def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_ch
     return SHORT_CHUNK_TOKENS if short_chunks and fits else MIN_CHUNK_TOKENS
 
 
+def short_tokens_choice() -> bool:
+    """Whether a plan made now lets the kernel take chunks of one 256-token iteration where the batch's tokens, read
+    on the device, fit one CTA an SM (:func:`plan_short_tokens`): ``FOSCAR_SHORT_TOKENS``, ``"0"`` (the default: not
+    yet timed on a GPU) or ``"1"``.
+
+    Raises:
+        ValueError: ``FOSCAR_SHORT_TOKENS`` other than ``"0"`` or ``"1"``.
+    """
+    return env_flag("FOSCAR_SHORT_TOKENS", "0")
+
+
+def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool = True) -> int:
+    """The length-aware chunks' short-batch bound, in tokens: where the batch's tokens ``T`` are at most this, the
+    kernel's least chunk is :data:`SHORT_CHUNK_TOKENS` (256) instead of the plan's ``min_chunk`` (``find_work``'s
+    ``Params::short_tokens``; the host mirror :func:`first_chunk`, the merge kernel's ranges from the lengths).
+    ``SHORT_CHUNK_TOKENS * (num_sms // num_kv_heads)`` where ``on`` (:func:`short_tokens_choice`) and ``min_chunk``
+    is :data:`MIN_CHUNK_TOKENS`, else 0 (never; a plan of ``min_chunk`` 256 already takes chunks of 256).
+
+    :func:`plan_min_chunk` chooses from the capacity the plan was made for: a batch whose lengths are far below it
+    (8 sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two
+    iterations) where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench:
+    8.51 us against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an
+    SM (each sequence's chunk count is rounded up, so up to ``batch`` CTAs more). Not timed yet.
+
+    Raises:
+        ValueError: ``min_chunk`` other than 256 or 512, or ``num_kv_heads`` / ``num_sms`` below 1.
+    """
+    if min_chunk not in (SHORT_CHUNK_TOKENS, MIN_CHUNK_TOKENS) or num_kv_heads < 1 or num_sms < 1:
+        raise ValueError(f"plan_short_tokens: expected min_chunk 256 or 512, num_kv_heads >= 1 and num_sms >= 1, got "
+                         f"{min_chunk}, {num_kv_heads}, {num_sms}")
+    if not on or min_chunk == SHORT_CHUNK_TOKENS:
+        return 0
+    return SHORT_CHUNK_TOKENS * (num_sms // num_kv_heads)
+
+
 def choose_num_splits(batch: int, num_kv_heads: int, max_seq_len: int, block_n: int, num_sms: int) -> tuple[int, int]:
     """Split-KV heuristic: about two programs per SM, splits at most 32K tokens, each at least 2 tiles.
 
@@ -635,7 +670,7 @@ def merges(batch: int, num_slots: int) -> bool:
 
 
 def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chunk: int = MIN_CHUNK_TOKENS,
-                long_chunk: int = 0) -> int:
+                long_chunk: int = 0, short_tokens: int = 0) -> int:
     """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
     (``find_work``): ``ceil(total_tokens / target_chunks)``, at most :data:`MAX_SPLIT_TOKENS`, at least
     ``min_chunk`` (:func:`plan_min_chunk`), rounded up to a multiple of :data:`CHUNK_ALIGN_TOKENS`, and at least
@@ -644,17 +679,20 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chu
     than :data:`MAX_CHUNKS_PER_SEQUENCE` chunks below ``MAX_CHUNKS_PER_SEQUENCE * MAX_SPLIT_TOKENS`` tokens, or
     where the plan has a ``long_chunk`` (:func:`plan_long_chunk`, 0: none) at least the smaller of that and
     ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
-    tokens. ``target_chunks`` >= 1 (from :func:`plan_work`)."""
+    tokens. ``target_chunks`` >= 1 (from :func:`plan_work`). Where ``total_tokens <= short_tokens`` (the plan's
+    :func:`plan_short_tokens`; 0: never) the least is :data:`SHORT_CHUNK_TOKENS` instead of ``min_chunk``."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
-    chunk = -(-max(chunk, min_chunk) // align) * align
+    least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens else min_chunk
+    chunk = -(-max(chunk, least) // align) * align
     per = -(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)  # ceil(longest / 32)
     floor = min(-(-per // align) * align, MAX_SPLIT_TOKENS)
     return max(chunk, min(floor, long_chunk) if long_chunk else floor)
 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
-             min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0) -> list[tuple[int, int, int]]:
+             min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0,
+             short_tokens: int = 0) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
 
@@ -664,6 +702,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         min_chunk: the plan's least chunk, tokens (:func:`plan_min_chunk`).
         long_chunk: the plan's long chunk, tokens (:func:`plan_long_chunk`; 0: none): a fixed plan's floor past
             :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, and the length-aware path's (:func:`first_chunk`).
+        short_tokens: the plan's short-batch bound, tokens (:func:`plan_short_tokens`; 0: never): the length-aware
+            path's least chunk is 256 where the batch's tokens are at most this (:func:`first_chunk`).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -680,7 +720,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             count = -(-n // chunk) if n > 0 else 1
             out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
         return out
-    chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk, long_chunk)
+    chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk, long_chunk, short_tokens)
 
     def chunks_total(c):
         return sum(-(-n // c) if n > 0 else 1 for n in lengths)

@@ -45,7 +45,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                    std::optional<torch::Tensor> kv_indptr, std::optional<torch::Tensor> kv_indices,
                    torch::Tensor o_part, torch::Tensor lse_part, torch::Tensor out, torch::Tensor lse,
                    torch::Tensor counters, std::optional<torch::Tensor> seq_chunks, int64_t bits, int64_t group_size, int64_t k_block, int64_t fixed_splits,
-                   int64_t target_chunks, int64_t min_chunk, int64_t long_chunk, double qk_scale_log2, int64_t mode, int64_t fixed_window, int64_t pv_pack,
+                   int64_t target_chunks, int64_t min_chunk, int64_t long_chunk, int64_t short_tokens, double qk_scale_log2, int64_t mode, int64_t fixed_window, int64_t pv_pack,
                    int64_t max_ctas_per_sm, int64_t pdl) {
   // ranks and dtypes first, so that a wrong one is refused here with a message formatted as above, before any torch
   // accessor below (size(d), stride(d), data_ptr<T>()) checks it with its own
@@ -128,6 +128,8 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
                (long long)min_chunk);
   FOSCAR_CHECK(long_chunk >= 0 && long_chunk <= 32768 && long_chunk % 256 == 0,
                "long_chunk: expected 0 or a multiple of 256 tokens up to 32768, got %lld", (long long)long_chunk);
+  FOSCAR_CHECK(short_tokens >= 0 && short_tokens <= std::numeric_limits<int>::max(),
+               "short_tokens: expected 0 (never) or a token count up to 2^31 - 1, got %lld", (long long)short_tokens);
   FOSCAR_CHECK(fixed_splits == 0 || num_slots == batch * fixed_splits, "fixed_splits: o_part needs batch * fixed_splits slots");
   FOSCAR_CHECK(fixed_splits > 0 || num_slots >= batch, "o_part: at least one slot per sequence (num_slots >= batch)");
   FOSCAR_CHECK(fixed_window == 0 || (fixed_window == 1 && fixed_splits >= 2 && seq_chunks.has_value()),
@@ -167,6 +169,7 @@ void folded_decode(torch::Tensor q, torch::Tensor k_codes, torch::Tensor v_codes
   a.target_chunks = (int)target_chunks;
   a.min_chunk = (int)min_chunk;
   a.long_chunk = (int)long_chunk;
+  a.short_tokens = (int)short_tokens;
   a.q_stride_b = q.stride(0);
   a.q_stride_h = q.stride(1);
   a.qk_scale_log2 = (float)qk_scale_log2;

@@ -37,7 +37,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(const FoscarDecodeArgs* args, c
   if (a.gqa < 1 || a.gqa > kMaxGqa || a.merge_groups < 0 || a.batch < 0 || a.num_slots < 0 || a.fixed_splits < 0 ||
       a.target_chunks < 1 || a.max_ctas_per_sm < 0 ||
       (a.pdl != 0 && a.pdl != 1) || (a.min_chunk != kMinChunk && a.min_chunk != kShortChunk) ||
-      a.long_chunk < 0 || a.long_chunk > kMaxChunk || a.long_chunk % kChunkAlign != 0)
+      a.long_chunk < 0 || a.long_chunk > kMaxChunk || a.long_chunk % kChunkAlign != 0 || a.short_tokens < 0)
     return cudaErrorInvalidValue;
   if (a.batch == 0) return cudaSuccess;
   if (a.fixed_splits > 0 ? a.num_slots != a.batch * a.fixed_splits : a.num_slots < a.batch) return cudaErrorInvalidValue;
@@ -91,6 +91,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(const FoscarDecodeArgs* args, c
   p.target_chunks = a.target_chunks;
   p.min_chunk = a.min_chunk;
   p.long_chunk = a.long_chunk;
+  p.short_tokens = a.short_tokens;
   p.num_indices = a.num_indices;
 #if FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED
   p.num_pages = a.num_pages;

@@ -647,6 +647,8 @@ struct Params {
                         // 0: length-aware chunks, about target_chunks of them per KV head (find_work)
   int target_chunks;
   int min_chunk;        // length-aware chunks: at least this many tokens, kMinChunk or kShortChunk (the host's plan)
+  int short_tokens;     // length-aware chunks: at least kShortChunk where the batch's tokens are at most this
+                        // (0: never; the host's plan: splits.plan_short_tokens)
   int long_chunk;       // fixed path past kMaxSeqChunks chunks: chunks of at least min(long_chunk, ceil(len /
                         // kMaxSeqChunks)) tokens; length-aware: the floor of ceil(longest / kMaxSeqChunks) at most
                         // this (longest_chunk_floor) (the host's plan: splits.plan_long_chunk); 0: neither
@@ -838,15 +840,14 @@ __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest)
   return p.long_chunk ? min(least, p.long_chunk) : least;
 }
 
-// Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra
-// kernel; the plan depends on shapes only). Length-aware mode: total tokens T over the batch, chunk
-// C = min(T / target_chunks, 32768), at least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM:
-// splits.plan_min_chunk), rounded up to 256, at least min(the longest sequence's
-// length / kMaxSeqChunks, 32768) or of p.long_chunk where that is less (longest_chunk_floor), then grown until the
-// chunks fit
-// in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split
-// count, so a uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty
-// sequence, which writes a zero row and LSE -inf), slots in sequence order.
+// Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra kernel; the plan depends
+// on shapes only). Length-aware mode: total tokens T over the batch, chunk C = min(T / target_chunks, 32768), at
+// least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM: splits.plan_min_chunk; 256 too where T <=
+// p.short_tokens, splits.plan_short_tokens), rounded up to 256, at least min(the longest sequence's length /
+// kMaxSeqChunks, 32768) or of p.long_chunk where that is less (longest_chunk_floor), then grown until the chunks fit
+// in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split count, so a
+// uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty sequence, which writes a zero row
+// and LSE -inf), slots in sequence order.
 // ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
 template <bool PAGED, bool ONE_CHUNK, bool RELAXED = false>
 __device__ Work find_work(const Params& p, int slot) {
@@ -889,7 +890,8 @@ __device__ Work find_work(const Params& p, int slot) {
     } else {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
-    return (max(chunk, p.min_chunk) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+    const int least = total <= p.short_tokens ? kShortChunk : p.min_chunk;  // a short batch: chunks of one iteration
+    return (max(chunk, least) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   };
   auto first_chunk = [&](long long total) {  // total: this lane's tokens
 #pragma unroll

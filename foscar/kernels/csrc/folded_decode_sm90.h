@@ -70,6 +70,7 @@ typedef struct FoscarDecodeArgs {
   int merge_groups;
   int* seq_chunks;
   int batch, num_kv_heads, gqa, max_seq_len, num_slots, fixed_splits, target_chunks, min_chunk, long_chunk;
+  int short_tokens;
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;
   int bits, head_dim, group_size, k_block, mode, fixed_window, pv_pack, max_ctas_per_sm, pdl;
