@@ -145,24 +145,18 @@ def test_table_keeps_modes_apart_and_reads_older_rows_as_bf16():
     assert "failed: c round 0 2x1x16:per-value: RuntimeError: boom" in ab.table([new, failed])
 
 
-def test_table_keeps_head_dims_apart_and_reads_older_rows_as_128():
-    old = _rows("a", 0, 4.0)  # a CSV of before the head_dim was a key (session 70): no column, head_dim 128
-    d256 = _rows("a", 0, 8.0).assign(head_dim=256)
-    new = pd.concat([_rows("b", 0, 3.0).assign(head_dim=128), _rows("b", 0, 6.0).assign(head_dim=256)])
-    text = ab.table([pd.concat([old, d256]), new])
-    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each head_dim
-    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(head_dim=256)
-    assert "failed: c round 0 2x1x16:d256: RuntimeError: boom" in ab.table([new, failed])
-
-
-def test_table_keeps_capacities_apart_and_reads_older_rows_as_the_context():
-    old = _rows("a", 0, 4.0)  # a CSV of before the capacity was a key (session 71): no column, the context (16)
-    big = _rows("a", 0, 8.0).assign(capacity=4096)
-    new = pd.concat([_rows("b", 0, 3.0).assign(capacity=16), _rows("b", 0, 6.0).assign(capacity=4096)])
+@pytest.mark.parametrize("key, older, other, label", [
+    ("head_dim", 128, 256, "2x1x16:d256"),  # no head_dim column before session 71: 128
+    ("capacity", 16, 4096, "2x1x16:cap4096"),  # no capacity column before session 72: the context (16)
+])
+def test_table_keeps_a_later_key_apart_and_reads_older_rows_at_its_default(key, older, other, label):
+    old = _rows("a", 0, 4.0)  # a CSV of before the key was one: no column
+    big = _rows("a", 0, 8.0).assign(**{key: other})
+    new = pd.concat([_rows("b", 0, 3.0).assign(**{key: older}), _rows("b", 0, 6.0).assign(**{key: other})])
     text = ab.table([pd.concat([old, big]), new])
-    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each capacity
-    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(capacity=4096)
-    assert "failed: c round 0 2x1x16:cap4096: RuntimeError: boom" in ab.table([new, failed])
+    assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each value of the key
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(**{key: other})
+    assert f"failed: c round 0 {label}: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

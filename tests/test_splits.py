@@ -330,31 +330,22 @@ def test_short_chunks_leave_the_presets_grids_alone():
         assert changed == (set() if heads == 8 else {(8, 4096, False), (8, 8192, True)}), heads
 
 
-@pytest.mark.parametrize("var, choice", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice),
-                                         ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice),
-                                         ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice),
-                                         ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice),
-                                         ("FOSCAR_LONG_CHUNK_CEIL", splits.long_chunk_ceil_choice)])
-def test_chunk_settings(monkeypatch, var, choice):
-    monkeypatch.setenv(var, "0")
-    assert choice() is False
+@pytest.mark.parametrize("var, choice, default", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice, True),
+                                                  ("FOSCAR_LONG_CHUNKS", splits.long_chunks_choice, True),
+                                                  ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice, True),
+                                                  ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice, True),
+                                                  ("FOSCAR_LONG_CHUNK_CEIL", splits.long_chunk_ceil_choice, True),
+                                                  # off until timed on a GPU (plan_short_tokens)
+                                                  ("FOSCAR_SHORT_TOKENS", splits.short_tokens_choice, False)])
+def test_chunk_settings(monkeypatch, var, choice, default):
+    for value in ("0", "1"):
+        monkeypatch.setenv(var, value)
+        assert choice() is (value == "1")
     monkeypatch.delenv(var)
-    assert choice() is True
+    assert choice() is default
     monkeypatch.setenv(var, "yes")
     with pytest.raises(ValueError, match=f"{var}: expected '1' or '0', got 'yes'"):
         choice()
-
-
-def test_short_tokens_setting_is_off_by_default(monkeypatch):
-    """``FOSCAR_SHORT_TOKENS`` (splits.plan_short_tokens): off unless ``"1"`` (not yet timed on a GPU); anything but
-    ``"0"`` / ``"1"`` refused with the allowed values."""
-    monkeypatch.delenv("FOSCAR_SHORT_TOKENS", raising=False)
-    assert splits.short_tokens_choice() is False
-    monkeypatch.setenv("FOSCAR_SHORT_TOKENS", "1")
-    assert splits.short_tokens_choice() is True
-    monkeypatch.setenv("FOSCAR_SHORT_TOKENS", "yes")
-    with pytest.raises(ValueError, match="FOSCAR_SHORT_TOKENS: expected '1' or '0', got 'yes'"):
-        splits.short_tokens_choice()
 
 
 def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
