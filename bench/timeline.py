@@ -249,13 +249,13 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int) -> tuple
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
     ``paged``, the group size where not the bench's 128, the head counts where the point gives them, channel-wise K's
-    block, the head_dim where the point gives it, the mode where not folded BF16: ``8 x 32768 heads 8/1 channel-K 32
-    D=256 fp8``)."""
+    block, the head_dim where the point gives it, the cache's capacity where the point gives it, the mode where not
+    folded BF16: ``8 x 32768 heads 8/1 channel-K 32 D=256 cap 131072 fp8``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
         " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
         f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "") + (
         f" channel-K {pp.k_block}" if pp.k_block else "") + (f" D={pp.head_dim}" if pp.head_dim else "") + (
-        f" {pp.mode}" if pp.mode != "bf16" else "")
+        f" cap {pp.capacity}" if pp.capacity else "") + (f" {pp.mode}" if pp.mode != "bf16" else "")
 
 
 def record_file(pp: ProbePoint) -> str:

@@ -1019,14 +1019,16 @@ bad_calls = [
     (q, 4, False, 2),  # pdl neither 0 nor 1
     (q, 4, False, 0, 384),  # min_chunk neither 256 nor 512
     (q, 4, False, 0, 512, 300),  # long_chunk not a multiple of 256
+    (q, 4, False, 0, 512, 0, -1),  # a negative short_tokens
 ]
 for query, fixed_splits, fixed_window, *more in bad_calls:
     pdl, min_chunk = more[0] if more else False, more[1] if len(more) > 1 else 512
     long_chunk = more[2] if len(more) > 2 else 0
+    short_tokens = more[3] if len(more) > 3 else 0
     try:
         decode_cuda.launch(query, cache, 0.1, plan._o_part, plan._lse_part, plan.out, plan.lse, plan._counters,
                            fixed_splits, plan._o_part.shape[0], "bf16", plan._seq_chunks, fixed_window,
-                           pdl=pdl, min_chunk=min_chunk, long_chunk=long_chunk)
+                           pdl=pdl, min_chunk=min_chunk, long_chunk=long_chunk, short_tokens=short_tokens)
     except RuntimeError as e:
         print("raised:", e)
 """
@@ -1045,13 +1047,14 @@ def test_the_binding_raises_on_a_bad_argument_and_never_crashes():
                           timeout=900)
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     raised = [line for line in proc.stdout.splitlines() if line.startswith("raised:")]
-    assert len(raised) == 6, proc.stdout[-2000:]
+    assert len(raised) == 7, proc.stdout[-2000:]
     assert "fixed_window: 0, or 1 with fixed_splits >= 2 and seq_chunks; got fixed_window 1, fixed_splits 0" in raised[0]
     assert "q: CUDA bf16, last dim contiguous" in raised[1]
     assert "q: [batch, num_qo_heads, head_dim], got 2 dims" in raised[2]
     assert "pdl: 0 (a plain launch) or 1 (programmatic dependent launch), got 2" in raised[3]
     assert "min_chunk: expected 256 or 512 tokens, got 384" in raised[4]
     assert "long_chunk: expected 0 or a multiple of 256 tokens up to 32768, got 300" in raised[5]
+    assert "short_tokens: expected 0 (never) or a token count up to 2^31 - 1, got -1" in raised[6]
 
 
 def test_plans_of_a_16k_cache_take_the_floor_of_256(monkeypatch):

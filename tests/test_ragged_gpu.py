@@ -150,13 +150,15 @@ def test_batch_zero():
     assert out.shape == (0, 8, 128) and lse.shape == (0, 8)
 
 
-def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0):
+def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0, short_tokens=0):
     """(first slot, chunk count) per sequence as foscar.kernels.splits.schedule (the host mirror of the
-    kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens and the long chunk (the plan's)."""
+    kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens, the long chunk and the short-batch
+    bound (the plan's)."""
     from foscar.kernels import splits
 
     first, count = {}, {}
-    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk, long_chunk)):
+    for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk, long_chunk,
+                                                     short_tokens)):
         first.setdefault(b, slot)
         count[b] = count.get(b, 0) + 1
     return [[first[b], count[b]] for b in range(len(lengths))]
@@ -188,13 +190,14 @@ LONG_CHUNK_SETTINGS = ("FOSCAR_MERGE", "FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS
                        "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL")
 
 
-def _run_one_kv_head(lengths, capacity, bits, paged=False):
-    """Plans and runs :func:`_one_kv_head_case` (on 16-token shuffled pages where ``paged``) as the settings say now;
-    checks the chunk counts that splits.schedule mirrors against the merge kernel's chunk table where it runs, and
-    every row within 1e-2 of the fp64 reference. Returns ``(plan, counts, SMs of the device)``."""
+def _run_one_kv_head(lengths, capacity, bits, paged=False, case=None):
+    """Plans and runs :func:`_one_kv_head_case` (on 16-token shuffled pages where ``paged``; ``case``: that case's
+    ``(q, cache)`` made already) as the settings say now; checks the chunk counts that splits.schedule mirrors against
+    the merge kernel's chunk table where it runs, and every row within 1e-2 of the fp64 reference. Returns ``(plan,
+    counts, SMs of the device)``."""
     from foscar.kernels import splits
 
-    q, cache = _one_kv_head_case(lengths, capacity, bits)
+    q, cache = case or _one_kv_head_case(lengths, capacity, bits)
     if paged:
         cache = foscar.paginate(cache, 16, shuffle=True)
     plan = foscar.plan_decode(cache, 8, backend="cuda")
@@ -268,7 +271,7 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk,
-                                                         plan.long_chunk)
+                                                         plan.long_chunk, plan.short_tokens)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):
         if length == 0:
@@ -606,25 +609,29 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
 @pytest.mark.parametrize("bits", [2, 4])
 def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, paged):
     """``FOSCAR_SHORT_TOKENS=1`` (splits.plan_short_tokens; off by default, not yet timed): at 1 KV head (8 query
-    heads) on 132 SMs a batch whose tokens fit one CTA an SM in chunks of 256 takes them, whatever the capacity
-    its plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
-    (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; a paged cache's capacity is its
-    longest sequence), take 128 chunks (64 of 512 with the setting off). With the in-kernel merge, the merge
-    kernel reading the chunk table and the merge kernel deriving the ranges from the lengths
-    (``FOSCAR_MERGE_WIDE=0`` keeps the merge asked for): each count as splits.schedule mirrors it, equal to the
-    merge kernel's chunk table where it runs, every row within 1e-2 of the fp64 reference."""
-    for knob in LONG_CHUNK_SETTINGS + ("FOSCAR_SHORT_TOKENS", "FOSCAR_MERGE_FROM_LENGTHS"):
+    heads) on 132 SMs a batch whose tokens fit one CTA an SM in chunks of 256 takes them, whatever the capacity its
+    plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
+    (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; foscar.paginate's capacity is the
+    longest sequence), take 128 chunks (64 of 512 with the setting off). With the in-kernel merge (one merging CTA:
+    ``FOSCAR_MERGE_TREE=0``, since a 128K plan would take the merge kernel where a sequence may take more than 32
+    chunks; ``FOSCAR_MERGE_WIDE=0``), the merge kernel reading the chunk table and the merge kernel deriving the ranges
+    from the lengths: each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs
+    (the two merge-kernel cases are the ones that show the kernel's chunks), every row within 1e-2 of the fp64
+    reference."""
+    for knob in LONG_CHUNK_SETTINGS + ("FOSCAR_SHORT_TOKENS", "FOSCAR_SHORT_CHUNKS", "FOSCAR_MERGE_FROM_LENGTHS"):
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
+    monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
     cases = [([8192] + [1024] * 24, 8192)] + ([] if paged else [([4096] * 8, 131072)])
     for lengths, capacity in cases:
+        case = _one_kv_head_case(lengths, capacity, bits)
         for merge, from_lengths in (("fused", "0"), ("kernel", "0"), ("kernel", "1")):
             monkeypatch.setenv("FOSCAR_MERGE", merge)
             monkeypatch.setenv("FOSCAR_MERGE_FROM_LENGTHS", from_lengths)
             totals = {}
             for setting in ("0", "1"):
                 monkeypatch.setenv("FOSCAR_SHORT_TOKENS", setting)
-                plan, counts, sms = _run_one_kv_head(lengths, capacity, bits, paged)
+                plan, counts, sms = _run_one_kv_head(lengths, capacity, bits, paged, case)
                 assert plan.merge == merge and plan.merge_from_lengths == (from_lengths == "1"), (merge, from_lengths)
                 assert plan.min_chunk == 512 and plan.short_tokens == (256 * sms if setting == "1" else 0)
                 totals[setting] = sum(counts)

@@ -360,11 +360,13 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     assert splits.first_chunk(32768, 256, 4096, 512, 0, 256 * 132) == 256
     assert splits.first_chunk(32768, 256, 4096, 512, 0, 32767) == 512  # one token past the bound
     assert splits.first_chunk(32768, 256, 4096, 512) == 512  # 0: never
+    assert splits.first_chunk(0, 256, 0, 512) == 256  # an empty batch at a bound of 0 (as find_work): empty chunks
 
 
 @pytest.mark.parametrize("num_kv_heads, capacity, lengths, ctas_off, ctas_on", [
     (1, 131072, [4096] * 8, 64, 128),   # the Llama bench's "capacity" point: as the same lengths in a 4K cache
     (1, 131072, [2048] * 16, 64, 128),
+    (1, 131072, [1024] * 32, 64, 128),  # 32 sequences: the in-kernel merge (past the merge rule's 16 pairs)
     (1, 131072, [40000] + [100] * 7, 39, 39),  # 40700 tokens: past 256 x 132, unchanged
     (2, 65536, [4096] * 4, 64, 128),    # 256 x 66 = 16896 tokens at two KV heads (CTAs: both heads)
     (8, 131072, [4096] * 8, 256, 256),  # 8 KV heads: 32768 > 256 x 16, unchanged

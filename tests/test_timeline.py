@@ -90,6 +90,7 @@ def test_describe_names_workload_paging_and_group():
     assert timeline.describe(timeline.parse_point("4x8x32768:h8-1")) == "8 x 32768 heads 8/1"
     assert timeline.describe(timeline.parse_point("4x8x32768:c64")) == "8 x 32768 channel-K 64"
     assert timeline.describe(timeline.parse_point("4x8x32768:c64:fp8")) == "8 x 32768 channel-K 64 fp8"
+    assert timeline.describe(timeline.parse_point("2x8x4096:h8-1:cap131072")) == "8 x 4096 heads 8/1 cap 131072"
     assert timeline.record_file(timeline.parse_point("4x8x32768:h8-1")) == "timeline-4x8x32768-h8-1.npy"
 
 

@@ -304,12 +304,15 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
 def plan_short_tokens_of(cache, device: torch.device, min_chunk: int) -> int:
     """The short-batch bound, tokens, of :func:`plan_splits`' plan for ``cache`` whose least chunk is ``min_chunk``:
     :func:`foscar.kernels.splits.plan_short_tokens` over the cache's KV heads and the device's SMs, on where
-    ``FOSCAR_SHORT_TOKENS=1`` now (:func:`foscar.kernels.splits.short_tokens_choice`; off by default).
+    ``FOSCAR_SHORT_TOKENS=1`` now (:func:`foscar.kernels.splits.short_tokens_choice`; off by default) and short chunks
+    are (``FOSCAR_SHORT_CHUNKS``, :func:`foscar.kernels.splits.short_chunks_choice`: ``"0"`` gives the plans before
+    session 59, without chunks of 256 from either rule).
 
     Raises:
-        ValueError: ``FOSCAR_SHORT_TOKENS`` other than ``"0"`` or ``"1"``.
+        ValueError: ``FOSCAR_SHORT_TOKENS`` or ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
-    return plan_short_tokens(min_chunk, cache.num_kv_heads, device_sm_count(device), short_tokens_choice())
+    on = short_tokens_choice() and short_chunks_choice()
+    return plan_short_tokens(min_chunk, cache.num_kv_heads, device_sm_count(device), on)
 
 
 def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:

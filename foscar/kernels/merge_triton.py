@@ -188,7 +188,7 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     length = tl.where(live, length, 0)
     total = tl.sum(length.to(tl.int64), axis=0)
     chunk = tl.minimum((total + target_chunks - 1) // target_chunks, 32768)
-    least = tl.where(total <= short_tokens, 256, min_chunk)  # a short batch: chunks of one iteration
+    least = tl.where(total <= short_tokens, 256, min_chunk)  # a short batch: chunks of 256 (as find_work)
     chunk = ((tl.maximum(chunk, least) + 255) // 256 * 256).to(tl.int32)
     longest = tl.max(length, axis=0)  # at most 32 chunks a sequence, or chunks of long_chunk (longest_chunk_floor)
     floor = tl.minimum(((longest + 31) // 32 + 255) // 256 * 256, 32768).to(tl.int32)

@@ -467,7 +467,10 @@ def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool 
     (8 sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two
     iterations) where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench:
     8.51 us against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an
-    SM (each sequence's chunk count is rounded up, so up to ``batch`` CTAs more). Not timed yet.
+    SM: each sequence's chunk count is rounded up, so up to ``batch`` CTAs more, at worst about two an SM (128
+    sequences of 257 tokens at one KV head: 256 CTAs of up to 256 tokens where 512 gives 128), where chunks of 256
+    measured slower (:func:`plan_min_chunk`); the bound counts tokens because the kernel sums them already. Not timed
+    yet; ``on`` is False under ``FOSCAR_SHORT_CHUNKS=0`` too (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
 
     Raises:
         ValueError: ``min_chunk`` other than 256 or 512, or ``num_kv_heads`` / ``num_sms`` below 1.
@@ -680,10 +683,11 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chu
     where the plan has a ``long_chunk`` (:func:`plan_long_chunk`, 0: none) at least the smaller of that and
     ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
     tokens. ``target_chunks`` >= 1 (from :func:`plan_work`). Where ``total_tokens <= short_tokens`` (the plan's
-    :func:`plan_short_tokens`; 0: never) the least is :data:`SHORT_CHUNK_TOKENS` instead of ``min_chunk``."""
+    :func:`plan_short_tokens`; 0: none, but for an empty batch, whose chunks are empty either way, as in the kernel)
+    the least is :data:`SHORT_CHUNK_TOKENS` instead of ``min_chunk``."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
-    least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens else min_chunk
+    least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens else min_chunk  # (an empty batch: 256 at a bound of 0)
     chunk = -(-max(chunk, least) // align) * align
     per = -(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)  # ceil(longest / 32)
     floor = min(-(-per // align) * align, MAX_SPLIT_TOKENS)

@@ -890,7 +890,9 @@ __device__ Work find_work(const Params& p, int slot) {
     } else {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
-    const int least = total <= p.short_tokens ? kShortChunk : p.min_chunk;  // a short batch: chunks of one iteration
+    // a short batch (T at most the plan's bound; with a bound of 0 only an empty batch, whose chunks are empty either
+    // way; a test of the bound's sign changed the main loop's SASS of one instance): chunks of one iteration
+    const int least = total <= p.short_tokens ? kShortChunk : p.min_chunk;
     return (max(chunk, least) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   };
   auto first_chunk = [&](long long total) {  // total: this lane's tokens
