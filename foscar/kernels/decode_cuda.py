@@ -482,10 +482,11 @@ def merge_kernel_preferred(gqa: int, head_dim: int, batch: int, num_kv_heads: in
     (6.75 -> 5.41 us), INT4 1 x 8K 0.87, INT4 1 x 4K 0.81, paged 0.88, FP8 operands 0.83-0.91, per-value 1 x 8K 0.71,
     2 x 8K 0.96, 4 x 8K 1.01, 8 x 4K 0.97, 8 x 8K 0.95, 12 x 8K 0.96, 16 x 8K 0.98 (INT4 0.97, paged 0.99),
     16 x 32K 1.00; 16 over 2 KV heads 1 x 8K 0.88, 2 x 8K 1.01; 64 over 8 KV heads 1 x 8K 0.94, 1 x 32K 1.00. head_dim
-    256 (§117): 8 over 1 KV head 1 x 8K 0.54 (15.2 -> 8.2 us), 16 over 4 KV heads 1 x 8K 0.77, 4 x 8K 0.97. Left to the
-    in-kernel merge: 24 x 8K (1.00 with the merge kernel), 32 x 8K (1.03), 64 x 8K (1.01), 64 over 8 KV heads 8 x 8K
-    (1.00), at head_dim 256 32 over 8 KV heads 8 x 8K (1.00) and gqa 2 (one pass: 0.98), at 128 gqa 6 (24 over 4 KV
-    heads 1 x 8K: 1.03, a half-full second pass) and gqa 4 (one pass: 1.00-1.05)."""
+    256 (§117): 8 over 1 KV head 1 x 8K 0.53-0.54 (15.2 -> 8.1 us; FP8 operands 0.65, per-value 0.76), INT4 1 x 4K
+    0.69, 16 x 8K 0.88; 16 over 4 KV heads 1 x 8K 0.77, 4 x 8K 0.97; 32 over 8 KV heads 2 x 8K 0.96. Left to the
+    in-kernel merge: 32 x 8K (1.03 with the merge kernel), 64 x 8K (1.01), 64 over 8 KV heads 8 x 8K (1.00), at
+    head_dim 256 32 over 8 KV heads 8 x 8K (1.00) and gqa 2 (one pass: 0.98), at 128 gqa 6 (24 over 4 KV heads 1 x 8K:
+    1.03, a half-full second pass) and gqa 4 (one pass: 1.00-1.05)."""
     return gqa * head_dim >= 2 * MERGE_PASS_FLOATS and batch * max(1, num_kv_heads) <= WIDE_MERGE_MAX_PAIRS
 
 
