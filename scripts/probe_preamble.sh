@@ -9,6 +9,8 @@
 #   $OUT/commit.txt: the commit of the tree that runs: FOSCAR_GIT_COMMIT where scripts/gpu_offline.sh exported it
 #   (the commit `fetch` recorded), else the checkout's HEAD, which on the GPU machine may be another commit;
 #   W: the work folder, emptied and created (default /tmp/probe);
+#   probe_build: builds (or loads) the default CUDA extension (16 nvcc jobs), its log in $W/build.log, and prints
+#   "built rc=... left=...: <its last line>" (every probe script up to session 72 wrote this out by hand);
 #   probe_end [tar name]: the end line of gpu.csv, then $OUT/<name>.tgz (default probe.tgz) of W without built
 #   extensions (the runner returns at most 8 files).
 # Never changes clocks, power or GPU modes; only reads them.
@@ -21,6 +23,10 @@ nvidia-smi --query-gpu=$q,enforced.power.limit --format=csv > "$OUT/gpu.csv" 2>&
 echo "${FOSCAR_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" > "$OUT/commit.txt"
 W="${1:-/tmp/probe}"
 rm -rf "$W"; mkdir -p "$W"
+probe_build() {
+  MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > "$W/build.log" 2>&1
+  echo "built rc=$? left=$(left): $(tail -1 "$W/build.log")"
+}
 probe_end() {
   nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
     >> "$OUT/gpu.csv" 2>&1

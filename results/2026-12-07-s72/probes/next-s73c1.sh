@@ -7,8 +7,7 @@
 # bench-meta.json, bench-summary.json; short: tests_short.txt, ab_short_tokens.txt, timeline.txt, tests.txt).
 LIMIT="${LIMIT:-560}"
 . scripts/probe_preamble.sh /tmp/s69  # status.sh reads /tmp/s69/bench
-MAX_JOBS=16 python -c 'from foscar.kernels import decode_cuda as d; print(d.extension().__name__)' > $W/build.log 2>&1
-echo "built rc=$? left=$(left): $(tail -1 $W/build.log)"
+probe_build
 PART=short; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && PART=status
 echo "part: $PART"
 if [ $PART = status ]; then . results/2026-12-07-s69/probes/status.sh; else . results/2026-12-07-s72/probes/short_tokens.sh; fi
