@@ -806,7 +806,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         assert (s["merge_tree"], s["merge_levels"], s["merge_wide"], s["short_chunks"], s["long_chunks"],
                 s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
                 s["long_chunk_ceil"], s["short_tokens"]) == (True, False, True, True, True, 1, True, 512, True, True,
-                                                            False)
+                                                            True)
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -856,7 +856,7 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024),
                                       ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False),
                                       ("FOSCAR_LONG_CHUNK_CEIL", "0", "long_chunk_ceil", False),
-                                      ("FOSCAR_SHORT_TOKENS", "1", "short_tokens", True)):
+                                      ("FOSCAR_SHORT_TOKENS", "0", "short_tokens", False)):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob

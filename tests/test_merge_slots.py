@@ -689,18 +689,23 @@ def test_derived_ranges_follow_the_plans_least_chunk(device, short, min_chunk, c
 
 
 @pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("short_tokens, chunks", [(True, 16), (False, 8)])
-def test_derived_ranges_take_the_plans_short_batch_bound(device, paged, short_tokens, chunks):
+@pytest.mark.parametrize("lengths, short_tokens, chunks", [([4096] * 8, True, [16] * 8), ([4096] * 8, False, [8] * 8),
+                                                           ([1024] + [512] * 7, True, [4] + [2] * 7),
+                                                           ([512] * 7 + [300], True, [1] * 8)])
+def test_derived_ranges_take_the_plans_short_batch_bound(device, paged, lengths, short_tokens, chunks):
     """Eight sequences of 4096 tokens in a 128K cache at one KV head on 132 SMs: the plan, made for the capacity, has
     a least chunk of 512 (8 chunks a sequence); with its short-batch bound (``plan_short_tokens``: 256 x 132 tokens)
-    the batch's 32K tokens take chunks of 256 (16 a sequence, 128 CTAs), as the same lengths in a 4K cache do. The
-    ranges derived from the lengths merge as the table does, bit for bit."""
-    num_slots, table, src = _derive_case([4096] * 8, 131072, 132, paged, page=256, num_kv_heads=1,
+    the batch's 32K tokens take chunks of 256 (16 a sequence, 128 CTAs), as the same lengths in a 4K cache do. A
+    batch whose longest sequence is past 512 takes them too; one whose sequences are all at most 512 keeps one chunk
+    a sequence. The ranges derived from the lengths merge as the table does, bit for bit."""
+    num_slots, table, src = _derive_case(lengths, 131072, 132, paged, page=256, num_kv_heads=1,
                                          short_tokens=short_tokens)
-    assert [c for _, c in table] == [chunks] * 8 and src.min_chunk == 512
+    assert [c for _, c in table] == chunks and src.min_chunk == 512
     assert src.short_tokens == (256 * 132 if short_tokens else 0)
     (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, 4, 32, device, 4)
-    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse) and not (d_out == 7.0).any()
+    assert torch.equal(t_out, d_out) and torch.equal(t_lse, d_lse)
+    for b, count in enumerate(chunks):  # a sequence of one chunk: its CTA writes the row, the merge leaves it
+        assert bool((d_out[b] == 7.0).all()) == (count == 1), f"sequence {b} ({count} chunks)"
 
 
 @pytest.mark.parametrize("paged", [False, True])

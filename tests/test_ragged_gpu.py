@@ -608,11 +608,12 @@ def test_a_16k_cache_takes_long_chunks_of_256(monkeypatch, bits, paged):
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("bits", [2, 4])
 def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, paged):
-    """``FOSCAR_SHORT_TOKENS=1`` (splits.plan_short_tokens; off by default, not yet timed): at 1 KV head (8 query
-    heads) on 132 SMs a batch whose tokens fit one CTA an SM in chunks of 256 takes them, whatever the capacity its
-    plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
+    """``FOSCAR_SHORT_TOKENS=1`` (splits.plan_short_tokens; the default since bench/NOTES.md §118): at 1 KV head (8
+    query heads) on 132 SMs a batch whose tokens fit one CTA an SM in chunks of 256 takes them, whatever the capacity
+    its plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
     (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; foscar.paginate's capacity is the
-    longest sequence), take 128 chunks (64 of 512 with the setting off). With the in-kernel merge (one merging CTA:
+    longest sequence), take 128 chunks (64 of 512 with the setting off); 64 sequences of 512 in a 4K cache
+    (contiguous), none past the least chunk of 512, keep their 64 either way. With the in-kernel merge (one merging CTA:
     ``FOSCAR_MERGE_TREE=0``, since a 128K plan would take the merge kernel where a sequence may take more than 32
     chunks; ``FOSCAR_MERGE_WIDE=0``), the merge kernel reading the chunk table and the merge kernel deriving the ranges
     from the lengths: each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs
@@ -622,8 +623,8 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
     monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
-    cases = [([8192] + [1024] * 24, 8192)] + ([] if paged else [([4096] * 8, 131072)])
-    for lengths, capacity in cases:
+    cases = [([8192] + [1024] * 24, 8192, 128)] + ([] if paged else [([4096] * 8, 131072, 128), ([512] * 64, 4096, 64)])
+    for lengths, capacity, cut in cases:
         case = _one_kv_head_case(lengths, capacity, bits)
         for merge, from_lengths in (("fused", "0"), ("kernel", "0"), ("kernel", "1")):
             monkeypatch.setenv("FOSCAR_MERGE", merge)
@@ -636,7 +637,7 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
                 assert plan.min_chunk == 512 and plan.short_tokens == (256 * sms if setting == "1" else 0)
                 totals[setting] = sum(counts)
             if sms == 132:
-                assert totals == {"0": 64, "1": 128}, (lengths, merge, from_lengths, totals)
+                assert totals == {"0": 64, "1": cut}, (lengths, merge, from_lengths, totals)
 
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):

@@ -335,8 +335,7 @@ def test_short_chunks_leave_the_presets_grids_alone():
                                                   ("FOSCAR_LONG_CHUNK_ROOM", splits.long_chunk_room_choice, True),
                                                   ("FOSCAR_LONG_CHUNK_SHORT", splits.long_chunk_short_choice, True),
                                                   ("FOSCAR_LONG_CHUNK_CEIL", splits.long_chunk_ceil_choice, True),
-                                                  # off until timed on a GPU (plan_short_tokens)
-                                                  ("FOSCAR_SHORT_TOKENS", splits.short_tokens_choice, False)])
+                                                  ("FOSCAR_SHORT_TOKENS", splits.short_tokens_choice, True)])
 def test_chunk_settings(monkeypatch, var, choice, default):
     for value in ("0", "1"):
         monkeypatch.setenv(var, value)
@@ -360,7 +359,9 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     assert splits.first_chunk(32768, 256, 4096, 512, 0, 256 * 132) == 256
     assert splits.first_chunk(32768, 256, 4096, 512, 0, 32767) == 512  # one token past the bound
     assert splits.first_chunk(32768, 256, 4096, 512) == 512  # 0: never
-    assert splits.first_chunk(0, 256, 0, 512) == 256  # an empty batch at a bound of 0 (as find_work): empty chunks
+    assert splits.first_chunk(0, 256, 0, 512) == 512  # an empty batch (as find_work): empty chunks either way
+    assert splits.first_chunk(32768, 256, 512, 512, 0, 256 * 132) == 512  # no sequence past min_chunk: kept
+    assert splits.first_chunk(32768, 256, 513, 512, 0, 256 * 132) == 256
 
 
 @pytest.mark.parametrize("num_kv_heads, capacity, lengths, ctas_off, ctas_on", [
@@ -371,6 +372,9 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     (2, 65536, [4096] * 4, 64, 128),    # 256 x 66 = 16896 tokens at two KV heads (CTAs: both heads)
     (8, 131072, [4096] * 8, 256, 256),  # 8 KV heads: 32768 > 256 x 16, unchanged
     (1, 4096, [4096] * 8, 128, 128),    # a plan whose least chunk is 256 already: no bound
+    (1, 4096, [512] * 64, 64, 64),      # no sequence past 512: one CTA a sequence, no merge (1.30x slower cut)
+    (1, 4096, [257] * 128, 128, 128),   # the bound's worst case, kept (1.25x slower as 256 CTAs)
+    (1, 4096, [1024] + [512] * 63, 65, 130),  # one sequence past 512 cuts them all (untimed)
 ])
 def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv_heads, capacity, lengths, ctas_off,
                                                                          ctas_on):

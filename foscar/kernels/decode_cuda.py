@@ -231,7 +231,7 @@ def build_settings() -> dict[str, object]:
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and wide and short and long_
                               and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
-                              and long_short and long_ceil and not short_tokens)}
+                              and long_short and long_ceil and short_tokens)}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
@@ -304,7 +304,8 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
 def plan_short_tokens_of(cache, device: torch.device, min_chunk: int) -> int:
     """The short-batch bound, tokens, of :func:`plan_splits`' plan for ``cache`` whose least chunk is ``min_chunk``:
     :func:`foscar.kernels.splits.plan_short_tokens` over the cache's KV heads and the device's SMs, on where
-    ``FOSCAR_SHORT_TOKENS=1`` now (:func:`foscar.kernels.splits.short_tokens_choice`; off by default) and short chunks
+    ``FOSCAR_SHORT_TOKENS`` is ``"1"`` now (:func:`foscar.kernels.splits.short_tokens_choice`, the default) and short
+    chunks
     are (``FOSCAR_SHORT_CHUNKS``, :func:`foscar.kernels.splits.short_chunks_choice`: ``"0"`` gives the plans before
     session 59, without chunks of 256 from either rule).
 

@@ -166,7 +166,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
     ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the batch's
     ``T`` tokens, at most 32768, at least ``min_chunk`` (the plan's, 512 or 256; 256 where ``T <= short_tokens``, the
-    plan's :func:`foscar.kernels.splits.plan_short_tokens`, 0: never), rounded up to 256, at least
+    plan's :func:`foscar.kernels.splits.plan_short_tokens`, 0: never, and the longest sequence is past ``min_chunk``),
+    rounded up to 256, at least
     ``min(ceil(longest / 32)`` rounded up to 256, 32768), or ``long_chunk`` where that is less and not 0
     (``longest_chunk_floor``), grown until the chunks fit the
     slots; ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
@@ -188,9 +189,10 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     length = tl.where(live, length, 0)
     total = tl.sum(length.to(tl.int64), axis=0)
     chunk = tl.minimum((total + target_chunks - 1) // target_chunks, 32768)
-    least = tl.where(total <= short_tokens, 256, min_chunk)  # a short batch: chunks of 256 (as find_work)
-    chunk = ((tl.maximum(chunk, least) + 255) // 256 * 256).to(tl.int32)
     longest = tl.max(length, axis=0)  # at most 32 chunks a sequence, or chunks of long_chunk (longest_chunk_floor)
+    # a short batch whose longest sequence is past min_chunk: chunks of 256 (as find_work)
+    least = tl.where((total <= short_tokens) & (longest > min_chunk), 256, min_chunk)
+    chunk = ((tl.maximum(chunk, least) + 255) // 256 * 256).to(tl.int32)
     floor = tl.minimum(((longest + 31) // 32 + 255) // 256 * 256, 32768).to(tl.int32)
     floor = tl.where(long_chunk > 0, tl.minimum(floor, long_chunk), floor)
     chunk = tl.maximum(chunk, floor)

@@ -447,18 +447,19 @@ def plan_min_chunk(target_chunks: int, num_kv_heads: int, num_sms: int, short_ch
 
 def short_tokens_choice() -> bool:
     """Whether a plan made now lets the kernel take chunks of one 256-token iteration where the batch's tokens, read
-    on the device, fit one CTA an SM (:func:`plan_short_tokens`): ``FOSCAR_SHORT_TOKENS``, ``"0"`` (the default: not
-    yet timed on a GPU) or ``"1"``.
+    on the device, fit one CTA an SM (:func:`plan_short_tokens`): ``FOSCAR_SHORT_TOKENS``, ``"1"`` (the default since
+    session 73, bench/NOTES.md §118) or ``"0"`` (the plans before it).
 
     Raises:
         ValueError: ``FOSCAR_SHORT_TOKENS`` other than ``"0"`` or ``"1"``.
     """
-    return env_flag("FOSCAR_SHORT_TOKENS", "0")
+    return env_flag("FOSCAR_SHORT_TOKENS", "1")
 
 
 def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool = True) -> int:
-    """The length-aware chunks' short-batch bound, in tokens: where the batch's tokens ``T`` are at most this, the
-    kernel's least chunk is :data:`SHORT_CHUNK_TOKENS` (256) instead of the plan's ``min_chunk`` (``find_work``'s
+    """The length-aware chunks' short-batch bound, in tokens: where the batch's tokens ``T`` are at most this and its
+    longest sequence is past ``min_chunk``, the kernel's least chunk is :data:`SHORT_CHUNK_TOKENS` (256) instead of
+    the plan's ``min_chunk`` (``find_work``'s
     ``Params::short_tokens``; the host mirror :func:`first_chunk`, the merge kernel's ranges from the lengths).
     ``SHORT_CHUNK_TOKENS * (num_sms // num_kv_heads)`` where ``on`` (:func:`short_tokens_choice`) and ``min_chunk``
     is :data:`MIN_CHUNK_TOKENS`, else 0 (never; a plan of ``min_chunk`` 256 already takes chunks of 256).
@@ -467,10 +468,12 @@ def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool 
     (8 sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two
     iterations) where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench:
     8.51 us against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an
-    SM: each sequence's chunk count is rounded up, so up to ``batch`` CTAs more, at worst about two an SM (128
-    sequences of 257 tokens at one KV head: 256 CTAs of up to 256 tokens where 512 gives 128), where chunks of 256
-    measured slower (:func:`plan_min_chunk`); the bound counts tokens because the kernel sums them already. Not timed
-    yet; ``on`` is False under ``FOSCAR_SHORT_CHUNKS=0`` too (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
+    SM; the bound counts tokens because the kernel sums them already. On an H100 (bench/NOTES.md §118, INT2 over 1
+    KV head unless said) that took 0.90-0.95 of the time at 8 x 4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K,
+    paged 8 x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A batch of sequences of at most ``min_chunk``
+    tokens keeps its plan: cutting them made every sequence two chunks and a merge, 1.30x slower at 64 x 512 and 1.25x
+    at 128 x 257 (256 CTAs where 512 gives 128). ``on`` is False under ``FOSCAR_SHORT_CHUNKS=0`` too
+    (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
 
     Raises:
         ValueError: ``min_chunk`` other than 256 or 512, or ``num_kv_heads`` / ``num_sms`` below 1.
@@ -683,11 +686,12 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chu
     where the plan has a ``long_chunk`` (:func:`plan_long_chunk`, 0: none) at least the smaller of that and
     ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
     tokens. ``target_chunks`` >= 1 (from :func:`plan_work`). Where ``total_tokens <= short_tokens`` (the plan's
-    :func:`plan_short_tokens`; 0: none, but for an empty batch, whose chunks are empty either way, as in the kernel)
-    the least is :data:`SHORT_CHUNK_TOKENS` instead of ``min_chunk``."""
+    :func:`plan_short_tokens`; 0: never) and ``longest > min_chunk``, the least is :data:`SHORT_CHUNK_TOKENS` instead
+    of ``min_chunk``: a batch of sequences of at most ``min_chunk`` tokens keeps one chunk a sequence (bench/NOTES.md
+    §118)."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
-    least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens else min_chunk  # (an empty batch: 256 at a bound of 0)
+    least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens and longest > min_chunk else min_chunk
     chunk = -(-max(chunk, least) // align) * align
     per = -(-max(longest, 0) // MAX_CHUNKS_PER_SEQUENCE)  # ceil(longest / 32)
     floor = min(-(-per // align) * align, MAX_SPLIT_TOKENS)

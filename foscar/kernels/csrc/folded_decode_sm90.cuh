@@ -647,8 +647,8 @@ struct Params {
                         // 0: length-aware chunks, about target_chunks of them per KV head (find_work)
   int target_chunks;
   int min_chunk;        // length-aware chunks: at least this many tokens, kMinChunk or kShortChunk (the host's plan)
-  int short_tokens;     // length-aware chunks: at least kShortChunk where the batch's tokens are at most this
-                        // (0: never; the host's plan: splits.plan_short_tokens)
+  int short_tokens;     // length-aware chunks: at least kShortChunk where the batch's tokens are at most this and
+                        // its longest sequence is past min_chunk (0: never; the host's plan: splits.plan_short_tokens)
   int long_chunk;       // fixed path past kMaxSeqChunks chunks: chunks of at least min(long_chunk, ceil(len /
                         // kMaxSeqChunks)) tokens; length-aware: the floor of ceil(longest / kMaxSeqChunks) at most
                         // this (longest_chunk_floor) (the host's plan: splits.plan_long_chunk); 0: neither
@@ -843,11 +843,11 @@ __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest)
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra kernel; the plan depends
 // on shapes only). Length-aware mode: total tokens T over the batch, chunk C = min(T / target_chunks, 32768), at
 // least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM: splits.plan_min_chunk; 256 too where T <=
-// p.short_tokens, splits.plan_short_tokens), rounded up to 256, at least min(the longest sequence's length /
-// kMaxSeqChunks, 32768) or of p.long_chunk where that is less (longest_chunk_floor), then grown until the chunks fit
-// in the num_slots slots (>= batch; the host sets num_slots = target_chunks = batch x the fitted split count, so a
-// uniform batch fits at once); sequence b in ceil(len_b / C) chunks (1 for an empty sequence, which writes a zero row
-// and LSE -inf), slots in sequence order.
+// p.short_tokens and the longest sequence is past p.min_chunk, splits.plan_short_tokens), rounded up to 256, at
+// least min(the longest sequence's length / kMaxSeqChunks, 32768) or of p.long_chunk where that is less
+// (longest_chunk_floor), then grown until the chunks fit in the num_slots slots (>= batch; the host sets num_slots =
+// target_chunks = batch x the fitted split count, so a uniform batch fits at once); sequence b in ceil(len_b / C)
+// chunks (1 for an empty sequence, which writes a zero row and LSE -inf), slots in sequence order.
 // ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
 template <bool PAGED, bool ONE_CHUNK, bool RELAXED = false>
 __device__ Work find_work(const Params& p, int slot) {
@@ -882,7 +882,7 @@ __device__ Work find_work(const Params& p, int slot) {
   // sequences l, l + 32, ...; one round of independent length loads, then L1 hits
   const int lane = threadIdx.x % 32;
   // C from the batch's T tokens (before any growing); total: T, the same on every lane
-  auto chunk_of_total = [&](long long total) {
+  auto chunk_of_total = [&](long long total, int longest) {
     int chunk;
     if (total < (1ll << 31)) {  // 32-bit divisions (64-bit ones are a long software routine)
       const unsigned t = (unsigned)total;
@@ -890,15 +890,17 @@ __device__ Work find_work(const Params& p, int slot) {
     } else {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
-    // a short batch (T at most the plan's bound; with a bound of 0 only an empty batch, whose chunks are empty either
-    // way; a test of the bound's sign changed the main loop's SASS of one instance): chunks of one iteration
-    const int least = total <= p.short_tokens ? kShortChunk : p.min_chunk;
+    // a short batch (T at most the plan's bound) whose longest sequence is past min_chunk: chunks of one iteration.
+    // A batch of sequences of at most min_chunk tokens keeps one CTA a sequence and no merge (64 x 512 over 1 KV
+    // head measured 1.30x slower cut in chunks of 256, bench/NOTES.md §118). A bound of 0: never (an empty batch
+    // has longest 0)
+    const int least = total <= p.short_tokens && longest > p.min_chunk ? kShortChunk : p.min_chunk;
     return (max(chunk, least) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   };
-  auto first_chunk = [&](long long total) {  // total: this lane's tokens
+  auto first_chunk = [&](long long total, int longest) {  // total: this lane's tokens; longest: the batch's
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
-    return chunk_of_total(total);
+    return chunk_of_total(total, longest);
   };
   // the sequence whose n chunks start at slot `first` on the lanes of `hit` (its lowest lane), found
   auto take = [&](unsigned hit, int b, int first, int n, int len, int chunk) {
@@ -956,7 +958,7 @@ __device__ Work find_work(const Params& p, int slot) {
 #pragma unroll
     for (int j = 0; j < K; ++j) longest = max(longest, len[j]);
     longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
-    const int chunk = max(chunk_of_total(((long long)hi << 16) + lo), longest_chunk_floor(p, longest));
+    const int chunk = max(chunk_of_total(((long long)hi << 16) + lo, longest), longest_chunk_floor(p, longest));
     // K chunk counts ceil(len / chunk): one reciprocal m = floor((2^32 - 1) / chunk) for all of them;
     // for x = len + chunk - 1 < 2^31, umulhi(x, m) is floor(x / chunk) or one less (the error of m is
     // below x / 2^32 < 1/2 plus x / (chunk 2^32)), so one correction step makes it exact
@@ -1008,7 +1010,7 @@ __device__ Work find_work(const Params& p, int slot) {
     longest = max(longest, len);
   }
   longest = (int)__reduce_max_sync(0xffffffffu, (unsigned)longest);
-  int chunk = max(first_chunk(total), longest_chunk_floor(p, longest));
+  int chunk = max(first_chunk(total, longest), longest_chunk_floor(p, longest));
   // the chunks must fit in the grid's num_slots (>= batch): grow the chunk until they do (uniform
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
