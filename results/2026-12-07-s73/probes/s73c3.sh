@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Session 73 call 3 (the last ~550 s of device time): what the short-batch rule (bench/NOTES.md §118: chunks of 256
+# from the lengths where the batch's tokens are at most 256 x SMs / KV heads and its longest sequence is past 512) does
+# where one sequence past 512 sits among short ones, and the GPU files that call 2 did not run.
+#   A: bench.ab's run() in one process, rounds off on on off (off: FOSCAR_SHORT_TOKENS=0, read when a plan is made),
+#      points "one-long" with the short sequences at 512 tokens (bench.ab's WorkloadSpec given short_len=512 here; its
+#      points cannot say it), INT2 G=128, 8 query heads over 1 KV head. Host mirror CTAs off -> on, sequences merged:
+#      64: 1024 + 63 x 512 in 4K (65 -> 130, 1 -> 64); 32: 1024 + 31 x 512 in 4K (33 -> 66, 1 -> 32);
+#      32: 2048 + 31 x 512 in 4K (35 -> 70, 1 -> 32); 8: 4096 + 7 x 512 in 128K (15 -> 30, 1 -> 8);
+#      16: 8192 + 15 x 512 in 128K (31 -> 62, 1 -> 16).
+#      Expected on / off (written before the run): 64 x: 1.15-1.30 (as 64 x 512's 1.30: every short sequence takes a
+#      merge); 32 x 1024: 1.10-1.30; 32 x 2048: 1.05-1.25; 8 x 4096: 0.95-1.10; 16 x 8192: 0.95-1.10.
+#   T: every GPU file but the ragged and fused-merge ones (call 2 ran those, 278 passed) with the time left.
+LIMIT="${LIMIT:-440}"
+. scripts/probe_preamble.sh /tmp/s73c3
+probe_build
+timeout 120 python - > $W/ab_one_long.log 2>&1 <<'PY'
+import functools, os
+import bench.ab as ab
+from bench.lengths import WorkloadSpec
+ab.WorkloadSpec = functools.partial(WorkloadSpec, short_len=512)  # one-long: the short sequences at 512 tokens
+points = [ab.parse_point(p) for p in ("2x64x1024:one-long:h8-1:cap4096", "2x32x1024:one-long:h8-1:cap4096",
+                                      "2x32x2048:one-long:h8-1:cap4096", "2x8x4096:one-long:h8-1:cap131072",
+                                      "2x16x8192:one-long:h8-1:cap131072")]
+frames, rounds = [], {"off": 0, "on": 0}
+for label in ("off", "on", "on", "off"):
+    os.environ["FOSCAR_SHORT_TOKENS"] = "1" if label == "on" else "0"
+    frames.append(ab.run(label, rounds[label], ab.Path(f"/tmp/s73c3/{label}{rounds[label]}.csv"), points))
+    rounds[label] += 1
+print(ab.table(frames, base="off"))
+PY
+echo "A: rc=$? left=$(left)"; tail -14 $W/ab_one_long.log; cp $W/ab_one_long.log $OUT/ab_one_long.txt
+if [ "$(left)" -gt 60 ]; then
+  timeout $(( $(left) - 15 )) python -m pytest -q -m gpu -n 4 tests --ignore=tests/test_ragged_gpu.py \
+    --ignore=tests/test_fused_merge_gpu.py > $W/tests_rest.log 2>&1
+  echo "T: tests rc=$? left=$(left)"; tail -3 $W/tests_rest.log; cp $W/tests_rest.log $OUT/tests_rest.txt
+fi
+probe_end s73c3
