@@ -240,11 +240,11 @@ class DecodePlan:
             ``FOSCAR_LONG_CHUNK_ROOM``, on by default, leaves one program an SM for each other sequence of a batch of
             up to 17 sequences at one KV head, 9 at two, §112, §113); else 0, as for a fixed ``num_splits`` (cut as
             asked) and the Triton kernel.
-        short_tokens: tokens; where the batch's tokens (read by the CUDA kernel) are at most this, its length-aware
-            chunks take 256 as their least instead of ``min_chunk``
-            (:func:`foscar.kernels.splits.plan_short_tokens`, ``FOSCAR_SHORT_TOKENS=1`` when the plan was made:
-            ``256 * (SMs // num_kv_heads)`` where ``min_chunk`` is 512); 0 (never) by default, where ``min_chunk``
-            is 256, and for the Triton kernel.
+        short_tokens: tokens; where the batch's tokens (read by the CUDA kernel) are at most this and its longest
+            sequence is past ``min_chunk``, its length-aware chunks take 256 as their least instead of ``min_chunk``
+            (:func:`foscar.kernels.splits.plan_short_tokens`: ``256 * (SMs // num_kv_heads)`` where ``min_chunk`` is
+            512 and ``FOSCAR_SHORT_TOKENS``, on by default, was on when the plan was made); 0 (never) where it was
+            off, where ``min_chunk`` is 256, for a fixed ``num_splits`` and for the Triton kernel.
         merge_launched: whether :meth:`run` launches the merge kernel after the decode kernel: False
             where the plan gives every sequence exactly one chunk (one work slot per sequence,
             :func:`foscar.kernels.splits.merges`), so the decode kernel writes every output row itself
@@ -523,8 +523,8 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
             # merge could end before it and release the next decode early (a review's finding, not seen on the GPU)
             pdl=decode_cuda.pdl_choice(device) and not from_lengths,
             min_chunk=min_chunk,
-            # ... and where the batch's tokens, read by the kernel, fit one CTA an SM in chunks of 256
-            # (FOSCAR_SHORT_TOKENS, read now, off by default: not yet timed)
+            # ... and where the batch's tokens, read by the kernel, fit one CTA an SM in chunks of 256 and its longest
+            # sequence is past min_chunk (FOSCAR_SHORT_TOKENS, read now, on by default; NOTES §118)
             short_tokens=decode_cuda.plan_short_tokens_of(cache, device, min_chunk),
             # past 32 chunks a sequence only in chunks of at least this, at one or two KV heads (FOSCAR_LONG_CHUNKS,
             # read now; NOTES §105, §106); a fixed num_splits is cut as asked

@@ -82,7 +82,7 @@ def main(out_dir: str) -> int:
                     extra.append(decode_cuda.plan_min_chunk_of(cache, dev, target))
                 if hasattr(decode_cuda, "plan_long_chunk_of"):
                     extra.append(decode_cuda.plan_long_chunk_of(cache, dev, None, fixed))
-                if hasattr(decode_cuda, "plan_short_tokens_of"):  # (session 72 on; 0 unless FOSCAR_SHORT_TOKENS=1)
+                if hasattr(decode_cuda, "plan_short_tokens_of"):  # (session 72 on; on by default since 73)
                     extra.append(decode_cuda.plan_short_tokens_of(cache, dev, extra[0]))
                 chunks = len(splits.schedule(lengths, slots, fixed, target, *extra))
             except (TypeError, AttributeError):

@@ -596,12 +596,13 @@ def test_rows_choice_and_what_merge_slots_refuses(monkeypatch):
 
 
 def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=True, num_kv_heads=2,
-                 short_tokens=False):
+                 short_tokens=True):
     """Partials over the CUDA kernel's length-aware schedule of ``lengths`` (the host mirror,
     ``splits.schedule``), its chunk table, and the :class:`merge_triton.ChunkLengths` that derive the same
     ranges; ``clamp``: raw inputs past what the cache holds, ``(lens, kv_indptr, num_indices)``; ``short``: the
     plan's short chunks (``splits.plan_work``, ``plan_min_chunk``); the plan's long chunk too (``plan_long_chunk``);
-    ``short_tokens``: the plan's short-batch bound on (``plan_short_tokens``, ``FOSCAR_SHORT_TOKENS=1``), else 0."""
+    ``short_tokens``: the plan's short-batch bound on (``plan_short_tokens``, ``FOSCAR_SHORT_TOKENS=1``, the default;
+    ``short`` False turns it off too, as decode_cuda.plan_short_tokens_of does), else 0."""
     from foscar.kernels import splits
 
     batch = len(lengths)
@@ -609,7 +610,7 @@ def _derive_case(lengths, capacity, num_sms, paged, page=16, clamp=None, short=T
     assert fixed == 0, "a length-aware plan"
     min_chunk = splits.plan_min_chunk(target, num_kv_heads, num_sms, short)
     long_chunk = splits.plan_long_chunk(None, num_kv_heads, num_sms, capacity)
-    bound = splits.plan_short_tokens(min_chunk, num_kv_heads, num_sms, short_tokens)
+    bound = splits.plan_short_tokens(min_chunk, num_kv_heads, num_sms, short_tokens and short)
     table = [[0, 0] for _ in range(batch)]
     for slot, (b, start, _) in enumerate(splits.schedule(lengths, num_slots, fixed, target, min_chunk, long_chunk,
                                                          bound)):

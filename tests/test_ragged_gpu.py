@@ -613,7 +613,9 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
     its plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
     (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; foscar.paginate's capacity is the
     longest sequence), take 128 chunks (64 of 512 with the setting off); 64 sequences of 512 in a 4K cache
-    (contiguous), none past the least chunk of 512, keep their 64 either way. With the in-kernel merge (one merging CTA:
+    (contiguous), none past the least chunk of 512, keep their 64 either way; one of 1024 among 63 of 512 in 4K cuts
+    them all (65 -> 130: find_work's one pass of four sequences a lane), one of 1024 among 130 of 200 in 8K takes
+    its general path (132 -> 134). With the in-kernel merge (one merging CTA:
     ``FOSCAR_MERGE_TREE=0``, since a 128K plan would take the merge kernel where a sequence may take more than 32
     chunks; ``FOSCAR_MERGE_WIDE=0``), the merge kernel reading the chunk table and the merge kernel deriving the ranges
     from the lengths: each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs
@@ -623,8 +625,12 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("FOSCAR_MERGE_WIDE", "0")
     monkeypatch.setenv("FOSCAR_MERGE_TREE", "0")
-    cases = [([8192] + [1024] * 24, 8192, 128)] + ([] if paged else [([4096] * 8, 131072, 128), ([512] * 64, 4096, 64)])
-    for lengths, capacity, cut in cases:
+    cases = [([8192] + [1024] * 24, 8192, 64, 128)]
+    if not paged:  # (foscar.paginate sizes the paged copy for its longest sequence, so these plans would differ)
+        cases += [([4096] * 8, 131072, 64, 128), ([512] * 64, 4096, 64, 64),
+                  ([1024] + [512] * 63, 4096, 65, 130),  # find_work's one pass of 4 sequences a lane, cut
+                  ([1024] + [200] * 130, 8192, 132, 134)]  # past 128 sequences: its general path, cut
+    for lengths, capacity, whole, cut in cases:
         case = _one_kv_head_case(lengths, capacity, bits)
         for merge, from_lengths in (("fused", "0"), ("kernel", "0"), ("kernel", "1")):
             monkeypatch.setenv("FOSCAR_MERGE", merge)
@@ -637,7 +643,7 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
                 assert plan.min_chunk == 512 and plan.short_tokens == (256 * sms if setting == "1" else 0)
                 totals[setting] = sum(counts)
             if sms == 132:
-                assert totals == {"0": 64, "1": cut}, (lengths, merge, from_lengths, totals)
+                assert totals == {"0": whole, "1": cut}, (lengths, merge, from_lengths, totals)
 
 
 def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):

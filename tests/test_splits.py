@@ -259,11 +259,12 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 
 
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
-             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True, short_tokens=False):
+             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True, short_tokens=True):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which both take
     to 256 in a cache of at most 16K where ``short_capacity``, their long_short, FOSCAR_LONG_CHUNK_SHORT; ``ceil``:
-    plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL; ``short_tokens``: plan_short_tokens on, FOSCAR_SHORT_TOKENS=1)."""
+    plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL; ``short_tokens``: plan_short_tokens on, FOSCAR_SHORT_TOKENS=1, which
+    ``short`` False turns off too, as decode_cuda.plan_short_tokens_of does). The defaults are the shipped plan's."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
                                             long_tokens=tokens, long_ceil=ceil, long_short=short_capacity)
@@ -271,7 +272,7 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=
     return splits.schedule(list(lengths), slots, fixed, target, min_chunk,
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
                                                   len(lengths), room, tokens, short_capacity),
-                           splits.plan_short_tokens(min_chunk, num_kv_heads, sms, short_tokens))
+                           splits.plan_short_tokens(min_chunk, num_kv_heads, sms, short_tokens and short))
 
 
 
@@ -318,8 +319,8 @@ def test_the_least_chunk_is_one_iteration_only_below_one_cta_an_sm():
 def test_short_chunks_leave_the_presets_grids_alone():
     """At 8 KV heads (the h100 / h200 presets' shape) no point of the presets' grids gets another schedule from short
     chunks: their grids pass one CTA an SM, or a batch of one already took one program an SM. At one KV head
-    (Llama-3.1-70B at tensor parallel 8) the ragged grid's 8 x 4K in a 4K cache does, and the lognormal batch of 8 in
-    8K."""
+    (Llama-3.1-70B at tensor parallel 8) the ragged grid's 8 x 4K in a 4K cache does, the lognormal batch of 8 in 8K,
+    and (by the short-batch bound, plan_short_tokens, which short chunks off turns off too) 8 x 4K in a 128K cache."""
     grid = _preset_grid()
     for heads in (8, 1):
         now = [_planned(lengths, heads, capacity, bits) for batch, capacity, lengths in grid for bits in (2, 4)]
@@ -327,7 +328,7 @@ def test_short_chunks_leave_the_presets_grids_alone():
                   for bits in (2, 4)]
         changed = {(b, c, len(set(n)) > 1) for (b, c, n), x, y in zip([g for g in grid for _ in (2, 4)], now, before)
                    if x != y}
-        assert changed == (set() if heads == 8 else {(8, 4096, False), (8, 8192, True)}), heads
+        assert changed == (set() if heads == 8 else {(8, 4096, False), (8, 8192, True), (8, 131072, False)}), heads
 
 
 @pytest.mark.parametrize("var, choice, default", [("FOSCAR_SHORT_CHUNKS", splits.short_chunks_choice, True),
@@ -381,8 +382,8 @@ def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv
     """``FOSCAR_SHORT_TOKENS=1`` (plan_short_tokens): a batch whose tokens fit one CTA an SM in chunks of 256 takes
     them, whatever the capacity the plan was made for; past the bound, and where the plan's least chunk is 256
     already, the schedule is unchanged. CTAs = chunks x KV heads, on 132 SMs."""
-    off = _planned(lengths, num_kv_heads, capacity)
-    on = _planned(lengths, num_kv_heads, capacity, short_tokens=True)
+    off = _planned(lengths, num_kv_heads, capacity, short_tokens=False)
+    on = _planned(lengths, num_kv_heads, capacity)
     assert (len(off) * num_kv_heads, len(on) * num_kv_heads) == (ctas_off, ctas_on)
     assert (on == off) == (ctas_on == ctas_off)
     assert sum(e - s for _, s, e in on) == sum(lengths)
@@ -397,7 +398,8 @@ def test_short_tokens_leave_uniform_batches_at_their_capacity_alone():
             for capacity in (16, 256, 300, 512, 600, 1024, 2048, 3000, 4096, 8192, 16384, 32768):
                 if batch * capacity <= 40000:
                     lengths = [capacity] * batch
-                    assert _planned(lengths, heads, capacity, short_tokens=True) == _planned(lengths, heads, capacity), (
+                    on, off = _planned(lengths, heads, capacity), _planned(lengths, heads, capacity, short_tokens=False)
+                    assert on == off, (
                         heads, batch, capacity)
 
 

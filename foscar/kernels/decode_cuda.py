@@ -192,7 +192,7 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MERGE_LEVELS=1``, ``FOSCAR_MERGE_WIDE=0``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
         ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``,
-        ``FOSCAR_LONG_CHUNK_CEIL=0``, ``FOSCAR_SHORT_TOKENS=1``) is set, i.e. the numbers are not those of the shipped
+        ``FOSCAR_LONG_CHUNK_CEIL=0``, ``FOSCAR_SHORT_TOKENS=0``) is set, i.e. the numbers are not those of the shipped
         kernel.
 
     Raises:
@@ -304,10 +304,9 @@ def plan_splits(cache, device: torch.device, num_splits: int | None = None) -> t
 def plan_short_tokens_of(cache, device: torch.device, min_chunk: int) -> int:
     """The short-batch bound, tokens, of :func:`plan_splits`' plan for ``cache`` whose least chunk is ``min_chunk``:
     :func:`foscar.kernels.splits.plan_short_tokens` over the cache's KV heads and the device's SMs, on where
-    ``FOSCAR_SHORT_TOKENS`` is ``"1"`` now (:func:`foscar.kernels.splits.short_tokens_choice`, the default) and short
-    chunks
-    are (``FOSCAR_SHORT_CHUNKS``, :func:`foscar.kernels.splits.short_chunks_choice`: ``"0"`` gives the plans before
-    session 59, without chunks of 256 from either rule).
+    ``FOSCAR_SHORT_TOKENS`` is ``"1"`` now (:func:`foscar.kernels.splits.short_tokens_choice`, the default) and
+    short chunks are (``FOSCAR_SHORT_CHUNKS``, :func:`foscar.kernels.splits.short_chunks_choice`: ``"0"`` gives the
+    plans before session 59, without chunks of 256 from either rule).
 
     Raises:
         ValueError: ``FOSCAR_SHORT_TOKENS`` or ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
@@ -434,8 +433,8 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
     most ``long_chunk`` (§106). The extension raises ``RuntimeError`` for another value.
 
     ``short_tokens``: 0 (never), or (a plan's, :func:`foscar.kernels.splits.plan_short_tokens`) a token count: where
-    the batch's tokens are at most this, the length-aware chunks' least length is 256 instead of ``min_chunk``. The
-    extension raises ``RuntimeError`` for a negative value.
+    the batch's tokens are at most this and its longest sequence is past ``min_chunk``, the length-aware chunks' least
+    length is 256 instead of ``min_chunk``. The extension raises ``RuntimeError`` for a negative value.
     """
     lens, kv_indptr = _kernel_lengths(cache)
     extension().folded_decode(

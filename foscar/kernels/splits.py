@@ -468,7 +468,9 @@ def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool 
     (8 sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two
     iterations) where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench:
     8.51 us against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an
-    SM; the bound counts tokens because the kernel sums them already. On an H100 (bench/NOTES.md §118, INT2 over 1
+    SM; the bound counts tokens because the kernel sums them already, and each sequence's count rounds up, so a batch
+    can take up to ``batch`` CTAs more (600 + 100 x 300 tokens at one KV head: 102 -> 203 CTAs, 101 sequences merged
+    where 1 was; untimed). On an H100 (bench/NOTES.md §118, INT2 over 1
     KV head unless said) that took 0.90-0.95 of the time at 8 x 4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K,
     paged 8 x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A batch of sequences of at most ``min_chunk``
     tokens keeps its plan: cutting them made every sequence two chunks and a merge, 1.30x slower at 64 x 512 and 1.25x
@@ -711,7 +713,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         long_chunk: the plan's long chunk, tokens (:func:`plan_long_chunk`; 0: none): a fixed plan's floor past
             :data:`MAX_CHUNKS_PER_SEQUENCE` chunks, and the length-aware path's (:func:`first_chunk`).
         short_tokens: the plan's short-batch bound, tokens (:func:`plan_short_tokens`; 0: never): the length-aware
-            path's least chunk is 256 where the batch's tokens are at most this (:func:`first_chunk`).
+            path's least chunk is 256 where the batch's tokens are at most this and its longest sequence is past
+            ``min_chunk`` (:func:`first_chunk`).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a

@@ -24,8 +24,9 @@
 // sequences of one chunk are written directly). Split-KV: fixed_splits > 0 cuts every sequence into that many chunks
 // (num_slots = batch * fixed_splits); 0 sizes chunks from the lengths so that they fill the num_slots slots
 // (num_slots >= batch; chunk T / target_chunks, at least min_chunk tokens: 512, or 256 where the plan's target fits
-// one CTA an SM, foscar/kernels/splits.py plan_min_chunk, or where T <= short_tokens, splits.plan_short_tokens, 0
-// for none; grown until the chunks fit; short_tokens < 0: cudaErrorInvalidValue).
+// one CTA an SM, foscar/kernels/splits.py plan_min_chunk, or where T <= short_tokens and the longest length is past
+// min_chunk, splits.plan_short_tokens, 0 for none; grown until the chunks fit; short_tokens < 0:
+// cudaErrorInvalidValue).
 // long_chunk: 0, or a multiple of 256 up to 32768 with which a fixed_splits above 32 cuts a length in chunks of at
 // least min(long_chunk, ceil(length / 32)) tokens, and the length-aware chunks' least is min(ceil(longest / 32),
 // long_chunk) instead of ceil(longest / 32) (a plan made for the capacity: splits.plan_long_chunk).
