@@ -160,18 +160,16 @@ def _store_merged(Out, Lse_out, row, dj, offs_d, m, den, num, HEAD_DIM: tl.const
 @triton.jit
 def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_shift, target_chunks, min_chunk,
                     long_chunk, short_tokens, num_slots, BATCH_P2: tl.constexpr, PAGED: tl.constexpr):
-    """Sequence ``b``'s first slot and chunk count under the CUDA kernel's length-aware schedule, derived from
-    the lengths as ``find_work`` (csrc/folded_decode_sm90.cuh) derives them, not read from the table it writes: the
-    lengths are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel
-    (bench/NOTES.md §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to
-    ``0..num_indices`` and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the batch's
-    ``T`` tokens, at most 32768, at least ``min_chunk`` (the plan's, 512 or 256; 256 where ``T <= short_tokens``, the
-    plan's :func:`foscar.kernels.splits.plan_short_tokens`, 0: never, and the longest sequence is past ``min_chunk``),
-    rounded up to 256, at least
-    ``min(ceil(longest / 32)`` rounded up to 256, 32768), or ``long_chunk`` where that is less and not 0
-    (``longest_chunk_floor``), grown until the chunks fit the
-    slots; ``ceil(len / C)`` chunks a sequence (1 for an empty one), slots in sequence order
-    (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
+    """Sequence ``b``'s first slot and chunk count under the CUDA kernel's length-aware schedule, derived from the
+    lengths as ``find_work`` (csrc/folded_decode_sm90.cuh) derives them, not read from the table it writes: the lengths
+    are inputs, so a merge program launched with PDL loads them before it waits for the decode kernel (bench/NOTES.md
+    §61). The same clamps: contiguous, ``seq_lens`` to ``0..max_seq_len``; paged, ``kv_indptr`` to ``0..num_indices``
+    and ``kv_last_page_len`` to ``0..page``. Chunk ``C = ceil(T / target_chunks)`` of the batch's ``T`` tokens, at most
+    32768, at least ``min_chunk`` (the plan's, 512 or 256; 256 where ``T <= short_tokens``, the plan's
+    :func:`foscar.kernels.splits.plan_short_tokens`, 0: never, and the longest sequence is past ``min_chunk``), rounded
+    up to 256, at least ``min(ceil(longest / 32)`` rounded up to 256, 32768), or ``long_chunk`` where that is less and
+    not 0 (``longest_chunk_floor``), grown until the chunks fit the slots; ``ceil(len / C)`` chunks a sequence (1 for an
+    empty one), slots in sequence order (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
     offs = tl.arange(0, BATCH_P2)
     live = offs < batch
     if PAGED:

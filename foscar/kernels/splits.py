@@ -458,24 +458,23 @@ def short_tokens_choice() -> bool:
 
 def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool = True) -> int:
     """The length-aware chunks' short-batch bound, in tokens: where the batch's tokens ``T`` are at most this and its
-    longest sequence is past ``min_chunk``, the kernel's least chunk is :data:`SHORT_CHUNK_TOKENS` (256) instead of
-    the plan's ``min_chunk`` (``find_work``'s
-    ``Params::short_tokens``; the host mirror :func:`first_chunk`, the merge kernel's ranges from the lengths).
-    ``SHORT_CHUNK_TOKENS * (num_sms // num_kv_heads)`` where ``on`` (:func:`short_tokens_choice`) and ``min_chunk``
-    is :data:`MIN_CHUNK_TOKENS`, else 0 (never; a plan of ``min_chunk`` 256 already takes chunks of 256).
+    longest sequence is past ``min_chunk``, the kernel's least chunk is :data:`SHORT_CHUNK_TOKENS` (256) instead of the
+    plan's ``min_chunk`` (``find_work``'s ``Params::short_tokens``; the host mirror :func:`first_chunk`, the merge
+    kernel's ranges from the lengths). ``SHORT_CHUNK_TOKENS * (num_sms // num_kv_heads)`` where ``on``
+    (:func:`short_tokens_choice`) and ``min_chunk`` is :data:`MIN_CHUNK_TOKENS`, else 0 (never; a plan of ``min_chunk``
+    256 already takes chunks of 256).
 
-    :func:`plan_min_chunk` chooses from the capacity the plan was made for: a batch whose lengths are far below it
-    (8 sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two
-    iterations) where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench:
-    8.51 us against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an
-    SM; the bound counts tokens because the kernel sums them already, and each sequence's count rounds up, so a batch
-    can take up to ``batch`` CTAs more (600 + 100 x 300 tokens at one KV head: 102 -> 203 CTAs, 101 sequences merged
-    where 1 was; untimed). On an H100 (bench/NOTES.md §118, INT2 over 1
-    KV head unless said) that took 0.90-0.95 of the time at 8 x 4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K,
-    paged 8 x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A batch of sequences of at most ``min_chunk``
-    tokens keeps its plan: cutting them made every sequence two chunks and a merge, 1.30x slower at 64 x 512 and 1.25x
-    at 128 x 257 (256 CTAs where 512 gives 128). ``on`` is False under ``FOSCAR_SHORT_CHUNKS=0`` too
-    (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
+    :func:`plan_min_chunk` chooses from the capacity the plan was made for: a batch whose lengths are far below it (8
+    sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two iterations)
+    where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench: 8.51 us
+    against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an SM; the
+    bound counts tokens because the kernel sums them already, and each sequence's count rounds up, so a batch can take
+    up to ``batch`` CTAs more (600 + 100 x 300 tokens at one KV head: 102 -> 203 CTAs, 101 sequences merged where 1 was;
+    untimed). On an H100 (bench/NOTES.md §118, INT2 over 1 KV head unless said) that took 0.90-0.95 of the time at 8 x
+    4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K, paged 8 x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A
+    batch of sequences of at most ``min_chunk`` tokens keeps its plan: cutting them made every sequence two chunks and a
+    merge, 1.30x slower at 64 x 512 and 1.25x at 128 x 257 (256 CTAs where 512 gives 128). ``on`` is False under
+    ``FOSCAR_SHORT_CHUNKS=0`` too (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
 
     Raises:
         ValueError: ``min_chunk`` other than 256 or 512, or ``num_kv_heads`` / ``num_sms`` below 1.
