@@ -29,7 +29,8 @@ Points (:func:`parse_point`): ``BITSxBATCHxCONTEXT`` with optional ``:WORKLOAD``
 the bench), ``:gN`` (quantization group size N: 32, 64 or 128, default 128), ``:hQ-K`` (query and KV heads),
 ``:cN`` (channel-wise K's block), ``:dN`` (head_dim N: 64, 128 or 256), ``:capN`` (a cache allocated for N tokens a
 sequence, at least the context; default the context: the bench's ``capacity`` workload and caches sized for the longest
-context) and ``:fp8`` / ``:per-value`` (the kernel's mode; default folded BF16 operands). The shape is the bench's
+context), ``:sN`` (a ``one-long`` point's short sequences at N tokens; default the bench's 4096, at most the context)
+and ``:fp8`` / ``:per-value`` (the kernel's mode; default folded BF16 operands). The shape is the bench's
 unless ``:hQ-K`` / ``:dN`` give one: Qwen3-8B (32 query heads, 8 KV heads, head_dim 128).
 
 ``--query-copy``: each timed call first writes the query with a plain torch copy kernel (launched without
@@ -53,14 +54,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.lengths import WORKLOAD_NAMES, WorkloadSpec
+from bench.lengths import DEFAULT_SHORT_LEN, WORKLOAD_NAMES, WorkloadSpec
 
 NUM_QO_HEADS, NUM_KV_HEADS, HEAD_DIM, GROUP_SIZE, PAGE_SIZE = 32, 8, 128, 128, 16
 KEYS = ["bits", "batch", "context", "workload", "paged", "group_size", "num_qo_heads", "num_kv_heads", "k_block",
-        "mode", "head_dim", "capacity"]
+        "mode", "head_dim", "capacity", "short_len"]
 # a point's columns in the CSV (rows written before session 58 have no head counts: the bench's 32 / 8, and no k_block:
 # token-wise K, written 0; before session 65 no mode: folded BF16 operands; before session 71 no head_dim: 128; before
-# session 72 no capacity: the context)
+# session 72 no capacity: the context; before session 73 no short_len: a one-long point's DEFAULT_SHORT_LEN, else 0)
 GROUP_SIZES = (32, 64, 128)  # the ``:gN`` suffixes
 MODES = ("bf16", "fp8", "per-value")  # a point's kernel mode: folded BF16 operands (unlabelled), :fp8, :per-value
 HEAD_DIMS = (64, 128, 256)  # the ``:dN`` suffixes (the CUDA kernel's head_dims)
@@ -77,7 +78,9 @@ class ProbePoint:
     the head_dim (None: the caller's, by default the bench's 128; given as 128, stored as None, unlabelled), and the
     cache's capacity, tokens a sequence (None: the context; given as the context, stored as None, unlabelled; the
     bench's paged copy holds the lengths' pages only, and keeps the capacity as its ``max_seq_len``, the bound its
-    plans are made for)."""
+    plans are made for), and a ``one-long`` point's short sequences' length, tokens (None: the bench's
+    :data:`bench.lengths.DEFAULT_SHORT_LEN`, 4096, at most the context; given as that, stored as None, unlabelled;
+    another workload takes none)."""
 
     bits: int
     batch: int
@@ -91,17 +94,19 @@ class ProbePoint:
     mode: str = "bf16"
     head_dim: int | None = None
     capacity: int | None = None
+    short_len: int | None = None
 
     @property
     def label(self) -> str:
         """The point as :func:`parse_point` reads it
-        (``2x8x32768:lognormal:paged:g64:h8-1:c32:d256:cap131072:fp8``)."""
+        (``2x8x32768:lognormal:paged:g64:h8-1:c32:d256:cap131072:fp8``, ``2x64x1024:one-long:cap4096:s512``)."""
         return f"{self.bits}x{self.batch}x{self.context}" + (
             f":{self.workload}" if self.workload != "uniform" else "") + (":paged" if self.paged else "") + (
             f":g{self.group_size}" if self.group_size != GROUP_SIZE else "") + (
             f":h{self.num_qo_heads}-{self.num_kv_heads}" if self.num_qo_heads is not None else "") + (
             f":c{self.k_block}" if self.k_block else "") + (f":d{self.head_dim}" if self.head_dim else "") + (
-            f":cap{self.capacity}" if self.capacity else "") + (f":{self.mode}" if self.mode != "bf16" else "")
+            f":cap{self.capacity}" if self.capacity else "") + (f":s{self.short_len}" if self.short_len else "") + (
+            f":{self.mode}" if self.mode != "bf16" else "")
 
     def plan_options(self) -> dict:
         """The keyword arguments of :func:`foscar.plan_decode` that give the point's mode."""
@@ -130,6 +135,11 @@ class ProbePoint:
         if self.capacity is not None and self.capacity < self.context:
             raise ValueError(f"ProbePoint: capacity {self.capacity} below the context {self.context}; a cache holds "
                              f"at least the point's longest sequence")
+        if self.short_len == DEFAULT_SHORT_LEN:  # the default: unlabelled
+            object.__setattr__(self, "short_len", None)
+        if self.short_len is not None and (self.workload != "one-long" or self.short_len < 1):
+            raise ValueError(f"ProbePoint: a short length ({self.short_len}) needs the one-long workload and at least "
+                             f"1 token, got workload {self.workload!r}")
         if self.mode == "fp8" and (self.dim() * self.bits // 128) % 2:  # (decode_cuda.fp8_unsupported's rule)
             raise ValueError(f"ProbePoint: FP8 operands need head_dim * bits / 128 even, got INT{self.bits} at "
                              f"head_dim {self.dim()} (head_dim 128 / 256, or INT4 at 64)")
@@ -149,6 +159,13 @@ class ProbePoint:
         """The cache's capacity, tokens a sequence: the ``:capN`` suffix's, else the context."""
         return self.context if self.capacity is None else self.capacity
 
+    def short_tokens(self) -> int:
+        """A ``one-long`` point's short sequences' length as asked, tokens (the ``:sN`` suffix's, else
+        :data:`bench.lengths.DEFAULT_SHORT_LEN`; the lengths take at most the context); 0 for another workload."""
+        if self.workload != "one-long":
+            return 0
+        return DEFAULT_SHORT_LEN if self.short_len is None else self.short_len
+
 
 def is_group_suffix(suffix: str) -> bool:
     """Whether one ``:``-separated suffix of a point is a group size, ``gN`` (N digits; :func:`parse_point` checks N)."""
@@ -165,23 +182,30 @@ def is_capacity_suffix(suffix: str) -> bool:
     return suffix[:3] == "cap" and suffix[3:].isdigit()
 
 
+def is_short_len_suffix(suffix: str) -> bool:
+    """Whether one ``:``-separated suffix of a point is a one-long point's short length, ``sN`` (N digits)."""
+    return suffix[:1] == "s" and suffix[1:].isdigit()
+
+
 def parse_point(text: str, bits: int | None = None) -> ProbePoint:
-    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:fp8|:per-value]``, e.g. ``2x8x32768``,
+    """``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:sN][:fp8|:per-value]``, e.g. ``2x8x32768``,
     ``4x64x8192:paged``, ``2x8x32768:lognormal``, ``4x8x32768:g64`` (group size 64), ``4x1x32768:h8-1`` (8 query heads
     over 1 KV head: Llama-3.1-70B at tensor parallel 8; without it, or as ``:h32-8``, the bench's 32 over 8, unlabelled
     as the default group is), ``4x8x32768:c32`` (channel-wise K over blocks of 32 tokens, :mod:`foscar.quant`; without
     it token-wise K), ``2x1x8192:h16-4:d256`` (head_dim 256; 64, 128 or 256, without it the bench's 128, unlabelled),
     ``2x8x4096:h8-1:cap131072`` (eight sequences of 4096 tokens in a cache allocated for 128K; without it, or as the
-    context, a cache of the context, unlabelled),
-    ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant;
-    without either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m
-    bench.timeline --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax
-    of ``bench.ab`` and ``bench.timeline``.
+    context, a cache of the context, unlabelled), ``2x64x1024:one-long:cap4096:s512`` (one sequence of 1024 tokens and
+    63 of 512; ``:sN`` only with ``one-long``, whose short sequences are otherwise the bench's 4096 tokens, at most the
+    context), ``2x1x524288:fp8`` (the folded kernel with FP8 operands; ``:per-value``, the per-value variant; without
+    either, or as ``:bf16``, folded BF16 operands, unlabelled); where ``bits`` is given (``python -m bench.timeline
+    --bits``), ``BATCHxCONTEXT[...]`` with the same suffixes too, at that bit width. The one point syntax of
+    ``bench.ab`` and ``bench.timeline``.
 
     Raises:
         ValueError: not three (or, with ``bits``, two or three) positive integers joined by ``x``, bits other than 2
             or 4, a group size or k_block other than 32, 64 or 128, a head_dim other than 64, 128 or 256 (or not a
-            multiple of the group size; or INT2 at 64 with FP8 operands), a capacity below the context, head counts
+            multiple of the group size; or INT2 at 64 with FP8 operands), a capacity below the context, a short length
+            of 0 or without the one-long workload, head counts
             that are not positive with the
             query heads a multiple of the KV heads, two modes (``:bf16``, ``:fp8``, ``:per-value``), or an unknown
             suffix (the allowed ones are named).
@@ -198,7 +222,7 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
     if bits not in (2, 4):
         raise ValueError(f"point {text!r}: bits {bits}, expected 2 or 4")
     workload, paged, group_size, heads, k_block, mode = "uniform", False, GROUP_SIZE, (None, None), None, None
-    head_dim = capacity = None
+    head_dim = capacity = short_len = None
     for s in suffixes:
         if s in MODES:
             if mode is not None:
@@ -225,6 +249,10 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
             if capacity < context:
                 raise ValueError(f"point {text!r}: capacity {capacity} below the context {context}; expected at "
                                  f"least the context")
+        elif is_short_len_suffix(s):
+            short_len = int(s[1:])
+            if short_len < 1:
+                raise ValueError(f"point {text!r}: short length {short_len}, expected at least 1 token")
         elif s[:1] == "c" and s[1:].isdigit():
             k_block = int(s[1:])
             if k_block not in GROUP_SIZES:
@@ -238,10 +266,12 @@ def parse_point(text: str, bits: int | None = None) -> ProbePoint:
         else:
             raise ValueError(f"point {text!r}: suffix {s!r}, expected 'paged', 'gN' (group size), 'hQ-K' (query and "
                              f"KV heads), 'cN' (channel-wise K's block), 'dN' (head_dim), 'capN' (the cache's "
-                             f"capacity), 'bf16', 'fp8' or "
+                             f"capacity), 'sN' (one-long's short length), 'bf16', 'fp8' or "
                              f"'per-value' (the kernel's mode) or one of {', '.join(WORKLOAD_NAMES)}")
+    if short_len is not None and workload != "one-long":
+        raise ValueError(f"point {text!r}: a short length (:s{short_len}) needs the one-long workload, got {workload}")
     return ProbePoint(bits, batch, context, workload, paged, group_size, *heads, k_block, mode or MODES[0], head_dim,
-                      capacity)
+                      capacity, short_len)
 
 
 def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv_heads: int = NUM_KV_HEADS,
@@ -249,7 +279,8 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     """One probe point's data as ``foscar bench`` makes it, on ``dev`` (a ``torch.device``): ``(workload, cache,
     bytes)``. ``workload``: the :class:`bench.workload.Workload` of :func:`bench.workload.build_workload` (fresh
     random data, seed 0: the bf16 query ``[batch, num_qo_heads, head_dim]``, the contiguous cache, its fp64
-    reference; lengths from ``pp.workload`` at ``pp.context`` tokens, in a cache of ``pp.cache_tokens()`` tokens a
+    reference; lengths from ``pp.workload`` at ``pp.context`` tokens (a one-long point's short ones at
+    ``pp.short_tokens()``), in a cache of ``pp.cache_tokens()`` tokens a
     sequence). ``cache``: what FOSCAR reads, the contiguous ``QuantizedKVCache`` or, where ``pp.paged``, the bench's
     ``PagedQuantizedKVCache`` copy (pages of 16, shuffled). ``bytes``: what a decode reads, in bytes, as the
     foscar-cuda backend counts them (:mod:`bench.backends`). The shape is the point's head counts and head_dim where
@@ -264,7 +295,8 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     head_dim = pp.dim(head_dim)
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE, k_block=pp.k_block,
-               workload=WorkloadSpec(name=pp.workload, capacity=pp.capacity).at(pp.context, pp.context))
+               workload=WorkloadSpec(name=pp.workload, capacity=pp.capacity,
+                                     short_len=pp.short_tokens() or DEFAULT_SHORT_LEN).at(pp.context, pp.context))
     w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
     cache = foscar_paged_cache(w) if pp.paged else w.cache
     return w, cache, w.cache.bytes_read() + w.io_bytes()
@@ -311,6 +343,7 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
         row = dict(bits=pp.bits, batch=pp.batch, context=pp.context, workload=pp.workload, paged=int(pp.paged),
                    group_size=pp.group_size, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
                    k_block=pp.k_block or 0, mode=pp.mode, head_dim=pp.dim(), capacity=pp.cache_tokens(),
+                   short_len=pp.short_tokens(),
                    m=label, rnd=rnd, median_us=float("nan"), err=float("nan"), sha="", nan=False, error="",
                    query_copy=int(query_copy), sampler=int(sampler), **clock_fields(None, None),
                    **during_fields([]))
@@ -371,6 +404,8 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
     d["mode"] = d["mode"].fillna(MODES[0]).astype(str) if "mode" in d else MODES[0]
     d["head_dim"] = d["head_dim"].fillna(HEAD_DIM).astype(int) if "head_dim" in d else HEAD_DIM  # (up to session 70)
     d["capacity"] = (d["capacity"].fillna(d["context"]) if "capacity" in d else d["context"]).astype(int)  # (up to 71)
+    before = (d["workload"] == "one-long") * DEFAULT_SHORT_LEN  # (up to session 72)
+    d["short_len"] = (d["short_len"].fillna(before) if "short_len" in d else before).astype(int)
     labels = list(dict.fromkeys(d["m"]))
     if base is not None and base not in labels:
         raise ValueError(f"ab table: base {base!r} not among the labels {labels}")
@@ -409,7 +444,8 @@ def _row_label(r: pd.Series) -> str:
     """The point of one of run's rows in parse_point's form (``ProbePoint.label``)."""
     return ProbePoint(int(r["bits"]), int(r["batch"]), int(r["context"]), str(r["workload"]), bool(r["paged"]),
                       int(r["group_size"]), int(r["num_qo_heads"]), int(r["num_kv_heads"]),
-                      int(r["k_block"]) or None, str(r["mode"]), int(r["head_dim"]), int(r["capacity"])).label
+                      int(r["k_block"]) or None, str(r["mode"]), int(r["head_dim"]), int(r["capacity"]),
+                      int(r["short_len"]) or None).label
 
 
 def during_lines(rows: pd.DataFrame) -> list[str]:
@@ -449,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("round", type=int)
     r.add_argument("out_csv", type=Path)
     r.add_argument("--point", action="append", required=True,
-                   help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]")
+                   help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:sN][:fp8|:per-value]")
     r.add_argument("--query-copy", action="store_true",
                    help="write the query with a plain copy kernel before every timed call (the decode behind a kernel "
                         "that does not trigger its dependents)")

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(repeat; the first is the base)")
     ap.add_argument("--order", required=True, help='the rounds, e.g. "t l l t t l"')
     ap.add_argument("--point", action="append", required=True,
-                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]")
+                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:sN][:fp8|:per-value]")
     ap.add_argument("--limit-s", type=float, default=480.0, help="seconds for the whole command, builds included "
                     "(default 480)")
     ap.add_argument("--round-s", type=float, default=30.0, help="start no round with fewer seconds left (default 30)")

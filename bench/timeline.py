@@ -1,13 +1,13 @@
 """Where a decode's time goes: per-CTA timelines from a profiling build of the CUDA kernel.
 
 ``python -m bench.timeline --point 1x16 --point 2x8x32768:paged`` (points as ``python -m bench.ab`` reads them,
-``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value]``, or without the bits at ``--bits``;
-the group size of points without ``:gN`` at ``--group-size``, default 128, their head counts without ``:hQ-K`` at
-``--num-qo-heads`` / ``--num-kv-heads``, their head_dim without ``:dN`` at ``--head-dim``) builds the extension with
-``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point
-against the fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the
-cache (the bench's timing, :mod:`bench.timing`; a rotation of fewer than 3 copies, as a cache past ~4x the L2 has, is
-repeated: :func:`graph_rounds`), and prints each phase's median over the CTAs of each call (us):
+``BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:sN][:fp8|:per-value]``, or without the bits at
+``--bits``; the group size of points without ``:gN`` at ``--group-size``, default 128, their head counts without
+``:hQ-K`` at ``--num-qo-heads`` / ``--num-kv-heads``, their head_dim without ``:dN`` at ``--head-dim``) builds the
+extension with ``FOSCAR_TIMELINE=1`` (another extension name, beside the default build), checks each point against the
+fp64 reference, replays a CUDA graph of 3 to 8 decodes over rotating copies of the cache (the bench's timing,
+:mod:`bench.timing`; a rotation of fewer than 3 copies, as a cache past ~4x the L2 has, is repeated:
+:func:`graph_rounds`), and prints each phase's median over the CTAs of each call (us):
 
 * ``find_work``: from the CTA's entry to its work (the length-aware schedule); with the decode kernel launched with
   PDL (``FOSCAR_PDL``, the default) a CTA of calls 1-7 enters before the previous call has ended and waits in
@@ -249,13 +249,15 @@ def profile_point(pp: ProbePoint, num_qo_heads: int, num_kv_heads: int) -> tuple
 def describe(pp: ProbePoint) -> str:
     """A point as the table's heading names it: ``8 x 32768 lognormal paged G=64`` (the workload where not uniform,
     ``paged``, the group size where not the bench's 128, the head counts where the point gives them, channel-wise K's
-    block, the head_dim where the point gives it, the cache's capacity where the point gives it, the mode where not
-    folded BF16: ``8 x 32768 heads 8/1 channel-K 32 D=256 cap 131072 fp8``)."""
+    block, the head_dim where the point gives it, the cache's capacity where the point gives it, a one-long point's
+    short length where the point gives it, the mode where not folded BF16: ``8 x 32768 heads 8/1 channel-K 32 D=256 cap
+    131072 fp8``, ``64 x 1024 one-long cap 4096 short 512``)."""
     return f"{pp.batch} x {pp.context}" + (f" {pp.workload}" if pp.workload != "uniform" else "") + (
         " paged" if pp.paged else "") + (f" G={pp.group_size}" if pp.group_size != GROUP_SIZE else "") + (
         f" heads {pp.num_qo_heads}/{pp.num_kv_heads}" if pp.num_qo_heads is not None else "") + (
         f" channel-K {pp.k_block}" if pp.k_block else "") + (f" D={pp.head_dim}" if pp.head_dim else "") + (
-        f" cap {pp.capacity}" if pp.capacity else "") + (f" {pp.mode}" if pp.mode != "bf16" else "")
+        f" cap {pp.capacity}" if pp.capacity else "") + (f" short {pp.short_len}" if pp.short_len else "") + (
+        f" {pp.mode}" if pp.mode != "bf16" else "")
 
 
 def record_file(pp: ProbePoint) -> str:
@@ -307,8 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bench.timeline``: per-phase medians of the INT2/INT4 CUDA decode at the given points."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--point", action="append",
-                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:fp8|:per-value] as python -m "
-                         "bench.ab reads it, or "
+                    help="BITSxBATCHxCONTEXT[:WORKLOAD][:paged][:gN][:hQ-K][:cN][:dN][:capN][:sN][:fp8|:per-value] "
+                         "as python -m bench.ab reads it, or "
                          "BATCHxCONTEXT[...] at --bits (repeat); default 1x16, 1x8192, 8x32768")
     ap.add_argument("--bits", type=int, choices=(2, 4), default=2, help="the bit width of points without one")
     ap.add_argument("--group-size", type=int, default=None,

@@ -55,6 +55,14 @@ def test_parse_point_forms():
     assert ab.parse_point("2x8x4096:capacity:cap8192").workload == "capacity"  # the workload, then a capacity
     with pytest.raises(ValueError, match="capacity 2048 below the context 4096"):
         ab.ProbePoint(2, 8, 4096, capacity=2048)
+    short = ab.parse_point("2x64x1024:s512:one-long:h8-1:cap4096")  # one of 1024 among 63 of 512 in a 4K cache
+    assert short.short_len == 512 and short.short_tokens() == 512
+    assert short.label == "2x64x1024:one-long:h8-1:cap4096:s512" and ab.parse_point(short.label) == short
+    assert ab.parse_point("2x8x8192:one-long:s4096") == ab.ProbePoint(2, 8, 8192, "one-long")  # the default
+    assert ab.ProbePoint(2, 8, 8192, "one-long").short_tokens() == 4096
+    assert ab.ProbePoint(2, 8, 8192).short_tokens() == 0
+    with pytest.raises(ValueError, match="a short length \(512\) needs the one-long workload"):
+        ab.ProbePoint(2, 8, 8192, "lognormal", short_len=512)
 
 
 @pytest.mark.parametrize("text, words", [("2x8", "BITSxBATCHxCONTEXT"), ("2x0x16", "positive"), ("3x1x16", "2 or 4"),
@@ -70,7 +78,10 @@ def test_parse_point_forms():
                                          ("2x1x16:d96", "head_dim 96, expected one of 64, 128, 256"),
                                          ("2x1x16:dx", "'dN' \\(head_dim\\)"),
                                          ("2x1x4096:cap100", "capacity 100 below the context 4096; expected at least"),
-                                         ("2x1x16:capx", "'capN' \\(the cache's capacity\\)")])
+                                         ("2x1x16:capx", "'capN' \\(the cache's capacity\\)"),
+                                         ("2x1x16:s512", "a short length \\(:s512\\) needs the one-long workload"),
+                                         ("2x1x16:one-long:s0", "short length 0, expected at least 1 token"),
+                                         ("2x1x16:sx", "'sN' \\(one-long's short length\\)")])
 def test_parse_point_errors_say_what_is_allowed(text, words):
     with pytest.raises(ValueError, match=words):
         ab.parse_point(text)
@@ -157,6 +168,18 @@ def test_table_keeps_a_later_key_apart_and_reads_older_rows_at_its_default(key, 
     assert text.count("0.75") == 2  # 3 / 4 and 6 / 8: matched within each value of the key
     failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(**{key: other})
     assert f"failed: c round 0 {label}: RuntimeError: boom" in ab.table([new, failed])
+
+
+def test_table_keeps_short_lengths_apart_and_reads_older_one_long_rows_at_4096():
+    old = pd.concat([_rows("a", 0, 4.0).assign(workload="one-long"), _rows("a", 0, 5.0)])  # no short_len column
+    short = _rows("a", 0, 8.0).assign(workload="one-long", short_len=512)
+    new = pd.concat([_rows("b", 0, 3.0).assign(workload="one-long", short_len=4096),
+                     _rows("b", 0, 5.0).assign(short_len=0),
+                     _rows("b", 0, 6.0).assign(workload="one-long", short_len=512)])
+    text = ab.table([pd.concat([old, short]), new])
+    assert text.count("0.75") == 2 and "0 of 3" in text  # 3 / 4 and 6 / 8 (and 5 / 5): three points, kept apart
+    failed = _rows("c", 0, float("nan"), sha="", error="RuntimeError: boom").assign(workload="one-long", short_len=512)
+    assert "failed: c round 0 2x1x16:one-long:s512: RuntimeError: boom" in ab.table([new, failed])
 
 
 def test_table_base_with_failed_rows_only():

@@ -91,6 +91,8 @@ def test_describe_names_workload_paging_and_group():
     assert timeline.describe(timeline.parse_point("4x8x32768:c64")) == "8 x 32768 channel-K 64"
     assert timeline.describe(timeline.parse_point("4x8x32768:c64:fp8")) == "8 x 32768 channel-K 64 fp8"
     assert timeline.describe(timeline.parse_point("2x8x4096:h8-1:cap131072")) == "8 x 4096 heads 8/1 cap 131072"
+    assert timeline.describe(timeline.parse_point("2x64x1024:one-long:cap4096:s512")) == (
+        "64 x 1024 one-long cap 4096 short 512")
     assert timeline.record_file(timeline.parse_point("4x8x32768:h8-1")) == "timeline-4x8x32768-h8-1.npy"
 
 

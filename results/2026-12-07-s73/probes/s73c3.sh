@@ -2,9 +2,10 @@
 # Session 73 call 3 (the last ~550 s of device time): what the short-batch rule (bench/NOTES.md §118: chunks of 256
 # from the lengths where the batch's tokens are at most 256 x SMs / KV heads and its longest sequence is past 512) does
 # where one sequence past 512 sits among short ones, and the GPU files that call 2 did not run.
-#   A: bench.ab's run() in one process, rounds off on on off (off: FOSCAR_SHORT_TOKENS=0, read when a plan is made),
-#      points "one-long" with the short sequences at 512 tokens (bench.ab's WorkloadSpec given short_len=512 here; its
-#      points cannot say it), INT2 G=128, 8 query heads over 1 KV head. Host mirror CTAs off -> on, sequences merged:
+#   A: bench.ab_rounds, rounds off on on off (off: FOSCAR_SHORT_TOKENS=0, read when a plan is made), points
+#      "one-long" with the short sequences at 512 tokens (bench.ab's :s512, added after this script was first written,
+#      when it set bench.ab's WorkloadSpec's short_len by hand; the script had not run), INT2 G=128, 8 query heads over
+#      1 KV head. Host mirror CTAs off -> on, sequences merged:
 #      64: 1024 + 63 x 512 in 4K (65 -> 130, 1 -> 64); 32: 1024 + 31 x 512 in 4K (33 -> 66, 1 -> 32);
 #      32: 2048 + 31 x 512 in 4K (35 -> 70, 1 -> 32); 8: 4096 + 7 x 512 in 128K (15 -> 30, 1 -> 8);
 #      16: 8192 + 15 x 512 in 128K (31 -> 62, 1 -> 16).
@@ -15,21 +16,10 @@
 LIMIT="${LIMIT:-440}"
 . scripts/probe_preamble.sh /tmp/s73c3
 probe_build
-timeout 120 python - > $W/ab_one_long.log 2>&1 <<'PY'
-import functools, os
-import bench.ab as ab
-from bench.lengths import WorkloadSpec
-ab.WorkloadSpec = functools.partial(WorkloadSpec, short_len=512)  # one-long: the short sequences at 512 tokens
-points = [ab.parse_point(p) for p in ("2x64x1024:one-long:h8-1:cap4096", "2x32x1024:one-long:h8-1:cap4096",
-                                      "2x32x2048:one-long:h8-1:cap4096", "2x8x4096:one-long:h8-1:cap131072",
-                                      "2x16x8192:one-long:h8-1:cap131072")]
-frames, rounds = [], {"off": 0, "on": 0}
-for label in ("off", "on", "on", "off"):
-    os.environ["FOSCAR_SHORT_TOKENS"] = "1" if label == "on" else "0"
-    frames.append(ab.run(label, rounds[label], ab.Path(f"/tmp/s73c3/{label}{rounds[label]}.csv"), points))
-    rounds[label] += 1
-print(ab.table(frames, base="off"))
-PY
+python -m bench.ab_rounds $W/ab --variant "off:" --variant "on:" --run-env off:FOSCAR_SHORT_TOKENS=0 \
+  --order "off on on off" --point 2x64x1024:one-long:h8-1:cap4096:s512 --point 2x32x1024:one-long:h8-1:cap4096:s512 \
+  --point 2x32x2048:one-long:h8-1:cap4096:s512 --point 2x8x4096:one-long:h8-1:cap131072:s512 \
+  --point 2x16x8192:one-long:h8-1:cap131072:s512 --limit-s 120 --round-s 15 > $W/ab_one_long.log 2>&1
 echo "A: rc=$? left=$(left)"; tail -14 $W/ab_one_long.log; cp $W/ab_one_long.log $OUT/ab_one_long.txt
 # (edited before its first run, when the device time left fell to ~390 s: the files one group at a time, so that a
 # group the time cuts short does not hide the others' results)
