@@ -296,7 +296,7 @@ def build_point(pp: ProbePoint, dev, *, num_qo_heads: int = NUM_QO_HEADS, num_kv
     pt = Point(batch=pp.batch, context=pp.context, bits=pp.bits, group_size=pp.group_size, num_qo_heads=num_qo_heads,
                num_kv_heads=num_kv_heads, head_dim=head_dim, page_size=PAGE_SIZE, k_block=pp.k_block,
                workload=WorkloadSpec(name=pp.workload, capacity=pp.capacity,
-                                     short_len=pp.short_tokens() or DEFAULT_SHORT_LEN).at(pp.context, pp.context))
+                                     short_len=pp.short_len or DEFAULT_SHORT_LEN).at(pp.context, pp.context))
     w = build_workload(pt, dev, seed=0, full_check_max_tokens=1 << 18)
     cache = foscar_paged_cache(w) if pp.paged else w.cache
     return w, cache, w.cache.bytes_read() + w.io_bytes()
