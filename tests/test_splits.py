@@ -375,7 +375,8 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     (1, 4096, [4096] * 8, 128, 128),    # a plan whose least chunk is 256 already: no bound
     (1, 4096, [512] * 64, 64, 64),      # no sequence past 512: one CTA a sequence, no merge (1.30x slower cut)
     (1, 4096, [257] * 128, 128, 128),   # the bound's worst case, kept (1.25x slower as 256 CTAs)
-    (1, 4096, [1024] + [512] * 63, 65, 130),  # one sequence past 512 cuts them all (untimed)
+    (1, 4096, [1024] + [512] * 63, 65, 67),  # one past 512: only it is cut, the others stay one chunk (§119)
+    (1, 8192, [600] + [257] * 129, 131, 132),  # the same past 128 sequences (find_work's general path)
 ])
 def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv_heads, capacity, lengths, ctas_off,
                                                                          ctas_on):

@@ -688,8 +688,8 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chu
     ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
     tokens. ``target_chunks`` >= 1 (from :func:`plan_work`). Where ``total_tokens <= short_tokens`` (the plan's
     :func:`plan_short_tokens`; 0: never) and ``longest > min_chunk``, the least is :data:`SHORT_CHUNK_TOKENS` instead
-    of ``min_chunk``: a batch of sequences of at most ``min_chunk`` tokens keeps one chunk a sequence (bench/NOTES.md
-    §118)."""
+    of ``min_chunk`` (bench/NOTES.md §118); :func:`schedule` keeps a sequence of at most ``min_chunk`` tokens one
+    chunk whatever the chunk (§119)."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
     least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens and longest > min_chunk else min_chunk
@@ -715,6 +715,10 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             path's least chunk is 256 where the batch's tokens are at most this and its longest sequence is past
             ``min_chunk`` (:func:`first_chunk`).
 
+    A length-aware plan gives a sequence of at most ``min_chunk`` tokens one chunk, a longer one ``ceil(len / C)``
+    (``find_work``'s ``aware_chunks``; the two differ only where the short-batch bound cuts in chunks of 256:
+    bench/NOTES.md §119).
+
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
         length-0 sequence has one empty chunk).
@@ -732,12 +736,15 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         return out
     chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk, long_chunk, short_tokens)
 
+    def count_of(n, c):  # find_work's aware_chunks: a sequence of at most min_chunk tokens is one chunk
+        return -(-n // c) if n > min_chunk else 1
+
     def chunks_total(c):
-        return sum(-(-n // c) if n > 0 else 1 for n in lengths)
+        return sum(count_of(n, c) for n in lengths)
 
     while chunks_total(chunk) > num_slots and chunk < (1 << 30):
         chunk = min((chunk * chunks_total(chunk) // num_slots + align) // align * align, 1 << 30)
     for b, n in enumerate(lengths):
-        count = -(-n // chunk) if n > 0 else 1
-        out += [(b, i * chunk, min((i + 1) * chunk, n)) for i in range(count)]
+        count = count_of(n, chunk)
+        out += [(b, i * chunk, (i + 1) * chunk if i + 1 < count else n) for i in range(count)]
     return out

@@ -207,6 +207,12 @@ namespace foscar {
 #ifndef FOSCAR_SEQ_CHUNK_CAP
 #define FOSCAR_SEQ_CHUNK_CAP 1
 #endif
+// 1 (default): a length-aware plan keeps a sequence of at most p.min_chunk tokens one chunk (aware_chunks;
+// bench/NOTES.md §119); 0: session 73's schedule, whose short-batch cut in chunks of 256 cuts every sequence (for A/B;
+// the plans then read the chunk table: decode_cuda.KEEP_SHORT_BUILT)
+#ifndef FOSCAR_KEEP_SHORT
+#define FOSCAR_KEEP_SHORT 1
+#endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
 // (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); token-wise
@@ -827,6 +833,14 @@ __device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
 
+// Length-aware chunks: a sequence of at most min_chunk tokens is one chunk (1 for an empty one), a longer one
+// ceil(len / chunk). The chunk is at least min_chunk except in a short batch cut in chunks of kShortChunk, so only
+// there does this differ from chunks_of: its sequences of 257 .. min_chunk tokens stay one CTA with no merge (one
+// sequence of 1024 among 63 of 512 over 1 KV head: 130 -> 67 CTAs, 64 -> 1 merged; bench/NOTES.md §119)
+__device__ __forceinline__ int aware_chunks(int len, int chunk, int min_chunk) {
+  return len > (FOSCAR_KEEP_SHORT ? min_chunk : 0) ? (len + chunk - 1) / chunk : 1;
+}
+
 // The least chunk of a batch whose longest sequence has `longest` tokens (0 .. kMaxLength): ceil(longest /
 // kMaxSeqChunks) rounded up to kChunkAlign, at most kMaxChunk, so that no sequence takes more than kMaxSeqChunks
 // chunks, or chunks of kMaxChunk past kMaxSeqChunks * kMaxChunk tokens (as the host's plan_work caps its counts);
@@ -847,7 +861,8 @@ __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest)
 // least min(the longest sequence's length / kMaxSeqChunks, 32768) or of p.long_chunk where that is less
 // (longest_chunk_floor), then grown until the chunks fit in the num_slots slots (>= batch; the host sets num_slots =
 // target_chunks = batch x the fitted split count, so a uniform batch fits at once); sequence b in ceil(len_b / C)
-// chunks (1 for an empty sequence, which writes a zero row and LSE -inf), slots in sequence order.
+// chunks, 1 where len_b <= p.min_chunk (aware_chunks; an empty sequence writes a zero row and LSE -inf), slots in
+// sequence order.
 // ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
 template <bool PAGED, bool ONE_CHUNK, bool RELAXED = false>
 __device__ Work find_work(const Params& p, int slot) {
@@ -891,8 +906,8 @@ __device__ Work find_work(const Params& p, int slot) {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
     // a short batch (T at most the plan's bound) whose longest sequence is past min_chunk: chunks of one iteration.
-    // A batch of sequences of at most min_chunk tokens keeps one CTA a sequence and no merge (64 x 512 over 1 KV
-    // head measured 1.30x slower cut in chunks of 256, bench/NOTES.md §118). A bound of 0: never (an empty batch
+    // A sequence of at most min_chunk tokens keeps one CTA and no merge (aware_chunks; 64 x 512 over 1 KV head
+    // measured 1.30x slower cut in chunks of 256, bench/NOTES.md §118, §119). A bound of 0: never (an empty batch
     // has longest 0)
     const int least = total <= p.short_tokens && longest > p.min_chunk ? kShortChunk : p.min_chunk;
     return (max(chunk, least) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
@@ -911,7 +926,7 @@ __device__ Work find_work(const Params& p, int slot) {
     const int blen = __shfl_sync(0xffffffffu, len, src);
     w.index = slot - w.first;
     w.start = w.index * chunk;
-    w.end = min(w.start + chunk, blen);
+    w.end = w.index + 1 < w.count ? w.start + chunk : blen;  // the last chunk (a short sequence's only one) ends at len
     // (paged: reloaded, an L1 hit; a shuffle of it moved the register allocation of the paged main loops)
     if constexpr (PAGED) w.page0 = min(max(load_len<RELAXED>(p.kv_indptr + w.b), 0), p.num_indices);
   };
@@ -974,7 +989,7 @@ __device__ Work find_work(const Params& p, int slot) {
       } else {
         q = x / (unsigned)chunk;
       }
-      n[j] = b0 + j >= p.batch ? 0 : len[j] > 0 ? (int)q : 1;
+      n[j] = b0 + j >= p.batch ? 0 : len[j] > (FOSCAR_KEEP_SHORT ? p.min_chunk : 0) ? (int)q : 1;  // (aware_chunks)
       lane_n += n[j];
     }
     // the total (one redux.sync) does not wait for the scan
@@ -1015,7 +1030,7 @@ __device__ Work find_work(const Params& p, int slot) {
   // batches fit at once; a ragged one takes a step or two, over lengths already in L1)
   for (;;) {
     int n = 0;
-    for (int b = lane; b < p.batch; b += 32) n += chunks_of(seq_length<PAGED, RELAXED>(p, b), chunk);
+    for (int b = lane; b < p.batch; b += 32) n += aware_chunks(seq_length<PAGED, RELAXED>(p, b), chunk, p.min_chunk);
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
     if (n <= p.num_slots || chunk >= (1 << 30)) break;
@@ -1027,7 +1042,7 @@ __device__ Work find_work(const Params& p, int slot) {
   for (int b0 = 0; b0 < p.batch; b0 += 32) {
     const int b = b0 + lane;
     const int len = b < p.batch ? seq_length<PAGED, RELAXED>(p, b) : 0;
-    const int n = b < p.batch ? chunks_of(len, chunk) : 0;
+    const int n = b < p.batch ? aware_chunks(len, chunk, p.min_chunk) : 0;
     int incl = n;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
