@@ -658,18 +658,21 @@ def test_long_chunk_programs_setting(monkeypatch):
         splits.long_chunk_programs_choice()
 
 
-def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0):
+def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0,
+              short_tokens=0):
     """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
     lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
     ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
     fit at the first chunk size (the kernel then takes the general path). ``min_chunk``: the plan's least chunk
-    (``splits.plan_min_chunk``); ``long_chunk``: its long chunk (``splits.plan_long_chunk``)."""
+    (``splits.plan_min_chunk``); ``long_chunk``: its long chunk (``splits.plan_long_chunk``); ``short_tokens``: its
+    short-batch bound (``splits.plan_short_tokens``). A sequence of at most ``min_chunk`` tokens is one chunk
+    (``aware_chunks``, bench/NOTES.md §119), and a sequence's last chunk ends at its length."""
     batch = len(lengths)
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
     total = sum(sum(held) for held in lanes)  # one reduction (64 bits in the kernel)
     longest = max(max(held, default=0) for held in lanes)  # one redux.sync max
-    chunk = splits.first_chunk(total, target_chunks, longest, min_chunk, long_chunk)
+    chunk = splits.first_chunk(total, target_chunks, longest, min_chunk, long_chunk, short_tokens)
     recip = (2**32 - 1) // chunk  # K > 1: one reciprocal for the lane's K counts
     counts = []
     for held in lanes:
@@ -683,7 +686,7 @@ def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUN
             else:
                 q = x // chunk
             assert q == x // chunk
-            per.append(q if length > 0 else 1)
+            per.append(q if length > min_chunk else 1)
         counts.append(per)
     lane_n = [sum(per) for per in counts]
     incl = [sum(lane_n[: lane + 1]) for lane in range(32)]  # the warp scan
@@ -699,7 +702,7 @@ def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUN
         if slot >= first + nb:
             first, nb, lb, bb = first + nb, nj, lj, lane * k + j
     start = (slot - first) * chunk
-    return bb, start, min(start + chunk, lb)
+    return bb, start, start + chunk if slot - first + 1 < nb else lb
 
 
 def _random_batch(rng, batch, capacity):
@@ -721,7 +724,7 @@ def _random_batch(rng, batch, capacity):
 def test_the_one_pass_path_gives_the_general_schedule(seed):
     """find_work's one pass (up to 128 sequences, bench/NOTES.md §30, §39) on random ragged batches of 1..128
     sequences: every slot gets the chunk splits.schedule (the general path's mirror) gives it, wherever
-    the first chunk size fits the slots."""
+    the first chunk size fits the slots; with the plan's short-batch bound (plan_short_tokens) half the time."""
     rng = random.Random(seed)
     fitted = 0
     for _ in range(60):
@@ -735,14 +738,16 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
             fixed, target = 0, slots  # schedule over the same slots (these plans before §48) instead
         least = splits.plan_min_chunk(target, heads, sms)  # the plan's least chunk, 256 or 512 (NOTES §103)
         long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)  # its long chunk (NOTES §106)
-        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk)
-        if _one_pass(lengths, slots, target, 0, least, long_chunk) is None:
+        bound = splits.plan_short_tokens(least, heads, sms, rng.random() < 0.5)  # its short-batch bound (§118, §119)
+        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk, bound)
+        if _one_pass(lengths, slots, target, 0, least, long_chunk, bound) is None:
             continue
         fitted += 1
         # every slot with work, the first few past the last chunk, and the grid's last slot
         for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
             want = work[slot] if slot < len(work) else ()
-            assert _one_pass(lengths, slots, target, slot, least, long_chunk) == want, (lengths, slots, target, slot)
+            got = _one_pass(lengths, slots, target, slot, least, long_chunk, bound)
+            assert got == want, (lengths, slots, target, slot, bound)
     assert fitted >= 20  # the one pass was exercised, not only the fall-through
 
 
