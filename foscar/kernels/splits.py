@@ -678,7 +678,7 @@ def merges(batch: int, num_slots: int) -> bool:
     return num_slots > batch
 
 
-def first_chunk(total_tokens: int, target_chunks: int, longest: int = 0, min_chunk: int = MIN_CHUNK_TOKENS,
+def first_chunk(total_tokens: int, target_chunks: int, longest: int, min_chunk: int = MIN_CHUNK_TOKENS,
                 long_chunk: int = 0, short_tokens: int = 0) -> int:
     """The CUDA kernel's first chunk size for a batch of ``total_tokens`` tokens in length-aware mode
     (``find_work``): ``ceil(total_tokens / target_chunks)``, at most :data:`MAX_SPLIT_TOKENS`, at least
