@@ -661,8 +661,7 @@ def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, row
     kernel's chunk table built by the host mirror of its schedule: the same merged rows, bit for bit, and rows of
     one chunk untouched; a uniform batch, one long sequence among short ones (the chunk grows once to fit the
     slots), a ragged batch of 40 on 132 SMs' plan with room, short and empty sequences, and a short batch in a large
-    cache cut in chunks of 256 (the plan's short-batch bound) whose sequences of at most 512 tokens stay one chunk
-    (bench/NOTES.md §119)."""
+    cache cut in chunks of 256 (the plan's short-batch bound; bench/NOTES.md §118, §119)."""
     heads, head_dim = 4, 32
     lengths, capacity, sms = {
         "one-long": ([131072] + [4096] * 7, 131072, 132),
@@ -673,7 +672,7 @@ def test_chunk_ranges_derived_from_the_lengths_match_the_table(device, case, row
     }[case]
     num_slots, table, src = _derive_case(lengths, capacity, sms, paged)
     if case == "cut-mixed":
-        assert src.short_tokens == 256 * 66 and [c for _, c in table] == [4, 1, 1, 1, 1, 3, 3, 1, 16, 1]
+        assert src.short_tokens == 256 * 66 and [c for _, c in table] == [4, 2, 2, 1, 2, 3, 3, 1, 16, 2]
     assert max(c for _, c in table) > 1, "something to merge"
     (t_out, t_lse), (d_out, d_lse) = _merge_by_table_and_lengths(num_slots, table, src, heads, head_dim, device, 9,
                                                                  rows=rows, expected=2)
@@ -696,15 +695,14 @@ def test_derived_ranges_follow_the_plans_least_chunk(device, short, min_chunk, c
 
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("lengths, short_tokens, chunks", [([4096] * 8, True, [16] * 8), ([4096] * 8, False, [8] * 8),
-                                                           ([1024] + [512] * 7, True, [4] + [1] * 7),
+                                                           ([1024] + [512] * 7, True, [4] + [2] * 7),
                                                            ([512] * 7 + [300], True, [1] * 8)])
 def test_derived_ranges_take_the_plans_short_batch_bound(device, paged, lengths, short_tokens, chunks):
     """Eight sequences of 4096 tokens in a 128K cache at one KV head on 132 SMs: the plan, made for the capacity, has
     a least chunk of 512 (8 chunks a sequence); with its short-batch bound (``plan_short_tokens``: 256 x 132 tokens)
     the batch's 32K tokens take chunks of 256 (16 a sequence, 128 CTAs), as the same lengths in a 4K cache do. A
-    batch whose longest sequence is past 512 takes them too, for its sequences past 512 (bench/NOTES.md §119): a
-    sequence of at most 512 tokens keeps one chunk, in such a batch or in one whose sequences are all at most 512.
-    The ranges derived from the lengths merge as the table does, bit for bit."""
+    batch whose longest sequence is past 512 takes them too, for every sequence in it (bench/NOTES.md §119); one
+    whose sequences are all at most 512 keeps one chunk a sequence. The ranges derived from the lengths merge as the table does, bit for bit."""
     num_slots, table, src = _derive_case(lengths, 131072, 132, paged, page=256, num_kv_heads=1,
                                          short_tokens=short_tokens)
     assert [c for _, c in table] == chunks and src.min_chunk == 512

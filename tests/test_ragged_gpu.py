@@ -613,10 +613,10 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
     its plan was made for: one sequence of 8192 and 24 of 1024 (32768 tokens) in an 8K cache, contiguous and paged
     (16-token pages, shuffled), and eight of 4096 in a 128K cache (contiguous; foscar.paginate's capacity is the
     longest sequence), take 128 chunks (64 of 512 with the setting off); 64 sequences of 512 in a 4K cache
-    (contiguous), none past the least chunk of 512, keep their 64 either way; one of 1024 among 63 of 512 in 4K is
-    cut, the others stay one chunk each (65 -> 67: find_work's one pass of four sequences a lane; bench/NOTES.md
-    §119), one of 1024 among 130 of 200 and one of 600 among 129 of 257 in 8K take its general path (132 -> 134 and
-    131 -> 132). With the in-kernel merge (one merging CTA:
+    (contiguous), none past the least chunk of 512, keep their 64 either way; one of 1024 among 63 of 512 in 4K cuts
+    them all (65 -> 130: find_work's one pass of four sequences a lane; bench/NOTES.md §119), one of 1024 among 130 of
+    200 and one of 600 among 129 of 257 in 8K take its general path (132 -> 134; 131 either way: cut, the chunks do
+    not fit the slots and the chunk grows back to 512). With the in-kernel merge (one merging CTA:
     ``FOSCAR_MERGE_TREE=0``, since a 128K plan would take the merge kernel where a sequence may take more than 32
     chunks; ``FOSCAR_MERGE_WIDE=0``), the merge kernel reading the chunk table and the merge kernel deriving the ranges
     from the lengths: each count as splits.schedule mirrors it, equal to the merge kernel's chunk table where it runs
@@ -629,9 +629,9 @@ def test_short_tokens_cut_a_short_batch_in_chunks_of_256(monkeypatch, bits, page
     cases = [([8192] + [1024] * 24, 8192, 64, 128)]
     if not paged:  # (foscar.paginate sizes the paged copy for its longest sequence, so these plans would differ)
         cases += [([4096] * 8, 131072, 64, 128), ([512] * 64, 4096, 64, 64),
-                  ([1024] + [512] * 63, 4096, 65, 67),  # find_work's one pass of 4 sequences a lane, cut
+                  ([1024] + [512] * 63, 4096, 65, 130),  # find_work's one pass of 4 sequences a lane, cut
                   ([1024] + [200] * 130, 8192, 132, 134),  # past 128 sequences: its general path, cut
-                  ([600] + [257] * 129, 8192, 131, 132)]  # the same, its 257s one chunk each
+                  ([600] + [257] * 129, 8192, 131, 131)]  # the same, the chunk grown back to 512
     for lengths, capacity, whole, cut in cases:
         case = _one_kv_head_case(lengths, capacity, bits)
         for merge, from_lengths in (("fused", "0"), ("kernel", "0"), ("kernel", "1")):
@@ -652,7 +652,7 @@ def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     """A FOSCAR_SEQ_CHUNK_CAP=0 build (the schedule before the 32-chunk bound, for A/B; bench/NOTES.md §101) makes
     length-aware plans whose merge reads the kernel's chunk table even where FOSCAR_MERGE_FROM_LENGTHS=1 asks for
     ranges derived from the lengths: the Triton derivation assumes the bound, and would merge other chunks. So does
-    a FOSCAR_KEEP_SHORT=0 build (session 73's schedule, which cuts short sequences too; §119)."""
+    a FOSCAR_KEEP_SHORT=1 build (short sequences whole in a cut batch, which the derivation does not follow; §119)."""
     from foscar.kernels import decode_cuda
 
     monkeypatch.setenv("FOSCAR_MERGE", "kernel")
@@ -663,8 +663,8 @@ def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     monkeypatch.setattr(decode_cuda, "SEQ_CHUNK_CAP_BUILT", False)
     plan = foscar.plan_decode(cache, 4, backend="cuda")
     assert plan.merge_launched and not plan.merge_from_lengths
-    monkeypatch.setattr(decode_cuda, "SEQ_CHUNK_CAP_BUILT", True)  # nor a FOSCAR_KEEP_SHORT=0 build (§119)
-    monkeypatch.setattr(decode_cuda, "KEEP_SHORT_BUILT", False)
+    monkeypatch.setattr(decode_cuda, "SEQ_CHUNK_CAP_BUILT", True)  # nor a FOSCAR_KEEP_SHORT=1 build (§119)
+    monkeypatch.setattr(decode_cuda, "KEEP_SHORT_BUILT", True)
     plan = foscar.plan_decode(cache, 4, backend="cuda")
     assert plan.merge_launched and not plan.merge_from_lengths
 

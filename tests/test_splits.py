@@ -375,8 +375,9 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     (1, 4096, [4096] * 8, 128, 128),    # a plan whose least chunk is 256 already: no bound
     (1, 4096, [512] * 64, 64, 64),      # no sequence past 512: one CTA a sequence, no merge (1.30x slower cut)
     (1, 4096, [257] * 128, 128, 128),   # the bound's worst case, kept (1.25x slower as 256 CTAs)
-    (1, 4096, [1024] + [512] * 63, 65, 67),  # one past 512: only it is cut, the others stay one chunk (§119)
-    (1, 8192, [600] + [257] * 129, 131, 132),  # the same past 128 sequences (find_work's general path)
+    (1, 4096, [1024] + [512] * 63, 65, 130),  # one sequence past 512 cuts them all (timed: 0.91-1.01, §119)
+    (1, 8192, [1024] + [200] * 130, 132, 134),  # past 128 sequences (find_work's general path)
+    (1, 8192, [600] + [257] * 129, 131, 131),  # cut, the chunks do not fit the slots: the chunk grows back to 512
 ])
 def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv_heads, capacity, lengths, ctas_off,
                                                                          ctas_on):
@@ -388,6 +389,29 @@ def test_short_tokens_cut_a_short_batch_in_a_large_cache_in_chunks_of_256(num_kv
     assert (len(off) * num_kv_heads, len(on) * num_kv_heads) == (ctas_off, ctas_on)
     assert (on == off) == (ctas_on == ctas_off)
     assert sum(e - s for _, s, e in on) == sum(lengths)
+
+
+@pytest.mark.parametrize("lengths, capacity, default, kept", [
+    ([1024] + [512] * 63, 4096, 130, 67),  # one sequence past 512: the 512s stay one chunk each
+    ([600] + [257] * 129, 8192, 131, 132),  # the general path: 600 in chunks of 256, the 257s whole
+    ([4096] * 8, 131072, 128, 128),  # no sequence of 257-512 tokens: the same
+    ([1024, 300, 512, 0, 257, 513, 600, 1, 4096, 400], 131072, 36, 32),  # 4+2+2+1+2+3+3+1+16+2 and 4+1+...+1
+])
+def test_a_keep_short_build_keeps_short_sequences_whole_in_a_cut_batch(lengths, capacity, default, kept):
+    """A FOSCAR_KEEP_SHORT=1 build (schedule's ``keep_short``; bench/NOTES.md §119) gives a sequence of at most the
+    plan's least chunk (512) one chunk where the short-batch bound cuts the batch in chunks of 256; the default cuts
+    it too. Every token in exactly one chunk either way; one KV head, 132 SMs."""
+    slots, fixed, target = splits.plan_work(len(lengths), 1, capacity, 132, bits=2, head_dim=128)
+    least = splits.plan_min_chunk(target, 1, 132)
+    args = (lengths, slots, fixed, target, least, splits.plan_long_chunk(None, 1, 132, capacity),
+            splits.plan_short_tokens(least, 1, 132))
+    for keep, want in ((False, default), (True, kept)):
+        work = splits.schedule(*args, keep_short=keep)
+        assert len(work) == want, keep
+        assert sorted((b, s) for b, s, _ in work) == [(b, s) for b, s, _ in work]
+        assert sum(e - s for _, s, e in work) == sum(lengths)
+        if keep:
+            assert all(s == 0 and e == n for b, s, e in work for n in [lengths[b]] if n <= 512)
 
 
 def test_short_tokens_leave_uniform_batches_at_their_capacity_alone():
@@ -659,14 +683,15 @@ def test_long_chunk_programs_setting(monkeypatch):
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0,
-              short_tokens=0):
+              short_tokens=0, keep_short=False):
     """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
     lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
     ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
     fit at the first chunk size (the kernel then takes the general path). ``min_chunk``: the plan's least chunk
     (``splits.plan_min_chunk``); ``long_chunk``: its long chunk (``splits.plan_long_chunk``); ``short_tokens``: its
     short-batch bound (``splits.plan_short_tokens``). A sequence of at most ``min_chunk`` tokens is one chunk
-    (``aware_chunks``, bench/NOTES.md §119), and a sequence's last chunk ends at its length."""
+    in a ``FOSCAR_KEEP_SHORT=1`` build (``keep_short``; ``aware_chunks``, bench/NOTES.md §119), and a sequence's last
+    chunk ends at its length."""
     batch = len(lengths)
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
@@ -686,7 +711,7 @@ def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUN
             else:
                 q = x // chunk
             assert q == x // chunk
-            per.append(q if length > min_chunk else 1)
+            per.append(q if length > (min_chunk if keep_short else 0) else 1)
         counts.append(per)
     lane_n = [sum(per) for per in counts]
     incl = [sum(lane_n[: lane + 1]) for lane in range(32)]  # the warp scan
@@ -724,7 +749,8 @@ def _random_batch(rng, batch, capacity):
 def test_the_one_pass_path_gives_the_general_schedule(seed):
     """find_work's one pass (up to 128 sequences, bench/NOTES.md §30, §39) on random ragged batches of 1..128
     sequences: every slot gets the chunk splits.schedule (the general path's mirror) gives it, wherever
-    the first chunk size fits the slots; with the plan's short-batch bound (plan_short_tokens) half the time."""
+    the first chunk size fits the slots; with the plan's short-batch bound (plan_short_tokens) half the time, and the
+    schedule of a FOSCAR_KEEP_SHORT=1 build half the time."""
     rng = random.Random(seed)
     fitted = 0
     for _ in range(60):
@@ -739,15 +765,16 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
         least = splits.plan_min_chunk(target, heads, sms)  # the plan's least chunk, 256 or 512 (NOTES §103)
         long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)  # its long chunk (NOTES §106)
         bound = splits.plan_short_tokens(least, heads, sms, rng.random() < 0.5)  # its short-batch bound (§118, §119)
-        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk, bound)
-        if _one_pass(lengths, slots, target, 0, least, long_chunk, bound) is None:
+        keep = rng.random() < 0.5  # a FOSCAR_KEEP_SHORT=1 build's schedule
+        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk, bound, keep)
+        if _one_pass(lengths, slots, target, 0, least, long_chunk, bound, keep) is None:
             continue
         fitted += 1
         # every slot with work, the first few past the last chunk, and the grid's last slot
         for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
             want = work[slot] if slot < len(work) else ()
-            got = _one_pass(lengths, slots, target, slot, least, long_chunk, bound)
-            assert got == want, (lengths, slots, target, slot, bound)
+            got = _one_pass(lengths, slots, target, slot, least, long_chunk, bound, keep)
+            assert got == want, (lengths, slots, target, slot, bound, keep)
     assert fitted >= 20  # the one pass was exercised, not only the fall-through
 
 

@@ -87,10 +87,10 @@ FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
 # (merge_triton._derived_chunks) assume: unless built
 # with FOSCAR_SEQ_CHUNK_CAP=0 (an A/B build, bench/NOTES.md §101), whose plans then read the kernel's chunk table
 SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
-# the kernel's length-aware schedule keeps a sequence of at most the plan's least chunk one chunk (aware_chunks), as the
-# host mirror and the merge kernel's ranges from the lengths assume: unless built with FOSCAR_KEEP_SHORT=0 (an A/B
-# build of session 73's schedule, bench/NOTES.md §119), whose plans then read the kernel's chunk table
-KEEP_SHORT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_KEEP_SHORT") != "0"
+# built with FOSCAR_KEEP_SHORT=1 (an A/B build, bench/NOTES.md §119): the kernel's length-aware schedule keeps a
+# sequence of at most the plan's least chunk one chunk (aware_chunks) where a short batch is cut in chunks of 256, which
+# the merge kernel's ranges from the lengths do not follow, so its plans read the kernel's chunk table
+KEEP_SHORT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_KEEP_SHORT") == "1"
 
 
 def merge_choice(default: str = "fused") -> str:

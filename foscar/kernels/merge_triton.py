@@ -168,9 +168,8 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     32768, at least ``min_chunk`` (the plan's, 512 or 256; 256 where ``T <= short_tokens``, the plan's
     :func:`foscar.kernels.splits.plan_short_tokens`, 0: never, and the longest sequence is past ``min_chunk``), rounded
     up to 256, at least ``min(ceil(longest / 32)`` rounded up to 256, 32768), or ``long_chunk`` where that is less and
-    not 0 (``longest_chunk_floor``), grown until the chunks fit the slots; ``ceil(len / C)`` chunks a sequence (1 for
-    one of at most ``min_chunk`` tokens, empty or not: ``aware_chunks``), slots in sequence order
-    (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
+    not 0 (``longest_chunk_floor``), grown until the chunks fit the slots; ``ceil(len / C)`` chunks a sequence (1 for an
+    empty one), slots in sequence order (:func:`foscar.kernels.splits.schedule` is the host mirror)."""
     offs = tl.arange(0, BATCH_P2)
     live = offs < batch
     if PAGED:
@@ -195,12 +194,12 @@ def _derived_chunks(Lens, Kv_indptr, b, batch, max_seq_len, num_indices, page_sh
     floor = tl.minimum(((longest + 31) // 32 + 255) // 256 * 256, 32768).to(tl.int32)
     floor = tl.where(long_chunk > 0, tl.minimum(floor, long_chunk), floor)
     chunk = tl.maximum(chunk, floor)
-    n = tl.where(live, tl.where(length > min_chunk, (length + chunk - 1) // chunk, 1), 0)
+    n = tl.where(live, tl.where(length > 0, (length + chunk - 1) // chunk, 1), 0)
     chunks = tl.sum(n, axis=0)
     while (chunks > num_slots) & (chunk < (1 << 30)):  # a ragged batch: grow the chunk until they fit
         grown = chunk.to(tl.int64) * chunks // num_slots + 256
         chunk = tl.minimum(grown // 256 * 256, 1 << 30).to(tl.int32)
-        n = tl.where(live, tl.where(length > min_chunk, (length + chunk - 1) // chunk, 1), 0)
+        n = tl.where(live, tl.where(length > 0, (length + chunk - 1) // chunk, 1), 0)
         chunks = tl.sum(n, axis=0)
     first = tl.sum(tl.where(offs < b, n, 0), axis=0)
     count = tl.sum(tl.where(offs == b, n, 0), axis=0)

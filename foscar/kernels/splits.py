@@ -468,15 +468,13 @@ def plan_short_tokens(min_chunk: int, num_kv_heads: int, num_sms: int, on: bool 
     sequences of 4K in a 128K cache at 8 query heads over 1 KV head) is cut in chunks of 512 (64 CTAs of two iterations)
     where the same lengths in a 4K cache take 128 CTAs of one (INT2 on an H100, session 71's Llama bench: 8.51 us
     against 7.68). With the bound, ``T <= 256 * SMs / KV heads`` tokens take chunks of 256, about one CTA an SM; the
-    bound counts tokens because the kernel sums them already, and each sequence past ``min_chunk`` rounds its count up,
-    so a batch can take up to one CTA more a sequence past ``min_chunk`` (600 + 100 x 300 tokens at one KV head: 102 ->
-    103 CTAs; the sequences of 300 stay one chunk, bench/NOTES.md §119). On an H100 (bench/NOTES.md §118, INT2 over 1 KV
-    head unless said) that took 0.90-0.95 of the time at 8 x 4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K, paged 8
-    x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A batch of sequences of at most ``min_chunk`` tokens keeps
-    its plan: cutting them made every sequence two chunks and a merge, 1.30x slower at 64 x 512 and 1.25x at 128 x 257
-    (256 CTAs where 512 gives 128); and in a batch that is cut, such a sequence stays one chunk (:func:`schedule`,
-    §119). ``on`` is False under ``FOSCAR_SHORT_CHUNKS=0`` too
-    (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
+    bound counts tokens because the kernel sums them already, and each sequence's count rounds up, so a batch can take
+    up to ``batch`` CTAs more (600 + 100 x 300 tokens at one KV head: 102 -> 203 CTAs, 101 sequences merged where 1 was;
+    untimed). On an H100 (bench/NOTES.md §118, INT2 over 1 KV head unless said) that took 0.90-0.95 of the time at 8 x
+    4K, 16 x 2K, 32 x 1K in a 128K cache, INT4 8 x 4K, paged 8 x 4K and 16 query heads over 2 KV heads 4 x 4K in 64K. A
+    batch of sequences of at most ``min_chunk`` tokens keeps its plan: cutting them made every sequence two chunks and a
+    merge, 1.30x slower at 64 x 512 and 1.25x at 128 x 257 (256 CTAs where 512 gives 128). ``on`` is False under
+    ``FOSCAR_SHORT_CHUNKS=0`` too (:func:`foscar.kernels.decode_cuda.plan_short_tokens_of`).
 
     Raises:
         ValueError: ``min_chunk`` other than 256 or 512, or ``num_kv_heads`` / ``num_sms`` below 1.
@@ -528,9 +526,9 @@ def plan_work(batch: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
     the grid's slots from the actual lengths on the device (``find_work`` in ``csrc/folded_decode_sm90.cuh``, DESIGN
     §10): it cuts the batch's ``T`` tokens into chunks of ``C = T / target_chunks`` tokens (at least
     :func:`plan_min_chunk`'s 512 or 256, at most 32768, multiples of 256), grown until every sequence's ``ceil(len /
-    C)`` chunks (one for a sequence of at most the least chunk: :func:`schedule`) fit in ``num_slots``. A uniform batch
-    gets exactly the fitted split count; a long sequence among short ones gets several chunks as long as the slots leave
-    room. (A batch of one and a plan of one chunk per sequence take the kernel's fixed path instead: below.)
+    C)`` chunks fit in ``num_slots``. A uniform batch gets exactly the fitted split count; a long sequence among short
+    ones gets several chunks as long as the slots leave room. (A batch of one and a plan of one chunk per sequence take
+    the kernel's fixed path instead: below.)
 
     INT4 past one wave: where ``bits >= 4`` and one split per sequence already gives more CTAs than
     fit at once (``batch * num_kv_heads >= RESIDENT_CTAS_PER_SM * num_sms``), the target has at least
@@ -690,8 +688,8 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int, min_chunk: 
     ``long_chunk`` (a sequence then takes more than 32 chunks only of at least ``long_chunk`` tokens); in
     tokens. ``target_chunks`` >= 1 (from :func:`plan_work`). Where ``total_tokens <= short_tokens`` (the plan's
     :func:`plan_short_tokens`; 0: never) and ``longest > min_chunk``, the least is :data:`SHORT_CHUNK_TOKENS` instead
-    of ``min_chunk`` (bench/NOTES.md §118); :func:`schedule` keeps a sequence of at most ``min_chunk`` tokens one
-    chunk whatever the chunk (§119)."""
+    of ``min_chunk``: a batch of sequences of at most ``min_chunk`` tokens keeps one chunk a sequence (bench/NOTES.md
+    §118)."""
     align = CHUNK_ALIGN_TOKENS
     chunk = min(-(-total_tokens // target_chunks), MAX_SPLIT_TOKENS)
     least = SHORT_CHUNK_TOKENS if total_tokens <= short_tokens and longest > min_chunk else min_chunk
@@ -703,7 +701,7 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int, min_chunk: 
 
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
              min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0,
-             short_tokens: int = 0) -> list[tuple[int, int, int]]:
+             short_tokens: int = 0, keep_short: bool = False) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
 
@@ -716,10 +714,10 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         short_tokens: the plan's short-batch bound, tokens (:func:`plan_short_tokens`; 0: never): the length-aware
             path's least chunk is 256 where the batch's tokens are at most this and its longest sequence is past
             ``min_chunk`` (:func:`first_chunk`).
-
-    A length-aware plan gives a sequence of at most ``min_chunk`` tokens one chunk, a longer one ``ceil(len / C)``
-    (``find_work``'s ``aware_chunks``; the two differ only where the short-batch bound cuts in chunks of 256:
-    bench/NOTES.md §119).
+        keep_short: the schedule of a ``FOSCAR_KEEP_SHORT=1`` A/B build (``decode_cuda.KEEP_SHORT_BUILT``): a
+            length-aware plan gives a sequence of at most ``min_chunk`` tokens one chunk, where the default gives
+            every sequence ``ceil(len / C)`` (``find_work``'s ``aware_chunks``; the two differ only where the
+            short-batch bound cuts in chunks of 256: bench/NOTES.md §119).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -738,8 +736,10 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
         return out
     chunk = first_chunk(sum(lengths), target_chunks, max(lengths, default=0), min_chunk, long_chunk, short_tokens)
 
-    def count_of(n, c):  # find_work's aware_chunks: a sequence of at most min_chunk tokens is one chunk
-        return -(-n // c) if n > min_chunk else 1
+    one_chunk = min_chunk if keep_short else 0  # find_work's aware_chunks: a sequence of at most this is one chunk
+
+    def count_of(n, c):
+        return -(-n // c) if n > one_chunk else 1
 
     def chunks_total(c):
         return sum(count_of(n, c) for n in lengths)

@@ -207,11 +207,12 @@ namespace foscar {
 #ifndef FOSCAR_SEQ_CHUNK_CAP
 #define FOSCAR_SEQ_CHUNK_CAP 1
 #endif
-// 1 (default): a length-aware plan keeps a sequence of at most p.min_chunk tokens one chunk (aware_chunks;
-// bench/NOTES.md §119); 0: session 73's schedule, whose short-batch cut in chunks of 256 cuts every sequence (for A/B;
-// the plans then read the chunk table: decode_cuda.KEEP_SHORT_BUILT)
+// 0 (default): a short batch cut in chunks of 256 (p.short_tokens) cuts every sequence in it, those of 257 .. min_chunk
+// tokens too; 1: those stay one chunk (aware_chunks), an A/B build whose plans read the chunk table
+// (decode_cuda.KEEP_SHORT_BUILT): on an H100 it was 7-12% slower on lognormal batches and at one sequence past 512
+// among 7-15 in a 128K cache, 6-9% faster where one sat among 31-63 of 512 (bench/NOTES.md §119)
 #ifndef FOSCAR_KEEP_SHORT
-#define FOSCAR_KEEP_SHORT 1
+#define FOSCAR_KEEP_SHORT 0
 #endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
@@ -833,10 +834,10 @@ __device__ __forceinline__ bool slot_is_first(const Params& p, int first_slot) {
 
 __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? (len + chunk - 1) / chunk : 1; }
 
-// Length-aware chunks: a sequence of at most min_chunk tokens is one chunk (1 for an empty one), a longer one
-// ceil(len / chunk). The chunk is at least min_chunk except in a short batch cut in chunks of kShortChunk, so only
-// there does this differ from chunks_of: its sequences of 257 .. min_chunk tokens stay one CTA with no merge (one
-// sequence of 1024 among 63 of 512 over 1 KV head: 130 -> 67 CTAs, 64 -> 1 merged; bench/NOTES.md §119)
+// Length-aware chunks: ceil(len / chunk), 1 for an empty sequence (chunks_of); in a FOSCAR_KEEP_SHORT=1 build 1 for
+// any sequence of at most min_chunk tokens. The chunk is at least min_chunk except in a short batch cut in chunks of
+// kShortChunk, so only there do the two differ (one sequence of 1024 among 63 of 512 over 1 KV head: 130 -> 67 CTAs,
+// 64 -> 1 merged sequences; bench/NOTES.md §119)
 __device__ __forceinline__ int aware_chunks(int len, int chunk, int min_chunk) {
   return len > (FOSCAR_KEEP_SHORT ? min_chunk : 0) ? (len + chunk - 1) / chunk : 1;
 }
@@ -861,8 +862,7 @@ __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest)
 // least min(the longest sequence's length / kMaxSeqChunks, 32768) or of p.long_chunk where that is less
 // (longest_chunk_floor), then grown until the chunks fit in the num_slots slots (>= batch; the host sets num_slots =
 // target_chunks = batch x the fitted split count, so a uniform batch fits at once); sequence b in ceil(len_b / C)
-// chunks, 1 where len_b <= p.min_chunk (aware_chunks; an empty sequence writes a zero row and LSE -inf), slots in
-// sequence order.
+// chunks (aware_chunks; 1 for an empty sequence, which writes a zero row and LSE -inf), slots in sequence order.
 // ONE_CHUNK: fixed_splits == 1 takes the one-chunk path below.
 template <bool PAGED, bool ONE_CHUNK, bool RELAXED = false>
 __device__ Work find_work(const Params& p, int slot) {
@@ -906,8 +906,8 @@ __device__ Work find_work(const Params& p, int slot) {
       chunk = (int)min((total + p.target_chunks - 1) / p.target_chunks, (long long)kMaxChunk);
     }
     // a short batch (T at most the plan's bound) whose longest sequence is past min_chunk: chunks of one iteration.
-    // A sequence of at most min_chunk tokens keeps one CTA and no merge (aware_chunks; 64 x 512 over 1 KV head
-    // measured 1.30x slower cut in chunks of 256, bench/NOTES.md §118, §119). A bound of 0: never (an empty batch
+    // A batch of sequences of at most min_chunk tokens keeps one CTA a sequence and no merge (64 x 512 over 1 KV
+    // head measured 1.30x slower cut in chunks of 256, bench/NOTES.md §118). A bound of 0: never (an empty batch
     // has longest 0)
     const int least = total <= p.short_tokens && longest > p.min_chunk ? kShortChunk : p.min_chunk;
     return (max(chunk, least) + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
