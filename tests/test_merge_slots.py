@@ -702,7 +702,8 @@ def test_derived_ranges_take_the_plans_short_batch_bound(device, paged, lengths,
     a least chunk of 512 (8 chunks a sequence); with its short-batch bound (``plan_short_tokens``: 256 x 132 tokens)
     the batch's 32K tokens take chunks of 256 (16 a sequence, 128 CTAs), as the same lengths in a 4K cache do. A
     batch whose longest sequence is past 512 takes them too, for every sequence in it (bench/NOTES.md §119); one
-    whose sequences are all at most 512 keeps one chunk a sequence. The ranges derived from the lengths merge as the table does, bit for bit."""
+    whose sequences are all at most 512 keeps one chunk a sequence. The ranges derived from the lengths merge as the
+    table does, bit for bit."""
     num_slots, table, src = _derive_case(lengths, 131072, 132, paged, page=256, num_kv_heads=1,
                                          short_tokens=short_tokens)
     assert [c for _, c in table] == chunks and src.min_chunk == 512

@@ -375,7 +375,7 @@ def test_plan_short_tokens_bounds_the_batch_at_one_cta_an_sm():
     (1, 4096, [4096] * 8, 128, 128),    # a plan whose least chunk is 256 already: no bound
     (1, 4096, [512] * 64, 64, 64),      # no sequence past 512: one CTA a sequence, no merge (1.30x slower cut)
     (1, 4096, [257] * 128, 128, 128),   # the bound's worst case, kept (1.25x slower as 256 CTAs)
-    (1, 4096, [1024] + [512] * 63, 65, 130),  # one sequence past 512 cuts them all (timed: 0.91-1.01, §119)
+    (1, 4096, [1024] + [512] * 63, 65, 130),  # one sequence past 512 cuts them all (timed: 0.96-1.01, §119)
     (1, 8192, [1024] + [200] * 130, 132, 134),  # past 128 sequences (find_work's general path)
     (1, 8192, [600] + [257] * 129, 131, 131),  # cut, the chunks do not fit the slots: the chunk grows back to 512
 ])
