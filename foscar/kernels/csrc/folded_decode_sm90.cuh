@@ -839,7 +839,7 @@ __device__ __forceinline__ int chunks_of(int len, int chunk) { return len > 0 ? 
 // kShortChunk, so only there do the two differ (one sequence of 1024 among 63 of 512 over 1 KV head: 130 -> 67 CTAs,
 // 64 -> 1 merged sequences; bench/NOTES.md §119)
 __device__ __forceinline__ int aware_chunks(int len, int chunk, int min_chunk) {
-  return len > (FOSCAR_KEEP_SHORT ? min_chunk : 0) ? (len + chunk - 1) / chunk : 1;
+  return FOSCAR_KEEP_SHORT && len <= min_chunk ? 1 : chunks_of(len, chunk);
 }
 
 // The least chunk of a batch whose longest sequence has `longest` tokens (0 .. kMaxLength): ceil(longest /
