@@ -2479,7 +2479,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
 #pragma unroll
     for (int mt = 0; mt < NT; ++mt) {
       // channel-wise K: this m16 tile's K block rows (the second at k_block 32 for tiles 2, 3)
-      const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
+      [[maybe_unused]] const int krow = CH && kb32 && mt >= 2 ? HEAD_DIM : 0;
       if constexpr (CH && !PER_VALUE) {
         if (mt == 0 || (kb32 && mt == 2)) build_channel_query(ks + krow, kz + krow);
       }
