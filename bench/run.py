@@ -142,6 +142,19 @@ def _named_by_flag(message: str, opts: BenchOptions) -> str:
     return message
 
 
+def check_named_files(opts: BenchOptions) -> None:
+    """Read the files that ``--config`` and ``--model`` name, before the GPU is looked for, so that
+    a missing or bad one is reported as such on any machine (not as "no CUDA GPU detected").
+
+    Raises:
+        FoscarError: the config file is missing or bad; the model is unknown or its file is bad.
+    """
+    if opts.config is not None:
+        load_config(opts.config)
+    if opts.model:
+        load_model(opts.model)
+
+
 def resolve_config(opts: BenchOptions, arch: str) -> tuple[BenchConfig, Path]:
     """The resolved config and the file it came from: the arch preset (or ``--config``),
     then ``--model``'s shape, then the flags. Flags that pick the ``[sweep]`` grid's points
@@ -203,6 +216,7 @@ def run_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect") ->
         return dry_run(opts, device)
     if opts.devices is not None:  # bench.devices runs workers, each a run_bench without devices
         raise FoscarError("run_bench runs on one GPU; `--devices` runs through bench.devices.run_devices")
+    check_named_files(opts)
     info = detect_device() if device == "detect" else device
     arch = resolve_arch(
         opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset
@@ -323,6 +337,7 @@ def plan_bench(opts: BenchOptions, device: DeviceInfo | None | str = "detect"):
     from bench.manifest import git_state
     from bench.points import grid
 
+    check_named_files(opts)
     info = detect_device() if device == "detect" else device
     arch = resolve_arch(opts.arch, info, opts.smoke, custom_config=opts.config is not None, nearest_preset=opts.nearest_preset)
     cfg, cfg_path = resolve_config(opts, arch)

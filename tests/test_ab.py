@@ -61,7 +61,7 @@ def test_parse_point_forms():
     assert ab.parse_point("2x8x8192:one-long:s4096") == ab.ProbePoint(2, 8, 8192, "one-long")  # the default
     assert ab.ProbePoint(2, 8, 8192, "one-long").short_tokens() == 4096
     assert ab.ProbePoint(2, 8, 8192).short_tokens() == 0
-    with pytest.raises(ValueError, match="a short length \(512\) needs the one-long workload"):
+    with pytest.raises(ValueError, match=r"a short length \(512\) needs the one-long workload"):
         ab.ProbePoint(2, 8, 8192, "lognormal", short_len=512)
 
 

@@ -67,6 +67,22 @@ def test_no_gpu_without_smoke_is_one_line(capsys, monkeypatch, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--model", "nope"], "unknown model 'nope'; known: "),
+        (["--config", "does-not-exist.toml"], "config file not found: does-not-exist.toml"),
+    ],
+)
+def test_a_bad_model_or_config_is_named_before_the_gpu_check(capsys, monkeypatch, tmp_path, args, needle):
+    """Without a GPU, --arch h100 with a bad --model or --config reports that, not "no CUDA GPU detected"."""
+    monkeypatch.setattr(bench.run, "detect_device", lambda: None)
+    code, out, err = run_main(capsys, "bench", "--arch", "h100", "--out", str(tmp_path / "run"), *args)
+    _one_line_error(code, err, needle)
+    assert "no CUDA GPU" not in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_b200_on_hopper_is_one_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(bench.run, "detect_device", lambda: H200)
     code, out, err = run_main(capsys, "bench", "--arch", "b200", "--out", str(tmp_path / "run"))

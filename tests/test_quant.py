@@ -119,6 +119,15 @@ def test_quantize_kv_shapes_and_bytes():
     assert torch.equal(kb, kd[1, :, :4])
 
 
+def test_quantize_kv_keeps_its_own_contiguous_copy_of_a_strided_seq_lens():
+    """README's exception to "a strided view is refused": quantize_kv copies the seq_lens it is given."""
+    k = torch.randn(2, 1, 64, 128, dtype=torch.bfloat16)
+    lens = torch.tensor([64, 1, 40, 1], dtype=torch.int32)[::2]
+    c = quantize_kv(k, k.clone(), bits=2, group_size=128, seq_lens=lens)
+    assert c.seq_lens.is_contiguous() and c.seq_lens.tolist() == [64, 40]
+    assert c.seq_lens.data_ptr() != lens.data_ptr()
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
