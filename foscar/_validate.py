@@ -19,6 +19,7 @@ import math
 import numbers
 from typing import Iterable, Sequence
 
+import numpy as np
 import torch
 
 
@@ -101,6 +102,21 @@ def is_int(value: object) -> bool:
     """Whether ``value`` is a Python ``int`` and not a ``bool`` (a float, a bool, a numpy or torch integer is not: each
     would fail later, deep inside a kernel's arguments or the packing; callers say "pass int(x)")."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_flag(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` is ``True`` or ``False`` (a numpy bool too): ``None``, ``0`` or ``"no"``
+    would otherwise switch a check or an output on or off by truthiness, silently."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+
+
+def check_reference_dtype(dtype: object) -> None:
+    """Raise ``ValueError`` unless ``dtype`` is ``torch.float64`` or ``torch.float32``, the dtypes the fp64/fp32
+    references compute in (an integer dtype or a string fails deep inside torch; float16 would round the
+    reference itself)."""
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype: expected torch.float64 or torch.float32, got {dtype!r}")
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:

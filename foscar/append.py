@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from foscar._validate import check_tensor
+from foscar._validate import check_flag, check_tensor
 from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import FLOAT_DTYPES, QuantizedKVCache
 
@@ -60,8 +59,7 @@ def append_kv(
         >>> cache.seq_lens.tolist()
         [101]
     """
-    if not isinstance(check_capacity, (bool, np.bool_)):
-        raise ValueError(f"check_capacity: expected True or False, got {check_capacity!r}")
+    check_flag("check_capacity", check_capacity)
     if not isinstance(cache, QuantizedKVCache):
         if isinstance(cache, PagedQuantizedKVCache):
             raise ValueError(f"cache: expected a contiguous QuantizedKVCache, got {type(cache).__name__} "

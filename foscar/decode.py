@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, is_int, same_device, softmax_scale
+from foscar._validate import check_choice, check_flag, check_tensor, is_int, same_device, softmax_scale
 from foscar.paged import PagedQuantizedKVCache
 from foscar.quant import CACHE_TENSORS, QuantizedKVCache
 from foscar.reference import gqa_ratio
@@ -92,7 +92,9 @@ def decode(
             index tensor that is not contiguous, a length the cache cannot hold
             (``seq_lens[b]`` outside ``[0, max_seq_len]``, a page table that breaks
             FlashInfer's rules; the message names the tensor and the sequence); a bad
-            ``FOSCAR_MERGE`` or ``FOSCAR_MERGE_SPECULATE`` for the CUDA kernel (:func:`plan_decode`).
+            ``FOSCAR_MERGE`` or ``FOSCAR_MERGE_SPECULATE`` for the CUDA kernel (:func:`plan_decode`);
+            a ``return_lse`` that is not a bool.
+        TypeError: ``q`` (or a cache tensor) is not a ``torch.Tensor``.
 
     Example (CPU through the Triton interpreter, ``TRITON_INTERPRET=1``; on an H100/H200 the
     same call with CUDA tensors runs the CUDA kernel)::
@@ -111,6 +113,7 @@ def decode(
         >>> torch.equal(foscar.decode(q, paged), out)
         True
     """
+    check_flag("return_lse", return_lse)
     _check_cache(cache)
     cache.validate()
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), dtypes=(torch.bfloat16,), device=cache.device)
@@ -306,12 +309,14 @@ class DecodePlan:
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message
                 says how; a strided index tensor is named as not contiguous), or ``cache``
-                is not a FOSCAR cache.
+                is not a FOSCAR cache; a ``return_lse`` that is not a bool.
+            TypeError: ``q`` is not a ``torch.Tensor``.
         """
         from foscar.kernels import decode_cuda, decode_triton, merge_triton
 
-        if not (q.shape == self._q_shape and q.dtype == torch.bfloat16 and q.stride(-1) == 1
-                and (q.device == self._device or same_device(q.device, self._device))):
+        check_flag("return_lse", return_lse)
+        if not (isinstance(q, torch.Tensor) and q.shape == self._q_shape and q.dtype == torch.bfloat16
+                and q.stride(-1) == 1 and (q.device == self._device or same_device(q.device, self._device))):
             check_tensor("q", q, shape=self._q_shape, dtypes=(torch.bfloat16,), device=self._device)
             raise ValueError(f"q: expected the last dimension contiguous (stride 1), got strides {q.stride()}")
         _check_cache(cache)

@@ -106,7 +106,11 @@ class PagedQuantizedKVCache(_CacheTensors):
         if self.kv_indptr.shape[0] < 1:
             raise ValueError("kv_indptr: expected shape [batch + 1] (at least one entry, 0), got [0]")
         check_tensor("kv_indices", self.kv_indices, ndim=1, **i32)
-        check_tensor("kv_last_page_len", self.kv_last_page_len, shape=(self.batch_size,), **i32)
+        check_tensor("kv_last_page_len", self.kv_last_page_len, ndim=1, **i32)
+        if self.kv_last_page_len.shape[0] != self.batch_size:  # the batch is kv_indptr's, so name both
+            raise ValueError(f"kv_last_page_len: expected shape [{self.batch_size}] (the batch that kv_indptr's "
+                             f"{self.batch_size + 1} entries give), got {list(self.kv_last_page_len.shape)}; "
+                             "kv_indptr and kv_last_page_len disagree on the batch size")
         if not is_int(self.max_seq_len) or self.max_seq_len < 0:
             raise ValueError(f"max_seq_len: expected an int >= 0, got {self.max_seq_len!r}")
         if host_checks(check_values, dev):

@@ -77,7 +77,7 @@ from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, host_checks, is_int
+from foscar._validate import check_choice, check_flag, check_tensor, host_checks, is_int
 
 SUPPORTED_BITS = (2, 4)
 SUPPORTED_GROUP_SIZES = (32, 64, 128)
@@ -165,9 +165,12 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
         ``[..., head_dim * bits // 8]`` uint8 (layout in the module docstring).
 
     Raises:
-        ValueError: wrong dtype, a code out of range, or ``head_dim`` not divisible.
+        ValueError: wrong dtype, a 0-dim tensor, a code out of range, or ``head_dim`` not divisible.
+        TypeError: ``codes`` is not a ``torch.Tensor``.
     """
     check_tensor("codes", codes, dtypes=(torch.uint8,))
+    if codes.dim() == 0:
+        raise ValueError("codes: expected at least one dimension ([..., head_dim]), got a 0-dim tensor")
     planes = num_planes(bits)
     d = codes.shape[-1]
     if d % planes != 0:
@@ -426,7 +429,7 @@ class _CacheTensors:
                 not contiguous (a strided view: :mod:`foscar._validate`).
         """
         check_format(self.bits, self.group_size, self.head_dim)
-        dev = self.k_codes.device
+        dev = check_tensor("k_codes", self.k_codes).device
         lead = tuple(self.k_codes.shape[:3]) if self.k_codes.dim() == 4 else (None, None, None)
         pd = packed_dim(self.head_dim, self.bits)
         for name in ("k_codes", "v_codes"):
@@ -586,7 +589,7 @@ def quantize_kv(
             ``k_block`` given with ``k_layout="token"``, lengths out of range,
             non-finite values at a valid token, or float64 values past fp32's range (both
             naming the position ``[b, h, t, c]``); a ``bits`` or ``group_size`` that is not
-            a Python int (``2.0``).
+            a Python int (``2.0``); no KV heads (``k.shape[1] == 0``); a ``check_finite`` that is not a bool.
         TypeError: ``k``, ``v`` or ``seq_lens`` is not a ``torch.Tensor`` (a list of lengths, say).
 
     Example (CPU, through the Triton interpreter: ``TRITON_INTERPRET=1``; on a GPU pass CUDA tensors)::
@@ -602,7 +605,10 @@ def quantize_kv(
     """
     check_tensor("k", k, ndim=4, dtypes=FLOAT_DTYPES)
     check_tensor("v", v, shape=tuple(k.shape), dtypes=FLOAT_DTYPES, device=k.device)
-    batch, _, max_seq_len, head_dim = k.shape
+    check_flag("check_finite", check_finite)
+    batch, num_kv_heads, max_seq_len, head_dim = k.shape
+    if num_kv_heads == 0:
+        raise ValueError(f"k: expected at least one KV head (dimension 1), got shape {list(k.shape)}")
     check_format(bits, group_size, head_dim)
     check_choice("k_layout", k_layout, K_LAYOUTS)
     if k_layout == "token":

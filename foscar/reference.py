@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from foscar._validate import check_choice, check_tensor, is_int, softmax_scale
+from foscar._validate import check_choice, check_flag, check_reference_dtype, check_tensor, is_int, softmax_scale
 from foscar.quant import QuantizedKVCache, check_contiguous_cache, check_lengths, dequantize_kv, unpack_codes
 
 # Operand encodings (DESIGN §4): code q -> operand value a * q + c.
@@ -70,8 +70,11 @@ def attention_reference(
         ValueError: ``k`` / ``v`` not ``[batch, *, *, head_dim]`` of ``q``'s batch and head_dim, or of
             different shapes; ``seq_lens`` not ``[batch]`` integers in ``[0, max_seq_len]`` (a reference
             must not cut a sequence or leave one out silently); ``num_qo_heads`` not a multiple of
-            ``num_kv_heads``; ``sm_scale`` not a finite float or ``None``.
+            ``num_kv_heads``; ``sm_scale`` not a finite float or ``None``; ``dtype`` not float64 / float32;
+            ``return_lse`` not a bool.
     """
+    check_reference_dtype(dtype)
+    check_flag("return_lse", return_lse)
     check_tensor("q", q, ndim=3)
     batch, num_qo_heads, head_dim = q.shape
     check_tensor("k", k, shape=(batch, None, None, head_dim))
@@ -136,8 +139,11 @@ def reference_decode(
     Raises:
         ValueError: everything ``cache.validate(check_values=True)`` raises (a length the cache cannot
             hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``;
-            ``sm_scale`` not a finite float or ``None``.
+            ``sm_scale`` not a finite float or ``None``; ``dtype`` not float64 / float32; ``return_lse`` not a
+            bool.
     """
+    check_reference_dtype(dtype)
+    check_flag("return_lse", return_lse)
     if hasattr(cache, "to_contiguous"):  # paged: its page table validated before the gather
         cache = cache.to_contiguous()
     cache.validate(check_values=True)
@@ -187,7 +193,7 @@ def folded_decode_torch(
         cache: quantized cache.
         operand: ``"bf16"`` (a = 1/128, c = 1) or ``"fp8"`` (a = 2^-9, c = 0).
         sm_scale: default ``1 / sqrt(head_dim)``.
-        dtype: arithmetic dtype (float64 to check the identity to rounding).
+        dtype: arithmetic dtype, float64 (to check the identity to rounding) or float32.
 
     Returns:
         ``[batch, num_qo_heads, head_dim]`` of ``dtype``.
@@ -196,9 +202,10 @@ def folded_decode_torch(
         ValueError: an ``operand`` other than ``"bf16"`` / ``"fp8"``; a cache that is not a contiguous
             :class:`QuantizedKVCache` (a paged one: take ``to_contiguous()``) or fails its ``validate``;
             ``q`` not ``[batch, *, head_dim]``; ``num_qo_heads`` not a multiple of ``num_kv_heads``; ``sm_scale``
-            not a finite float or ``None``.
+            not a finite float or ``None``; ``dtype`` not float64 / float32.
     """
     check_choice("operand", operand, tuple(OPERAND_ENCODINGS))
+    check_reference_dtype(dtype)
     check_contiguous_cache(cache)
     cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))

@@ -573,3 +573,74 @@ def test_hints_fit_what_was_wrong():
         softmax_scale(float("nan"), 64)
     with pytest.raises(TypeError, match="seq_lens: expected a torch.Tensor, got list"):
         foscar.quantize_kv(k, k.clone(), bits=4, group_size=64, seq_lens=[16, 8])
+
+
+# ---------------------------------------------------------------------------
+# found by a newcomer's audit (session 75): each was an AttributeError, IndexError or RuntimeError from deep
+# inside, a message that blamed the wrong tensor, or a flag taken by truthiness
+
+
+def test_plan_run_refuses_a_query_that_is_not_a_tensor(device):
+    q, cache = _issue_case(device)
+    plan = foscar.plan_decode(cache, q.shape[1])
+    with pytest.raises(TypeError, match="^q: expected a torch.Tensor, got list"):
+        plan.run(q.tolist(), cache)
+
+
+def test_a_hand_built_cache_without_codes_is_named(device):
+    q, cache = _issue_case(device)
+    bad = dataclasses.replace(cache, k_codes=None)
+    with pytest.raises(TypeError, match="^k_codes: expected a torch.Tensor, got NoneType"):
+        foscar.decode(q, bad)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float16, "float64"])
+def test_the_references_compute_in_float64_or_float32_only(device, dtype):
+    from foscar.reference import folded_decode_torch
+
+    q, cache = _issue_case(device)
+    match = r"^dtype: expected torch.float64 or torch.float32, got"
+    with pytest.raises(ValueError, match=match):
+        foscar.reference_decode(q, cache, dtype=dtype)
+    with pytest.raises(ValueError, match=match):
+        folded_decode_torch(q, cache, dtype=dtype)
+    k = torch.randn(q.shape[0], cache.num_kv_heads, 4, cache.head_dim, device=q.device)
+    with pytest.raises(ValueError, match=match):
+        foscar.attention_reference(q, k, k, torch.zeros(q.shape[0], dtype=torch.int32, device=q.device), dtype=dtype)
+    assert foscar.reference_decode(q, cache, dtype=torch.float32).dtype == torch.float32  # both allowed ones work
+
+
+def test_pack_codes_refuses_a_0_dim_tensor():
+    from foscar.quant import pack_codes
+
+    with pytest.raises(ValueError, match=r"^codes: expected at least one dimension"):
+        pack_codes(torch.tensor(1, dtype=torch.uint8), 2)
+
+
+def test_a_page_table_whose_batch_disagrees_names_kv_indptr(device):
+    q, paged = _paged_case(device)
+    bad = dataclasses.replace(paged, kv_indptr=paged.kv_indptr[:2].clone())  # batch 1, kv_last_page_len has 2
+    with pytest.raises(ValueError, match=r"^kv_last_page_len: expected shape \[1\] \(the batch that kv_indptr's 2 "
+                                         r"entries give\), got \[2\]"):
+        bad.validate(check_values=False)
+
+
+def test_quantize_kv_refuses_no_kv_heads(device):
+    k = torch.randn(1, 0, 8, 64, device=device)
+    with pytest.raises(ValueError, match=r"^k: expected at least one KV head \(dimension 1\), got shape \[1, 0, 8"):
+        foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
+
+
+@pytest.mark.parametrize("value", [None, 0, "no"])
+def test_flags_must_be_bools(device, value):
+    q, cache = _issue_case(device)
+    k = torch.randn(1, 1, 8, 64, device=device)
+    with pytest.raises(ValueError, match=f"^check_finite: expected True or False, got {value!r}"):
+        foscar.quantize_kv(k, k.clone(), bits=2, group_size=32, check_finite=value)
+    with pytest.raises(ValueError, match=f"^return_lse: expected True or False, got {value!r}"):
+        foscar.decode(q, cache, return_lse=value)
+    plan = foscar.plan_decode(cache, q.shape[1])
+    with pytest.raises(ValueError, match=f"^return_lse: expected True or False, got {value!r}"):
+        plan.run(q, cache, return_lse=value)
+    with pytest.raises(ValueError, match=f"^return_lse: expected True or False, got {value!r}"):
+        foscar.reference_decode(q, cache, return_lse=value)
