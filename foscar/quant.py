@@ -427,6 +427,7 @@ class _CacheTensors:
         Raises:
             ValueError: the first inconsistency, as "expected X, got Y"; a tensor that is
                 not contiguous (a strided view: :mod:`foscar._validate`).
+            TypeError: a tensor field that is not a ``torch.Tensor`` (``k_codes=None``, say).
         """
         check_format(self.bits, self.group_size, self.head_dim)
         dev = check_tensor("k_codes", self.k_codes).device
