@@ -3,8 +3,9 @@
 # bench, expectations in its header; no H200 has come since session 56). On an H100: the GPU test files session 75's
 # two calls did not reach or finish (its calls ran the short-token cases, test_decode_cuda.py, the merge-slot,
 # ragged, channel-wise K, Triton, fused-merge, paged, plan and bad-input files), then the all-head-dims SASS test on
-# the snapshot session 75 rewrote. Expected: all pass. Copy it into the session's probes folder and commit before the
-# run. At most LIMIT (default 560) s.
+# the snapshot session 75 rewrote. First, test_bad_inputs.py whole (not only -m gpu: its `device` cases run on CUDA
+# here), for the eight cases session 75 added after its calls. Expected: all pass. Copy it into the session's probes
+# folder and commit before the run. At most LIMIT (default 560) s.
 LIMIT="${LIMIT:-560}"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   . scripts/probe_preamble.sh /tmp/s69  # status.sh reads /tmp/s69/bench
@@ -15,6 +16,8 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 else
   . scripts/probe_preamble.sh /tmp/s76c1
   probe_build
+  timeout $(( $(left) - 10 )) python -m pytest -q -n 2 tests/test_bad_inputs.py >> $W/tests.log 2>&1
+  echo "B: rc=$? left=$(left)"; tail -1 $W/tests.log
   for group in "tests/test_append.py tests/test_hbm.py tests/test_clocks.py tests/test_timeline.py" \
                "tests/test_bench_gpu.py tests/test_bench_shard.py tests/test_bench_workloads.py" \
                "tests/test_accuracy_cli.py tests/test_hf.py" \
