@@ -208,8 +208,9 @@ class DecodePlan:
             it waits for the decode kernel (:func:`foscar.kernels.merge_triton.from_lengths_choice`,
             ``FOSCAR_MERGE_FROM_LENGTHS=1`` when the plan was made, off by default; length-aware plans without the
             speculation, of at most 1024 sequences, in a build with the 32-chunk bound (or long chunks),
-            :data:`foscar.kernels.decode_cuda.SEQ_CHUNK_CAP_BUILT`, and not a ``FOSCAR_KEEP_SHORT=1`` A/B build,
-            :data:`foscar.kernels.decode_cuda.KEEP_SHORT_BUILT`; bench/NOTES.md §61, §101, §119).
+            :data:`foscar.kernels.decode_cuda.SEQ_CHUNK_CAP_BUILT`, and not a ``FOSCAR_KEEP_SHORT=1`` or
+            ``FOSCAR_WAVE_FIT=1`` A/B build, :data:`foscar.kernels.decode_cuda.KEEP_SHORT_BUILT`,
+            :data:`foscar.kernels.decode_cuda.WAVE_FIT_BUILT`; bench/NOTES.md §61, §101, §119, §121).
         merge_pdl: whether the merge kernel is launched with programmatic dependent launch, its launch
             overlapping the decode kernel's tail (:func:`foscar.kernels.merge_triton.pdl_choice`,
             ``FOSCAR_MERGE_PDL`` when the plan was made; bench/NOTES.md §43).
@@ -504,9 +505,10 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         if fixed_window:
             predicted = fixed
         # (not in a FOSCAR_SEQ_CHUNK_CAP=0 build: the derived ranges assume the kernel's floor of 32 chunks or long
-        # chunks, NOTES §101, §106; nor in a FOSCAR_KEEP_SHORT=1 one, §119)
+        # chunks, NOTES §101, §106; nor in a FOSCAR_KEEP_SHORT=1 or FOSCAR_WAVE_FIT=1 one, §119, §121)
         from_lengths = (seq_chunks is not None and fixed == 0 and not predicted and decode_cuda.SEQ_CHUNK_CAP_BUILT
-                        and not decode_cuda.KEEP_SHORT_BUILT and batch <= merge_triton.MAX_DERIVE_BATCH
+                        and not decode_cuda.KEEP_SHORT_BUILT and not decode_cuda.WAVE_FIT_BUILT
+                        and batch <= merge_triton.MAX_DERIVE_BATCH
                         and merge_triton.from_lengths_choice())
         return DecodePlan(
             kernel="cuda", schedule=(fixed, target), meta=None, num_splits=fixed or None, **common,

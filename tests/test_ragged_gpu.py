@@ -150,28 +150,30 @@ def test_batch_zero():
     assert out.shape == (0, 8, 128) and lse.shape == (0, 8)
 
 
-def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0, short_tokens=0):
+def _expected_chunks(lengths, slots, fixed, target, min_chunk, long_chunk=0, short_tokens=0, wave_slots=0):
     """(first slot, chunk count) per sequence as foscar.kernels.splits.schedule (the host mirror of the
     kernel's find_work) hands them out, chunks of at least ``min_chunk`` tokens, the long chunk and the short-batch
-    bound (the plan's)."""
+    bound (the plan's), and the build's wave fit (``decode_cuda.wave_slots_of``; 0 in the default build)."""
     from foscar.kernels import splits
 
     first, count = {}, {}
     for slot, (b, _, _) in enumerate(splits.schedule(lengths, slots, fixed, target, min_chunk, long_chunk,
-                                                     short_tokens)):
+                                                     short_tokens, wave_slots=wave_slots)):
         first.setdefault(b, slot)
         count[b] = count.get(b, 0) + 1
     return [[first[b], count[b]] for b in range(len(lengths))]
 
 
-def _plan_chunk_counts(plan, lengths):
+def _plan_chunk_counts(plan, lengths, num_kv_heads=1):
     """Chunks per sequence of a CUDA ``plan`` (length-aware or fixed) at these lengths, as
     foscar.kernels.splits.schedule (the host mirror of the kernel's find_work and fixed path) hands them out with the
-    plan's schedule, least and long chunk and short-batch bound."""
-    from foscar.kernels import splits
+    plan's schedule, least and long chunk and short-batch bound, and the build's wave fit over ``num_kv_heads``."""
+    from foscar.kernels import decode_cuda, splits
 
     (fixed, target), slots = plan._schedule, plan._o_part.shape[0]
-    work = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk, plan.short_tokens)
+    wave = decode_cuda.wave_slots_of(num_kv_heads, plan._o_part.device) if fixed == 0 else 0
+    work = splits.schedule(lengths, slots, fixed, target, plan.min_chunk, plan.long_chunk, plan.short_tokens,
+                           wave_slots=wave)
     return [sum(w[0] == i for w in work) for i in range(len(lengths))]
 
 
@@ -270,8 +272,9 @@ def test_the_kernel_schedule_is_the_host_mirror(monkeypatch, lengths, paged):
         plan.min_chunk = decode_cuda.plan_min_chunk_of(run_cache, q.device, target)
     out = plan.run(q, run_cache)
     torch.cuda.synchronize()
+    wave = decode_cuda.wave_slots_of(2, q.device) if fixed == 0 else 0  # (0 in the default build)
     assert plan._seq_chunks.tolist() == _expected_chunks(lengths, slots, fixed, target, plan.min_chunk,
-                                                         plan.long_chunk, plan.short_tokens)
+                                                         plan.long_chunk, plan.short_tokens, wave)
     ref = foscar.reference_decode(q, cache)
     for b, length in enumerate(lengths):
         if length == 0:
@@ -667,6 +670,35 @@ def test_a_build_without_the_chunk_cap_reads_the_chunk_table(monkeypatch):
     monkeypatch.setattr(decode_cuda, "KEEP_SHORT_BUILT", True)
     plan = foscar.plan_decode(cache, 4, backend="cuda")
     assert plan.merge_launched and not plan.merge_from_lengths
+    monkeypatch.setattr(decode_cuda, "KEEP_SHORT_BUILT", False)  # nor a FOSCAR_WAVE_FIT=1 build (§121)
+    monkeypatch.setattr(decode_cuda, "WAVE_FIT_BUILT", True)
+    plan = foscar.plan_decode(cache, 4, backend="cuda")
+    assert plan.merge_launched and not plan.merge_from_lengths
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload, batch, capacity", [("lognormal", 8, 1 << 17), ("one-long", 16, 1 << 17),
+                                                       ("one-long", 32, 8192), ("uniform", 8, 32768)])
+@pytest.mark.parametrize("paged", [False, True])
+def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, batch, capacity, paged):
+    """In a FOSCAR_WAVE_FIT=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; bench/NOTES.md §121) find_work's
+    grown chunks, as the merge kernel's chunk table reports them, are splits.schedule's with the build's
+    ``wave_slots``, and every row is within 1e-2 of the fp64 reference, at one KV head, contiguous and paged. On 132
+    SMs the three ragged batches run at most 132 CTAs (140, 163 and 197 in the default build) and the uniform one
+    keeps its 256."""
+    from bench.lengths import WorkloadSpec
+    from foscar.kernels import decode_cuda
+
+    if not decode_cuda.WAVE_FIT_BUILT:
+        pytest.skip("needs a FOSCAR_WAVE_FIT=1 build (FOSCAR_NVCC_DEFINES=FOSCAR_WAVE_FIT=1)")
+    for var in LONG_CHUNK_SETTINGS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # the chunk table
+    lengths = list(WorkloadSpec(name=workload).lengths(batch, capacity))
+    plan, counts, sms = _run_one_kv_head(lengths, capacity, 2, paged)
+    assert plan._seq_chunks is not None
+    if sms == 132:
+        assert (sum(counts) == 256) if workload == "uniform" else (sum(counts) <= 132), counts
 
 
 # the fields of a quantized cache, contiguous or paged, that hold per-token data

@@ -259,12 +259,13 @@ def test_the_chunk_cap_leaves_the_presets_grids_alone(monkeypatch):
 
 
 def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=True, programs=1, room=True,
-             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True, short_tokens=True):
+             tokens=splits.LONG_CHUNK_TOKENS, short_capacity=True, ceil=True, short_tokens=True, wave=False):
     """The CUDA kernel's schedule of ``lengths`` under the plan for them (its least chunk too, plan_min_chunk, and
     its long chunk, plan_long_chunk; ``tokens``: the long chunks' floor, FOSCAR_LONG_CHUNK_TOKENS, which both take
     to 256 in a cache of at most 16K where ``short_capacity``, their long_short, FOSCAR_LONG_CHUNK_SHORT; ``ceil``:
     plan_work's long_ceil, FOSCAR_LONG_CHUNK_CEIL; ``short_tokens``: plan_short_tokens on, FOSCAR_SHORT_TOKENS=1, which
-    ``short`` False turns off too, as decode_cuda.plan_short_tokens_of does). The defaults are the shipped plan's."""
+    ``short`` False turns off too, as decode_cuda.plan_short_tokens_of does; ``wave``: a FOSCAR_WAVE_FIT=1 build's
+    wave fit, ``wave_slots = sms // num_kv_heads``). The defaults are the shipped plan's."""
     slots, fixed, target = splits.plan_work(len(lengths), num_kv_heads, capacity, sms, bits=bits, head_dim=128,
                                             short_chunks=short, long_chunks=long, long_programs=programs,
                                             long_tokens=tokens, long_ceil=ceil, long_short=short_capacity)
@@ -272,7 +273,8 @@ def _planned(lengths, num_kv_heads, capacity, bits=2, short=True, sms=132, long=
     return splits.schedule(list(lengths), slots, fixed, target, min_chunk,
                            splits.plan_long_chunk(None, num_kv_heads, sms, capacity, long, fixed, programs,
                                                   len(lengths), room, tokens, short_capacity),
-                           splits.plan_short_tokens(min_chunk, num_kv_heads, sms, short_tokens and short))
+                           splits.plan_short_tokens(min_chunk, num_kv_heads, sms, short_tokens and short),
+                           wave_slots=sms // num_kv_heads if wave else 0)
 
 
 
@@ -412,6 +414,70 @@ def test_a_keep_short_build_keeps_short_sequences_whole_in_a_cut_batch(lengths, 
         assert sum(e - s for _, s, e in work) == sum(lengths)
         if keep:
             assert all(s == 0 and e == n for b, s, e in work for n in [lengths[b]] if n <= 512)
+
+
+_wave_planned = functools.partial(_planned, wave=True)  # a FOSCAR_WAVE_FIT=1 build's schedule (NOTES §121)
+
+
+@pytest.mark.parametrize("workload, batch, heads, capacity, ctas", [
+    ("lognormal", 8, 1, 1 << 19, (165, 129)),  # 4352 -> 5632 tokens a chunk
+    ("lognormal", 8, 1, 1 << 17, (140, 118)),
+    ("lognormal", 8, 1, 1 << 18, (156, 129)),
+    ("one-long", 16, 1, 1 << 17, (163, 119)),
+    ("one-long", 32, 1, 1 << 19, (159, 129)),
+    ("one-long", 32, 1, 8192, (197, 131)),
+    ("lognormal", 4, 2, 1 << 19, (148, 126)),
+    ("lognormal", 8, 2, 1 << 18, (168, 132)),
+    ("uniform", 8, 1, 32768, (256, 256)),  # 1024 a chunk, 2048 to fit: twice as long, kept
+    ("lognormal", 16, 1, 1 << 17, (226, 226)),  # 1792 -> 3328: 1.86x, kept
+    ("lognormal", 8, 8, 1 << 17, (256, 256)),  # 64 sequence-heads: 2 CTAs an SM, 2 x 132 would be past 1.7x
+])
+def test_a_wave_fit_build_fills_the_sms_once(workload, batch, heads, capacity, ctas):
+    """A FOSCAR_WAVE_FIT=1 build (schedule's ``wave_slots``, bench/NOTES.md §121) grows the length-aware chunks of a
+    plan that would run more CTAs than the 132 SMs but at most twice as many until one CTA an SM holds them, where
+    the grown chunk is at most 1.7 times as long; else the default schedule. Every token in exactly one chunk."""
+    from bench.lengths import WorkloadSpec
+
+    lengths = list(WorkloadSpec(name=workload).lengths(batch, capacity))
+    default, wave = _planned(lengths, heads, capacity), _wave_planned(lengths, heads, capacity)
+    assert (len(default) * heads, len(wave) * heads) == ctas
+    assert sum(e - s for _, s, e in wave) == sum(lengths)
+    assert sorted((b, s) for b, s, _ in wave) == [(b, s) for b, s, _ in wave]
+    if ctas[0] == ctas[1]:
+        assert wave == default
+    else:
+        grown, chunk = max(e - s for _, s, e in wave), max(e - s for _, s, e in default)
+        assert len(wave) * heads <= 132 and chunk < grown <= 1.7 * chunk
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_wave_fit_precheck_drops_no_grown_chunk(monkeypatch, seed):
+    """find_work leaves the one-pass path only where splits.wave_fit_may_take says the grown chunk could pass 1.7x
+    (its least chunk, ceil(T / wave_slots) rounded up, does): on random ragged batches of 1-132 sequences at 1, 2 and
+    8 KV heads, the wave-fit schedule is the same without that precheck (the counts' bounds only), and it is the
+    default one or fits the wave with a chunk at most 1.7 times the default's."""
+    rng = random.Random(seed)
+    precheck, grown_taken = splits.wave_fit_may_take, 0
+
+    def counts_only(num_chunks, chunk, total_tokens, batch, wave_slots):
+        return 0 < wave_slots and batch <= wave_slots < num_chunks <= 2 * wave_slots
+
+    for _ in range(150):
+        heads = rng.choice([1, 2, 8])
+        batch = rng.randrange(1, 132 // heads + 1)
+        capacity = rng.choice([4096, 32768, 131072, 1 << 19])
+        lengths = _random_batch(rng, batch, capacity) if rng.random() < 0.5 else [
+            min(capacity, max(1, round(capacity / 8 * 2.718281828 ** rng.gauss(0, 1)))) for _ in range(batch)]
+        default, wave = _planned(lengths, heads, capacity), _wave_planned(lengths, heads, capacity)
+        monkeypatch.setattr(splits, "wave_fit_may_take", counts_only)
+        assert _wave_planned(lengths, heads, capacity) == wave, (heads, capacity, lengths)
+        monkeypatch.setattr(splits, "wave_fit_may_take", precheck)
+        assert sum(e - s for _, s, e in wave) == sum(lengths)
+        if wave != default:
+            grown_taken += 1
+            assert len(wave) <= 132 // heads < len(default) <= 2 * (132 // heads)
+            assert max(e - s for _, s, e in wave) <= 1.7 * max(e - s for _, s, e in default)
+    assert grown_taken >= 5  # the rule fired
 
 
 def test_short_tokens_leave_uniform_batches_at_their_capacity_alone():
@@ -683,7 +749,7 @@ def test_long_chunk_programs_setting(monkeypatch):
 
 
 def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUNK_TOKENS, long_chunk=0,
-              short_tokens=0, keep_short=False):
+              short_tokens=0, keep_short=False, wave_slots=0):
     """find_work's one-pass path (csrc/folded_decode_sm90.cuh) step by step, for batches of up to 128:
     lane l holds sequences K*l .. K*l + K - 1 (K = 1 up to 32 sequences, else 4). Returns the slot's
     ``(sequence, start, end)``, ``()`` for a slot past the last chunk, or ``None`` where the chunks do not
@@ -691,7 +757,8 @@ def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUN
     (``splits.plan_min_chunk``); ``long_chunk``: its long chunk (``splits.plan_long_chunk``); ``short_tokens``: its
     short-batch bound (``splits.plan_short_tokens``). A sequence of at most ``min_chunk`` tokens is one chunk
     in a ``FOSCAR_KEEP_SHORT=1`` build (``keep_short``; ``aware_chunks``, bench/NOTES.md §119), and a sequence's last
-    chunk ends at its length."""
+    chunk ends at its length. ``wave_slots``: a ``FOSCAR_WAVE_FIT=1`` build's (``splits.wave_fit_may_take``: where
+    the grown chunk may be taken, the general path, ``None``; bench/NOTES.md §121)."""
     batch = len(lengths)
     k = 1 if batch <= 32 else 4
     lanes = [[lengths[b] for b in range(lane * k, min(lane * k + k, batch))] for lane in range(32)]
@@ -715,7 +782,7 @@ def _one_pass(lengths, num_slots, target_chunks, slot, min_chunk=splits.MIN_CHUN
         counts.append(per)
     lane_n = [sum(per) for per in counts]
     incl = [sum(lane_n[: lane + 1]) for lane in range(32)]  # the warp scan
-    if incl[31] > num_slots:
+    if incl[31] > num_slots or splits.wave_fit_may_take(incl[31], chunk, total, batch, wave_slots):
         return None
     hits = [lane for lane in range(32) if lane_n[lane] > 0 and incl[lane] - lane_n[lane] <= slot < incl[lane]]
     if not hits:
@@ -750,7 +817,7 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
     """find_work's one pass (up to 128 sequences, bench/NOTES.md §30, §39) on random ragged batches of 1..128
     sequences: every slot gets the chunk splits.schedule (the general path's mirror) gives it, wherever
     the first chunk size fits the slots; with the plan's short-batch bound (plan_short_tokens) half the time, and the
-    schedule of a FOSCAR_KEEP_SHORT=1 build half the time."""
+    schedule of a FOSCAR_KEEP_SHORT=1 build half the time, and of a FOSCAR_WAVE_FIT=1 build half the time."""
     rng = random.Random(seed)
     fitted = 0
     for _ in range(60):
@@ -766,14 +833,15 @@ def test_the_one_pass_path_gives_the_general_schedule(seed):
         long_chunk = splits.plan_long_chunk(None, heads, sms, capacity)  # its long chunk (NOTES §106)
         bound = splits.plan_short_tokens(least, heads, sms, rng.random() < 0.5)  # its short-batch bound (§118, §119)
         keep = rng.random() < 0.5  # a FOSCAR_KEEP_SHORT=1 build's schedule
-        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk, bound, keep)
-        if _one_pass(lengths, slots, target, 0, least, long_chunk, bound, keep) is None:
+        wave = sms // heads if rng.random() < 0.5 else 0  # a FOSCAR_WAVE_FIT=1 build's
+        work = splits.schedule(lengths, slots, fixed, target, least, long_chunk, bound, keep, wave)
+        if _one_pass(lengths, slots, target, 0, least, long_chunk, bound, keep, wave) is None:
             continue
         fitted += 1
         # every slot with work, the first few past the last chunk, and the grid's last slot
         for slot in list(range(min(slots, len(work) + 3))) + [slots - 1]:
             want = work[slot] if slot < len(work) else ()
-            got = _one_pass(lengths, slots, target, slot, least, long_chunk, bound, keep)
+            got = _one_pass(lengths, slots, target, slot, least, long_chunk, bound, keep, wave)
             assert got == want, (lengths, slots, target, slot, bound, keep)
     assert fitted >= 20  # the one pass was exercised, not only the fall-through
 

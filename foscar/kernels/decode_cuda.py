@@ -91,6 +91,10 @@ SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
 # sequence of at most the plan's least chunk one chunk (aware_chunks) where a short batch is cut in chunks of 256, which
 # the merge kernel's ranges from the lengths do not follow, so its plans read the kernel's chunk table
 KEEP_SHORT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_KEEP_SHORT") == "1"
+# built with FOSCAR_WAVE_FIT=1 (an A/B build, bench/NOTES.md §121): the kernel's length-aware chunks grow to one CTA an SM
+# where they would run two on some SMs and one on others (find_work's wave fit; splits.schedule's wave_slots), which
+# the merge kernel's ranges from the lengths do not follow, so its plans read the kernel's chunk table
+WAVE_FIT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_WAVE_FIT") == "1"
 
 
 def merge_choice(default: str = "fused") -> str:
@@ -328,6 +332,14 @@ def plan_min_chunk_of(cache, device: torch.device, target_chunks: int) -> int:
         ValueError: ``FOSCAR_SHORT_CHUNKS`` other than ``"0"`` or ``"1"``.
     """
     return plan_min_chunk(target_chunks, cache.num_kv_heads, device_sm_count(device), short_chunks_choice())
+
+
+def wave_slots_of(num_kv_heads: int, device: torch.device) -> int:
+    """The slots a KV head that the kernel's wave fit fills with one CTA an SM (``Params::wave_slots``, which
+    ``foscar_folded_decode_sm90`` sets for length-aware launches): the device's SMs // ``num_kv_heads`` in a
+    ``FOSCAR_WAVE_FIT=1`` build (:data:`WAVE_FIT_BUILT`), else 0 (no wave fit). The host mirror
+    (:func:`foscar.kernels.splits.schedule`'s ``wave_slots``) takes it; bench/NOTES.md §121."""
+    return device_sm_count(device) // max(1, num_kv_heads) if WAVE_FIT_BUILT else 0
 
 
 def plan_long_chunk_of(cache, device: torch.device, num_splits: int | None, fixed_splits: int = 0) -> int:

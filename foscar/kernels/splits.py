@@ -699,9 +699,43 @@ def first_chunk(total_tokens: int, target_chunks: int, longest: int, min_chunk: 
     return max(chunk, min(floor, long_chunk) if long_chunk else floor)
 
 
+WAVE_FIT_MAX_GROWTH = (17, 10)  # a FOSCAR_WAVE_FIT=1 build takes chunks at most 17/10 times as long (wave_fit_chunk)
+
+
+def wave_fit_may_take(num_chunks: int, chunk: int, total_tokens: int, batch: int, wave_slots: int) -> bool:
+    """``find_work``'s ``wave_fit_may_take`` (a ``FOSCAR_WAVE_FIT=1`` build): whether ``num_chunks`` length-aware
+    chunks of ``chunk`` tokens over ``batch`` sequences of ``total_tokens`` tokens are more than ``wave_slots`` (slots a
+    KV head at one CTA an SM; 0: no wave fit) and at most twice as many, over at most ``wave_slots`` sequences, and the
+    least chunk that could fit ``wave_slots`` (``ceil(total_tokens / wave_slots)`` rounded up to 256) is at most 1.7
+    times ``chunk`` (:data:`WAVE_FIT_MAX_GROWTH`). Where true the kernel's one-pass path leaves the batch to the
+    general path, which grows the chunk (:func:`wave_fit_chunk`)."""
+    if wave_slots <= 0 or batch > wave_slots or not wave_slots < num_chunks <= 2 * wave_slots:
+        return False
+    align = CHUNK_ALIGN_TOKENS
+    num, den = WAVE_FIT_MAX_GROWTH
+    return -(-(-(-total_tokens // wave_slots)) // align) * align * den <= chunk * num
+
+
+def wave_fit_chunk(lengths: list[int], chunk: int, wave_slots: int, chunks_total) -> int:
+    """The length-aware chunk of a ``FOSCAR_WAVE_FIT=1`` build (``find_work``'s wave fit), in tokens: ``chunk``
+    (the default build's, whose ``chunks_total(chunk)`` chunks fit the grid's slots), or, where those chunks are more
+    than ``wave_slots`` (slots a KV head at one CTA an SM) and at most ``2 * wave_slots`` over at most ``wave_slots``
+    sequences, the chunk grown by the kernel's growth step until at most ``wave_slots`` chunks hold the batch, if that
+    is at most 1.7 times ``chunk`` (:data:`WAVE_FIT_MAX_GROWTH`), where the least such chunk passes that bound first
+    (:func:`wave_fit_may_take`; where it does not, no grown chunk does). ``chunks_total(c)``: the chunks of the batch at ``c`` tokens (:func:`schedule`'s count)."""
+    align = CHUNK_ALIGN_TOKENS
+    if not wave_fit_may_take(chunks_total(chunk), chunk, sum(lengths), len(lengths), wave_slots):
+        return chunk
+    num, den = WAVE_FIT_MAX_GROWTH
+    wide = chunk
+    while chunks_total(wide) > wave_slots and wide < (1 << 30):
+        wide = min((wide * chunks_total(wide) // wave_slots + align) // align * align, 1 << 30)
+    return wide if wide * den <= chunk * num else chunk
+
+
 def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunks: int,
              min_chunk: int = MIN_CHUNK_TOKENS, long_chunk: int = 0,
-             short_tokens: int = 0, keep_short: bool = False) -> list[tuple[int, int, int]]:
+             short_tokens: int = 0, keep_short: bool = False, wave_slots: int = 0) -> list[tuple[int, int, int]]:
     """The CUDA kernel's split-KV schedule, computed on the host (a mirror of ``find_work`` in
     ``csrc/folded_decode_sm90.cuh``, for tests and reports; the kernel never calls it).
 
@@ -718,6 +752,11 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
             length-aware plan gives a sequence of at most ``min_chunk`` tokens one chunk, where the default gives
             every sequence ``ceil(len / C)`` (``find_work``'s ``aware_chunks``; the two differ only where the
             short-batch bound cuts in chunks of 256: bench/NOTES.md §119).
+        wave_slots: the schedule of a ``FOSCAR_WAVE_FIT=1`` A/B build (``decode_cuda.WAVE_FIT_BUILT``), whose
+            kernel sets it to ``num_sms // num_kv_heads`` (0: none, the default build): a length-aware plan whose
+            chunks make more than ``wave_slots`` but at most ``2 * wave_slots`` chunks over a batch of at most
+            ``wave_slots`` sequences takes chunks grown until at most ``wave_slots`` hold the batch, where those are at
+            most 1.7 times as long (:func:`wave_fit_chunk`; bench/NOTES.md §121).
 
     Returns:
         ``(sequence, start, end)`` token ranges in slot order, one per CTA that has work (a
@@ -746,6 +785,8 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
 
     while chunks_total(chunk) > num_slots and chunk < (1 << 30):
         chunk = min((chunk * chunks_total(chunk) // num_slots + align) // align * align, 1 << 30)
+    if wave_slots:
+        chunk = wave_fit_chunk(lengths, chunk, wave_slots, chunks_total)
     for b, n in enumerate(lengths):
         count = count_of(n, chunk)
         out += [(b, i * chunk, (i + 1) * chunk if i + 1 < count else n) for i in range(count)]

@@ -93,6 +93,15 @@ extern "C" cudaError_t foscar_folded_decode_sm90(const FoscarDecodeArgs* args, c
   p.long_chunk = a.long_chunk;
   p.short_tokens = a.short_tokens;
   p.num_indices = a.num_indices;
+#if FOSCAR_WAVE_FIT
+  p.wave_slots = 0;  // length-aware chunks: slots a KV head at one CTA an SM (find_work's wave fit)
+  if (a.fixed_splits == 0 && a.num_kv_heads > 0) {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+      p.wave_slots = sms / a.num_kv_heads;
+  }
+#endif
 #if FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED
   p.num_pages = a.num_pages;
 #endif

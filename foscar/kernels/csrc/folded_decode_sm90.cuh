@@ -214,6 +214,13 @@ namespace foscar {
 #ifndef FOSCAR_KEEP_SHORT
 #define FOSCAR_KEEP_SHORT 0
 #endif
+// 0 (default): the length-aware chunks fill the grid's num_slots slots (find_work); 1, an A/B build whose plans read the
+// chunk table (decode_cuda.WAVE_FIT_BUILT): where those chunks make more CTAs than the SMs but at most twice as many
+// (some SMs run two chunks, others one), and chunks grown until one CTA an SM holds them all are at most 1.7 times as
+// long, the grown chunks (wave_fit_chunk; splits.schedule's wave_slots mirrors it; bench/NOTES.md §121)
+#ifndef FOSCAR_WAVE_FIT
+#define FOSCAR_WAVE_FIT 0
+#endif
 // 1 (default): the decode grid is num_kv_heads x num_slots (blockIdx.x the KV head, blockIdx.y the slot; the same
 // block order as one dimension), so a CTA finds its slot and KV head without the integer division by num_kv_heads
 // (~20 dependent instructions right after griddepcontrol.wait, before the length's load: bench/NOTES.md §77); token-wise
@@ -660,6 +667,10 @@ struct Params {
                         // kMaxSeqChunks)) tokens; length-aware: the floor of ceil(longest / kMaxSeqChunks) at most
                         // this (longest_chunk_floor) (the host's plan: splits.plan_long_chunk); 0: neither
   int num_indices;      // paged: kv_indices.numel() (page-table reads are clamped to it)
+#if FOSCAR_WAVE_FIT
+  int wave_slots;       // length-aware chunks: slots a KV head that fill each SM with one CTA, SMs / num_kv_heads (set
+                        // by foscar_folded_decode_sm90; 0: no wave fit)
+#endif
   int scales_aligned;  // (max_seq_len * NG) % 4 == 0 (paged: page * NG % 4 == 0): 16-byte scale copies stay in one row / page
   long long q_stride_b, q_stride_h;
   float qk_scale_log2;  // sm_scale * log2(e)
@@ -855,6 +866,21 @@ __device__ __forceinline__ int longest_chunk_floor(const Params& p, int longest)
   return p.long_chunk ? min(least, p.long_chunk) : least;
 }
 
+// FOSCAR_WAVE_FIT: whether length-aware chunks of `chunk` tokens, `n` of them a KV head over a batch of `total` tokens,
+// make more CTAs than one an SM and at most two an SM (p.wave_slots: slots a KV head at one CTA an SM) while a chunk
+// grown until one CTA an SM holds them all may be at most 1.7 times as long: its least is ceil(total / wave_slots)
+// rounded up to kChunkAlign (c tokens a chunk take at least total / c chunks). The one-pass path leaves such a batch to
+// the general path, which grows the chunk (splits.schedule's wave_slots; bench/NOTES.md §121)
+__device__ __forceinline__ bool wave_fit_may_take(const Params& p, int n, int chunk, long long total) {
+#if FOSCAR_WAVE_FIT
+  if (p.wave_slots <= 0 || p.wave_slots < p.batch || n <= p.wave_slots || n > 2 * p.wave_slots) return false;
+  const long long least = (total + p.wave_slots - 1) / p.wave_slots;
+  return (least + kChunkAlign - 1) / kChunkAlign * kChunkAlign * 10 <= (long long)chunk * 17;
+#else
+  return false;
+#endif
+}
+
 // Every CTA of the launch derives the same schedule from the lengths (no host sync, no extra kernel; the plan depends
 // on shapes only). Length-aware mode: total tokens T over the batch, chunk C = min(T / target_chunks, 32768), at
 // least p.min_chunk (512, or 256 where the host's plan fits one CTA an SM: splits.plan_min_chunk; 256 too where T <=
@@ -994,6 +1020,9 @@ __device__ Work find_work(const Params& p, int slot) {
     }
     // the total (one redux.sync) does not wait for the scan
     if (__reduce_add_sync(0xffffffffu, lane_n) > p.num_slots) return false;
+#if FOSCAR_WAVE_FIT
+    if (wave_fit_may_take(p, __reduce_add_sync(0xffffffffu, lane_n), chunk, ((long long)hi << 16) + lo)) return false;
+#endif
     int incl = lane_n;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -1037,6 +1066,30 @@ __device__ Work find_work(const Params& p, int slot) {
     const long long grown = (long long)chunk * n / p.num_slots + kChunkAlign;
     chunk = (int)min(grown / kChunkAlign * kChunkAlign, (long long)(1 << 30));
   }
+#if FOSCAR_WAVE_FIT
+  {  // more CTAs than SMs, at most two an SM: chunks grown to one CTA an SM where at most 1.7 times as long
+    auto count = [&](int c) {
+      int n = 0;
+      for (int b = lane; b < p.batch; b += 32) n += aware_chunks(seq_length<PAGED, RELAXED>(p, b), c, p.min_chunk);
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
+      return n;
+    };
+    long long all = total;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) all += __shfl_xor_sync(0xffffffffu, all, d);
+    if (wave_fit_may_take(p, count(chunk), chunk, all)) {
+      int wide = chunk;
+      for (;;) {
+        const int n = count(wide);
+        if (n <= p.wave_slots || wide >= (1 << 30)) break;
+        const long long grown = (long long)wide * n / p.wave_slots + kChunkAlign;
+        wide = (int)min(grown / kChunkAlign * kChunkAlign, (long long)(1 << 30));
+      }
+      if ((long long)wide * 10 <= (long long)chunk * 17) chunk = wide;
+    }
+  }
+#endif
   // slots in sequence order: walk the batch 32 sequences at a time, a warp scan per round
   int base = 0;
   for (int b0 = 0; b0 < p.batch; b0 += 32) {
