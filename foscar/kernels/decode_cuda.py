@@ -91,10 +91,10 @@ SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
 # sequence of at most the plan's least chunk one chunk (aware_chunks) where a short batch is cut in chunks of 256, which
 # the merge kernel's ranges from the lengths do not follow, so its plans read the kernel's chunk table
 KEEP_SHORT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_KEEP_SHORT") == "1"
-# built with FOSCAR_WAVE_FIT=1 (an A/B build, bench/NOTES.md §121: 4.5% faster at one point, 1.38x slower at another on an
-# H200): the kernel's length-aware chunks grow to one CTA an SM where they would run two on some SMs and one on others
-# (find_work's wave fit; splits.schedule's wave_slots), which the merge kernel's ranges from the lengths do not follow,
-# so its plans read the kernel's chunk table
+# built with FOSCAR_WAVE_FIT=1 (an A/B build, bench/NOTES.md §121: 4.5% faster at one point, 1.38x slower at another on
+# an H200): the kernel's length-aware chunks grow to one CTA an SM where they would run two on some SMs and one on
+# others (find_work's wave fit; splits.schedule's wave_slots), which the merge kernel's ranges from the lengths do not
+# follow, so its plans read the kernel's chunk table
 WAVE_FIT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_WAVE_FIT") == "1"
 
 

@@ -722,7 +722,9 @@ def wave_fit_chunk(lengths: list[int], chunk: int, wave_slots: int, chunks_total
     than ``wave_slots`` (slots a KV head at one CTA an SM) and at most ``2 * wave_slots`` over at most ``wave_slots``
     sequences, the chunk grown by the kernel's growth step until at most ``wave_slots`` chunks hold the batch, if that
     is at most 1.7 times ``chunk`` (:data:`WAVE_FIT_MAX_GROWTH`), where the least such chunk passes that bound first
-    (:func:`wave_fit_may_take`; where it does not, no grown chunk does). ``chunks_total(c)``: the chunks of the batch at ``c`` tokens (:func:`schedule`'s count)."""
+    (:func:`wave_fit_may_take`; where it does not, no grown chunk does). ``chunks_total(c)``: the chunks of the batch
+    at ``c`` tokens (:func:`schedule`'s count). On an H200 this was 4.5% faster at one point and 1.38x slower at
+    another, so the default build does not do it (bench/NOTES.md §121)."""
     align = CHUNK_ALIGN_TOKENS
     if not wave_fit_may_take(chunks_total(chunk), chunk, sum(lengths), len(lengths), wave_slots):
         return chunk

@@ -214,12 +214,12 @@ namespace foscar {
 #ifndef FOSCAR_KEEP_SHORT
 #define FOSCAR_KEEP_SHORT 0
 #endif
-// 0 (default): the length-aware chunks fill the grid's num_slots slots (find_work); 1, an A/B build whose plans read the
-// chunk table (decode_cuda.WAVE_FIT_BUILT): where those chunks make more CTAs than the SMs but at most twice as many
-// (some SMs run two chunks, others one), and chunks grown until one CTA an SM holds them all are at most 1.7 times as
-// long, the grown chunks (wave_fit_may_take; splits.schedule's wave_slots mirrors it). On an H200 it was 4.5% faster
-// at 8 lognormal lengths in 512K (165 -> 129 CTAs) but 1.38x slower at one 8K sequence among 31 of 4K (197 -> 131):
-// two CTAs on one SM run side by side, so the longer chunks cost more than the second wave (bench/NOTES.md §121)
+// 0 (default): the length-aware chunks fill the grid's num_slots slots (find_work); 1, an A/B build whose plans read
+// the chunk table (decode_cuda.WAVE_FIT_BUILT): where those chunks make more CTAs than the SMs but at most twice as
+// many (some SMs run two chunks, others one), and chunks grown until one CTA an SM holds them all are at most 1.7 times
+// as long, the grown chunks (wave_fit_may_take; splits.schedule's wave_slots mirrors it). On an H200 it was 4.5% faster
+// at 8 lognormal lengths in 512K (165 -> 129 CTAs) but 1.38x slower at one 8K sequence among 31 of 4K (197 -> 131): two
+// CTAs on one SM run side by side, so the longer chunks cost more than the second wave (bench/NOTES.md §121)
 #ifndef FOSCAR_WAVE_FIT
 #define FOSCAR_WAVE_FIT 0
 #endif
