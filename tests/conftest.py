@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on the GPU machine)")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords and "nvcc" not in item.keywords:  # nvcc: the GPU suite's compile-only tests
             item.add_marker(skip)
 
 

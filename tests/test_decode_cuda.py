@@ -16,9 +16,10 @@ from tests.test_decode_triton import TOL, _case, _check
 # CI (2 cores) compiles the head_dim 128 instances, 84 of the 204 (FOSCAR_ONLY_HEAD_DIM, a third of the
 # nvcc time): every operand mode, bit width, group size, paged and channel-wise K, the formats the bench
 # runs. All 204 compile in the GPU machine's suite (`pytest -m gpu`: 16 cores, ~1 min beside the GPU
-# tests), which is why that case carries the gpu mark although it needs no GPU (bench/NOTES.md §30).
+# tests), which is why that case carries the gpu mark although it needs no GPU (bench/NOTES.md §30); its nvcc mark
+# lets a machine without a GPU run it too (`pytest -m nvcc`: ~7 min on 2 cores, bench/NOTES.md §121).
 @pytest.mark.parametrize("head_dim", [pytest.param(128, id="head_dim128"),
-                                      pytest.param(0, id="all_head_dims", marks=pytest.mark.gpu)])
+                                      pytest.param(0, id="all_head_dims", marks=[pytest.mark.gpu, pytest.mark.nvcc])])
 def test_cuda_source_compiles_for_sm90(tmp_path, head_dim):
     nvcc = decode_cuda.find_nvcc() or shutil.which("nvcc")
     if nvcc is None:
