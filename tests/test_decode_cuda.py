@@ -964,6 +964,16 @@ def test_defined_value_reads_an_nvcc_define_in_either_spelling():
     assert dv(("-DA=1", "-DA=0"), "A") == "0"
 
 
+def test_an_off_by_default_knob_is_on_as_its_if_reads_it():
+    """KEEP_SHORT_BUILT and WAVE_FIT_BUILT follow the kernel's ``#if FOSCAR_...`` (default 0): any value but 0 is on
+    (a -DFOSCAR_WAVE_FIT=2 build grows its chunks, so its plans must read the chunk table too)."""
+    on = decode_cuda.defined_on
+    assert on(("-DFOSCAR_WAVE_FIT=1",), "FOSCAR_WAVE_FIT") and on(("-DFOSCAR_WAVE_FIT=2",), "FOSCAR_WAVE_FIT")
+    assert on(("-DFOSCAR_WAVE_FIT",), "FOSCAR_WAVE_FIT")
+    assert not on(("-DFOSCAR_WAVE_FIT=0",), "FOSCAR_WAVE_FIT") and not on(("-O3",), "FOSCAR_WAVE_FIT")
+    assert not on(("-DFOSCAR_WAVE_FIT=1", "-DFOSCAR_WAVE_FIT=0"), "FOSCAR_WAVE_FIT")
+
+
 def test_fused_merge_build_is_the_same_from_either_switch(monkeypatch):
     """Every build holds the fused merge unless FOSCAR_FUSED_MERGE=0 leaves it out (other flags: another cached
     build); FOSCAR_MERGE, read per plan, does not change the build; a bad FOSCAR_MERGE stops the import with the

@@ -80,6 +80,13 @@ def defined_value(flags: tuple[str, ...], name: str) -> str | None:
     return value
 
 
+def defined_on(flags: tuple[str, ...], name: str) -> bool:
+    """Whether an off-by-default knob ``name`` is on in a build of the nvcc ``flags``, as the kernel's ``#if NAME``
+    reads it (its ``#define NAME 0`` default where the flags define none): defined by them (:func:`defined_value`)
+    and not ``"0"`` (``-DNAME=2`` is on too)."""
+    return defined_value(flags, name) not in (None, "0")
+
+
 # the extension holds the in-kernel merge: unless FOSCAR_FUSED_MERGE=0 came through FOSCAR_NVCC_DEFINES or _FLAGS
 FUSED_MERGE_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_FUSED_MERGE") != "0"
 # the kernel's length-aware schedule gives no sequence more than 32 chunks, or only chunks of at least the plan's
@@ -90,12 +97,12 @@ SEQ_CHUNK_CAP_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_SEQ_CHUNK_CAP") != "0"
 # built with FOSCAR_KEEP_SHORT=1 (an A/B build, bench/NOTES.md §119): the kernel's length-aware schedule keeps a
 # sequence of at most the plan's least chunk one chunk (aware_chunks) where a short batch is cut in chunks of 256, which
 # the merge kernel's ranges from the lengths do not follow, so its plans read the kernel's chunk table
-KEEP_SHORT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_KEEP_SHORT") == "1"
+KEEP_SHORT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_KEEP_SHORT")
 # built with FOSCAR_WAVE_FIT=1 (an A/B build, bench/NOTES.md §121: 4.5% faster at one point, 1.38x slower at another on
 # an H200): the kernel's length-aware chunks grow to one CTA an SM where they would run two on some SMs and one on
 # others (find_work's wave fit; splits.schedule's wave_slots), which the merge kernel's ranges from the lengths do not
 # follow, so its plans read the kernel's chunk table
-WAVE_FIT_BUILT = defined_value(NVCC_FLAGS, "FOSCAR_WAVE_FIT") == "1"
+WAVE_FIT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_WAVE_FIT")
 
 
 def merge_choice(default: str = "fused") -> str:
