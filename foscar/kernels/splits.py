@@ -716,6 +716,17 @@ def wave_fit_may_take(num_chunks: int, chunk: int, total_tokens: int, batch: int
     return -(-(-(-total_tokens // wave_slots)) // align) * align * den <= chunk * num
 
 
+def grow_to_fit(chunk: int, slots: int, chunks_total) -> int:
+    """``find_work``'s growth step, repeated: ``chunk`` (tokens) grown to ``chunk * n // slots + 256`` rounded down to
+    a multiple of 256, at most 2^30, while its ``n = chunks_total(chunk)`` chunks are more than ``slots``. The
+    length-aware schedule's fit to the grid's slots (:func:`schedule`) and the wave fit's to one CTA an SM
+    (:func:`wave_fit_chunk`)."""
+    align = CHUNK_ALIGN_TOKENS
+    while chunks_total(chunk) > slots and chunk < (1 << 30):
+        chunk = min((chunk * chunks_total(chunk) // slots + align) // align * align, 1 << 30)
+    return chunk
+
+
 def wave_fit_chunk(lengths: list[int], chunk: int, wave_slots: int, chunks_total) -> int:
     """The length-aware chunk of a ``FOSCAR_WAVE_FIT=1`` build (``find_work``'s wave fit), in tokens: ``chunk``
     (the default build's, whose ``chunks_total(chunk)`` chunks fit the grid's slots), or, where those chunks are more
@@ -725,13 +736,10 @@ def wave_fit_chunk(lengths: list[int], chunk: int, wave_slots: int, chunks_total
     (:func:`wave_fit_may_take`; where it does not, no grown chunk does). ``chunks_total(c)``: the chunks of the batch
     at ``c`` tokens (:func:`schedule`'s count). On an H200 this was 4.5% faster at one point and 1.38x slower at
     another, so the default build does not do it (bench/NOTES.md §121)."""
-    align = CHUNK_ALIGN_TOKENS
     if not wave_fit_may_take(chunks_total(chunk), chunk, sum(lengths), len(lengths), wave_slots):
         return chunk
     num, den = WAVE_FIT_MAX_GROWTH
-    wide = chunk
-    while chunks_total(wide) > wave_slots and wide < (1 << 30):
-        wide = min((wide * chunks_total(wide) // wave_slots + align) // align * align, 1 << 30)
+    wide = grow_to_fit(chunk, wave_slots, chunks_total)
     return wide if wide * den <= chunk * num else chunk
 
 
@@ -785,8 +793,7 @@ def schedule(lengths: list[int], num_slots: int, fixed_splits: int, target_chunk
     def chunks_total(c):
         return sum(count_of(n, c) for n in lengths)
 
-    while chunks_total(chunk) > num_slots and chunk < (1 << 30):
-        chunk = min((chunk * chunks_total(chunk) // num_slots + align) // align * align, 1 << 30)
+    chunk = grow_to_fit(chunk, num_slots, chunks_total)
     if wave_slots:
         chunk = wave_fit_chunk(lengths, chunk, wave_slots, chunks_total)
     for b, n in enumerate(lengths):
