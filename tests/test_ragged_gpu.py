@@ -684,8 +684,10 @@ def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, bat
     """In a FOSCAR_WAVE_FIT=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; bench/NOTES.md §121) find_work's
     grown chunks, as the merge kernel's chunk table reports them, are splits.schedule's with the build's
     ``wave_slots``, and every row is within 1e-2 of the fp64 reference, at one KV head, contiguous and paged. On 132
-    SMs the three ragged batches run at most 132 CTAs (140, 163 and 197 in the default build) and the uniform one
-    keeps its 256."""
+    SMs the ragged batches run at most 132 CTAs (140, 163 and 197 in the default build) and the uniform one keeps its
+    256, but for the paged lognormal batch: a paged cache's plan covers its longest sequence (67344 tokens, not the
+    131072 of the contiguous cache), whose chunks of 768 (232 CTAs) would have to grow 2x to fit, past the 1.7x bound,
+    so it keeps its 232 (session 77's H100 run found the test's old expectation wrong there, not the kernel)."""
     from bench.lengths import WorkloadSpec
     from foscar.kernels import decode_cuda
 
@@ -698,7 +700,8 @@ def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, bat
     plan, counts, sms = _run_one_kv_head(lengths, capacity, 2, paged)
     assert plan._seq_chunks is not None
     if sms == 132:
-        assert (sum(counts) == 256) if workload == "uniform" else (sum(counts) <= 132), counts
+        want = {"uniform": 256, "lognormal": 232 if paged else 118, "one-long": 119 if batch == 16 else 131}[workload]
+        assert sum(counts) == want, counts
 
 
 # the fields of a quantized cache, contiguous or paged, that hold per-token data

@@ -450,6 +450,21 @@ def test_a_wave_fit_build_fills_the_sms_once(workload, batch, heads, capacity, c
         assert len(wave) * heads <= 132 and chunk < grown <= 1.7 * chunk
 
 
+def test_a_paged_plan_over_its_longest_sequence_keeps_the_default_schedule_there():
+    """The paged case of tests/test_ragged_gpu.py's wave-fit GPU test: a paged cache's plan covers its longest
+    sequence (foscar.paginate's ``max_seq_len``), so 8 lognormal lengths from a 128K cache plan over 67344 tokens:
+    chunks of 768, 232 CTAs, which would have to grow 2x to fit 132 SMs, past the 1.7x bound; the wave fit keeps the
+    default schedule (the contiguous cache's plan, over 131072: 140 -> 118). Session 77's H100 run of the GPU test
+    expected at most 132 there."""
+    from bench.lengths import WorkloadSpec
+
+    lengths = list(WorkloadSpec(name="lognormal").lengths(8, 1 << 17))
+    assert max(lengths) == 67344
+    default, wave = _planned(lengths, 1, max(lengths)), _wave_planned(lengths, 1, max(lengths))
+    assert len(default) == len(wave) == 232 and wave == default
+    assert max(e - s for _, s, e in default) == 768
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_wave_fit_precheck_drops_no_grown_chunk(monkeypatch, seed):
     """find_work leaves the one-pass path only where splits.wave_fit_may_take says the grown chunk could pass 1.7x
