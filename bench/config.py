@@ -348,7 +348,7 @@ def load_config(path: str | Path) -> BenchConfig:
     """Read a TOML preset and validate it.
 
     Raises:
-        FoscarError: missing file, TOML syntax error, unknown key, bad value.
+        FoscarError: missing file, TOML syntax error, an empty file, unknown key, bad value.
     """
     path = Path(path)
     if path.is_dir():
@@ -359,6 +359,9 @@ def load_config(path: str | Path) -> BenchConfig:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise FoscarError(f"config {path}: invalid TOML: {e}") from None
+    if not raw:
+        raise FoscarError(f"config {path}: empty; expected at least one table such as [sweep] "
+                          "(format: configs/h200.toml)")
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "workload":
@@ -469,7 +472,10 @@ def validate(cfg: BenchConfig) -> None:
         raise FoscarError("bits: expected at least one value, got none")
     check_choices("group_size", [cfg.group_size], SUPPORTED_GROUP_SIZES)
     if cfg.head_dim % cfg.group_size != 0:
-        raise FoscarError(f"head_dim: expected a multiple of group_size={cfg.group_size}, got {cfg.head_dim}")
+        fits = [g for g in SUPPORTED_GROUP_SIZES if cfg.head_dim % g == 0]
+        raise FoscarError(f"head_dim: expected a multiple of group_size={cfg.group_size}, got {cfg.head_dim}"
+                          + (f"; group_size {' or '.join(map(str, fits))} fits it (--group-size)"
+                             if fits else ""))
     if cfg.num_qo_heads % cfg.num_kv_heads != 0:
         raise FoscarError(
             f"num_qo_heads: expected a multiple of num_kv_heads={cfg.num_kv_heads}, got {cfg.num_qo_heads}"

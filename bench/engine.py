@@ -484,7 +484,7 @@ def run_points(
     if console and by_point:
         console.print(
             f"resuming: {len(selected) - len(todo)} of {len(selected)} points already in {results_path}; "
-            f"running the other {len(todo)}"
+            + (f"{len(todo)} left to run" if todo else "none left to run")
         )
 
     def all_rows() -> pd.DataFrame:

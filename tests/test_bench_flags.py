@@ -69,9 +69,17 @@ def test_bad_choice_is_one_line_before_torch(args, message):
     assert message in lines[0] and "--debug" in lines[0]
 
 
+def test_a_head_dim_off_the_group_size_names_the_group_sizes_that_fit(capsys):
+    """The h200 preset's group size is 128: --head-dim 64 alone is refused with the group sizes that would fit."""
+    code, _, err = run_main(capsys, "bench", "--arch", "h200", "--dry-run", "--head-dim", "64")
+    assert code == EXIT_USAGE
+    assert "expected a multiple of group_size=128, got 64; group_size 32 or 64 fits it (--group-size)" in err
+
+
 def test_config_file_with_what_cannot_run_is_refused(tmp_path, capsys):
     for body, needle in (
         ("[shape]\nhead_dim = 96\n", "head_dim 96: expected one of 64, 128, 256"),
+        ("# nothing but a comment\n", "empty; expected at least one table such as [sweep]"),
         ('[sweep]\noperand = ["fp4"]\n', "operand 'fp4': FP4 tensor-core operands need sm_100"),
         ('[sweep]\nkernels = ["nope"]\n', "kernels 'nope': expected one of foscar-triton"),
     ):
