@@ -722,8 +722,8 @@ def grow_to_fit(chunk: int, slots: int, chunks_total) -> int:
     length-aware schedule's fit to the grid's slots (:func:`schedule`) and the wave fit's to one CTA an SM
     (:func:`wave_fit_chunk`)."""
     align = CHUNK_ALIGN_TOKENS
-    while chunks_total(chunk) > slots and chunk < (1 << 30):
-        chunk = min((chunk * chunks_total(chunk) // slots + align) // align * align, 1 << 30)
+    while (n := chunks_total(chunk)) > slots and chunk < (1 << 30):
+        chunk = min((chunk * n // slots + align) // align * align, 1 << 30)
     return chunk
 
 
