@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import typer
 from typer.testing import CliRunner
 
 import bench.run
@@ -291,6 +292,57 @@ def test_command_help_is_reflowed_for_rich():
         for prev, line in zip(lines, lines[1:]):
             assert not (prev.strip() and line.strip() and not prev.startswith(" ") and not line.startswith((" ", "- ", "* "))
                         and "\f" not in prev + line), (info.callback.__name__, prev, line)
+
+
+def _enum_options():
+    """(command, flag, enum) for every option of every command whose values are an Enum's (one or a list)."""
+    import typing
+    from enum import Enum
+
+    from bench.cli.app import app
+
+    found = []
+    for info in app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        hints = typing.get_type_hints(info.callback)
+        command = typer.main.get_command(app).commands[name]
+        for param in command.params:
+            inner = hints.get(param.name)
+            while typing.get_args(inner) and not (isinstance(inner, type) and issubclass(inner, Enum)):
+                inner = next(a for a in typing.get_args(inner) if a is not type(None))
+            if isinstance(inner, type) and issubclass(inner, Enum):
+                found.append((name, param.opts[0], inner))
+    return found
+
+
+def test_every_choice_option_refuses_a_bad_value_in_clicks_words():
+    """typer coerces an Enum option through pydantic, whose message reads "Value error, 'h300' is not one of ...";
+    every choice option of every command takes :func:`bench.cli.options.enum_parser` instead, and a good value
+    still parses."""
+    from bench.cli.app import app
+
+    found = _enum_options()
+    flags = {(c, f) for c, f, _ in found}
+    assert {("bench", "--arch"), ("bench", "--bits"), ("compare", "--format"), ("accuracy", "--rotation")} <= flags
+    runner = CliRunner()
+    for command, flag, enum in found:
+        result = runner.invoke(app, [command, flag, "zz-bad"], terminal_width=200, env={"COLUMNS": "200"})
+        allowed = ", ".join(repr(m.value) for m in enum)
+        assert result.exit_code == 2, (command, flag, result.output)
+        assert f"'zz-bad' is not one of {allowed}." in result.output, (command, flag, result.output)
+        assert "Value error" not in result.output, (command, flag, result.output)
+        helped = runner.invoke(app, [command, "--help"], terminal_width=200, env={"COLUMNS": "200"})
+        assert "<" + "|".join(m.value for m in enum) + ">" in helped.output, (command, flag)
+
+
+def test_a_choice_option_parses_to_its_enum_members(capsys):
+    from bench.cli.options import Bits, enum_parser
+    from bench.engine import OutputFormat
+
+    assert enum_parser(Bits)("4") is Bits.int4
+    assert enum_parser(OutputFormat)(OutputFormat.json) is OutputFormat.json
+    with pytest.raises(typer.BadParameter, match=r"'8' is not one of '2', '4'\."):
+        enum_parser(Bits)("8")
 
 
 def test_every_commands_help_fits_80_columns_uncut():

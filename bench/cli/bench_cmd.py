@@ -27,6 +27,7 @@ from bench.cli.options import (
     bit_widths,
     build_options,
     command_args,
+    enum_option,
     one_of,
     run_command,
     sharding,
@@ -48,7 +49,7 @@ from bench.run import BenchOptions
 
 
 ArchOpt = Annotated[
-    Arch, typer.Option("--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute capability.")
+    Arch, enum_option(Arch, "--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute capability.")
 ]
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", help="A TOML sweep config (format: configs/h200.toml); default: the arch's preset.")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from bench.cli.app import app
-from bench.cli.options import FLAG, DebugOpt, JsonOpt
+from bench.cli.options import FLAG, DebugOpt, JsonOpt, enum_option
 from bench.engine import OutputFormat
 
 
@@ -22,7 +22,7 @@ ThresholdOpt = Annotated[
 ]
 CompareFormatOpt = Annotated[
     OutputFormat,
-    typer.Option("--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
+    enum_option(OutputFormat, "--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[

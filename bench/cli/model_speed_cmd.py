@@ -23,6 +23,7 @@ from bench.cli.options import (
     ShardOpt,
     build_options,
     command_args,
+    enum_option,
     one_of,
     run_command,
     sharding,
@@ -39,7 +40,7 @@ SpeedRandomInitOpt = Annotated[
                  f"(speed only; no accuracy claim). Ignored with --model. Default: {DEFAULT_RANDOM_INIT} "
                  f"(--smoke: {SMOKE_RANDOM_INIT})."),
 ]  # fmt: skip
-CacheOpt = Annotated[Optional[list[Cache]], typer.Option("--cache", help="Cache (repeat; default all).")]
+CacheOpt = Annotated[Optional[list[Cache]], enum_option(Cache, "--cache", help="Cache (repeat; default all).")]
 NumLayersOpt = Annotated[Optional[int], typer.Option("--num-layers", min=1, help="Override num_hidden_layers (random init).")]
 SpeedGroupOpt = Annotated[Optional[int], typer.Option("--group-size", help="Group size of the FOSCAR caches: "
                           f"{one_of(SUPPORTED_GROUP_SIZES)}. Default: 128 (--smoke: 64).")]  # fmt: skip

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
@@ -30,6 +30,35 @@ FLAG = ""
 def choices(allowed: Any) -> str:
     """The metavar of a flag whose values are a fixed set: ``<a|b|c>`` (typer prints ``<str>`` for a plain str)."""
     return "<" + "|".join(str(a) for a in allowed) + ">"
+
+
+E = TypeVar("E", bound=Enum)
+
+
+def enum_parser(enum: type[E]) -> Callable[[Any], E]:
+    """typer's ``parser=`` for an option whose values are ``enum``'s: the member whose value is given, else a
+    usage error that names the allowed values ("'h300' is not one of 'auto', 'h100', ...").
+
+    typer's own coercion of an Enum goes through pydantic, whose message starts "Value error, "; this parser keeps
+    click's wording. Use it through :func:`enum_option`.
+    """
+    allowed = ", ".join(repr(m.value) for m in enum)
+
+    def parse(value: Any) -> E:
+        if isinstance(value, enum):
+            return value
+        try:
+            return enum(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not one of {allowed}.") from None
+
+    return parse
+
+
+def enum_option(enum: type[Enum], *names: str, help: str, metavar: str | None = None) -> Any:
+    """A ``typer.Option`` whose values are ``enum``'s (one value, or a list when the parameter is one): parsed by
+    :func:`enum_parser`, shown as ``<a|b|c>`` in the help."""
+    return typer.Option(*names, parser=enum_parser(enum), metavar=metavar or choices(m.value for m in enum), help=help)
 
 
 class Bits(str, Enum):
@@ -146,12 +175,12 @@ SmokeOpt = Annotated[
                  "batch 1 x 64 and 2 x 200 tokens); on a machine without GPU it runs through the Triton interpreter, "
                  "and its times are not performance numbers."),
 ]  # fmt: skip
-BitsOpt = Annotated[Optional[list[Bits]], typer.Option("--bits", help="Bit width (repeat for several).")]
+BitsOpt = Annotated[Optional[list[Bits]], enum_option(Bits, "--bits", help="Bit width (repeat for several).")]
 BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="Batch size (repeat for several).")]
 ContextOpt = Annotated[Optional[list[int]], typer.Option("--context", min=1, help="Context length in tokens (repeat).")]
 FormatOpt = Annotated[
     OutputFormat,
-    typer.Option("--format", help="table: rich tables; json: the result as JSON on stdout (the run's summary.json); "
+    enum_option(OutputFormat, "--format", help="table: rich tables; json: the result as JSON on stdout (the run's summary.json); "
                  "quiet: the run directory only."),
 ]  # fmt: skip
 JsonOpt = Annotated[bool, typer.Option("--json", metavar=FLAG, help="Same as --format json.")]
@@ -187,4 +216,4 @@ DumpRandomInitOpt = Annotated[
                  "e.g. configs/hf/tiny-qwen3.json."),
 ]  # fmt: skip
 Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
-BackendOpt = Annotated[Backend, typer.Option("--backend", help="foscar.decode backend for the decode steps.")]
+BackendOpt = Annotated[Backend, enum_option(Backend, "--backend", help="foscar.decode backend for the decode steps.")]
