@@ -7,7 +7,10 @@ so that bad input never reaches a kernel.
 Contiguity: the kernels index every cache tensor (codes, scales, offsets) and every
 index tensor (``seq_lens``, ``kv_indptr``, ``kv_indices``, ``kv_last_page_len``) as a
 dense row-major array, so each must be contiguous (``t.is_contiguous()``; a view with
-a storage offset is fine, a strided view is not). A strided view is refused with a
+a storage offset is fine, a strided view is not; the CUDA kernel also needs the code
+tensors, and a channel-wise K's scales, 16-byte aligned: where a view at a storage
+offset is not, ``backend='auto'`` takes the Triton kernel and ``backend='cuda'`` is
+refused, :func:`foscar.kernels.decode_cuda.misaligned`). A strided view is refused with a
 ``ValueError`` naming the tensor, never copied behind the caller's back: a copy would
 detach the cache from the tensors the caller updates (``append_kv``, a serving
 engine's page table) and would not be CUDA-graph safe. Call ``.contiguous()`` first.

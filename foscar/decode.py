@@ -73,7 +73,8 @@ def decode(
             query holds a NaN, like its output row).
         backend: ``"cuda"`` (the sm_90 CUDA C++ kernel, compiled at first use;
             GQA <= 8), ``"triton"`` (portable), or ``"auto"``: CUDA where it can run
-            (sm_90 GPU, GQA <= 8, nvcc present), else Triton.
+            (sm_90 GPU, GQA <= 8, nvcc present, code tensors 16-byte aligned:
+            :func:`foscar.kernels.decode_cuda.misaligned`), else Triton.
         method: ``"folded"`` (scales and offsets folded into the other operand, codes
             turned into operands by bit operations) or ``"per-value"`` (the same CUDA
             kernel reconstructing every value as ``bf16(s * code + z)`` before the
@@ -456,7 +457,7 @@ def _plan(cache, num_qo_heads: int, operand: str, sm_scale: float | None, num_sp
         why_not_cuda = (f"the CUDA kernel takes paged pools of at most 2^32 token rows (num_pages * num_kv_heads * "
                         f"page_size), got {rows}")
     else:
-        why_not_cuda = decode_cuda.unavailable(device, gqa)
+        why_not_cuda = decode_cuda.unavailable(device, gqa) or decode_cuda.misaligned(cache)
     if backend == "cuda" and why_not_cuda:
         raise ValueError(f"backend='cuda': {why_not_cuda}; use backend='triton' or 'auto'")
     if method == "per-value" and why_not_cuda:

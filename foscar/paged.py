@@ -34,11 +34,12 @@ except while a CUDA graph is being captured; ``DecodePlan.run`` never reads them
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 
-from foscar._validate import check_tensor, host_checks, is_int
+from foscar._validate import check_flag, check_tensor, host_checks, is_int
 from foscar.quant import (CACHE_TENSORS, QuantizedKVCache, _CacheTensors, check_k_block, check_lengths,
                           num_k_blocks)
 
@@ -235,8 +236,9 @@ def paginate(
     Raises:
         ValueError: ``cache`` not a :class:`QuantizedKVCache` (a paged one: take
             ``to_contiguous()`` first); what ``cache.validate(check_values=True)`` raises;
-            ``page_size`` not an int >= 1; ``extra_pages`` not an int >= 0; a channel-wise
-            K cache whose ``k_block`` does not divide ``page_size``.
+            ``page_size`` not an int >= 1; ``extra_pages`` not an int >= 0; ``shuffle`` not a bool;
+            ``fill`` not ``None`` or a real number; a channel-wise K cache whose ``k_block`` does not
+            divide ``page_size``.
 
     Example (FlashInfer's page-table layout: ``kv_indptr``, ``kv_indices``, ``kv_last_page_len``)::
 
@@ -257,6 +259,9 @@ def paginate(
         raise ValueError(f"page_size: expected >= 1 (an int), got {page_size!r}")
     if not is_int(extra_pages) or extra_pages < 0:
         raise ValueError(f"extra_pages: expected >= 0 (an int), got {extra_pages!r}")
+    check_flag("shuffle", shuffle)  # "no" would shuffle, by truthiness
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, numbers.Real)):
+        raise ValueError(f"fill: expected None or a real number (the unused pages' scales and offsets), got {fill!r}")
     if cache.k_block is not None and page_size % cache.k_block:
         raise ValueError(f"page_size: a page must hold whole channel-wise K blocks; k_block={cache.k_block} "
                          f"does not divide page_size={page_size} (use a multiple of it)")

@@ -194,8 +194,13 @@ def unpack_codes(packed: torch.Tensor, bits: int) -> torch.Tensor:
 
     Returns:
         ``[..., head_dim]`` uint8 codes in ``[0, 2**bits)``.
+
+    Raises:
+        ValueError: a dtype other than uint8 / int8, a 0-dim tensor, ``bits`` not 2 or 4.
     """
     check_tensor("packed", packed, dtypes=(torch.uint8, torch.int8))
+    if packed.dim() == 0:
+        raise ValueError("packed: expected at least one dimension ([..., head_dim * bits // 8]), got a 0-dim tensor")
     planes = num_planes(bits)
     raw = packed.view(torch.uint8)
     mask = (1 << bits) - 1
@@ -666,8 +671,8 @@ def dequantize_kv(
     Args:
         cache: the quantized cache (contiguous: for a :class:`~foscar.paged.PagedQuantizedKVCache`
             take ``cache.to_contiguous()`` first).
-        dtype: float32 (default), float64 for references, or float16 / bfloat16 (which round the
-            values once more).
+        dtype: float32 (default), float64 for references, or float16 / bfloat16: computed in float32
+            and rounded to the 16-bit type once (its scale, offset, product and sum are not each rounded).
         batch_index: if given, only that sequence (first ``seq_lens[b]`` tokens), an int in
             ``[0, batch)``.
 
@@ -679,12 +684,16 @@ def dequantize_kv(
 
     Raises:
         ValueError: a cache that is not a :class:`QuantizedKVCache` (a paged one: the message says
-            to take ``to_contiguous()``), a ``dtype`` other than those four, a ``batch_index`` that is
-            not an int in ``[0, batch)``, a ``seq_lens[batch_index]`` outside ``[0, max_seq_len]``.
+            to take ``to_contiguous()``), or whose fields disagree (:meth:`QuantizedKVCache.validate`'s
+            shape, dtype and device checks; the lengths are not read), a ``dtype`` other than those four,
+            a ``batch_index`` that is not an int in ``[0, batch)``, a ``seq_lens[batch_index]`` outside
+            ``[0, max_seq_len]``.
     """
     check_contiguous_cache(cache)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype: expected one of float16, bfloat16, float32, float64, got {dtype!r}")
+    cache.validate(check_values=False)  # a mis-described cache would otherwise expand with the wrong scales
+    work = torch.float64 if dtype == torch.float64 else torch.float32  # 16-bit: computed in fp32, rounded once
     sl = slice(None)
     sel = (sl,)
     if batch_index is not None:
@@ -698,10 +707,10 @@ def dequantize_kv(
         sel = (batch_index, sl, slice(0, length))
     kq = unpack_codes(cache.k_codes[sel], cache.bits)
     if cache.k_block is None:
-        k = dequantize_groups(kq, cache.k_scale[sel], cache.k_offset[sel], cache.group_size, dtype)
+        k = dequantize_groups(kq, cache.k_scale[sel], cache.k_offset[sel], cache.group_size, work)
     else:
         bsel = sel if batch_index is None else (batch_index, sl, slice(0, num_k_blocks(length, cache.k_block)))
-        k = dequantize_channels(kq, cache.k_scale[bsel], cache.k_offset[bsel], cache.k_block, dtype)
+        k = dequantize_channels(kq, cache.k_scale[bsel], cache.k_offset[bsel], cache.k_block, work)
     vq = unpack_codes(cache.v_codes[sel], cache.bits)
-    v = dequantize_groups(vq, cache.v_scale[sel], cache.v_offset[sel], cache.group_size, dtype)
-    return k, v
+    v = dequantize_groups(vq, cache.v_scale[sel], cache.v_offset[sel], cache.group_size, work)
+    return k.to(dtype), v.to(dtype)

@@ -140,10 +140,13 @@ def reference_decode(
         ValueError: everything ``cache.validate(check_values=True)`` raises (a length the cache cannot
             hold); ``q`` not ``[batch, *, head_dim]``; a batch index that is not an int in ``[0, batch)``;
             ``sm_scale`` not a finite float or ``None``; ``dtype`` not float64 / float32; ``return_lse`` not a
-            bool.
+            bool; ``k_operand_dtype`` not ``None``, bfloat16, float16 or float32.
     """
     check_reference_dtype(dtype)
     check_flag("return_lse", return_lse)
+    if k_operand_dtype not in (None, torch.bfloat16, torch.float16, torch.float32):
+        raise ValueError(f"k_operand_dtype: expected None, torch.bfloat16, torch.float16 or torch.float32 (an "
+                         f"operand dtype K is rounded to), got {k_operand_dtype!r}")
     if hasattr(cache, "to_contiguous"):  # paged: its page table validated before the gather
         cache = cache.to_contiguous()
     cache.validate(check_values=True)

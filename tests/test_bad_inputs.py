@@ -366,6 +366,36 @@ def test_paginate_checks_the_lengths(device):
         foscar.paginate(bad, 16)
 
 
+def test_paginate_refuses_a_shuffle_that_is_not_a_bool_and_a_fill_that_is_not_a_number(device):
+    """shuffle="no" shuffled the pages (read by truthiness); fill="x" failed inside torch.full."""
+    _, cache = _issue_case(device)
+    for shuffle in ("no", 0, None):
+        with pytest.raises(ValueError, match=r"^shuffle: expected True or False, got "):
+            foscar.paginate(cache, 16, shuffle=shuffle)
+    for fill in ("x", True, torch.tensor(1.0)):
+        with pytest.raises(ValueError, match=r"^fill: expected None or a real number \(the unused pages' scales"):
+            foscar.paginate(cache, 16, fill=fill)
+    paged = foscar.paginate(cache, 16, extra_pages=2, fill=1e30)
+    assert paged.kv_indices.tolist() == list(range(len(paged.kv_indices)))  # shuffle=False: in order
+    assert float(paged.k_scale[-1].max()) == float(torch.tensor(1e30))  # an unused page (fp32)
+
+
+def test_reference_decode_refuses_a_k_operand_dtype_it_cannot_round_to(device):
+    """torch.int8 rounded K to integers and returned a number; a string failed inside torch."""
+    q, cache = _issue_case(device)
+    for bad in (torch.int8, "bfloat16", torch.float64):
+        with pytest.raises(ValueError, match=r"^k_operand_dtype: expected None, torch.bfloat16, torch.float16 or "):
+            foscar.reference_decode(q, cache, k_operand_dtype=bad)
+    assert torch.isfinite(foscar.reference_decode(q, cache, k_operand_dtype=torch.bfloat16)).all()
+
+
+def test_unpack_codes_refuses_a_0_dim_tensor():
+    from foscar.quant import unpack_codes
+
+    with pytest.raises(ValueError, match=r"^packed: expected at least one dimension"):
+        unpack_codes(torch.tensor(7, dtype=torch.uint8), 2)
+
+
 def test_run_clamps_lengths_past_capacity(device):
     # plan.run reads no values on the host; the Triton kernel clamps a length past capacity
     # (append_kv(check_capacity=False) can produce one) instead of reading the next rows
@@ -461,6 +491,38 @@ def test_dequantize_kv_refuses_a_paged_cache_a_bad_dtype_and_a_bad_index(device)
             foscar.dequantize_kv(cache, batch_index=index)
     k, _ = foscar.dequantize_kv(paged.to_contiguous(), batch_index=1)
     assert k.shape == (1, 17, 64)
+
+
+def test_dequantize_kv_refuses_a_mis_described_cache():
+    """A channel-wise cache relabelled with another k_block expanded tokens 32..39 with block 0's scales (max error
+    307 here), and a relabelled group size or bit width failed inside torch's reshape: dequantize_kv validates first."""
+    k = torch.randn(1, 1, 40, 64, generator=torch.Generator().manual_seed(0))
+    k[:, :, 32:] *= 100
+    cache = foscar.quantize_kv(k, k.clone(), bits=4, group_size=32, k_layout="channel", k_block=32)
+    with pytest.raises(ValueError, match=r"^k_scale: expected shape \[1, 1, 1, 64\], got \[1, 1, 2, 64\]"):
+        foscar.dequantize_kv(dataclasses.replace(cache, k_block=64))
+    token = foscar.quantize_kv(k, k.clone(), bits=2, group_size=32)
+    for wrong in (dict(group_size=64), dict(bits=4)):
+        with pytest.raises(ValueError, match=r"^(v_scale|v_codes|k_codes|k_scale): expected shape"):
+            foscar.dequantize_kv(dataclasses.replace(token, **wrong))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_dequantize_kv_to_16_bits_rounds_the_fp32_values_once(dtype):
+    """The 16-bit results are the fp32 ones rounded once: the affine map used to run in the 16-bit type, where the
+    scale, offset, product and sum were each rounded (a group from -100.3 to 0.1 gave 0.0 for 0.0999 in bf16, and
+    23% of the bf16 values of an INT4 cache of randn * 3 + 20 differed from the rounded fp32 ones)."""
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(2, 2, 64, 128, generator=g) * 3 + 20
+    k[0, 0, 0, :32] = torch.linspace(-100.3, 0.1, 32)
+    for bits, group_size in ((2, 32), (4, 128)):
+        cache = foscar.quantize_kv(k, -k, bits=bits, group_size=group_size)
+        k32, v32 = foscar.dequantize_kv(cache, torch.float32)
+        k16, v16 = foscar.dequantize_kv(cache, dtype)
+        assert k16.dtype == v16.dtype == dtype
+        assert torch.equal(k16, k32.to(dtype)) and torch.equal(v16, v32.to(dtype))
+        kb, _ = foscar.dequantize_kv(cache, dtype, batch_index=1)
+        assert torch.equal(kb, k32[1].to(dtype))
 
 
 def test_attention_reference_refuses_lengths_it_would_cut_or_drop():

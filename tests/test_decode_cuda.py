@@ -567,6 +567,56 @@ def test_gpu_scale_views_off_16_byte_alignment(paged, operand):
     assert torch.equal(got, want)
 
 
+def test_misaligned_names_code_tensors_and_channel_wise_scales_off_16_bytes():
+    """The binding refuses code rows (and a channel-wise K's scale rows) that do not start 16-byte aligned; a view
+    at a storage offset can be such, and validate() accepts it (the Triton kernel reads it): decode_cuda.misaligned
+    says which, so that backend='auto' takes the Triton kernel and backend='cuda' is refused before the binding."""
+    import dataclasses
+
+    import foscar
+
+    k = torch.randn(2, 2, 64, 64, generator=torch.Generator().manual_seed(1))
+    token = foscar.quantize_kv(k, -k, bits=2, group_size=32)
+    channel = foscar.quantize_kv(k, -k, bits=4, group_size=32, k_layout="channel", k_block=32)
+    assert decode_cuda.misaligned(token) is None and decode_cuda.misaligned(channel) is None
+    scales = ("k_scale", "k_offset", "v_scale", "v_offset")
+    assert decode_cuda.misaligned(dataclasses.replace(token, **{f: _shifted(getattr(token, f)) for f in scales})) is None
+    why = decode_cuda.misaligned(dataclasses.replace(token, v_codes=_shifted(token.v_codes)))
+    assert why.startswith("the CUDA kernel copies k_codes, v_codes 16 bytes at a time") and "v_codes starts 1 bytes" in why
+    assert "storage offset 1: .clone() it" in why
+    why = decode_cuda.misaligned(dataclasses.replace(channel, k_offset=_shifted(channel.k_offset)))
+    assert "k_codes, v_codes, k_scale, k_offset" in why and "k_offset starts 4 bytes" in why
+    assert decode_cuda.misaligned(dataclasses.replace(token, k_offset=_shifted(token.k_offset))) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_layout", ["token", "channel"])
+def test_gpu_code_views_off_16_byte_alignment_take_the_triton_kernel(k_layout):
+    """Codes at a storage offset off 16 bytes: backend='auto' plans the Triton kernel (the same output as Triton on the
+    aligned cache, within 1e-2 of the fp64 reference), backend='cuda' is refused with the reason, never the binding's
+    RuntimeError."""
+    import dataclasses
+
+    import foscar
+
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(5)
+    k, v = torch.randn(2, 4, 1000, 128, generator=g), torch.randn(2, 4, 1000, 128, generator=g)
+    q = torch.randn(2, 16, 128, generator=g).to(dev, torch.bfloat16)
+    layout = {"k_layout": "channel", "k_block": 64} if k_layout == "channel" else {}
+    cache = foscar.quantize_kv(k.to(dev), v.to(dev), bits=4, group_size=64,
+                               seq_lens=torch.tensor([1000, 333], dtype=torch.int32, device=dev), **layout)
+    shifted = dataclasses.replace(cache, k_codes=_shifted(cache.k_codes))
+    plan = foscar.plan_decode(shifted, q.shape[1])
+    assert plan.kernel == "triton"
+    got = plan.run(q, shifted).clone()
+    assert torch.equal(got, foscar.decode(q, cache, backend="triton"))
+    ref = foscar.reference_decode(q, cache)
+    assert float((got.double() - ref).norm() / ref.norm()) < 1e-2
+    with pytest.raises(ValueError, match=r"^backend='cuda': the CUDA kernel copies .* k_codes starts 1 bytes"):
+        foscar.decode(q, shifted, backend="cuda")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("seq_lens, batch", [([1] * 256, 256), ([32768, 20001], 2)])
 def test_gpu_per_value_lse(seq_lens, batch):

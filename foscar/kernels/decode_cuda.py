@@ -265,6 +265,22 @@ def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
     return why
 
 
+def misaligned(cache) -> str | None:
+    """Why the CUDA kernel cannot read ``cache``'s tensors where they lie, or ``None``: it copies the code rows
+    (``k_codes``, ``v_codes``) and a channel-wise K's ``k_scale`` / ``k_offset`` rows 16 bytes at a time, so each must
+    start 16-byte aligned (the binding refuses them otherwise). A view at a storage offset may not; token-wise scales
+    take a 4-byte copy there and need nothing. :func:`foscar.decode`'s ``backend='auto'`` then takes the Triton
+    kernel, which reads any offset."""
+    names = ["k_codes", "v_codes"] + (["k_scale", "k_offset"] if getattr(cache, "k_block", None) is not None else [])
+    for name in names:
+        t = getattr(cache, name)
+        if t.data_ptr() % 16:
+            return (f"the CUDA kernel copies {', '.join(names)} 16 bytes at a time and needs each 16-byte aligned; "
+                    f"{name} starts {t.data_ptr() % 16} bytes past a multiple of 16 (a view at a storage offset "
+                    f"{t.storage_offset()}: .clone() it)")
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def _device_unavailable(index: int) -> str | None:
     major, minor = torch.cuda.get_device_capability(index)
