@@ -856,13 +856,13 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
         for knob in ("FOSCAR_MERGE_TREE", "FOSCAR_MERGE_LEVELS", "FOSCAR_MERGE_WIDE", "FOSCAR_SHORT_CHUNKS",
                      "FOSCAR_LONG_CHUNKS", "FOSCAR_LONG_CHUNK_PROGRAMS", "FOSCAR_LONG_CHUNK_ROOM",
                      "FOSCAR_LONG_CHUNK_TOKENS", "FOSCAR_LONG_CHUNK_SHORT", "FOSCAR_LONG_CHUNK_CEIL",
-                     "FOSCAR_SHORT_TOKENS"):
+                     "FOSCAR_SHORT_TOKENS", "FOSCAR_MERGE_ROWS", "FOSCAR_MERGE_D_SLICES"):
             monkeypatch.delenv(knob, raising=False)
         s = importlib.reload(decode_cuda).build_settings()
         assert (s["merge_tree"], s["merge_levels"], s["merge_wide"], s["short_chunks"], s["long_chunks"],
                 s["long_chunk_programs"], s["long_chunk_room"], s["long_chunk_tokens"], s["long_chunk_short"],
-                s["long_chunk_ceil"], s["short_tokens"]) == (True, False, True, True, True, 1, True, 512, True, True,
-                                                            True)
+                s["long_chunk_ceil"], s["short_tokens"], s["merge_rows"], s["merge_d_slices"]) == (
+            True, False, True, True, True, 1, True, 512, True, True, True, "auto", "auto")
         assert s["default_build"] is True and s["merge_speculate"] is False and s["merge_pdl"] is True
         assert s["merge"] == "fused" and s["fused_merge_built"] is True
         monkeypatch.setenv("FOSCAR_MERGE", "kernel")  # plans take the merge kernel (read when a plan is made)
@@ -912,7 +912,9 @@ def test_build_settings_say_when_an_experiment_knob_changes_the_kernel(monkeypat
                                       ("FOSCAR_LONG_CHUNK_TOKENS", "1024", "long_chunk_tokens", 1024),
                                       ("FOSCAR_LONG_CHUNK_SHORT", "0", "long_chunk_short", False),
                                       ("FOSCAR_LONG_CHUNK_CEIL", "0", "long_chunk_ceil", False),
-                                      ("FOSCAR_SHORT_TOKENS", "0", "short_tokens", False)):
+                                      ("FOSCAR_SHORT_TOKENS", "0", "short_tokens", False),
+                                      ("FOSCAR_MERGE_ROWS", "2", "merge_rows", "2"),
+                                      ("FOSCAR_MERGE_D_SLICES", "1", "merge_d_slices", "1")):
             monkeypatch.setenv(knob, value)
             s = decode_cuda.build_settings()
             assert s["default_build"] is False and s[key] == got, knob

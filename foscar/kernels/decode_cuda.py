@@ -202,7 +202,8 @@ def build_settings() -> dict[str, object]:
         "long_chunk_tokens": int, "long_chunk_short": bool, "long_chunk_ceil": bool, "short_tokens": bool
         (``FOSCAR_SHORT_CHUNKS``, ``FOSCAR_LONG_CHUNKS``, ``FOSCAR_LONG_CHUNK_PROGRAMS``, ``FOSCAR_LONG_CHUNK_ROOM``,
         ``FOSCAR_LONG_CHUNK_TOKENS``, ``FOSCAR_LONG_CHUNK_SHORT``, ``FOSCAR_LONG_CHUNK_CEIL``, ``FOSCAR_SHORT_TOKENS``
-        now: the plan rules of :mod:`foscar.kernels.splits`),
+        now: the plan rules of :mod:`foscar.kernels.splits`), "merge_rows": str, "merge_d_slices": str
+        (``FOSCAR_MERGE_ROWS``, ``FOSCAR_MERGE_D_SLICES`` now: the merge kernel's programs),
         "source_hash": str, "default_build": bool}``;
         ``default_build`` is False when any experiment knob (``FOSCAR_CSRC``, ``FOSCAR_NVCC_DEFINES``,
         ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_MERGE=kernel``, ``FOSCAR_MERGE_SPECULATE=1``, ``FOSCAR_MERGE_PDL=0``,
@@ -211,8 +212,8 @@ def build_settings() -> dict[str, object]:
         ``FOSCAR_MERGE_LEVELS=1``, ``FOSCAR_MERGE_WIDE=0``,
         ``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_LONG_CHUNKS=0``, ``FOSCAR_LONG_CHUNK_PROGRAMS=2``,
         ``FOSCAR_LONG_CHUNK_ROOM=0``, a ``FOSCAR_LONG_CHUNK_TOKENS`` other than 512, ``FOSCAR_LONG_CHUNK_SHORT=0``,
-        ``FOSCAR_LONG_CHUNK_CEIL=0``, ``FOSCAR_SHORT_TOKENS=0``) is set, i.e. the numbers are not those of the shipped
-        kernel.
+        ``FOSCAR_LONG_CHUNK_CEIL=0``, ``FOSCAR_SHORT_TOKENS=0``, a ``FOSCAR_MERGE_ROWS`` or ``FOSCAR_MERGE_D_SLICES``
+        other than ``"auto"``) is set, i.e. the numbers are not those of the shipped kernel.
 
     Raises:
         ValueError: what :func:`merge_choice` raises; a ``FOSCAR_MERGE_SPECULATE``,
@@ -223,7 +224,8 @@ def build_settings() -> dict[str, object]:
             ``FOSCAR_LONG_CHUNK_CEIL`` or ``FOSCAR_SHORT_TOKENS`` other than ``"1"`` / ``"0"``; a
             ``FOSCAR_MAX_CTAS_PER_SM`` other than ``"auto"`` or an integer 0..32; a ``FOSCAR_LONG_CHUNK_PROGRAMS``
             other than ``"1"`` / ``"2"``; a ``FOSCAR_LONG_CHUNK_TOKENS`` other than a multiple of 256 from 256 to
-            32768.
+            32768; a ``FOSCAR_MERGE_ROWS`` or ``FOSCAR_MERGE_D_SLICES`` other than ``"auto"``, ``"1"``, ``"2"``,
+            ``"4"``, ``"8"``.
     """
     from foscar.kernels import merge_triton
     from foscar.kernels.merge_triton import fixed_window_choice, from_lengths_choice, speculate_choice
@@ -237,6 +239,7 @@ def build_settings() -> dict[str, object]:
     short, long_, long_programs = short_chunks_choice(), long_chunks_choice(), long_chunk_programs_choice()
     long_room, long_tokens, long_short = long_chunk_room_choice(), long_chunk_tokens_choice(), long_chunk_short_choice()
     long_ceil, short_tokens = long_chunk_ceil_choice(), short_tokens_choice()
+    merge_rows, d_slices = merge_triton.rows_setting(), merge_triton.d_slices_setting()
     return {"nvcc_flags": list(NVCC_FLAGS), "csrc": str(CSRC) if custom_csrc else None, "merge": merge,
             "fused_merge_built": FUSED_MERGE_BUILT, "merge_speculate": speculate, "merge_pdl": pdl,
             "merge_fixed_window": fixed_window, "merge_from_lengths": from_lengths, "pv_pack": pv_pack,
@@ -244,13 +247,14 @@ def build_settings() -> dict[str, object]:
             "merge_levels": merge_levels, "merge_wide": wide, "short_chunks": short,
             "long_chunks": long_, "long_chunk_programs": long_programs, "long_chunk_room": long_room,
             "long_chunk_tokens": long_tokens, "long_chunk_short": long_short, "long_chunk_ceil": long_ceil,
-            "short_tokens": short_tokens,
+            "short_tokens": short_tokens, "merge_rows": merge_rows, "merge_d_slices": d_slices,
             "source_hash": source_hash(),
             "default_build": (not custom_csrc and NVCC_FLAGS == BASE_NVCC_FLAGS and merge == "fused"
                               and not speculate and pdl and fixed_window and not from_lengths and pv_pack and max_ctas == "auto"
                               and decode_pdl and merge_tree and not merge_levels and wide and short and long_
                               and long_programs == 1 and long_room and long_tokens == LONG_CHUNK_TOKENS
-                              and long_short and long_ceil and short_tokens)}
+                              and long_short and long_ceil and short_tokens and merge_rows == "auto"
+                              and d_slices == "auto")}
 
 
 def unavailable(device: torch.device, gqa: int | None = None) -> str | None:

@@ -381,7 +381,34 @@ def _merge_rows_kernel(
 # the on/off knobs FOSCAR_MERGE_SPECULATE, FOSCAR_MERGE_PDL, FOSCAR_MERGE_FIXED_WINDOW and FOSCAR_MERGE_FROM_LENGTHS
 # take "1" / "0" (foscar.kernels.knobs.env_flag); FOSCAR_MERGE_D_SLICES one of these
 D_SLICES_CHOICES = ("auto", "1", "2", "4", "8")
+ROWS_CHOICES = ("auto", "1", "2", "4", "8")
+ROWS_AUTO_MAX = 4  # rows_choice's "auto": at most this many rows a program
 MIN_D_COLUMNS = 16  # columns of a row one merge program takes, at least
+
+
+def d_slices_setting() -> str:
+    """``FOSCAR_MERGE_D_SLICES`` as set (``"auto"`` where unset), for :func:`d_slices_choice` and a run's
+    ``meta.json`` (:func:`foscar.kernels.decode_cuda.build_settings`).
+
+    Raises:
+        ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "auto")
+    if value not in D_SLICES_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
+    return value
+
+
+def rows_setting() -> str:
+    """``FOSCAR_MERGE_ROWS`` as set (``"auto"`` where unset), for :func:`rows_choice` and a run's ``meta.json``.
+
+    Raises:
+        ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
+    """
+    value = os.environ.get("FOSCAR_MERGE_ROWS", "auto")
+    if value not in ROWS_CHOICES:
+        raise ValueError(f"FOSCAR_MERGE_ROWS: expected one of {', '.join(ROWS_CHOICES)}, got {value!r}")
+    return value
 
 
 def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
@@ -402,15 +429,11 @@ def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
         ValueError: ``FOSCAR_MERGE_D_SLICES`` is set to anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"``
             or ``"8"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "auto")
-    if value not in D_SLICES_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
+    value = d_slices_setting()
     wanted = (4 if 4 * rows <= num_sms else 1) if value == "auto" else int(value)
     return min(wanted, head_dim // MIN_D_COLUMNS)
 
 
-ROWS_CHOICES = ("auto", "1", "2", "4", "8")
-ROWS_AUTO_MAX = 4  # rows_choice's "auto": at most this many rows a program
 
 
 def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
@@ -435,9 +458,7 @@ def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
     Raises:
         ValueError: ``FOSCAR_MERGE_ROWS`` is set to anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_ROWS", "auto")
-    if value not in ROWS_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_ROWS: expected one of {', '.join(ROWS_CHOICES)}, got {value!r}")
+    value = rows_setting()
     if value == "auto":
         wanted = 1
         while wanted < ROWS_AUTO_MAX and rows > wanted * num_sms:  # more programs than SMs
