@@ -393,10 +393,7 @@ def d_slices_setting() -> str:
     Raises:
         ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_D_SLICES", "auto")
-    if value not in D_SLICES_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_D_SLICES: expected one of {', '.join(D_SLICES_CHOICES)}, got {value!r}")
-    return value
+    return _env_choice("FOSCAR_MERGE_D_SLICES", D_SLICES_CHOICES)
 
 
 def rows_setting() -> str:
@@ -405,9 +402,13 @@ def rows_setting() -> str:
     Raises:
         ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
     """
-    value = os.environ.get("FOSCAR_MERGE_ROWS", "auto")
-    if value not in ROWS_CHOICES:
-        raise ValueError(f"FOSCAR_MERGE_ROWS: expected one of {', '.join(ROWS_CHOICES)}, got {value!r}")
+    return _env_choice("FOSCAR_MERGE_ROWS", ROWS_CHOICES)
+
+
+def _env_choice(name: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, choices[0])
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
     return value
 
 
