@@ -327,9 +327,11 @@ def config_hash(cfg: BenchConfig | dict[str, Any]) -> str:
 def config_from_meta(meta: dict[str, Any]):
     """The :class:`bench.config.BenchConfig` a run recorded in ``meta["config"]``.
 
+    Fields the run did not record (added to :class:`BenchConfig` after it) take their defaults.
+
     Raises:
         FoscarError: the recorded config cannot be rebuilt, or does not hash to the
-            recorded ``config_hash``.
+            recorded ``config_hash`` (the manifest was edited).
     """
     raw = meta.get("config")
     try:
@@ -339,7 +341,9 @@ def config_from_meta(meta: dict[str, Any]):
         cfg = BenchConfig(**d)
     except (TypeError, KeyError, ValueError) as e:
         raise FoscarError(f"meta.json config: cannot rebuild the run's config ({e})") from None
-    if meta.get("config_hash") and config_hash(cfg) != meta["config_hash"]:
+    # the recorded dict, not the rebuilt config: fields added since (page_order, ...) take their defaults there, which
+    # would change the hash of every older run's config
+    if meta.get("config_hash") and config_hash(raw) != meta["config_hash"]:
         raise FoscarError("meta.json config: it does not hash to the recorded config_hash; the manifest was edited")
     return cfg
 

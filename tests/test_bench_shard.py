@@ -124,6 +124,28 @@ def test_merge_refuses_shards_that_differ(shards, tmp_path, edit, field, values)
     assert not (tmp_path / "m").exists()  # nothing written
 
 
+def test_merge_refuses_a_shard_whose_recorded_config_was_edited(shards, tmp_path):
+    s0, s1 = shards
+    _edit_meta(s0, lambda m: m["config"].update(seed=m["config"]["seed"] + 1))  # the shard whose config is rebuilt
+    with pytest.raises(FoscarError, match="does not hash to the recorded config_hash; the manifest was edited"):
+        merge_runs([s0, s1], tmp_path / "m")
+
+
+def test_committed_shards_from_before_later_config_fields_merge_into_their_committed_run(tmp_path):
+    """Session 11's two H200 shards recorded a config without the fields added since (page_order, ...): rebuilt with
+    their defaults, that config hashed differently, and merge called the manifest edited. The recorded dict is what
+    is hashed, and the merge gives the committed merged run's rows."""
+    run = Path(__file__).resolve().parent.parent / "results/2026-12-01-h200-s11/bench-f2796c6-2gpu"
+    recorded = json.loads((run / "shards/shard-0-of-2/meta.json").read_text())["config"]
+    assert "page_order" not in recorded  # (why this run is the case)
+    merge_runs([run / "shards/shard-0-of-2", run / "shards/shard-1-of-2"], tmp_path / "m")
+    got, want = (read_results(d / "results.csv") for d in (tmp_path / "m", run))
+    key = ["kernel", "bits", "operand", "workload", "batch", "context", "page_size"]
+    got, want = (d.sort_values(key + ["median_us"]).reset_index(drop=True) for d in (got, want))
+    assert len(got) == len(want) == 238
+    assert got[key].equals(want[key]) and (got.median_us - want.median_us).abs().max() < 1e-9
+
+
 def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, shards, tmp_path, capsys):
     s0, s1 = shards
     with pytest.raises(FoscarError, match="shard 0/2 given twice"):
