@@ -70,6 +70,7 @@ import dataclasses
 import hashlib
 import importlib.resources
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +83,7 @@ else:  # pragma: no cover
 
 from bench.errors import FoscarError, check_choices
 from bench.lengths import WorkloadSpec
-from bench.shape import PAGE_ORDERS, SHAPE_TABLE_FIELDS, SWEEP_TABLE_FIELDS, SWEPT_FIELDS
+from bench.shape import FIXED_FIELDS, PAGE_ORDERS, SHAPE_TABLE_FIELDS, SWEEP_TABLE_FIELDS, SWEPT_FIELDS
 
 def _config_dir() -> Path:
     """Where the presets are: ``bench/presets/`` in an installed package (``pip install .``
@@ -352,7 +353,8 @@ def load_config(path: str | Path) -> BenchConfig:
     """Read a TOML preset and validate it.
 
     Raises:
-        FoscarError: missing file, TOML syntax error, an empty file, unknown key, bad value.
+        FoscarError: missing file, TOML syntax error, an empty file, a model preset's format (name and [shape]
+            only: it belongs to --model), unknown key, bad value.
     """
     path = Path(path)
     if path.is_dir():
@@ -366,6 +368,10 @@ def load_config(path: str | Path) -> BenchConfig:
     if not raw:
         raise FoscarError(f"config {path}: empty; expected at least one table such as [sweep] "
                           "(format: configs/h200.toml)")
+    if set(raw) == {"name", "shape"}:  # a model preset's format: it would run the default grid under its name
+        raise FoscarError(f"config {path}: only a name and a [shape], a model preset's format (configs/models/), "
+                          f"which would run the default grid; use it over an arch preset's grid "
+                          f"(foscar bench --arch h200 --model {path}), or add a [sweep] table")
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "workload":
@@ -463,6 +469,23 @@ def validate(cfg: BenchConfig) -> None:
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise FoscarError(f"{name}: expected positive integers, got {v!r}")
 
+    def one_value(name: str, value: Any) -> None:  # a [shape] or [sweep] key that takes one value, not a list
+        if isinstance(value, (list, tuple, dict)):
+            raise FoscarError(f"{name}: expected one value, got {value!r} (a config sweeps batch, context, bits and "
+                              f"operand only: run one config per {name})")
+
+    def finite_positive(name: str, value: Any) -> None:
+        if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise FoscarError(f"{name}: expected a positive finite number, got {value!r}")
+
+    def int_at_least(name: str, value: Any, least: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise FoscarError(f"{name}: expected an integer >= {least}, got {value!r}")
+
+    if not isinstance(cfg.name, str) or not cfg.name:
+        raise FoscarError(f"name: expected a non-empty string, got {cfg.name!r}")
+    for key in FIXED_FIELDS:
+        one_value(key, getattr(cfg, key))
     positive_ints("batch", cfg.batch)
     positive_ints("context", cfg.context)
     positive_ints("num_qo_heads", [cfg.num_qo_heads])
@@ -484,18 +507,17 @@ def validate(cfg: BenchConfig) -> None:
         raise FoscarError(
             f"num_qo_heads: expected a multiple of num_kv_heads={cfg.num_kv_heads}, got {cfg.num_qo_heads}"
         )
+    if not cfg.operand:
+        raise FoscarError(f"operand: expected at least one of {', '.join(SUPPORTED_OPERANDS)}, got none")
     check_choices("operand", cfg.operand, SUPPORTED_OPERANDS, UNBUILT_OPERANDS)
     if not cfg.kernels:
         raise FoscarError("kernels: expected at least one kernel, got none")
-    for key in ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand"):
-        value = getattr(cfg, key)
-        if isinstance(value, bool) or not (isinstance(value, (int, float)) and value > 0):
-            raise FoscarError(f"{key}: expected a positive number, got {value!r}")
+    for key in ("tolerance", "tolerance_fp8_kv", "tolerance_fp8_operand", "warmup_ms", "rep_ms"):
+        finite_positive(key, getattr(cfg, key))
+    int_at_least("full_check_max_tokens", cfg.full_check_max_tokens, 0)
+    int_at_least("cpu_reps", cfg.cpu_reps, 1)
+    int_at_least("seed", cfg.seed, 0)
     _validate_workloads(cfg)
-    if cfg.cpu_reps < 1:
-        raise FoscarError(f"cpu_reps: expected >= 1, got {cfg.cpu_reps}")
-    if cfg.warmup_ms <= 0 or cfg.rep_ms <= 0:
-        raise FoscarError(f"warmup_ms/rep_ms: expected positive numbers, got {cfg.warmup_ms}/{cfg.rep_ms}")
     sustain = cfg.sustain_s
     if isinstance(sustain, bool) or not (isinstance(sustain, (int, float)) and 0 <= sustain <= MAX_SUSTAIN_S):
         raise FoscarError(f"sustain_s: expected seconds from 0 to {MAX_SUSTAIN_S}, got {sustain!r}")

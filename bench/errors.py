@@ -46,7 +46,10 @@ def check_choices(name: str, given, allowed, unavailable: dict | None = None) ->
     for value in given or ():
         if value in allowed:
             continue
-        why = (unavailable or {}).get(value)
+        try:
+            why = (unavailable or {}).get(value)
+        except TypeError:  # an unhashable value (a list where one value belongs) is simply not allowed
+            why = None
         if why:
             raise FoscarError(f"{name} {value!r}: {why}; expected one of {choices}")
         raise FoscarError(f"{name} {value!r}: expected one of {choices}")

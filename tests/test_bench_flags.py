@@ -89,6 +89,40 @@ def test_config_file_with_what_cannot_run_is_refused(tmp_path, capsys):
         assert code == EXIT_USAGE and needle in err, err
 
 
+@pytest.mark.parametrize("table, line, needle", [
+    ("sweep", "group_size = [64, 128]", "group_size: expected one value, got [64, 128] (a config sweeps batch"),
+    ("shape", 'page_order = ["in-order"]', "page_order: expected one value, got ['in-order']"),
+    ("shape", "num_qo_heads = [4]", "num_qo_heads: expected one value, got [4]"),
+    ("timing", 'warmup_ms = "25"', "warmup_ms: expected a positive finite number, got '25'"),
+    ("timing", "rep_ms = nan", "rep_ms: expected a positive finite number, got nan"),
+    ("check", "tolerance = inf", "tolerance: expected a positive finite number, got inf"),
+    ("timing", 'cpu_reps = "3"', "cpu_reps: expected an integer >= 1, got '3'"),
+    ("timing", "cpu_reps = 1.5", "cpu_reps: expected an integer >= 1, got 1.5"),
+    ("timing", 'seed = "x"', "seed: expected an integer >= 0, got 'x'"),
+    ("check", "full_check_max_tokens = -5", "full_check_max_tokens: expected an integer >= 0, got -5"),
+    ("sweep", "operand = []", "operand: expected at least one of bf16, fp8, got none"),
+    ("", "name = 5", "name: expected a non-empty string, got 5"),
+])
+def test_a_config_value_of_the_wrong_kind_is_one_line(tmp_path, capsys, table, line, needle):
+    """Each of these crashed with a traceback (a list where one value belongs: unhashable; a string compared with a
+    number; NaN in the JSON of the config hash), or passed the dry run and failed every point (seed "x"), or ran a
+    grid without FOSCAR rows (operand = [])."""
+    cfg = tmp_path / "c.toml"
+    body = f"{line}\n" if not table else f"[{table}]\n{line}\n"
+    cfg.write_text(body + ("[sweep]\nbatch = [1]\n" if table != "sweep" else ""))
+    code, _, err = run_main(capsys, "bench", "--config", cfg, "--dry-run")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == EXIT_USAGE and len(lines) == 1 and needle in lines[0], err
+
+
+def test_a_model_preset_given_as_the_config_is_refused_with_the_model_flag(capsys):
+    """A model preset (name and [shape]) as --config ran the default grid under the model's name."""
+    preset = Path(__file__).resolve().parent.parent / "configs/models/llama-3.1-70b-tp8.toml"
+    code, _, err = run_main(capsys, "bench", "--config", preset, "--dry-run")
+    assert code == EXIT_USAGE and "a model preset's format" in err
+    assert f"foscar bench --arch h200 --model {preset}" in err
+
+
 def test_the_bench_lists_agree_with_foscar():
     """bench.config repeats what the kernels take (to check flags without torch): it must agree."""
     import foscar
