@@ -44,7 +44,7 @@ import pandas as pd
 from bench.engine import point_mask, row_records
 from bench.errors import FoscarError
 from bench.kinds import BENCH
-from bench.runfiles import gpu_of, make_dir, read_json_object
+from bench.runfiles import check_run_dir, gpu_of, make_dir, read_json_object
 from bench.shard import Shard, shard_of
 
 # (what the message calls it, how to read it from meta.json)
@@ -92,9 +92,7 @@ def load_shard_run(path: Path | str) -> ShardRun:
     """
     from bench.studies import study_class
 
-    path = Path(path)
-    if not path.is_dir():
-        raise FoscarError(f"run directory not found: {path}")
+    path = check_run_dir(path)
     meta_path, csv = path / "meta.json", path / "results.csv"
     if not meta_path.is_file():
         raise FoscarError(f"{path} has no meta.json; pass run directories written by {SHARD_WRITERS}")
@@ -177,8 +175,9 @@ def merge_runs(
     Args:
         paths: the shards' run directories (any order).
         out: the merged run's directory (created; a previous merge there is overwritten).
-        allow_partial: merge even when shards or points are missing (listed in
-            ``meta.json["missing_shards"]``/``["missing_points"]`` and in the problems).
+        allow_partial: merge even when shards or points are missing, or points lack some of their rows (a row
+            deleted to be rerun, the rerun forgotten); listed in ``meta.json["missing_shards"]``/
+            ``["missing_points"]``/``["incomplete_points"]`` and in the problems.
         argv: the command line, for ``meta.json["command"]``.
         extra_meta: more entries for meta.json (``--devices`` adds its workers).
         extra_problems: more problems for summary.json (``--devices``: the failed workers).
@@ -188,7 +187,7 @@ def merge_runs(
 
     Raises:
         FoscarError: unreadable or non-shard runs, mismatched or duplicate shards
-            (:func:`check_shards`), missing shards or points without ``allow_partial``,
+            (:func:`check_shards`), missing shards, points or rows without ``allow_partial``,
             rows of a shard that belong to none of its points, an ``out`` that is an input
             or holds a run that is not a merge.
     """
@@ -208,6 +207,7 @@ def merge_runs(
 
     rows: list[dict[str, Any]] = []
     missing_points: dict[int, int] = {}
+    incomplete: dict[int, list[str]] = {}  # shard -> its points that lack some of their rows (what is missing)
     for run in runs:
         df = run.rows
         used = pd.Series(False, index=df.index)
@@ -216,6 +216,10 @@ def merge_runs(
             used |= mask
             if not mask.any():
                 missing_points[run.shard.k] = missing_points.get(run.shard.k, 0) + 1
+            else:
+                lacking = _missing_rows(study, points[i], df[mask])
+                if lacking:
+                    incomplete.setdefault(run.shard.k, []).append(f"{study.label(points[i])}: {lacking}")
             rows.append((i, df[mask]))
         if not used.all():
             stray = df[~used].iloc[0]
@@ -226,6 +230,8 @@ def merge_runs(
             )
     gaps = [f"shard{'s' if len(missing_shards) > 1 else ''} " + ", ".join(f"{k}/{n}" for k in missing_shards)] if missing_shards else []
     gaps += [f"{m} point(s) of shard {k}/{n} ({by_k[k].path}) not measured" for k, m in sorted(missing_points.items())]
+    gaps += [f"rows of {len(v)} point(s) of shard {k}/{n} ({by_k[k].path}; {v[0]}"
+             f"{f', and {len(v) - 1} more' if len(v) > 1 else ''})" for k, v in sorted(incomplete.items())]
     if gaps and not allow_partial:
         raise FoscarError(
             f"cannot merge: missing {'; '.join(gaps)} (of {n} shards, {len(points)} points); pass every shard run "
@@ -239,6 +245,7 @@ def merge_runs(
     write_csv(merged, out / "results.csv")
 
     meta = merged_meta(runs, n, len(points), missing_shards, sum(missing_points.values()), argv)
+    meta["incomplete_points"] = sum(len(v) for v in incomplete.values())
     meta.update(extra_meta or {})
     write_json(meta, out / "meta.json")
 
@@ -248,6 +255,19 @@ def merge_runs(
     write_json(summary, out / "summary.json")
     study.write_extras(out, merged, meta, summary)
     return MergeOutcome(out, problems, missing_shards, sum(missing_points.values()))
+
+
+def _missing_rows(study, point: Any, rows: pd.DataFrame) -> str:
+    """The rows a point of ``study`` gives (:meth:`bench.engine.Study.row_keys`) that ``rows`` lacks, as one
+    phrase ("" when none is missing, or when the study cannot say: a bench run whose kernels are no longer
+    registered)."""
+    try:
+        expected = study.row_keys(point)
+    except (AttributeError, TypeError, NotImplementedError):
+        return ""
+    found = {study.row_key(rec) for rec in row_records(rows)}
+    lacking = [k for k in expected if k not in found]
+    return "missing " + ", ".join(" ".join(str(x) for x in k if x is not None) for k in lacking) if lacking else ""
 
 
 def merged_meta(

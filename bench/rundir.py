@@ -56,7 +56,13 @@ class Run:
 
     @property
     def timing_mode(self) -> str | None:
-        return self.meta.get("timing_mode") or self.summary.get("timing_mode")
+        """meta.json's (or summary.json's) timing mode, else the one every row records (results.csv
+        ``timing_mode``), else ``None``."""
+        recorded = self.meta.get("timing_mode") or self.summary.get("timing_mode")
+        if recorded or "timing_mode" not in self.df:
+            return recorded
+        modes = self.df["timing_mode"].dropna().unique()
+        return str(modes[0]) if len(modes) == 1 else None
 
 
 def load_run(path: Path | str) -> Run:

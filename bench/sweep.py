@@ -51,6 +51,7 @@ from bench.backends import Backend, Prepared, operand_unavailable
 from bench.clocks import ClockReader, ClockSampler, add_clock_notes, clock_fields, sampled_fields
 from bench.config import BenchConfig, config_from_meta
 from bench.engine import Site, Study, error_reason, run_points
+from bench.errors import FoscarError
 from bench.hbm import read_floor_us
 from bench.kinds import BENCH
 from bench.plan import plan_points
@@ -170,8 +171,16 @@ class BenchStudy(Study):
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> BenchStudy:
-        # no backends: reading and summarizing rows needs none (a merge runs without the kernels' registry)
-        return cls(config_from_meta(meta), None, timing_mode=meta.get("timing_mode"), smoke=meta.get("smoke"))
+        # the backends only tell a merge which rows each point gives (row_keys; the registry imports no torch): None
+        # where a kernel the run named is no longer registered, and reading and summarizing rows need none
+        import bench.backends  # (looked up at the call: tests register fake backends there)
+
+        cfg = config_from_meta(meta)
+        try:
+            backends = bench.backends.select_backends(list(cfg.kernels))
+        except FoscarError:
+            backends = None
+        return cls(cfg, backends, timing_mode=meta.get("timing_mode"), smoke=meta.get("smoke"))
 
     def summarize(self, df: pd.DataFrame) -> dict[str, Any]:
         summary = summarize(df)

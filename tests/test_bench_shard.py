@@ -124,6 +124,22 @@ def test_merge_refuses_shards_that_differ(shards, tmp_path, edit, field, values)
     assert not (tmp_path / "m").exists()  # nothing written
 
 
+def test_merge_refuses_a_point_that_lacks_some_of_its_rows(builds, shards, tmp_path, capsys):
+    """A row deleted to be rerun (README: delete the error rows, then resume) and the rerun forgotten: the point
+    still has rows, and merge used to take it, one row short. It is refused, or merged with --allow-partial and
+    counted in meta.json's incomplete_points."""
+    s0, s1 = shards
+    df = pd.read_csv(s1 / "results.csv")
+    gone = df.index[df.kernel == "quant"][0]
+    df.drop(index=gone).to_csv(s1 / "results.csv", index=False)
+    with pytest.raises(FoscarError, match=r"cannot merge: missing rows of 1 point\(s\) of shard 1/2 .*: missing quant"):
+        merge_runs([s0, s1], tmp_path / "m")
+    outcome = merge_runs([s0, s1], tmp_path / "m", allow_partial=True)
+    assert any("merged without rows of 1 point(s) of shard 1/2" in p for p in outcome.problems)
+    assert json.loads((tmp_path / "m" / "meta.json").read_text())["incomplete_points"] == 1
+    assert len(read_results(tmp_path / "m" / "results.csv")) == len(df) - 1 + len(pd.read_csv(s0 / "results.csv"))
+
+
 def test_merge_refuses_a_shard_whose_recorded_config_was_edited(shards, tmp_path):
     s0, s1 = shards
     _edit_meta(s0, lambda m: m["config"].update(seed=m["config"]["seed"] + 1))  # the shard whose config is rebuilt
@@ -162,6 +178,8 @@ def test_merge_refuses_duplicates_and_missing_shards(builds, grid_file, shards, 
     (tmp_path / "empty").mkdir()
     with pytest.raises(FoscarError, match="has no meta.json.*bench\\|ablate\\|accuracy\\|eval-model"):
         merge_runs([s0, tmp_path / "empty"], tmp_path / "m3")
+    with pytest.raises(FoscarError, match=r"not a run directory: .*results.csv is a file; pass the directory"):
+        merge_runs([s0 / "results.csv", s1], tmp_path / "m4")  # (it said "run directory not found")
 
 
 def test_a_shard_resumes_on_its_own(builds, grid_file, tmp_path):

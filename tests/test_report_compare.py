@@ -474,3 +474,20 @@ def test_compare_table_in_a_narrow_terminal_keeps_ratio_and_verdict(tmp_path):
     console = Console(record=True, width=100)
     render(result, console)
     assert "1 of the baselines' ambiguous; --all lists them" in " ".join(console.export_text().split())
+
+
+def test_a_run_without_meta_json_takes_its_timing_mode_from_its_rows(tmp_path):
+    """compare noted "different timing modes: base cuda_graph, new None" for a run whose meta.json was lost, although
+    every row records its timing mode."""
+    import shutil
+
+    from bench.compare import compare_runs
+    from bench.rundir import load_run
+
+    src = Path(__file__).resolve().parent.parent / "results/2026-12-07-s76/bench-74c6649"
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(src / "results.csv", bare / "results.csv")
+    assert load_run(bare).timing_mode == "cuda_graph" == load_run(src).timing_mode
+    result = compare_runs(load_run(src), load_run(bare))
+    assert not [n for n in result["notes"] if "timing mode" in n], result["notes"]

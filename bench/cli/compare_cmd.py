@@ -53,9 +53,9 @@ def compare(
 
     bench and ablate runs, on the median time: slower/faster: it changed by more than
     the threshold and the p20-p80 spreads do not overlap; noisy: it changed by more, but
-    the spreads overlap; same: within the threshold; ambiguous: timed at a held-down GPU clock
-    (a clock note) in either run, or beside such a row at its point: never a regression, and left
-    out of the geometric means. Each series' geometric mean gets the same verdict; any slower FOSCAR row or
+    the spreads overlap; same: within the threshold; ambiguous (bench runs, whose rows record the clock): timed
+    at a held-down GPU clock (a clock note) in either run, or beside such a row at its point: never a regression,
+    and left out of the geometric means. Each series' geometric mean gets the same verdict; any slower FOSCAR row or
     series is a regression (the baselines' verdict is reported apart, never a regression). accuracy runs, on the
     error metrics (larger is worse): worse/better/same by the threshold; any worse is a regression. Rows
     measured in only one run are listed (a failure with --strict); where no row of the runs' own kernels (FOSCAR's in
