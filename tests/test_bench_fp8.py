@@ -301,7 +301,7 @@ def test_fp8_tolerance_from_the_config(tmp_path):
     assert loaded.tolerance_for("fp8_e4m3") == (6e-2, "tolerance_fp8_kv")
     for bad in ("0", "-1", '"x"', "true"):
         f.write_text(f"[check]\ntolerance_fp8_kv = {bad}\n")
-        with pytest.raises(FoscarError, match="tolerance_fp8_kv: expected a positive number"):
+        with pytest.raises(FoscarError, match="tolerance_fp8_kv: expected a positive finite number"):
             load_config(f)
     f.write_text("[check]\ntolerance_fp8 = 0.1\n")  # a typo is an error, not a silent default
     with pytest.raises(FoscarError, match=r"unknown key \[check\].tolerance_fp8;"):
