@@ -30,7 +30,9 @@ def append_kv(
             would pass ``max_seq_len`` (device syncs). Pass False inside a CUDA graph (True
             raises there) or to avoid the syncs: the caller then guarantees the room, nothing
             reads ``seq_lens`` on the host, and tokens past ``max_seq_len`` (or at a negative
-            position, from a negative ``seq_lens[b]``) are not written.
+            position, from a negative ``seq_lens[b]``) are not written, but ``seq_lens[b]`` still
+            grows by ``n_new``: such a cache then fails ``cache.validate()`` (so :func:`foscar.decode`
+            refuses it), and a plan's ``run`` clamps the length to ``max_seq_len``.
 
     Any ``n_new`` works: past 65535 tokens (CUDA's grid limit) the kernel is launched in pieces,
     with the same result.

@@ -254,8 +254,13 @@ def mixed_decode(
         ``[batch, num_qo_heads]``).
 
     Raises:
-        ValueError: bad shapes/dtypes, and whatever :func:`foscar.decode` raises.
+        ValueError: ``cache`` not a :class:`MixedKVCache`, bad shapes/dtypes, and whatever :func:`foscar.decode`
+            raises.
     """
+    if not isinstance(cache, MixedKVCache):
+        hint = " (a quantized cache alone: foscar.decode)" if hasattr(cache, "bits") else ""
+        raise ValueError(f"cache: expected a MixedKVCache (foscar.mixed.build_mixed_cache), "
+                         f"got {type(cache).__name__}{hint}")
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim), device=cache.device,
                  dtypes=(torch.bfloat16,) if middle_decode is None else None)  # the kernel's, whatever the lengths
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(cache.head_dim)

@@ -99,12 +99,28 @@ def attention_reference(
 
 def _attend(qb, kb, vb, group, scale, dtype):
     # qb: [num_qo_heads, D]; kb, vb: [num_kv_heads, L, D]
-    qg = qb.to(dtype).reshape(kb.shape[0], group, -1)  # [Hkv, group, D]
-    s = torch.einsum("hgd,hld->hgl", qg, kb.to(dtype)) * scale
-    lse = torch.logsumexp(s, dim=-1)  # [Hkv, group]
+    o, lse = attend_all(qb[None], kb[None], vb[None], scale, dtype)
+    return o[0], lse[0]
+
+
+def attend_all(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+               dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of ``q`` ``[batch, num_qo_heads, head_dim]`` over every token of ``k``, ``v``
+    ``[batch, num_kv_heads, tokens, head_dim]`` (tokens >= 1; GQA: query head h reads KV head h // gqa), in ``dtype``,
+    batched: no lengths, so nothing read on the host (:func:`attention_reference` takes lengths and reads them). No
+    input checks: for callers whose shapes are their own (:class:`foscar.hf.FoscarLayer`'s sinks and recent window).
+
+    Returns:
+        ``(out, lse)``: ``[batch, num_qo_heads, head_dim]`` and the natural-log LSE ``[batch, num_qo_heads]``,
+        both ``dtype``.
+    """
+    batch, num_qo_heads, head_dim = q.shape
+    qg = q.to(dtype).reshape(batch, k.shape[1], -1, head_dim)  # [batch, Hkv, group, D]
+    s = torch.einsum("bhgd,bhld->bhgl", qg, k.to(dtype)) * scale
+    lse = torch.logsumexp(s, dim=-1)  # [batch, Hkv, group]
     p = torch.exp(s - lse.unsqueeze(-1))
-    o = torch.einsum("hgl,hld->hgd", p, vb.to(dtype))
-    return o.reshape(qb.shape[0], -1), lse.reshape(-1)
+    o = torch.einsum("bhgl,bhld->bhgd", p, v.to(dtype))
+    return o.reshape(batch, num_qo_heads, head_dim), lse.reshape(batch, num_qo_heads)
 
 
 def reference_decode(

@@ -27,12 +27,12 @@ import math
 
 import torch
 
-from foscar._validate import check_tensor
+from foscar._validate import check_reference_dtype, check_tensor, is_int
 
 
 def _check_pow2(n: int) -> None:
-    if n < 1 or n & (n - 1):
-        raise ValueError(f"head_dim: the Walsh-Hadamard transform needs a power of two, got {n}")
+    if not is_int(n) or n < 1 or n & (n - 1):
+        raise ValueError(f"head_dim: the Walsh-Hadamard transform needs a power of two (an int), got {n!r}")
 
 
 @functools.lru_cache(maxsize=8)
@@ -43,9 +43,18 @@ def _hadamard_cpu(n: int) -> torch.Tensor:
     return h
 
 
+@functools.lru_cache(maxsize=32)
+def _hadamard_on(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The cached matrix on ``device`` in ``dtype``, read-only (:func:`rotate`, :func:`unrotate`): one host-to-device
+    copy per (n, dtype, device), not one per call (a copy from pageable memory waits for the stream and cannot be
+    captured in a CUDA graph)."""
+    return _hadamard_cpu(n).to(device=device, dtype=dtype)
+
+
 def hadamard_matrix(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> torch.Tensor:
     """The unnormalized Sylvester Hadamard matrix ``[n, n]`` (entries +-1, ``H @ H.T = n I``), a new
-    tensor the caller may modify: a copy of the cached one (which :func:`rotate` and :func:`unrotate` copy too).
+    tensor the caller may modify: a copy of the cached one (:func:`rotate` and :func:`unrotate` read a cached copy
+    per device and dtype).
 
     Raises:
         ValueError: ``n`` not a power of two.
@@ -77,19 +86,29 @@ def rotate(x: torch.Tensor, signs: torch.Tensor, dtype: torch.dtype = torch.floa
         ``[..., n]`` tensor of ``dtype`` on ``x``'s device.
 
     Raises:
-        ValueError: ``n`` not a power of two, or ``signs`` not ``[n]``.
+        ValueError: ``x`` without a dimension, ``n`` not a power of two, ``signs`` not ``[n]``, ``dtype`` not
+            float32 / float64.
+        TypeError: ``x`` or ``signs`` not a tensor.
     """
-    n = x.shape[-1]
-    _check_pow2(n)
-    check_tensor("signs", signs, shape=(n,))
-    h = hadamard_matrix(n, dtype, x.device)
+    n = _check_rotation("x", x, signs, dtype)
+    h = _hadamard_on(n, dtype, x.device)
     return (x.to(dtype) * signs.to(device=x.device, dtype=dtype)) @ h / math.sqrt(n)
 
 
 def unrotate(y: torch.Tensor, signs: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """Inverse of :func:`rotate`: ``(y @ H / sqrt(n)) * signs``. Same arguments and errors."""
-    n = y.shape[-1]
+    n = _check_rotation("y", y, signs, dtype)
+    h = _hadamard_on(n, dtype, y.device)
+    return (y.to(dtype) @ h / math.sqrt(n)) * signs.to(device=y.device, dtype=dtype)
+
+
+def _check_rotation(name: str, x: torch.Tensor, signs: torch.Tensor, dtype: torch.dtype) -> int:
+    """``x``'s last dimension, once ``x``, ``signs`` and ``dtype`` are what :func:`rotate` takes."""
+    check_tensor(name, x)
+    if x.dim() == 0:
+        raise ValueError(f"{name}: expected at least one dimension ([..., n]), got a 0-dim tensor")
+    check_reference_dtype(dtype)
+    n = x.shape[-1]
     _check_pow2(n)
     check_tensor("signs", signs, shape=(n,))
-    h = hadamard_matrix(n, dtype, y.device)
-    return (y.to(dtype) @ h / math.sqrt(n)) * signs.to(device=y.device, dtype=dtype)
+    return n

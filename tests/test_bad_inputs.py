@@ -706,3 +706,63 @@ def test_flags_must_be_bools(device, value):
         plan.run(q, cache, return_lse=value)
     with pytest.raises(ValueError, match=f"^return_lse: expected True or False, got {value!r}"):
         foscar.reference_decode(q, cache, return_lse=value)
+
+
+def test_rotation_refuses_what_it_cannot_rotate():
+    """An int dtype truncated x and returned a wrong float; a 0-dim tensor, a list or a float head_dim failed deep
+    inside (IndexError, AttributeError, TypeError)."""
+    from foscar.rotation import random_signs, rotate, unrotate
+
+    signs = random_signs(64)
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2))
+    for fn in (rotate, unrotate):
+        with pytest.raises(ValueError, match=r"^dtype: expected torch.float64 or torch.float32, got torch.int32"):
+            fn(x, signs, torch.int32)
+        with pytest.raises(ValueError, match=r"^(x|y): expected at least one dimension"):
+            fn(torch.tensor(1.0), signs)
+        with pytest.raises(TypeError, match=r"^(x|y): expected a torch.Tensor"):
+            fn([1.0] * 64, signs)
+    with pytest.raises(ValueError, match=r"^head_dim: the Walsh-Hadamard transform needs a power of two \(an int\), "
+                                         r"got 64.0"):
+        random_signs(64.0)
+    assert torch.allclose(unrotate(rotate(x, signs), signs), x.double(), atol=1e-12)
+
+
+def test_rotation_reads_one_cached_hadamard_matrix_per_device_and_dtype():
+    """rotate / unrotate copied the matrix from the host at every call (four times a layer and decode step in
+    foscar.hf on a GPU: a pageable copy that waits for the stream); they now read one cached copy, which
+    hadamard_matrix's callers cannot modify (they get their own)."""
+    from foscar import rotation
+
+    rotation._hadamard_on.cache_clear()
+    x, signs = torch.randn(2, 32), rotation.random_signs(32)
+    for _ in range(3):
+        rotation.unrotate(rotation.rotate(x, signs, torch.float32), signs, torch.float32)
+    info = rotation._hadamard_on.cache_info()
+    assert (info.misses, info.hits) == (1, 5)
+    mine = rotation.hadamard_matrix(32, torch.float32)
+    mine.zero_()
+    assert torch.equal(rotation._hadamard_on(32, torch.float32, torch.device("cpu")).abs(), torch.ones(32, 32))
+
+
+def test_attend_all_is_attention_reference_where_every_sequence_holds_every_token():
+    """foscar.hf's sinks and recent window take the batched attend_all (no lengths read on the host)."""
+    from foscar.reference import attend_all
+
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(3, 8, 64, generator=g)
+    k, v = torch.randn(3, 2, 5, 64, generator=g), torch.randn(3, 2, 5, 64, generator=g)
+    out, lse = attend_all(q, k, v, 0.125)
+    ref, ref_lse = foscar.attention_reference(q, k, v, torch.full((3,), 5), sm_scale=0.125, dtype=torch.float32,
+                                              return_lse=True)
+    assert out.dtype == lse.dtype == torch.float32
+    assert torch.allclose(out, ref, atol=1e-6) and torch.allclose(lse, ref_lse, atol=1e-6)
+
+
+def test_mixed_decode_refuses_a_cache_that_is_not_mixed(device):
+    from foscar.mixed import mixed_decode
+
+    q, cache = _issue_case(device)
+    with pytest.raises(ValueError, match=r"^cache: expected a MixedKVCache \(foscar.mixed.build_mixed_cache\), got "
+                                         r"QuantizedKVCache \(a quantized cache alone: foscar.decode\)"):
+        mixed_decode(q, cache)
