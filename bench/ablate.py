@@ -288,7 +288,9 @@ def resolve_ablation(opts: AblateOptions, device_info) -> AblateConfig:
     if opts.batch or opts.context:
         pairs = [(b, c) for b in (opts.batch or sorted({b for b, _ in pairs}))
                  for c in (opts.context or sorted({c for _, c in pairs}))]  # fmt: skip
-    points = [(b, c, n) for n in (opts.bits or [2, 4]) for b, c in pairs]
+    # a value given twice (--bits 2 --bits 2) gave the point twice, and the reference setting's speed-up over itself
+    # was not 1: each point once, in order
+    points = list(dict.fromkeys((b, c, n) for n in (opts.bits or [2, 4]) for b, c in pairs))
     shape = SMOKE_SHAPE if opts.smoke else DEFAULT_SHAPE
     backend = "triton"
     if device_info is not None:

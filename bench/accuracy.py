@@ -455,7 +455,8 @@ def summarize(df, grid: Grid) -> dict[str, Any]:
     """``summary.json``: the headline numbers.
 
     * ``kernel_max_rel_l2_vs_deq[kernel]``: the worst ``rel_l2_vs_deq_max`` of each
-      kernel over its ``ok``/``failed`` rows (the kernel's own error), ``rows``;
+      kernel over its ``ok``/``failed`` rows (the kernel's own error; ``None`` where any row's is
+      NaN or Inf), ``rows``, ``non_finite`` (rows whose error is NaN or Inf);
     * ``quantization_error``: per (data, bits, group_size, layout, rotation), the
       ``fp64-dequant`` row's ``rel_l2_vs_bf16_max``, ``cosine_vs_bf16_min`` and
       ``attn_kl_mean`` (the cache's error, whatever the kernel);
@@ -479,9 +480,13 @@ def summarize(df, grid: Grid) -> dict[str, Any]:
     }
     measured = df[df["status"].isin(["ok", "failed"])]
     for kernel, grp in measured.groupby("kernel", sort=False):
+        errors = [float(x) for x in grp["rel_l2_vs_deq_max"]]
+        non_finite = sum(not math.isfinite(x) for x in errors)
         out["kernel_max_rel_l2_vs_deq"][str(kernel)] = {
-            "max": _finite(grp["rel_l2_vs_deq_max"].max()),
+            # a NaN or Inf error (a failed row) makes the max null: pandas' max skipped it and showed a pass
+            "max": None if non_finite or not errors else _finite(max(errors)),
             "rows": int(len(grp)),
+            "non_finite": non_finite,
         }
     ref = measured[measured["kernel"] == REFERENCE_VARIANT]
     for r in ref.to_dict("records"):

@@ -326,7 +326,9 @@ def render_markdown(meta: dict[str, Any], df: pd.DataFrame, summary: dict[str, A
     lines += ["## Kernel error alone (max rel. L2 vs the fp64 reference on the cache it reads)", ""]
     lines += ["| kernel | max rel. L2 | rows |", "|---|---|---|"]
     for k, v in summary.get("kernel_max_rel_l2_vs_deq", {}).items():
-        lines.append(f"| `{k}` | {_fmt(v['max'], '.2e')} | {v['rows']} |")
+        bad = v.get("non_finite") or 0  # (summaries before session 78 do not count them)
+        worst = f"NaN or Inf in {bad} row(s)" if bad else _fmt(v["max"], ".2e")
+        lines.append(f"| `{k}` | {worst} | {v['rows']} |")
     for r in df[df["status"] == "skipped"].drop_duplicates("kernel").to_dict("records"):
         lines.append(f"| `{r['kernel']}` | skipped: {r['error']} | 0 |")
     lines.append("")

@@ -188,7 +188,8 @@ class CacheConfig:
 
 def grid_points(bits: list[int], group_sizes: list[int]) -> list[CacheConfig]:
     """The BF16 cache first (the reference of every other row), then bits x group size."""
-    return [CacheConfig("bf16")] + [CacheConfig("foscar", int(b), int(g)) for b in bits for g in group_sizes]
+    configs = [CacheConfig("foscar", int(b), int(g)) for b in bits for g in group_sizes]
+    return [CacheConfig("bf16")] + list(dict.fromkeys(configs))  # a value given twice: each cache once
 
 
 @dataclass

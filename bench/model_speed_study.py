@@ -102,8 +102,9 @@ class ModelSpeedOptions(StudyOptions):
         random_init = None if self.model else chosen(self.random_init, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT)
         return {
             "model": self.model, "random_init": random_init, "num_layers": self.num_layers,
-            "batch": list(self.batch or ([1] if smoke else [1, 8])),
-            "context": list(self.context or ([32] if smoke else [8192, 32768])),
+            # each value once (--context 16 --context 16 gave two BF16 rows a point, one of them each row's reference)
+            "batch": list(dict.fromkeys(self.batch or ([1] if smoke else [1, 8]))),
+            "context": list(dict.fromkeys(self.context or ([32] if smoke else [8192, 32768]))),
             "cache": [c for c in CACHES if c in (self.cache or CACHES)],
             "group_size": group_size, "decode": decode,
             "warmup": warmup, "profile_steps": profile_steps,

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -115,6 +116,22 @@ def test_report_draws_an_accuracy_run(smoke_run, tmp_path, capsys):
     for name in ("accuracy_error.png", "accuracy_rotation.png", "accuracy_kernels.png"):
         assert (tmp_path / "rep" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({name})" in md
     assert md.startswith("# FOSCAR accuracy report") and "accuracy --smoke" in md  # the run's meta.json, read from it
+
+
+def test_a_nan_error_is_not_hidden_by_the_summarys_max(smoke_run, tmp_path, capsys):
+    """A failed row whose error is NaN: the summary's max was pandas' max over the others (1.0e-2, a pass in the
+    report's table); it is null, with the count of such rows, and the report says so."""
+    run = Path(shutil.copytree(smoke_run[0], tmp_path / "nan"))
+    df = pd.read_csv(run / "results.csv")
+    row = df.index[(df.kernel == "foscar-triton") & (df.status == "ok")][0]
+    df.loc[row, ["rel_l2_vs_deq_max", "status"]] = [float("nan"), "failed"]
+    df.to_csv(run / "results.csv", index=False)
+    (run / "summary.json").unlink()
+    acc.rebuild(run)
+    summary = json.loads((run / "summary.json").read_text())["kernel_max_rel_l2_vs_deq"]
+    assert summary["foscar-triton"]["max"] is None and summary["foscar-triton"]["non_finite"] == 1
+    assert summary["fp64-dequant"]["non_finite"] == 0 and summary["fp64-dequant"]["max"] < 1e-12
+    assert "| `foscar-triton` | NaN or Inf in 1 row(s) |" in (run / "accuracy.md").read_text()
 
 
 def test_compare_accuracy_runs_judges_errors(smoke_run, tmp_path, capsys):

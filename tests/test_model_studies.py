@@ -156,3 +156,15 @@ def test_model_speed_smoke_uses_the_flags_given():
     full = ModelSpeedOptions().config()
     assert (full["group_size"], full["decode"], full["warmup"], full["profile_steps"]) == (128, 64, 3, 8)
     assert full["random_init"] == DEFAULT_RANDOM_INIT
+
+
+def test_a_value_given_twice_gives_each_point_once():
+    """model-speed --context 16 --context 16 gave two BF16 rows a point (one the other's reference: 0.900x), and
+    eval-model --bits 2 --bits 2 ran the cache twice."""
+    from bench.eval_model import CacheConfig, grid_points
+    from bench.model_speed_study import ModelSpeedOptions
+
+    cfg = ModelSpeedOptions(smoke=True, batch=[2, 1, 2], context=[16, 16], cache=["int4", "bf16"]).config()
+    assert cfg["batch"] == [2, 1] and cfg["context"] == [16]
+    assert grid_points([2, 4, 2], [64, 64]) == [CacheConfig("bf16"), CacheConfig("foscar", 2, 64),
+                                                CacheConfig("foscar", 4, 64)]
