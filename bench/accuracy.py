@@ -173,7 +173,7 @@ def measure_config(data, bits: int, group_size: int, rotation: str, layout: str,
     from foscar.mixed import build_mixed_cache, dequantize_mixed, mixed_decode
     from foscar.rotation import rotate, unrotate
 
-    scale = 1.0 / math.sqrt(shape.head_dim)
+    scale = data.sm_scale if data.sm_scale is not None else 1.0 / math.sqrt(shape.head_dim)  # (a dump-kv model's own)
     bf = torch.bfloat16
     if rotation == "hadamard":
         q, k, v = (rotate(x, signs).to(bf) for x in (data.q, data.k, data.v))
@@ -371,7 +371,8 @@ class AccuracyStudy(Study):
             s = self.grid.shape
             data = self._setup()["real"].get(kind) or make_kv(kind, s.batch, s.num_qo_heads, s.num_kv_heads, s.context,
                                                               s.head_dim, seed=self.grid.seed, device=self.device)  # fmt: skip
-            self._data = (kind, data, attention_reference(data.q, data.k, data.v, data.seq_lens))
+            ref = attention_reference(data.q, data.k, data.v, data.seq_lens, sm_scale=data.sm_scale)
+            self._data = (kind, data, ref)
         return self._data[1], self._data[2]
 
     def measure(self, point: tuple) -> list[dict[str, Any]]:

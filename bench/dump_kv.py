@@ -30,12 +30,15 @@ def dump_kv(model: str | None, random_init: Path | None, text_path: Path | None,
 
     Raises:
         FoscarError: a model that cannot be loaded, a layer index out of range, a bad
-            ``max_tokens``, an output that cannot be written.
+            ``max_tokens``, an ``out`` that is a directory or cannot be written, a chosen layer whose
+            attention did not run through the capture.
     """
     from bench.hf_model import load_model, read_text, tokenize, torch_device
 
     if max_tokens < 2:
         raise FoscarError(f"--max-tokens: expected at least 2, got {max_tokens}")
+    if Path(out).is_dir():
+        raise FoscarError(f"--out {out}: a directory; expected the path of the safetensors file to write")
     device = torch_device()
     loaded = load_model(model, random_init, device, seed=seed)
     import torch
@@ -68,6 +71,10 @@ def dump_kv(model: str | None, random_init: Path | None, text_path: Path | None,
             loaded.model(input_ids=ids, use_cache=False, logits_to_keep=1)
     finally:
         fh.register()
+    missing = [i for i in chosen if f"layers.{i}.q" not in tensors]
+    if missing:  # a layer whose attention did not go through the hook (another attention implementation)
+        raise FoscarError(f"--layers: layer(s) {', '.join(map(str, missing))} of the model were not captured (their "
+                          "attention did not run through foscar's attention interface); nothing written")
     out = Path(out)
     meta = {"format": FORMAT, "model": loaded.source, "text": text_source, "layers": ",".join(map(str, chosen)),
             "sm_scale": repr(scales[0]) if scales else "", "random_weights": str(loaded.random_weights)}  # fmt: skip
@@ -76,6 +83,8 @@ def dump_kv(model: str | None, random_init: Path | None, text_path: Path | None,
         save_file(tensors, str(out), metadata=meta)
     except OSError as e:
         raise FoscarError(f"cannot write {out}: {e.strerror}") from None
+    except Exception as e:  # safetensors' own error type (e.g. an I/O error it wraps)
+        raise FoscarError(f"cannot write {out}: {str(e).splitlines()[0][:200]}") from None
     return out
 
 
@@ -85,10 +94,12 @@ def load_kv_file(path: Path | str, device) -> tuple[list[Any], dict[str, str]]:
     Returns:
         ``([foscar.data.KVData named "real-L<i>"], metadata)``: ``q [batch, num_qo_heads,
         head_dim]`` the last position's query, ``k, v [batch, num_kv_heads, seq_len,
-        head_dim]`` bfloat16, ``seq_lens`` all ``seq_len``.
+        head_dim]`` bfloat16, ``seq_lens`` all ``seq_len``, ``sm_scale`` the model's attention scale as
+        captured (``None`` in a file that has none).
 
     Raises:
-        FoscarError: the file is missing, not safetensors, or not a ``dump-kv`` file.
+        FoscarError: the file is missing, not safetensors, not a ``dump-kv`` file, or lists a layer
+            without its tensors.
     """
     import torch
 
@@ -109,10 +120,21 @@ def load_kv_file(path: Path | str, device) -> tuple[list[Any], dict[str, str]]:
         raise
     except Exception as e:  # safetensors raises its own error types for a bad header
         raise FoscarError(f"--kv-file {path}: cannot read it as safetensors ({str(e).splitlines()[0][:200]})") from None
+    try:
+        layers = [int(x) for x in meta.get("layers", "").split(",") if x]
+        sm_scale = float(meta["sm_scale"]) if meta.get("sm_scale") else None
+    except ValueError:
+        raise FoscarError(f"--kv-file {path}: its metadata's layers {meta.get('layers')!r} or sm_scale "
+                          f"{meta.get('sm_scale')!r} is not what `foscar dump-kv` writes") from None
     out = []
-    for i in [int(x) for x in meta["layers"].split(",") if x]:
-        q, k, v = (tensors[f"layers.{i}.{n}"].to(device) for n in ("q", "k", "v"))
+    for i in layers:
+        names = [f"layers.{i}.{n}" for n in ("q", "k", "v")]
+        if any(n not in tensors for n in names):
+            raise FoscarError(f"--kv-file {path}: lists layer {i} but lacks "
+                              f"{', '.join(n for n in names if n not in tensors)}; write it again with foscar dump-kv")
+        q, k, v = (tensors[n].to(device) for n in names)
         seq_lens = torch.full((k.shape[0],), k.shape[2], dtype=torch.int32, device=device)
         label = f"{meta['model']} layer {i}, post-RoPE, {k.shape[2]} tokens"
-        out.append(KVData(f"real-L{i}", label, q[:, :, -1].contiguous(), k.contiguous(), v.contiguous(), seq_lens))
+        out.append(KVData(f"real-L{i}", label, q[:, :, -1].contiguous(), k.contiguous(), v.contiguous(), seq_lens,
+                          sm_scale=sm_scale))
     return out, meta

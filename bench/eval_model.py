@@ -399,9 +399,10 @@ def run_eval_model(opts: EvalOptions):
         raise FoscarError(f"{loaded.source}: {e}") from None
     text, text_source = read_text(opts.text)
     ids = tokenize(loaded, text)
-    need = opts.prefill + 2
+    need = opts.prefill + opts.max_tokens + 1  # (a shorter text scored fewer steps than asked, and said nothing)
     if ids.shape[1] < need:
-        raise FoscarError(f"the text has {ids.shape[1]} tokens; --prefill {opts.prefill} needs at least {need}")
+        raise FoscarError(f"the text has {ids.shape[1]} tokens; --prefill {opts.prefill} and --max-tokens "
+                          f"{opts.max_tokens} need at least {need} (pass a longer --text or a smaller --max-tokens)")
     ids = ids[:, : opts.prefill + opts.max_tokens + 1].to(device)
 
     import torch

@@ -4,8 +4,8 @@ Every command that writes a run directory records its kind: ``bench``, ``ablate`
 ``accuracy``, ``eval-model`` (``foscar eval-model``) or ``model-speed``
 (``foscar model-speed``, also ``python -m bench.model_speed``). ``foscar report`` and ``foscar compare`` dispatch on
 it (:mod:`bench.study`). Runs from before the field existed: an ablation's
-``meta.json`` lists its ``settings``; any other ``meta.json`` without a kind, or no
-``meta.json`` at all, is a bench run.
+``meta.json`` lists its ``settings``; any other ``meta.json`` without a kind is a bench run; a run without
+``meta.json`` is the kind whose columns its ``results.csv`` holds (:func:`kind_of_columns`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ def kind_of(meta: dict) -> str:
     return kind
 
 
+# columns only one kind's results.csv holds (bench/<kind>.py COLUMNS), for a run whose meta.json is gone
+_KIND_COLUMNS = ((ABLATE, {"axis", "setting"}), (ACCURACY, {"rotation", "rel_l2_vs_deq_max"}),
+                 (EVAL_MODEL, {"perplexity", "scored_tokens"}), (MODEL_SPEED, {"speedup_vs_bf16", "step_ms"}))
+
+
+def kind_of_columns(csv: Path) -> str:
+    """The study kind of a run without ``meta.json``, from its ``results.csv`` header (a bench run's where the file
+    is missing, unreadable or holds no other kind's columns)."""
+    try:
+        with open(csv, encoding="utf-8") as f:
+            header = set(f.readline().strip().split(","))
+    except (OSError, UnicodeDecodeError):
+        return BENCH
+    return next((kind for kind, columns in _KIND_COLUMNS if columns <= header), BENCH)
+
+
 def run_kind(path: Path | str) -> str:
     """The study kind of the run directory ``path`` (one of :data:`KINDS`).
 
@@ -44,7 +60,7 @@ def run_kind(path: Path | str) -> str:
     """
     meta_path = check_run_dir(path) / "meta.json"
     if not meta_path.is_file():
-        return BENCH
+        return kind_of_columns(meta_path.parent / "results.csv")
     kind = kind_of(read_json_object(meta_path))
     if kind not in KINDS:
         raise FoscarError(f"{meta_path}: unknown study kind {kind!r}; expected one of {', '.join(KINDS)}")

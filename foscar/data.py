@@ -50,6 +50,8 @@ class KVData:
         q: ``[batch, num_qo_heads, head_dim]`` bfloat16.
         k, v: ``[batch, num_kv_heads, max_seq_len, head_dim]`` bfloat16 (HND).
         seq_lens: ``[batch]`` int32, all ``max_seq_len``.
+        sm_scale: the softmax scale the data belongs with (a captured model's own attention scale),
+            ``None``: ``1 / sqrt(head_dim)``.
     """
 
     name: str
@@ -58,6 +60,7 @@ class KVData:
     k: torch.Tensor
     v: torch.Tensor
     seq_lens: torch.Tensor
+    sm_scale: float | None = None
 
 
 def rope_tables(positions: torch.Tensor, head_dim: int, base: float = ROPE_BASE) -> tuple[torch.Tensor, torch.Tensor]:

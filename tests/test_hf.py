@@ -243,6 +243,16 @@ def test_model_errors_are_one_line(tmp_path, capsys):
     assert code == 2 and "cannot load it from disk" in stderr and len(stderr.strip().splitlines()) == 1
 
 
+def test_eval_model_refuses_a_text_too_short_for_its_steps(saved_model, tmp_path, capsys):
+    """A 46-byte text with --prefill 16 --max-tokens 100 scored 29 steps, said nothing, and exited 0."""
+    short = tmp_path / "short.txt"
+    short.write_text("x" * 46)
+    code, _, stderr = run_main(capsys, "eval-model", "--model", str(saved_model), "--prefill", "16", "--max-tokens",
+                               "100", "--text", str(short), "--out", str(tmp_path / "run"))
+    assert code == 2 and "the text has 46 tokens; --prefill 16 and --max-tokens 100 need at least 117" in stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_dump_kv_then_accuracy(saved_model, tmp_path, capsys):
     kv = tmp_path / "kv.safetensors"
     code, stdout, stderr = run_main(capsys, *["dump-kv", "--model", str(saved_model), "--out", str(kv), "--layers", "1", "--max-tokens", "32"])
@@ -266,6 +276,21 @@ def test_dump_kv_then_accuracy(saved_model, tmp_path, capsys):
     (tmp_path / "bad.safetensors").write_bytes(b"not safetensors")
     code, _, stderr = run_main(capsys, "accuracy", "--smoke", "--kv-file", tmp_path / "bad.safetensors")
     assert code == 2 and "cannot read it as safetensors" in stderr
+    # the model's attention scale comes back with the data (accuracy used 1/sqrt(head_dim) whatever the model's)
+    from bench.dump_kv import load_kv_file
+
+    data, meta = load_kv_file(kv, torch.device("cpu"))
+    assert data[0].sm_scale == float(meta["sm_scale"]) == 64 ** -0.5
+    # a file that lists a layer without its tensors, and an --out that is a directory: one line each (tracebacks)
+    from safetensors.torch import save_file
+
+    save_file({"layers.0.q": torch.zeros(1, 4, 2, 64)}, str(tmp_path / "part.safetensors"),
+              metadata={"format": "foscar-kv/1", "layers": "0", "model": "m", "sm_scale": "0.125"})
+    code, _, stderr = run_main(capsys, "accuracy", "--smoke", "--kv-file", tmp_path / "part.safetensors")
+    assert code == 2 and "lists layer 0 but lacks layers.0.k, layers.0.v" in stderr and "Traceback" not in stderr
+    code, _, stderr = run_main(capsys, "dump-kv", "--model", str(saved_model), "--out", str(tmp_path),
+                               "--max-tokens", "8")
+    assert code == 2 and "a directory; expected the path of the safetensors file" in stderr
 
 
 @pytest.mark.gpu

@@ -491,3 +491,24 @@ def test_a_run_without_meta_json_takes_its_timing_mode_from_its_rows(tmp_path):
     assert load_run(bare).timing_mode == "cuda_graph" == load_run(src).timing_mode
     result = compare_runs(load_run(src), load_run(bare))
     assert not [n for n in result["notes"] if "timing mode" in n], result["notes"]
+
+
+def test_a_run_without_meta_json_is_the_kind_its_columns_say(tmp_path):
+    """foscar report took every run without meta.json for a bench run ("lacks the column(s) kernel; is it a foscar
+    bench results.csv?" for an ablation); the results.csv header names the kind."""
+    import bench.ablate
+    import bench.accuracy
+    import bench.eval_model
+    import bench.model_speed_study
+    from bench.kinds import run_kind
+    from bench.results import COLUMNS
+
+    for kind, columns in (("ablate", bench.ablate.COLUMNS), ("accuracy", bench.accuracy.COLUMNS),
+                          ("eval-model", bench.eval_model.COLUMNS), ("model-speed", bench.model_speed_study.COLUMNS),
+                          ("bench", COLUMNS)):
+        run = tmp_path / kind
+        run.mkdir()
+        (run / "results.csv").write_text(",".join(columns) + "\n")
+        assert run_kind(run) == kind
+    (tmp_path / "empty").mkdir()
+    assert run_kind(tmp_path / "empty") == "bench"
