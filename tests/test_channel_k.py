@@ -400,7 +400,9 @@ def test_gpu_channel_k_fp8_operands(bits, k_block):
 @pytest.mark.gpu
 @pytest.mark.parametrize("head_dim, qo, kv, group_size", [(64, 28, 4, 32), (256, 8, 8, 128), (128, 7, 1, 64)])
 def test_gpu_channel_k_head_dims_and_gqa(head_dim, qo, kv, group_size):
+    """The compiled Triton kernel with channel-wise K (backend "auto" took the CUDA kernel at all three shapes, which
+    test_gpu_channel_k_cuda_head_dims_and_gqa covers)."""
     dev = torch.device("cuda")
     q, cache = _case(dev, batch=3, num_qo_heads=qo, num_kv_heads=kv, head_dim=head_dim,
                      seq_lens=[5000, 129, 1], bits=2, group_size=group_size, k_block=64)
-    _check(q, cache)
+    _check(q, cache, backend="triton")

@@ -106,7 +106,9 @@ def test_long_range_single_split_keeps_error(device):
     q2, short = _case(device, batch=1, num_qo_heads=2, num_kv_heads=1, head_dim=64,
                       seq_lens=[256], bits=2, group_size=64, seed=11)
     short_err = _check(q2, short, num_splits=1)
-    assert long_err < TOL and short_err < TOL
+    # (_check holds both under TOL already): 128 times the tokens in one split, not a growing error (4.6e-3 against
+    # 3.6e-3 in the interpreter; a loss of precision over the range would show as a multiple)
+    assert long_err < 1.5 * short_err + 1e-3, (long_err, short_err)
 
 
 def test_split_heuristic():

@@ -365,12 +365,15 @@ def test_few_wide_merges_take_the_merge_kernel(monkeypatch, num_qo_heads, num_kv
 
 
 def test_fused_and_kernel_merge_agree(monkeypatch):
+    """Both merges against the fp64 reference and each other (sequence by sequence; NaN fails, an empty sequence
+    is zeros with LSE -inf)."""
+    lens = [40000] + [4096, 0, 1, 300, 4096, 257, 4095]
     q, cache = _case(torch.device("cuda"), batch=8, num_qo_heads=32, num_kv_heads=8, head_dim=128,
-                     seq_lens=[40000] + [4096, 0, 1, 300, 4096, 257, 4095], bits=2, group_size=128)
+                     seq_lens=lens, bits=2, group_size=128)
     a, la = _decode(q, cache, "fused", monkeypatch)
     b, lb = _decode(q, cache, "kernel", monkeypatch)
     assert float((a.float() - b.float()).norm() / b.float().norm()) < 1e-3
-    assert torch.allclose(la, lb, rtol=0, atol=1e-4, equal_nan=True)
+    _against_the_reference_and(q, cache, lens, a, la, (b, lb))
 
 
 def test_one_shot_decode_takes_the_merge_kernel_and_plans_the_fused_merge(monkeypatch):
@@ -430,4 +433,9 @@ def test_a_captured_plan_replays_with_growing_lengths(fused):
         torch.cuda.synchronize()
         assert not plan._counters.any(), lens
         assert torch.equal(plan.out, foscar.decode(q, cache, backend="cuda")), lens
+        ref = foscar.reference_decode(q, cache)  # each replay against fp64, not only against another decode
+        for b, n in enumerate(lens):
+            got = plan.out[b].double()
+            assert (float((got - ref[b]).norm() / ref[b].norm()) < 1e-2) if n else not got.any(), (lens, b)
+    cache.seq_lens.copy_(torch.tensor([60000, 8100, 8192, 7], dtype=torch.int32))
     _check(q, cache, backend="cuda")

@@ -355,8 +355,9 @@ def test_negative_prediction_is_refused():
 def _two_plans_agree(monkeypatch, lengths, knob, first, second):
     """Two CUDA plans of one INT2 batch (32 query heads, 8 KV heads, head_dim 128) made with the environment
     variable ``knob`` at ``first`` and at ``second``: both run, and their outputs agree to a bf16 ulp (sums in
-    another order) and their LSEs to 1e-5. The merge kernel's knobs: both plans take it whatever FOSCAR_MERGE says.
-    Returns the two plans."""
+    another order) and their LSEs to 1e-5, and the first's rows are within 1e-2 of the fp64 reference (an empty
+    sequence: zeros). The merge kernel's knobs: both plans take it whatever FOSCAR_MERGE says. Returns the two
+    plans."""
     import foscar
     from tests.test_decode_triton import _case
 
@@ -373,6 +374,9 @@ def _two_plans_agree(monkeypatch, lengths, knob, first, second):
     b, lb = two.run(q, cache, return_lse=True)
     torch.testing.assert_close(a.float(), b.float(), rtol=8e-3, atol=1e-3)
     torch.testing.assert_close(la, lb, rtol=1e-6, atol=1e-5)
+    ref = foscar.reference_decode(q, cache)  # not only two plans of one kernel against each other
+    for s, n in enumerate(lengths):
+        assert (float((a[s].double() - ref[s]).norm() / ref[s].norm()) < 1e-2) if n else not a[s].any(), s
     return one, two
 
 
@@ -507,8 +511,10 @@ def test_the_merge_loads_its_table_in_one_round():
 
 @pytest.mark.gpu
 def test_the_synthetic_cases_on_cuda():
-    """The cases above, compiled, on the GPU (``pytest -m gpu`` deselects them: they take the ``device``
-    fixture, which is CUDA only when a run includes unmarked tests)."""
+    """The first cases above, compiled, on the GPU (``pytest -m gpu`` deselects them: they take the ``device``
+    fixture, which is CUDA only when a run includes unmarked tests). The fixed-window, expected-count, several-rows
+    and length-derived cases run here only in the interpreter; on a GPU their paths run end to end, against the fp64
+    reference, in the plans of test_ragged_gpu.py and this file's plan tests."""
     dev = torch.device("cuda")
     for d_slices in (1, 4):
         for batch, per in [(1, 16), (4, 4), (3, 3), (2, 32)]:

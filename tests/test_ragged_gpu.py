@@ -10,6 +10,7 @@ import torch
 
 import foscar
 from tests.test_decode_triton import _case, _check
+from tests.test_paged import _check_paged
 
 pytestmark = pytest.mark.gpu
 
@@ -72,6 +73,7 @@ def test_paged_ragged_against_the_reference():
     ref, ref_lse = foscar.decode(q, cache, backend="cuda", return_lse=True)
     assert float((out.float() - ref.float()).norm() / ref.float().norm()) < 1e-3
     _check(q, cache, backend="cuda")
+    _check_paged(q, cache, paged, backend="cuda")  # the paged output and LSE against fp64, not only the contiguous
 
 
 def test_lengths_past_the_capacity_are_clamped_in_the_kernel():
@@ -103,8 +105,16 @@ def test_paged_lengths_past_the_page_table_are_clamped_in_the_kernel():
     paged.kv_indptr[-1] += 1000  # past the page list: clamped to len(kv_indices)
     got = plan.run(q, paged)
     torch.cuda.synchronize()
-    assert torch.isfinite(full).all()
-    assert torch.equal(got[0], want[0]) and torch.isfinite(got).all()
+    # a full last page: the answer over every row of the last pages (the fp64 reference of that cache)
+    as_full = dataclasses.replace(paged, kv_last_page_len=torch.full_like(last, 16))
+    ref = foscar.reference_decode(q, as_full)
+    for b in range(2):
+        assert float((full[b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, b
+    # past the page list: clamped to the pages listed, which are all of sequence 1's (paginate lists no extra page)
+    paged.kv_indptr[-1] -= 1000
+    ref = foscar.reference_decode(q, paged)
+    assert torch.equal(got[0], want[0])
+    assert float((got[1].double() - ref[1]).norm() / ref[1].norm()) < 1e-2
 
 
 def test_a_captured_plan_follows_growing_lengths_and_leaves_its_counters_zero():
