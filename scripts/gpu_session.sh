@@ -39,8 +39,9 @@ tail -3 "$OUT/build.log"
 
 if [ "${FOSCAR_TEST_SECONDS:-240}" != 0 ]; then
   echo "== 2. GPU tests: ${FOSCAR_TESTS:-tests}"
+  # -rs too: the A/B builds' tests (wave fit, tile rotate) skip without FOSCAR_NVCC_DEFINES, and should say so
   # shellcheck disable=SC2086  # FOSCAR_TESTS is a list of paths / node ids
-  timeout "${FOSCAR_TEST_SECONDS:-240}" python -m pytest -m gpu -q -rfEx ${FOSCAR_TESTS:-tests} \
+  timeout "${FOSCAR_TEST_SECONDS:-240}" python -m pytest -m gpu -q -rfExs ${FOSCAR_TESTS:-tests} \
     > "$OUT/gpu_tests.log" 2>&1
   rc=$?
   if [ "$rc" = 124 ]; then note=" (cut at ${FOSCAR_TEST_SECONDS:-240} s)"; else note=""; fi
