@@ -501,4 +501,3 @@ class FoscarCache(Cache):
             layer.lazy_initialization(k, v)
             layer._store(k, v)
         return cache
-

@@ -84,7 +84,7 @@ def attention_reference(
     if seq_lens.dtype.is_floating_point or seq_lens.dtype == torch.bool:
         raise ValueError(f"seq_lens: expected an integer dtype, got {str(seq_lens.dtype).replace('torch.', '')}")
     check_lengths("seq_lens", seq_lens.cpu(), max_seq_len, hint=" (k's rows per sequence)")
-    group = gqa_ratio(num_qo_heads, num_kv_heads)
+    gqa_ratio(num_qo_heads, num_kv_heads)  # raises unless num_qo_heads is a multiple of num_kv_heads
     scale = softmax_scale(sm_scale, head_dim)
     out = torch.zeros(batch, num_qo_heads, head_dim, dtype=dtype, device=q.device)
     lse = torch.full((batch, num_qo_heads), -math.inf, dtype=dtype, device=q.device)
@@ -92,13 +92,13 @@ def attention_reference(
     for b, length in enumerate(lens):
         if length == 0:
             continue
-        o, l = _attend(q[b], k[b, :, :length], v[b, :, :length], group, scale, dtype)
+        o, l = _attend(q[b], k[b, :, :length], v[b, :, :length], scale, dtype)
         out[b], lse[b] = o, l
     return (out, lse) if return_lse else out
 
 
-def _attend(qb, kb, vb, group, scale, dtype):
-    # qb: [num_qo_heads, D]; kb, vb: [num_kv_heads, L, D]
+def _attend(qb, kb, vb, scale, dtype):
+    # qb: [num_qo_heads, D]; kb, vb: [num_kv_heads, L, D] (the GQA group: num_qo_heads / num_kv_heads)
     o, lse = attend_all(qb[None], kb[None], vb[None], scale, dtype)
     return o[0], lse[0]
 
@@ -167,7 +167,7 @@ def reference_decode(
         cache = cache.to_contiguous()
     cache.validate(check_values=True)
     check_tensor("q", q, shape=(cache.batch_size, None, cache.head_dim))
-    group = gqa_ratio(q.shape[1], cache.num_kv_heads)
+    gqa_ratio(q.shape[1], cache.num_kv_heads)  # raises unless num_qo_heads is a multiple of num_kv_heads
     scale = softmax_scale(sm_scale, cache.head_dim)
     out = torch.zeros(q.shape, dtype=dtype, device=q.device)
     lse = torch.full(q.shape[:2], -math.inf, dtype=dtype, device=q.device)
@@ -182,7 +182,7 @@ def reference_decode(
         kb, vb = dequantize_kv(cache, dtype=dtype, batch_index=b)
         if k_operand_dtype is not None:
             kb = kb.to(k_operand_dtype).to(dtype)
-        out[b], lse[b] = _attend(q[b].to(q.device), kb.to(q.device), vb.to(q.device), group, scale, dtype)
+        out[b], lse[b] = _attend(q[b].to(q.device), kb.to(q.device), vb.to(q.device), scale, dtype)
     return (out, lse) if return_lse else out
 
 

@@ -435,8 +435,6 @@ def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
     return min(wanted, head_dim // MIN_D_COLUMNS)
 
 
-
-
 def rows_choice(rows: int, num_sms: int, num_qo_heads: int) -> int:
     """Rows (query heads of one sequence) per program of :func:`merge_slots`' table path:
     ``FOSCAR_MERGE_ROWS`` (read when a plan is made), ``"auto"`` by default: the fewest (1, 2 or 4) that leave
