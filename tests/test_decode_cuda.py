@@ -580,9 +580,11 @@ def test_misaligned_names_code_tensors_and_channel_wise_scales_off_16_bytes():
     channel = foscar.quantize_kv(k, -k, bits=4, group_size=32, k_layout="channel", k_block=32)
     assert decode_cuda.misaligned(token) is None and decode_cuda.misaligned(channel) is None
     scales = ("k_scale", "k_offset", "v_scale", "v_offset")
-    assert decode_cuda.misaligned(dataclasses.replace(token, **{f: _shifted(getattr(token, f)) for f in scales})) is None
+    shifted_scales = dataclasses.replace(token, **{f: _shifted(getattr(token, f)) for f in scales})
+    assert decode_cuda.misaligned(shifted_scales) is None
     why = decode_cuda.misaligned(dataclasses.replace(token, v_codes=_shifted(token.v_codes)))
-    assert why.startswith("the CUDA kernel copies k_codes, v_codes 16 bytes at a time") and "v_codes starts 1 bytes" in why
+    assert why.startswith("the CUDA kernel copies k_codes, v_codes 16 bytes at a time")
+    assert "v_codes starts 1 bytes" in why
     assert "storage offset 1: .clone() it" in why
     why = decode_cuda.misaligned(dataclasses.replace(channel, k_offset=_shifted(channel.k_offset)))
     assert "k_codes, v_codes, k_scale, k_offset" in why and "k_offset starts 4 bytes" in why

@@ -44,11 +44,15 @@ AccGroupOpt = Annotated[
     Optional[list[int]],
     typer.Option("--group-size", help=f"Group size: {one_of(SUPPORTED_GROUP_SIZES)} (repeat; default all, smoke 128)."),
 ]
-AccDataOpt = Annotated[Optional[list[DataKind]], enum_option(DataKind, "--data", help="Synthetic data kind (repeat; default all).")]
+AccDataOpt = Annotated[
+    Optional[list[DataKind]], enum_option(DataKind, "--data", help="Synthetic data kind (repeat; default all).")
+]
 AccKernelOpt = Annotated[
     Optional[list[str]], typer.Option("--kernel", help=f"Variant (repeat; default all): {one_of(VARIANT_NAMES)}.")
 ]
-AccRotationOpt = Annotated[Optional[list[Rotation]], enum_option(Rotation, "--rotation", help="Rotation (repeat; default both).")]
+AccRotationOpt = Annotated[
+    Optional[list[Rotation]], enum_option(Rotation, "--rotation", help="Rotation (repeat; default both).")
+]
 AccBatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Batch size (default 4; smoke 1).")]
 AccContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens per sequence (default 8192; smoke 64).")]
 AccQoOpt = Annotated[Optional[int], typer.Option("--num-qo-heads", min=1, help="Query heads (default 32; smoke 4).")]

@@ -49,7 +49,9 @@ from bench.run import BenchOptions
 
 
 ArchOpt = Annotated[
-    Arch, enum_option(Arch, "--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute capability.")
+    Arch,
+    enum_option(Arch, "--arch", help="Preset to run: configs/<arch>.toml. auto: from the GPU's name and compute "
+                "capability."),
 ]
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", help="A TOML sweep config (format: configs/h200.toml); default: the arch's preset.")

@@ -22,7 +22,8 @@ ThresholdOpt = Annotated[
 ]
 CompareFormatOpt = Annotated[
     OutputFormat,
-    enum_option(OutputFormat, "--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: the verdict only."),
+    enum_option(OutputFormat, "--format", help="table: rich tables; json: the comparison as JSON on stdout; quiet: "
+                "the verdict only."),
 ]
 CompareOutOpt = Annotated[Optional[Path], typer.Option("--out", help="Also write the comparison as JSON to this file.")]
 AllRowsOpt = Annotated[

@@ -36,14 +36,18 @@ from bench.engine import OutputFormat
 from bench.errors import check_choices
 
 
-EvalBitsOpt = Annotated[Optional[list[Bits]], enum_option(Bits, "--bits", help="Bit width (repeat for several; default 4).")]
+EvalBitsOpt = Annotated[
+    Optional[list[Bits]], enum_option(Bits, "--bits", help="Bit width (repeat for several; default 4).")
+]
 EvalGroupOpt = Annotated[
     Optional[list[int]],
     typer.Option("--group-size", help=f"Group size: {one_of(SUPPORTED_GROUP_SIZES)} (repeat; default 32)."),
 ]
 EvalSinkOpt = Annotated[int, typer.Option("--sink", min=0, help="Leading tokens kept in BF16 (attention sinks).")]
 EvalRecentOpt = Annotated[int, typer.Option("--recent", min=0, help="Trailing tokens kept in BF16.")]
-EvalRotationOpt = Annotated[Rotation, enum_option(Rotation, "--rotation", help="none, or hadamard (randomized Hadamard before quantization).")]
+EvalRotationOpt = Annotated[
+    Rotation, enum_option(Rotation, "--rotation", help="none, or hadamard (randomized Hadamard before quantization).")
+]
 PrefillOpt = Annotated[int, typer.Option("--prefill", min=1, help="Prompt tokens (prefilled through SDPA on BF16 K/V).")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Teacher-forced decode steps scored.")]
 GreedyOpt = Annotated[int, typer.Option("--greedy-tokens", min=1, help="Greedy tokens generated (agreement and tokens/s).")]

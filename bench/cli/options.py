@@ -180,8 +180,8 @@ BatchOpt = Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="B
 ContextOpt = Annotated[Optional[list[int]], typer.Option("--context", min=1, help="Context length in tokens (repeat).")]
 FormatOpt = Annotated[
     OutputFormat,
-    enum_option(OutputFormat, "--format", help="table: rich tables; json: the result as JSON on stdout (the run's summary.json); "
-                 "quiet: the run directory only."),
+    enum_option(OutputFormat, "--format", help="table: rich tables; json: the result as JSON on stdout (the run's "
+                "summary.json); quiet: the run directory only."),
 ]  # fmt: skip
 JsonOpt = Annotated[bool, typer.Option("--json", metavar=FLAG, help="Same as --format json.")]
 ShardOpt = Annotated[
