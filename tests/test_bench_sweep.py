@@ -275,11 +275,36 @@ def test_point_table_shows_the_floor_column_only_with_floors():
 
 def test_rotation_copies_read_four_l2s_a_round_within_bounds():
     """The bench's rotation (and the read floor's, ``scripts/read_floor.py``'s): copies until a round reads 4x the
-    L2, at least one, at most 64."""
-    from bench.sweep import rotation_copies
+    L2, at least one, at most MAX_COPIES (1024)."""
+    from bench.sweep import MAX_COPIES, rotation_copies
 
     l2 = 60 << 20
+    assert MAX_COPIES == 1024
     assert rotation_copies(167903232, l2) == 2  # INT2 8 x 32K: 160 MiB, two copies (the bench's working set)
     assert rotation_copies(5 << 20, l2) == 48
-    assert rotation_copies(1000, l2) == 64 and rotation_copies(0, l2) == 64
+    assert rotation_copies(659456, l2) == 382  # INT2 1 x 8K at one KV head: under the old cap of 64, all in L2
+    assert rotation_copies(1000, l2) == 1024 and rotation_copies(0, l2) == 1024
     assert rotation_copies(1 << 30, l2) == 1
+
+
+@pytest.mark.parametrize("l2_mib", [50, 60])  # the H100's and the H200's L2
+def test_every_preset_points_smallest_call_rotates_over_four_l2s(l2_mib):
+    """Every point of the h100 / h200 presets, alone and with each model's shape (configs/models/), at its smallest
+    call (INT2's quantized cache, the fewest bytes a row reads): one round of its copies reads at least 4x the L2,
+    so no timed call finds its inputs in the L2. Under the cap of 64 copies before session 78, INT2 1 x 8K at the
+    Llama-3.1-70B TP8 shape (0.66 MB a call) rotated over 42 MB, less than an H100's L2."""
+    from bench.config import apply_model, load_config, load_model, model_names, preset_path
+    from bench.sweep import ROTATE_L2_MULTIPLE, grid, rotation_copies
+    from bench.workload import bytes_per_token
+
+    l2 = l2_mib << 20
+    checked = 0
+    for arch in ("h100", "h200"):
+        base = load_config(preset_path(arch))
+        for cfg in [base] + [apply_model(base, load_model(m)) for m in model_names()]:
+            for p in grid(cfg):
+                nbytes = (sum(p.lengths) * p.num_kv_heads * bytes_per_token(2, p.group_size, p.head_dim)
+                          + 2 * 2 * p.batch * p.num_qo_heads * p.head_dim)  # + q read and the output written
+                assert rotation_copies(nbytes, l2) * nbytes >= ROTATE_L2_MULTIPLE * l2, (arch, cfg.model, p.label())
+                checked += 1
+    assert checked > 100
