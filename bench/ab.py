@@ -385,8 +385,10 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
 
 def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
     """The A/B table of :func:`run`'s rows: median us per point and (label, round), and ``LABEL/BASE``, each label's
-    mean over its rounds over the base label's (``base``; default the first label in the rows), then the points whose
-    output differs between builds or rounds, the largest error per label, NaN seen and failed points.
+    mean over the base label's (``base``; default the first label in the rows), both over the round numbers the two
+    ran the point in (an order such as "t l l t" cancels drift only when every round is there: a round not run, or a
+    point failed in one round, left the other label's extra round in its mean; such points are listed), then the points
+    whose output differs between builds or rounds, the largest error per label, NaN seen and failed points.
 
     Raises:
         ValueError: no rows, or ``base`` not among the labels.
@@ -418,11 +420,16 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
     lines = []
     if not ok.empty:
         p = ok.pivot_table(index=KEYS, columns=["m", "rnd"], values="median_us", aggfunc="mean")
-        mean = ok.pivot_table(index=KEYS, columns="m", values="median_us", aggfunc="mean")
+        unpaired = []
         for lab in labels:
-            if lab != base and lab in mean:
-                p[(f"{lab}/{base}", "")] = mean[lab] / mean[base]
+            if lab != base and lab in ok_labels:
+                ratio, short = _paired_ratio(p, lab, base)
+                p[(f"{lab}/{base}", "")] = ratio
+                unpaired += [f"{lab}/{base} at {_key_label(k)}: rounds {sorted(r)} of {n}" for k, (r, n) in short.items()]
         lines.append(p.round(3).to_string())
+        if unpaired:
+            lines.append("ratios over the rounds both labels ran, not all their rounds (drift is not cancelled there): "
+                         + "; ".join(unpaired))
         shas = ok.groupby(KEYS)["sha"].nunique()
         lines.append(f"points whose outputs differ between builds or rounds: {int((shas > 1).sum())} of {len(shas)}")
         lines.append(f"max err per label: {ok.groupby('m')['err'].max().to_dict()}; NaN seen: {bool(ok['nan'].any())}")
@@ -432,6 +439,28 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
         lines.append(f"failed: {r['m']} round {r['rnd']} {_row_label(r)}: {r['error']}")
     lines += throttled_lines(ok)
     return "\n".join(lines)
+
+
+def _paired_ratio(p: pd.DataFrame, lab: str, base: str) -> tuple[pd.Series, dict]:
+    """``lab``'s mean over ``base``'s per point of the (label, round) table ``p``, both over the round numbers where
+    both have the point; and the points where those are fewer than the rounds either ran:
+    ``{point: (rounds used, rounds either ran)}``."""
+    ratio, short = pd.Series(float("nan"), index=p.index), {}
+    lab_rounds = [r for m, r in p.columns if m == lab]
+    base_rounds = [r for m, r in p.columns if m == base]
+    for key in p.index:
+        have_lab = {r for r in lab_rounds if pd.notna(p.at[key, (lab, r)])}
+        have_base = {r for r in base_rounds if pd.notna(p.at[key, (base, r)])}
+        both = sorted(have_lab & have_base)
+        if both:
+            ratio[key] = (sum(p.at[key, (lab, r)] for r in both) / sum(p.at[key, (base, r)] for r in both))
+        if have_lab != have_base:
+            short[key] = (both, len(have_lab | have_base))
+    return ratio, short
+
+
+def _key_label(key: tuple) -> str:
+    return " ".join(f"{k}={v}" for k, v in zip(KEYS, key) if k in ("bits", "batch", "context", "capacity", "workload"))
 
 
 def read_rows(path: Path) -> pd.DataFrame:

@@ -103,6 +103,19 @@ def test_table_ratio_identity_and_failures():
     assert "failed: b round 2 2x1x16: RuntimeError: boom" in text
 
 
+def test_table_ratio_pairs_the_rounds_both_labels_ran():
+    """Order "off rot rot off" with a drift of +1 us a round and identical builds: when the last off round did not
+    run, the ratio of all rounds read mean(11, 12) / 10 = 1.15, drift counted as a difference; over the rounds both
+    ran (round 0 of each) it is 11 / 10, and the table says which points lost rounds."""
+    frames = [_rows("off", 0, 10.0), _rows("rot", 0, 11.0), _rows("rot", 1, 12.0)]
+    text = ab.table(frames)
+    assert "1.1" in text and "1.15" not in text  # 11 / 10 (round 0 of each), not mean(11, 12) / 10 = 1.15
+    assert "ratios over the rounds both labels ran, not all their rounds" in text
+    assert "rot/off at bits=2 batch=1 context=16 workload=uniform capacity=16: rounds [0] of 2" in text
+    whole = ab.table(frames + [_rows("off", 1, 13.0)])  # every round: mean(11, 12) / mean(10, 13) = 1.0
+    assert "1.0" in whole and "not all their rounds" not in whole
+
+
 def test_table_counts_differing_outputs_and_base():
     text = ab.table([_rows("a", 0, 4.0), _rows("b", 0, 2.0, sha="s2")], base="b")
     assert "a/b" in text and "2.0" in text
