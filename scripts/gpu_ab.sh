@@ -10,7 +10,9 @@
 # (FOSCAR_CSRC, e.g. an older commit's foscar/kernels/csrc). The first variant is the base.
 # Steps: build every variant at once (MAX_JOBS shared), then `foscar bench "$@"` per
 # variant into $OUT/ab/NAME, then a table of median us per point and variant (ratio to the
-# base), last. Everything lands in $OUT/ab.tgz; builds of variants other than the plain
+# base), last: one bench run each, in turn, so drift between them lands on the later variants (bench.ab_rounds
+# alternates rounds such as "base new new base" and is the tool for a decision). Everything lands in $OUT/ab.tgz;
+# builds of variants other than the plain
 # one (no defines, no CSRC) are removed from the extension cache so it stays small.
 # A source tree from before commit f28672a takes sequence lengths where the Python side now
 # passes kv_last_page_len for paged caches: time only contiguous kernels against those
@@ -78,7 +80,11 @@ for name in names:
 if not frames:
     sys.exit("no results")
 d = pd.concat(frames)
-keys = ["kernel", "bits", "operand", "group_size", "batch", "context"]
+# every column that tells a point apart (bench.results.POINT_KEYS: the workload, capacity and shape too), so that a
+# uniform and a ragged point of one batch x context are not averaged into one cell
+keys = ["kernel", "bits", "operand", "batch", "context", "workload", "capacity", "group_size", "num_qo_heads",
+        "num_kv_heads", "head_dim", "page_size", "k_layout", "grid"]
+keys = [k for k in keys if k in d]
 t = d.pivot_table(index=keys, columns="variant", values="median_us").reindex(columns=[n for n in names if n in set(d.variant)])
 base = t.columns[0]
 if base != names[0]:
