@@ -114,6 +114,30 @@ def add_run_flags(variants: list[Variant], specs: list[str]) -> list[Variant]:
     return [by_name[v.name] for v in variants]
 
 
+# what a variant's build is made from (its defines and @source): never a per-round setting
+BUILD_VARIABLES = ("FOSCAR_NVCC_DEFINES", "FOSCAR_NVCC_FLAGS", "FOSCAR_CSRC")
+
+
+def check_defines(variants: list[Variant]) -> None:
+    """Refuse a define that is no knob of the variant's kernel source (``#ifndef`` / ``#ifdef`` / ``defined()`` in
+    its csrc, :func:`foscar.kernels.decode_cuda.kernel_knobs`): a misspelt knob builds an extension of its own that
+    compiles the default kernel, and the A/B would time the default against itself.
+
+    Raises:
+        ValueError: the first such define, with the knobs of that source.
+    """
+    from foscar.kernels import decode_cuda
+
+    for v in variants:
+        csrc = Path(v.csrc) if v.csrc else decode_cuda.CSRC
+        knobs = decode_cuda.kernel_knobs(csrc)
+        for d in v.defines:
+            name = d.split("=", 1)[0].strip()
+            if name not in knobs:
+                raise ValueError(f"--variant {v.name}: {name} is no knob of the kernel in {csrc} (a typo builds the "
+                                 f"default kernel under another name); its knobs: {', '.join(sorted(knobs))}")
+
+
 def add_run_env(variants: list[Variant], specs: list[str]) -> list[Variant]:
     """``variants`` with each ``NAME:VAR=VALUE`` of ``specs`` added to variant NAME's :attr:`Variant.run_env`: a
     setting the library reads when a plan is made (``FOSCAR_SHORT_CHUNKS=0``, ``FOSCAR_MAX_CTAS_PER_SM=2``), so that
@@ -122,7 +146,7 @@ def add_run_env(variants: list[Variant], specs: list[str]) -> list[Variant]:
     Raises:
         ValueError: no ``:`` or ``=``, a name that is not a variant's (the names are listed), or a variable that is
             not ``FOSCAR_`` and upper-case letters, digits and ``_``, or is one of the build's (``FOSCAR_NVCC_DEFINES``,
-            ``FOSCAR_CSRC``: give those as the variant's defines and source).
+            ``FOSCAR_NVCC_FLAGS``, ``FOSCAR_CSRC``: a variant's build comes from its defines and source alone).
     """
     by_name = {v.name: v for v in variants}
     for spec in specs:
@@ -133,9 +157,9 @@ def add_run_env(variants: list[Variant], specs: list[str]) -> list[Variant]:
         if name not in by_name:
             raise ValueError(f"--run-env {spec!r}: {name} not among the variants {', '.join(by_name)}")
         if (not var.startswith("FOSCAR_") or not all(c.isupper() or c.isdigit() or c == "_" for c in var)
-                or var in ("FOSCAR_NVCC_DEFINES", "FOSCAR_CSRC")):
+                or var in BUILD_VARIABLES):
             raise ValueError(f"--run-env {spec!r}: expected a FOSCAR_* setting read when a plan is made (not "
-                             "FOSCAR_NVCC_DEFINES or FOSCAR_CSRC: those are the variant's defines and @source)")
+                             f"{' or '.join(BUILD_VARIABLES)}: a variant's build comes from its defines and @source)")
         v = by_name[name]
         by_name[name] = replace(v, run_env=(*[e for e in v.run_env if e[0] != var], (var, value)))
     return [by_name[v.name] for v in variants]
@@ -285,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         # --query-copy: the same run flag for every variant
         variants = add_run_flags(variants, a.run_flag + [f"{n}:--query-copy" for n in names if a.query_copy])
         variants = add_run_env(variants, a.run_env)
+        check_defines(variants)
         order = parse_order(a.order, names)
         for p in a.point:
             parse_point(p)  # a bad point fails here, not in every round

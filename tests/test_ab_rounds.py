@@ -45,7 +45,8 @@ def test_run_env_goes_to_its_variant_only_and_keeps_the_build():
     assert "FOSCAR_SHORT_CHUNKS" not in got[0].env({})
     for bad, words in [("o", "expected NAME:VAR=VALUE"), ("o:FOSCAR_X", "expected NAME:VAR=VALUE"),
                        ("x:FOSCAR_X=1", "x not among the variants s, o"), ("o:PATH=/", "a FOSCAR_\\* setting"),
-                       ("o:FOSCAR_NVCC_DEFINES=B=1", "not FOSCAR_NVCC_DEFINES or FOSCAR_CSRC")]:
+                       ("o:FOSCAR_NVCC_DEFINES=B=1", "not FOSCAR_NVCC_DEFINES or FOSCAR_NVCC_FLAGS or FOSCAR_CSRC"),
+                       ("o:FOSCAR_NVCC_FLAGS=-DX", "a variant's build comes from its defines and @source")]:
         with pytest.raises(ValueError, match=words):
             add_run_env([s, o], [bad])
 
@@ -163,8 +164,8 @@ def test_main_query_copy_reaches_every_variant_once(tmp_path, monkeypatch):
 def test_main_leaves_out_a_variant_whose_build_failed(tmp_path, monkeypatch, capsys):
     fake = FakeRun({"t": 46.0, "l": 41.0}, fail_builds={"t"}, seconds=0.0)
     monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
-    rc = ab_rounds.main([str(tmp_path), "--variant", "t:", "--variant", "l:X=1", "--order", "t l", "--point",
-                         "2x8x32768"])
+    rc = ab_rounds.main([str(tmp_path), "--variant", "t:", "--variant", "l:FOSCAR_L2_ONLY=1", "--order", "t l",
+                         "--point", "2x8x32768"])
     text = capsys.readouterr().out
     assert rc == 1 and "failed: t (see build-NAME.log)" in text and "l round 0: rc=0" in text
     assert "t round" not in text and not (tmp_path / "ab-t-0.csv").exists()
@@ -192,3 +193,22 @@ def test_main_refuses_a_folder_with_earlier_rounds(tmp_path, monkeypatch, capsys
     (tmp_path / "ab-old-0.csv").write_text("m\n")
     assert ab_rounds.main([str(tmp_path), "--variant", "t:", "--order", "t", "--point", "2x8x32768"]) == 2
     assert "already holds ab-old-0.csv" in capsys.readouterr().err and fake.calls == []
+
+
+def test_a_define_that_is_no_knob_of_the_kernel_is_refused_before_any_build(tmp_path, monkeypatch, capsys):
+    """A misspelt knob (FOSCAR_TILE_ROTAT) built an extension of its own from the default kernel: the A/B timed the
+    default against itself. Every define must be a knob of the variant's source (decode_cuda.kernel_knobs)."""
+    fake = FakeRun({"off": 46.0, "rot": 46.0}, seconds=0.0)
+    monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
+    rc = ab_rounds.main([str(tmp_path / "o"), "--variant", "off:FOSCAR_ONLY_HEAD_DIM=128", "--variant",
+                         "rot:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_TILE_ROTAT=1", "--order", "off rot",
+                         "--point", "2x8x32768"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--variant rot: FOSCAR_TILE_ROTAT is no knob of the kernel in" in err and not fake.calls
+    assert "FOSCAR_TILE_ROTATE" in err  # the knobs are listed
+    other = tmp_path / "csrc"
+    other.mkdir()
+    (other / "k.cuh").write_text("#ifndef FOSCAR_OLD_KNOB\n#define FOSCAR_OLD_KNOB 0\n#endif\n")
+    ab_rounds.check_defines([Variant("old", ("FOSCAR_OLD_KNOB=1",), str(other))])  # another tree's own knobs
+    with pytest.raises(ValueError, match="FOSCAR_TILE_ROTATE is no knob of the kernel in"):
+        ab_rounds.check_defines([Variant("old", ("FOSCAR_TILE_ROTATE=1",), str(other))])

@@ -702,10 +702,9 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
 
 
 def kernel_knobs() -> set[str]:
-    """Every ``-D`` knob of the kernel header: the names it tests with ``#ifndef`` / ``#ifdef`` / ``defined()``."""
-    src = (Path(decode_cuda.__file__).parent / "csrc" / "folded_decode_sm90.cuh").read_text()
-    knobs = set(re.findall(r"^\s*#\s*(?:ifndef|ifdef)\s+(FOSCAR_\w+)", src, re.M))
-    return knobs | set(re.findall(r"defined\s*\(\s*(FOSCAR_\w+)\s*\)", src))
+    """Every ``-D`` knob of the kernel source: the names it tests with ``#ifndef`` / ``#ifdef`` / ``defined()``
+    (:func:`foscar.kernels.decode_cuda.kernel_knobs`, which ``bench.ab_rounds`` checks a variant's defines with)."""
+    return decode_cuda.kernel_knobs(decode_cuda.DEFAULT_CSRC)
 
 
 def test_knob_builds_cover_every_knob_of_the_kernel():

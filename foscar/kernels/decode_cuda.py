@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -267,6 +268,21 @@ def unavailable(device: torch.device, gqa: int | None = None) -> str | None:
     if why is None and gqa is not None and not 1 <= gqa <= MAX_GQA:
         why = f"the CUDA kernel handles 1..{MAX_GQA} query heads per KV head, got {gqa}"
     return why
+
+
+def kernel_knobs(csrc: Path | None = None) -> set[str]:
+    """Every ``-D`` knob of the kernel source in ``csrc`` (default: the one built, :data:`CSRC`): the ``FOSCAR_*`` names
+    its headers and units test with ``#ifndef`` / ``#ifdef`` / ``defined()`` (docs/TUNING.md lists them).
+
+    Raises:
+        FileNotFoundError: ``csrc`` holds no ``.cuh`` or ``.cu`` file.
+    """
+    files = sorted(p for p in Path(csrc or CSRC).glob("*") if p.suffix in (".cuh", ".cu"))
+    if not files:
+        raise FileNotFoundError(f"{csrc or CSRC}: no .cuh or .cu file (not a FOSCAR kernel source)")
+    src = "\n".join(p.read_text() for p in files)
+    knobs = set(re.findall(r"^\s*#\s*(?:ifndef|ifdef)\s+(FOSCAR_\w+)", src, re.M))
+    return knobs | set(re.findall(r"defined\s*\(\s*(FOSCAR_\w+)\s*\)", src))
 
 
 def misaligned(cache) -> str | None:
