@@ -418,7 +418,11 @@ def run_problems(df) -> list[str]:
 
     * rows with status ``invalid`` (a time that is zero, negative, NaN or Inf);
     * no FOSCAR row (a non-baseline row) was timed (``ok`` or ``suspect``), e.g. every
-      one was skipped, failed its check or raised: the run measured nothing of FOSCAR.
+      one was skipped, failed its check or raised: the run measured nothing of FOSCAR;
+    * baseline rows that failed their check or raised (not ``skipped``: a kernel that cannot run
+      here at all): at their points "FlashInfer at its best" is the best of the others;
+    * points whose timed rows were timed in different modes (one row's CUDA-graph capture failed
+      and it fell back to ``do_bench``): their speed-ups compare the two.
     """
     problems = []
     invalid = df[df["status"] == INVALID]
@@ -429,6 +433,18 @@ def run_problems(df) -> list[str]:
     if not foscar["status"].isin(TIMED).any():
         counts = ", ".join(f"{n} {s}" for s, n in foscar["status"].value_counts().items()) or "no rows"
         problems.append(f"no FOSCAR row was timed ({counts})")
+    broke = df[df["is_baseline"].astype(bool) & df["status"].isin(["error", "failed"])]
+    if len(broke):
+        names = ", ".join(sorted(set(broke["kernel"].astype(str))))
+        points = len(broke.groupby(POINT_KEYS, dropna=False))
+        problems.append(f"{len(broke)} baseline row(s) failed or raised ({names}) at {points} point(s): their "
+                        "speed-ups are over the baselines that ran there")
+    if "timing_mode" in df:
+        timed = df[df["status"].isin(TIMED)]
+        modes = timed.groupby(POINT_KEYS, dropna=False)["timing_mode"].nunique()
+        if (modes > 1).any():
+            problems.append(f"{int((modes > 1).sum())} point(s) with rows timed in different modes (a CUDA-graph "
+                            "capture failed and its row fell back to do_bench): their speed-ups compare the two")
     return problems
 
 

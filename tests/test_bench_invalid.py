@@ -81,6 +81,25 @@ def test_run_problems_no_foscar_row_timed():
     assert run_problems(ok) == []
 
 
+def test_run_problems_name_a_baseline_that_broke_and_a_point_timed_in_two_modes():
+    """A baseline that raised at one point made the best of the others "FlashInfer at its best" there, silently; a row
+    whose CUDA-graph capture failed (timed by do_bench, with launch gaps) was compared with graph-timed rows silently.
+    A skipped baseline (it cannot run on this machine at all) is no problem."""
+    rows = [_row("foscar-cuda", 5.0, bits=2), _row("flashinfer-fa2", 10.0, baseline="bf16"),
+            _row("flashinfer-xqa", None, baseline="bf16", status="error"),
+            _row("flashinfer-fa2-tc", None, baseline="bf16", status="skipped")]
+    for r in rows:
+        r["timing_mode"] = GRAPH_TIMING
+    assert run_problems(to_frame(rows)) == ["1 baseline row(s) failed or raised (flashinfer-xqa) at 1 point(s): their "
+                                            "speed-ups are over the baselines that ran there"]
+    rows = [r for r in rows if r["kernel"] != "flashinfer-xqa"]
+    assert run_problems(to_frame(rows)) == []
+    rows[1]["timing_mode"] = "do_bench"
+    assert run_problems(to_frame(rows)) == [
+        "1 point(s) with rows timed in different modes (a CUDA-graph capture failed and its row fell back to "
+        "do_bench): their speed-ups compare the two"]
+
+
 GRID = """
 name = "tiny"
 [shape]
