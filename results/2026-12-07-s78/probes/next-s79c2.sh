@@ -2,10 +2,10 @@
 # Prepared in session 78 (no device) for a later call; not run. Any GPU (H100 or H200). At most LIMIT (default 540) s.
 #   Is the FP8 baseline at its best? The reference table of DESIGN §6 (session 4, do_bench) has XQA on an FP8 cache
 #   at 181 us for batch 8 x 32K and 671 us for 8 x 128K; every bench since measures ~240 / ~873 us there (H100 and
-#   H200 alike), 30-35% slower, while its other cells agree within ~8%. A review (session 78) read FlashInfer 0.6.13's XQA as
-#   choosing 2 CTAs a (sequence, KV head) at batch 8 x 8 KV heads (128 CTAs, one an SM), a count its environment
-#   variable XQA_NB_SUB_SEQ overrides (not checked here whether FlashInfer reads it), and the bench times shuffled
-#   16-token pages (--page-order shuffled) where the table's run may have used pages in order.
+#   H200 alike), 30-35% slower, while its other cells agree within ~8%. A review (session 78) read FlashInfer
+#   0.6.13's XQA as choosing 2 CTAs a (sequence, KV head) at batch 8 x 8 KV heads (128 CTAs, one an SM), a count its
+#   environment variable XQA_NB_SUB_SEQ overrides (not checked here whether FlashInfer reads it), and the bench times
+#   shuffled 16-token pages (--page-order shuffled) where the table's run may have used pages in order.
 #   Each setting is its own `foscar bench` process (the variable may be read once), flashinfer-xqa-fp8 and
 #   flashinfer-fa2-tc-fp8 only, INT2 bits (the FP8 rows ignore them), 8 x 32K, 8 x 128K and 1 x 32K:
 #   page order shuffled / in-order x XQA_NB_SUB_SEQ unset / 2 / 4 / 8.
