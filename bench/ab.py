@@ -425,7 +425,8 @@ def table(frames: list[pd.DataFrame], base: str | None = None) -> str:
             if lab != base and lab in ok_labels:
                 ratio, short = _paired_ratio(p, lab, base)
                 p[(f"{lab}/{base}", "")] = ratio
-                unpaired += [f"{lab}/{base} at {_key_label(k)}: rounds {sorted(r)} of {n}" for k, (r, n) in short.items()]
+                unpaired += [f"{lab}/{base} at {_key_label(k)}: rounds {sorted(r)} of {n}"
+                             for k, (r, n) in short.items()]
         lines.append(p.round(3).to_string())
         if unpaired:
             lines.append("ratios over the rounds both labels ran, not all their rounds (drift is not cancelled there): "
@@ -453,7 +454,7 @@ def _paired_ratio(p: pd.DataFrame, lab: str, base: str) -> tuple[pd.Series, dict
         have_base = {r for r in base_rounds if pd.notna(p.at[key, (base, r)])}
         both = sorted(have_lab & have_base)
         if both:
-            ratio[key] = (sum(p.at[key, (lab, r)] for r in both) / sum(p.at[key, (base, r)] for r in both))
+            ratio[key] = sum(p.at[key, (lab, r)] for r in both) / sum(p.at[key, (base, r)] for r in both)
         if have_lab != have_base:
             short[key] = (both, len(have_lab | have_base))
     return ratio, short
