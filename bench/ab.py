@@ -371,9 +371,10 @@ def run(label: str, rnd: int, out_csv: Path, points: list[ProbePoint], query_cop
             row["median_us"] = round(timing.median_us, 3)
             row.update(clock_fields(before, clocks.read() if clocks else None))
             row.update(sampled_fields(during, timing.mode))
-            del w, cache
         except Exception as e:  # recorded; the other points still run
             row["error"] = f"{type(e).__name__}: {e}"[:300]
+        finally:  # this point's tensors go before the next point is built, whether it ran or failed
+            w = cache = fn = plan = prep = out = lse = None
         torch.cuda.empty_cache()
         rows.append(row)
         print(row, flush=True)
