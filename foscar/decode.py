@@ -306,7 +306,9 @@ class DecodePlan:
         ``run`` reads no tensor values on the host, so it does not check the lengths
         (``cache.validate()`` does); both kernels clamp each length to the sequence's
         rows: ``max_seq_len`` on a contiguous cache, its listed pages on a paged one, which
-        they read whole even where they pass the planned ``max_seq_len``.
+        they read whole even where they pass the planned ``max_seq_len``. Nor does it check the
+        page ids: the Triton kernel clamps an id outside the pool to it, the CUDA kernel reads
+        out of bounds (docs/DESIGN.md §10); ``cache.validate()`` refuses both.
 
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message

@@ -170,3 +170,42 @@ def test_gpu_paged_cache_past_2_31_bytes(backend):
         max_seq_len=small.max_seq_len)
     assert int(far.kv_indices.min()) * page_bytes >= (1 << 31)
     _check_paged(q, cache, far, backend=backend)
+
+
+_BAD_TABLE = """
+import dataclasses, sys, torch, foscar
+sys.path.insert(0, sys.argv[1])
+from tests.test_decode_triton import _case
+q, cache = _case(torch.device("cpu"), batch=3, num_qo_heads=4, num_kv_heads=2, head_dim=64, seq_lens=[100, 40, 70],
+                 bits=2, group_size=32)
+paged = foscar.paginate(cache, 16, extra_pages=2)
+plan = foscar.plan_decode(paged, 4, backend="triton")
+good = plan.run(q, paged).clone()
+bad = paged.kv_indices.clone()
+bad[1], bad[8] = 10**6, -5  # ids outside the pool: read as its last page and its first
+out = plan.run(q, dataclasses.replace(paged, kv_indices=bad)).clone()
+clamped = dataclasses.replace(paged, kv_indices=bad.clamp(0, paged.k_codes.shape[0] - 1).to(torch.int32))
+assert torch.equal(out, plan.run(q, clamped)), "ids"
+ptr = paged.kv_indptr.clone()
+ptr[2] = 1 << 20  # sequence 1's pages past kv_indices: clipped to it
+out = plan.run(q, dataclasses.replace(paged, kv_indptr=ptr)).clone()
+assert torch.equal(out[0], good[0]) and bool(torch.isfinite(out.float()).all()), "indptr"
+print("ok")
+"""
+
+
+def test_triton_run_clamps_a_page_table_that_points_outside_the_pool():
+    """DecodePlan.run reads no values on the host: page ids outside the pool, and a kv_indptr past kv_indices, made
+    the Triton kernel read out of bounds (a segfault in the interpreter, a fault on a GPU). Its page-table reads are now
+    clamped as the CUDA kernel's lengths are; run in a subprocess, so that a regression fails here instead of killing
+    the test process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", _BAD_TABLE, repo], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])

@@ -50,8 +50,9 @@ Outputs per split: fp32 partial output ``[batch, num_qo_heads, num_splits,
 head_dim]`` (normalized) and base-2 LSE ``[batch, num_qo_heads, num_splits]``
 (``-inf`` for an empty split and only then; NaN where the query row holds a NaN);
 :mod:`foscar.kernels.merge_triton` merges them. Each sequence's length is clamped to
-its rows (``max_seq_len``; paged: its listed pages), so no length makes it read another
-sequence's tokens.
+its rows (``max_seq_len``; paged: its listed pages, the range ``kv_indptr`` gives clipped to
+``kv_indices``), so no length makes it read another sequence's tokens; a page id outside the
+pool is clamped to it (``plan.run`` checks no value on the host).
 """
 
 from __future__ import annotations
@@ -287,6 +288,7 @@ def _folded_decode_split_kernel(
     Lse_part,  # [batch, num_qo_heads, num_splits] fp32 (base 2)
     # sizes and strides (elements)
     num_kv_heads, num_splits, tokens_per_split,
+    num_pages, num_indices,  # PAGED: the pool's pages and kv_indices' length (bounds of every page-table read)
     stride_qb, stride_qh,
     stride_cb, stride_ch,  # codes: sequence (PAGED: page) and head strides (token stride is PACKED)
     stride_sb, stride_sh,  # V (and token-wise K) scales/offsets: the same (token stride is NG)
@@ -314,8 +316,10 @@ def _folded_decode_split_kernel(
     seq_len = tl.load(Seq_lens + b)
     # never past the sequence's rows, whatever the lengths say (plan.run does not check them;
     # append_kv(check_capacity=False) may advance seq_lens past max_seq_len)
-    if PAGED:
-        seq_len = tl.minimum(seq_len, (tl.load(Kv_indptr + b + 1) - tl.load(Kv_indptr + b)) * PAGE)
+    if PAGED:  # the sequence's range of kv_indices clipped to it, as the CUDA kernel's paged_length does
+        page_lo = tl.minimum(tl.maximum(tl.load(Kv_indptr + b), 0), num_indices)
+        page_hi = tl.minimum(tl.maximum(tl.load(Kv_indptr + b + 1), page_lo), num_indices)
+        seq_len = tl.minimum(seq_len, (page_hi - page_lo) * PAGE)
     else:
         seq_len = tl.minimum(seq_len, stride_ch // PACKED)  # max_seq_len (contiguous rows)
     start = split * tokens_per_split
@@ -330,7 +334,7 @@ def _folded_decode_split_kernel(
     if PAGED:  # [num_pages, num_kv_heads, PAGE, ...]: a page per PAGE tokens, looked up per token
         code_base = hkv.to(tl.int64) * stride_ch
         scale_base = hkv.to(tl.int64) * stride_sh
-        page_base = tl.load(Kv_indptr + b)
+        page_base = page_lo
     else:  # [batch, num_kv_heads, max_seq_len, ...]
         code_base = b.to(tl.int64) * stride_cb + hkv.to(tl.int64) * stride_ch
         scale_base = b.to(tl.int64) * stride_sb + hkv.to(tl.int64) * stride_sh
@@ -354,6 +358,7 @@ def _folded_decode_split_kernel(
         tok = offs_n.to(tl.int64)
         if PAGED:
             page = tl.load(Kv_indices + page_base + offs_n // PAGE, mask=n_mask, other=0).to(tl.int64)
+            page = tl.minimum(tl.maximum(page, 0), num_pages - 1)  # an id outside the pool reads its last page
             slot = tok % PAGE
             crow = code_base + (page * stride_cb + slot * PACKED)[:, None]  # [BLOCK_N, 1]: code rows
             srow = scale_base + page * stride_sb + slot * NG  # [BLOCK_N]: scale/offset rows
@@ -364,6 +369,7 @@ def _folded_decode_split_kernel(
         if K_BLOCK > 0:  # ---- scores, channel-wise K: the query scaled per block, one constant per head
             if PAGED:  # pages hold whole blocks (K_BLOCK divides PAGE): the block of the tile's first token
                 kpage = tl.load(Kv_indices + page_base + n0 // PAGE).to(tl.int64)
+                kpage = tl.minimum(tl.maximum(kpage, 0), num_pages - 1)
                 kmeta = ((kpage * num_kv_heads + hkv) * (PAGE // K_BLOCK) + (n0 % PAGE) // K_BLOCK) * HEAD_DIM
             else:
                 kmeta = kmeta_base + (n0 // K_BLOCK) * HEAD_DIM  # the tile's block (BLOCK_N divides K_BLOCK)
@@ -579,6 +585,7 @@ def launch(q: torch.Tensor, cache, sm_scale: float, o_part: torch.Tensor, lse_pa
         cache.kv_indptr if paged else seq_lens, cache.kv_indices if paged else seq_lens,
         o_part, lse_part,
         hkv, splits, tokens_per_split,
+        cache.k_codes.shape[0] if paged else 0, cache.kv_indices.numel() if paged else 0,
         q.stride(0), q.stride(1),
         cache.k_codes.stride(0), cache.k_codes.stride(1),
         cache.v_scale.stride(0), cache.v_scale.stride(1),  # = k_scale's for token-wise K
