@@ -307,8 +307,8 @@ class DecodePlan:
         (``cache.validate()`` does); both kernels clamp each length to the sequence's
         rows: ``max_seq_len`` on a contiguous cache, its listed pages on a paged one, which
         they read whole even where they pass the planned ``max_seq_len``. Nor does it check the
-        page ids: the Triton kernel clamps an id outside the pool to it, the CUDA kernel reads
-        out of bounds (docs/DESIGN.md §10); ``cache.validate()`` refuses both.
+        page ids: the Triton kernel reads an id outside the pool as its last page, the CUDA kernel
+        reads out of bounds (docs/DESIGN.md §10); ``cache.validate()`` refuses such ids.
 
         Raises:
             ValueError: ``q`` or ``cache`` differs from what was planned (the message

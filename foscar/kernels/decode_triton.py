@@ -52,7 +52,7 @@ head_dim]`` (normalized) and base-2 LSE ``[batch, num_qo_heads, num_splits]``
 :mod:`foscar.kernels.merge_triton` merges them. Each sequence's length is clamped to
 its rows (``max_seq_len``; paged: its listed pages, the range ``kv_indptr`` gives clipped to
 ``kv_indices``), so no length makes it read another sequence's tokens; a page id outside the
-pool is clamped to it (``plan.run`` checks no value on the host).
+pool reads its last page (``plan.run`` checks no value on the host; the CUDA kernel does not clamp ids yet).
 """
 
 from __future__ import annotations
@@ -358,7 +358,7 @@ def _folded_decode_split_kernel(
         tok = offs_n.to(tl.int64)
         if PAGED:
             page = tl.load(Kv_indices + page_base + offs_n // PAGE, mask=n_mask, other=0).to(tl.int64)
-            page = tl.minimum(tl.maximum(page, 0), num_pages - 1)  # an id outside the pool reads its last page
+            page = tl.where((page < 0) | (page >= num_pages), num_pages - 1, page)  # outside the pool: its last page
             slot = tok % PAGE
             crow = code_base + (page * stride_cb + slot * PACKED)[:, None]  # [BLOCK_N, 1]: code rows
             srow = scale_base + page * stride_sb + slot * NG  # [BLOCK_N]: scale/offset rows
@@ -369,7 +369,7 @@ def _folded_decode_split_kernel(
         if K_BLOCK > 0:  # ---- scores, channel-wise K: the query scaled per block, one constant per head
             if PAGED:  # pages hold whole blocks (K_BLOCK divides PAGE): the block of the tile's first token
                 kpage = tl.load(Kv_indices + page_base + n0 // PAGE).to(tl.int64)
-                kpage = tl.minimum(tl.maximum(kpage, 0), num_pages - 1)
+                kpage = tl.where((kpage < 0) | (kpage >= num_pages), num_pages - 1, kpage)
                 kmeta = ((kpage * num_kv_heads + hkv) * (PAGE // K_BLOCK) + (n0 % PAGE) // K_BLOCK) * HEAD_DIM
             else:
                 kmeta = kmeta_base + (n0 // K_BLOCK) * HEAD_DIM  # the tile's block (BLOCK_N divides K_BLOCK)
