@@ -52,7 +52,8 @@ head_dim]`` (normalized) and base-2 LSE ``[batch, num_qo_heads, num_splits]``
 :mod:`foscar.kernels.merge_triton` merges them. Each sequence's length is clamped to
 its rows (``max_seq_len``; paged: its listed pages, the range ``kv_indptr`` gives clipped to
 ``kv_indices``), so no length makes it read another sequence's tokens; a page id outside the
-pool reads its last page (``plan.run`` checks no value on the host; the CUDA kernel does not clamp ids yet).
+pool reads its last page (``plan.run`` checks no value on the host; the CUDA kernel does not
+clamp ids yet).
 """
 
 from __future__ import annotations
@@ -274,7 +275,9 @@ def _pv_group(p, g, v_bytes, vs, vz, BITS: tl.constexpr, W: tl.constexpr, CW: tl
     return pv + corr[:, None]
 
 
-@triton.jit
+# the page-table bounds change with every step's kv_indices: not specialized on (no new compile when one becomes
+# 1 or a multiple of 16)
+@triton.jit(do_not_specialize=["num_pages", "num_indices"])
 def _folded_decode_split_kernel(
     # pointers
     Q,  # [batch, num_qo_heads, head_dim] bf16
