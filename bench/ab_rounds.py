@@ -243,7 +243,10 @@ def run_rounds(variants: list[Variant], order: list[str], points: list[str], out
     """``python -m bench.ab run`` for each ``(label, round)`` of ``order`` in turn, with the label's environment and
     run flags (:attr:`Variant.run_flags`), each
     under a timeout of what is left of ``limit_s`` (from ``start``, default now) less 10 s; a round is not started
-    with fewer than ``round_s`` seconds left. Returns one :class:`RoundResult` per entry of ``order``."""
+    with fewer than ``round_s`` seconds left. A label's odd-numbered rounds time the points in reverse order, so that
+    what running a point after another costs (a capacity variant right after its base) falls on each side in turn; the
+    rounds the table pairs (the same number) time them in the same order. Returns one :class:`RoundResult` per entry
+    of ``order``."""
     run = run or subprocess.run
     by_name = {v.name: v for v in variants}
     start = clock() if start is None else start
@@ -254,7 +257,8 @@ def run_rounds(variants: list[Variant], order: list[str], points: list[str], out
             results.append(RoundResult(label, rnd, "not run"))
             continue
         cmd = [sys.executable, "-m", "bench.ab", "run", label, str(rnd), str(out / f"ab-{label}-{rnd}.csv")]
-        cmd += [a for p in points for a in ("--point", p)] + list(by_name[label].run_flags)
+        cmd += [a for p in (points if rnd % 2 == 0 else points[::-1]) for a in ("--point", p)]
+        cmd += list(by_name[label].run_flags)
         t0 = clock()
         with open(out / f"ab-{label}-{rnd}.log", "w") as log:
             try:

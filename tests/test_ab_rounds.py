@@ -212,3 +212,17 @@ def test_a_define_that_is_no_knob_of_the_kernel_is_refused_before_any_build(tmp_
     ab_rounds.check_defines([Variant("old", ("FOSCAR_OLD_KNOB=1",), str(other))])  # another tree's own knobs
     with pytest.raises(ValueError, match="FOSCAR_TILE_ROTATE is no knob of the kernel in"):
         ab_rounds.check_defines([Variant("old", ("FOSCAR_TILE_ROTATE=1",), str(other))])
+
+
+def test_odd_rounds_time_the_points_in_reverse(tmp_path, monkeypatch):
+    """Every round timed the points in the given order, so a capacity variant always ran right after its base: a
+    label's odd rounds reverse it (rounds of one number, which the table pairs, keep one order)."""
+    fake = FakeRun({"off": 46.0, "rot": 46.0}, seconds=0.0)
+    monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
+    assert ab_rounds.main([str(tmp_path), "--variant", "off:", "--variant", "rot:", "--order", "off rot rot off",
+                           "--point", "2x8x32768", "--point", "2x8x32768:cap33024"]) == 0
+    points = [[a for a in c[7:] if a != "--point"] for c, _ in fake.calls if c[1] == "-m"]
+    labels = [c[4:6] for c, _ in fake.calls if c[1] == "-m"]
+    assert labels == [["off", "0"], ["rot", "0"], ["rot", "1"], ["off", "1"]]
+    forward, backward = ["2x8x32768", "2x8x32768:cap33024"], ["2x8x32768:cap33024", "2x8x32768"]
+    assert points == [forward, forward, backward, backward]
