@@ -29,3 +29,15 @@ def env_flag(name: str, default: str) -> bool:
     if value not in FLAG_CHOICES:
         raise ValueError(f"{name}: expected '1' or '0', got {value!r}")
     return value == "1"
+
+
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """The environment variable ``name``, one of ``choices`` (``choices[0]`` where unset).
+
+    Raises:
+        ValueError: any other value (the message names the variable and the allowed values).
+    """
+    value = os.environ.get(name, choices[0])
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -15,14 +15,13 @@ means "no tokens" and nothing else.
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
-from foscar.kernels.knobs import env_flag, pdl_capable
+from foscar.kernels.knobs import env_choice, env_flag, pdl_capable
 
 LN2 = 0.6931471805599453
 MAX_BLOCK_ELEMS = 8192  # fp32 partial values merged per round and program by merge_slots (64 chunks at head_dim 128)
@@ -393,7 +392,7 @@ def d_slices_setting() -> str:
     Raises:
         ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
     """
-    return _env_choice("FOSCAR_MERGE_D_SLICES", D_SLICES_CHOICES)
+    return env_choice("FOSCAR_MERGE_D_SLICES", D_SLICES_CHOICES)
 
 
 def rows_setting() -> str:
@@ -402,14 +401,7 @@ def rows_setting() -> str:
     Raises:
         ValueError: anything but ``"auto"``, ``"1"``, ``"2"``, ``"4"`` or ``"8"``.
     """
-    return _env_choice("FOSCAR_MERGE_ROWS", ROWS_CHOICES)
-
-
-def _env_choice(name: str, choices: tuple[str, ...]) -> str:
-    value = os.environ.get(name, choices[0])
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
-    return value
+    return env_choice("FOSCAR_MERGE_ROWS", ROWS_CHOICES)
 
 
 def d_slices_choice(rows: int, num_sms: int, head_dim: int) -> int:
