@@ -8,12 +8,12 @@ device info: :func:`detect_device` reads the real GPU (or returns ``None``),
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from bench.choice import Choice
 from bench.errors import FoscarError
 
 
-class Arch(str, Enum):
+class Arch(Choice):
     """``--arch`` choices. ``auto`` picks from the GPU's name and compute capability."""
 
     auto = "auto"

@@ -43,10 +43,10 @@ import os
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from bench.choice import Choice
 from bench.errors import EXIT_OK, EXIT_RUN_PROBLEM, FoscarError
 from bench.runfiles import make_dir
 from bench.shard import Shard, check_shard_fits, shard_mismatch
@@ -66,7 +66,7 @@ def new_run_dir(name: str, scratch: bool) -> Path:
 FINAL_STATUSES = ("ok", "failed", "error", "skipped", "suspect")  # a row with one of these is not run again
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(Choice):
     """``table``: tables as the sweep runs; ``json``: only summary.json on stdout; ``quiet``: only the run directory."""
 
     table = "table"

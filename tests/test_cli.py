@@ -345,6 +345,26 @@ def test_a_choice_option_parses_to_its_enum_members(capsys):
         enum_parser(Bits)("8")
 
 
+def test_every_choice_option_survives_typers_enum_conversion_by_str():
+    """typer 0.26-0.28 (no pydantic: the GPU machine's image) passes the parser's result through its Enum
+    convertor, ``{str(m.value): m for m in enum}.get(str(value))``; for a plain ``(str, Enum)`` member ``str()`` is
+    ``"Bits.int2"``, so ``--bits 2`` became ``None`` and ``foscar bench --bits 2`` failed (session 79). Every choice
+    option's Enum is a :class:`bench.choice.Choice`, whose members ``str()`` to their values: that convertor, applied
+    here as typer 0.26.8 wrote it, gives each member back."""
+    from bench.choice import Choice
+    from bench.cli.options import enum_parser
+
+    found = _enum_options()
+    assert found
+    for command, flag, enum in found:
+        assert issubclass(enum, Choice), (command, flag, enum)
+        by_str = {str(m.value): m for m in enum}
+        for member in enum:
+            parsed = enum_parser(enum)(member.value)
+            assert by_str.get(str(parsed)) is member, (command, flag, member)
+            assert f"{member}" == member.value  # messages print the value, not "Bits.int2"
+
+
 def test_every_commands_help_fits_80_columns_uncut():
     """At 80 columns rich's help cut 11 of ``foscar bench --help``'s values with "…" (a flag pair's second name took
     a column of its own; a 30-character word in --out's help); no command's help cuts a word, and a config key in

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from bench.choice import Choice
 from bench.accuracy_grid import DATA_KIND_NAMES, VARIANT_NAMES
 from bench.cli.app import app
 from bench.cli.options import (
@@ -32,7 +32,7 @@ from bench.engine import OutputFormat
 from bench.errors import check_choices
 
 
-DataKind = Enum("DataKind", {n: n for n in DATA_KIND_NAMES}, type=str)
+DataKind = Choice("DataKind", {n: n for n in DATA_KIND_NAMES})
 
 AccSmokeOpt = Annotated[
     bool,

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
+from bench.choice import Choice
 from bench.cli.app import app
 from bench.cli.options import (
     FLAG,
@@ -33,7 +33,7 @@ from bench.engine import OutputFormat
 from bench.errors import check_choices
 from bench.model_speed_study import CACHES, DEFAULT_RANDOM_INIT, SMOKE_RANDOM_INIT
 
-Cache = Enum("Cache", {n: n for n in CACHES}, type=str)
+Cache = Choice("Cache", {n: n for n in CACHES})
 SpeedRandomInitOpt = Annotated[
     Optional[str],
     typer.Option("--random-init", metavar="CONFIG.json", help="A transformers config.json built with random weights "

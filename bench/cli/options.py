@@ -17,6 +17,7 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
+from bench.choice import Choice
 from bench.accuracy_grid import ROTATIONS
 from bench.devices import parse_devices, refuse_shard
 from bench.engine import OutputFormat
@@ -61,14 +62,14 @@ def enum_option(enum: type[Enum], *names: str, help: str, metavar: str | None = 
     return typer.Option(*names, parser=enum_parser(enum), metavar=metavar or choices(m.value for m in enum), help=help)
 
 
-class Bits(str, Enum):
+class Bits(Choice):
     """Bit width of the quantized KV cache."""
 
     int2 = "2"
     int4 = "4"
 
 
-Rotation = Enum("Rotation", {n: n for n in ROTATIONS}, type=str)
+Rotation = Choice("Rotation", {n: n for n in ROTATIONS})
 
 
 @dataclass
@@ -215,5 +216,5 @@ DumpRandomInitOpt = Annotated[
                  "with random weights (its K/V test the file format and the pipeline, not a model's statistics), "
                  "e.g. configs/hf/tiny-qwen3.json."),
 ]  # fmt: skip
-Backend = Enum("Backend", {n: n for n in ("auto", "cuda", "triton")}, type=str)  # foscar.decode.BACKENDS
+Backend = Choice("Backend", {n: n for n in ("auto", "cuda", "triton")})  # foscar.decode.BACKENDS
 BackendOpt = Annotated[Backend, enum_option(Backend, "--backend", help="foscar.decode backend for the decode steps.")]
