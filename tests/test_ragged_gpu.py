@@ -94,8 +94,8 @@ def test_lengths_past_the_capacity_are_clamped_in_the_kernel():
 
 def test_paged_lengths_past_the_page_table_are_clamped_in_the_kernel():
     q, cache = _case(_cuda(), batch=2, num_qo_heads=8, num_kv_heads=2, head_dim=128,
-                     seq_lens=[1000, 520], bits=4, group_size=64)
-    paged = foscar.paginate(cache, 16)
+                     seq_lens=[1008, 520], bits=4, group_size=64)
+    paged = foscar.paginate(cache, 16)  # max_seq_len 1008 = 63 full pages: a full last page of either stays within
     plan = foscar.plan_decode(paged, 8, backend="cuda")
     want = plan.run(q, paged).clone()
     last = paged.kv_last_page_len.clone()
@@ -105,13 +105,13 @@ def test_paged_lengths_past_the_page_table_are_clamped_in_the_kernel():
     paged.kv_indptr[-1] += 1000  # past the page list: clamped to len(kv_indices)
     got = plan.run(q, paged)
     torch.cuda.synchronize()
+    paged.kv_indptr[-1] -= 1000  # (the reference validates the table it is given)
     # a full last page: the answer over every row of the last pages (the fp64 reference of that cache)
     as_full = dataclasses.replace(paged, kv_last_page_len=torch.full_like(last, 16))
     ref = foscar.reference_decode(q, as_full)
     for b in range(2):
         assert float((full[b].double() - ref[b]).norm() / ref[b].norm()) < 1e-2, b
     # past the page list: clamped to the pages listed, which are all of sequence 1's (paginate lists no extra page)
-    paged.kv_indptr[-1] -= 1000
     ref = foscar.reference_decode(q, paged)
     assert torch.equal(got[0], want[0])
     assert float((got[1].double() - ref[1]).norm() / ref[1].norm()) < 1e-2
