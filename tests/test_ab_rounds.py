@@ -196,22 +196,22 @@ def test_main_refuses_a_folder_with_earlier_rounds(tmp_path, monkeypatch, capsys
 
 
 def test_a_define_that_is_no_knob_of_the_kernel_is_refused_before_any_build(tmp_path, monkeypatch, capsys):
-    """A misspelt knob (FOSCAR_TILE_ROTAT) built an extension of its own from the default kernel: the A/B timed the
+    """A misspelt knob (FOSCAR_WAVE_FI) built an extension of its own from the default kernel: the A/B timed the
     default against itself. Every define must be a knob of the variant's source (decode_cuda.kernel_knobs)."""
     fake = FakeRun({"off": 46.0, "rot": 46.0}, seconds=0.0)
     monkeypatch.setattr(ab_rounds.subprocess, "run", fake)
     rc = ab_rounds.main([str(tmp_path / "o"), "--variant", "off:FOSCAR_ONLY_HEAD_DIM=128", "--variant",
-                         "rot:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_TILE_ROTAT=1", "--order", "off rot",
+                         "rot:FOSCAR_ONLY_HEAD_DIM=128,FOSCAR_WAVE_FI=1", "--order", "off rot",
                          "--point", "2x8x32768"])
     err = capsys.readouterr().err
-    assert rc == 2 and "--variant rot: FOSCAR_TILE_ROTAT is no knob of the kernel in" in err and not fake.calls
-    assert "FOSCAR_TILE_ROTATE" in err  # the knobs are listed
+    assert rc == 2 and "--variant rot: FOSCAR_WAVE_FI is no knob of the kernel in" in err and not fake.calls
+    assert "FOSCAR_WAVE_FIT" in err  # the knobs are listed
     other = tmp_path / "csrc"
     other.mkdir()
     (other / "k.cuh").write_text("#ifndef FOSCAR_OLD_KNOB\n#define FOSCAR_OLD_KNOB 0\n#endif\n")
     ab_rounds.check_defines([Variant("old", ("FOSCAR_OLD_KNOB=1",), str(other))])  # another tree's own knobs
-    with pytest.raises(ValueError, match="FOSCAR_TILE_ROTATE is no knob of the kernel in"):
-        ab_rounds.check_defines([Variant("old", ("FOSCAR_TILE_ROTATE=1",), str(other))])
+    with pytest.raises(ValueError, match="FOSCAR_WAVE_FIT is no knob of the kernel in"):
+        ab_rounds.check_defines([Variant("old", ("FOSCAR_WAVE_FIT=1",), str(other))])
 
 
 def test_odd_rounds_time_the_points_in_reverse(tmp_path, monkeypatch):

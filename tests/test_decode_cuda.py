@@ -698,7 +698,7 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
                # paged instances prefetch with it in builds that prefetch (KNOB_UNITS: the paged unit)
                "FOSCAR_PREWAIT_PAGED": ("1", "FOSCAR_PREWAIT_PREFETCH=4"),
                "FOSCAR_MIN_BLOCKS": ("2",), "FOSCAR_SEQ_CHUNK_CAP": ("0",), "FOSCAR_KEEP_SHORT": ("1",),
-               "FOSCAR_WAVE_FIT": ("1",), "FOSCAR_TILE_ROTATE": ("1",)}
+               "FOSCAR_WAVE_FIT": ("1",)}
 
 
 def kernel_knobs() -> set[str]:

@@ -714,23 +714,6 @@ def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, bat
         assert sum(counts) == want, counts
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("lengths", [[32768] * 2, [8192] * 4, [5000, 8192, 300, 2048, 0, 7680]])
-@pytest.mark.parametrize("bits, method", [(2, "folded"), (4, "folded"), (2, "per-value")])
-def test_a_tile_rotate_build_decodes_as_the_reference(lengths, bits, method):
-    """In a FOSCAR_TILE_ROTATE=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; bench/NOTES.md §122), where a
-    contiguous token-wise warp whose sub-tiles are all full takes them from a start rotated per CTA, every row and its
-    LSE match the fp64 reference at the bench's shape (32 query heads over 8 KV heads): uniform batches, whose warps
-    all rotate, and a ragged one (a length 0 among them), whose warps with a partial last sub-tile do not."""
-    from foscar.kernels import decode_cuda
-
-    if not decode_cuda.TILE_ROTATE_BUILT:
-        pytest.skip("needs a FOSCAR_TILE_ROTATE=1 build (FOSCAR_NVCC_DEFINES=FOSCAR_TILE_ROTATE=1)")
-    q, cache = _case(_cuda(), batch=len(lengths), num_qo_heads=32, num_kv_heads=8, head_dim=128,
-                     seq_lens=lengths, bits=bits, group_size=128, seed=len(lengths) + bits)
-    _check(q, cache, backend="cuda", method=method, tol=1e-2)
-
-
 # the fields of a quantized cache, contiguous or paged, that hold per-token data
 _CACHE_FIELDS = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
 

@@ -104,9 +104,6 @@ KEEP_SHORT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_KEEP_SHORT")
 # others (find_work's wave fit; splits.schedule's wave_slots), which the merge kernel's ranges from the lengths do not
 # follow, so its plans read the kernel's chunk table
 WAVE_FIT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_WAVE_FIT")
-# built with FOSCAR_TILE_ROTATE=1 (an A/B build, bench/NOTES.md §122): a contiguous token-wise warp whose sub-tiles are
-# all full takes them from a start rotated per CTA; the plans, schedules and chunk tables are the default build's
-TILE_ROTATE_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_TILE_ROTATE")
 
 
 def merge_choice(default: str = "fused") -> str:

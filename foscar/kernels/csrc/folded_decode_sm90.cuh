@@ -93,9 +93,6 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
-#ifndef FOSCAR_TILE_ROTATE  // 1: an A/B build (session 77, bench/NOTES.md §122) whose contiguous token-wise warps with
-#define FOSCAR_TILE_ROTATE 0  // only full sub-tiles take them from a start rotated per CTA (so that a wave's CTAs, whose
-#endif                        // chunks start at aligned addresses, do not stream in lockstep); 0: none of it
 #ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile's codes
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
@@ -1864,13 +1861,6 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
-#if FOSCAR_TILE_ROTATE  // sub-tile it at (it + rot) mod iters: the same tiles, another order (last one full: all are)
-  const int rot = !PAGED && !CH && iters > 1 && end - (first + (iters - 1) * stride) >= kTileTokens
-                      ? (int)((cta_index() * 13ull) % (unsigned long long)iters) : 0;
-#define FOSCAR_T0(it) (first + (rot && (it) + rot >= iters ? (it) + rot - iters : (it) + rot) * stride)
-#else
-#define FOSCAR_T0(it) (first + (it) * stride)
-#endif
 
   // paged: the page ids of a sub-tile's 64 tokens (0 past the end) in this warp's ring of kStages slots
   // after the stages (slot it % kStages), copied by 4-byte cp.async in the commit group of sub-tile
@@ -1910,7 +1900,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   // cp.async one 64-token sub-tile into stage it % kStages (zero-fill past end); ids: its page ids (ids_of)
   auto issue = [&](int it, const uint32_t* ids) {
     uint8_t* st = wsm + (it % kStages) * STAGE_BYTES;
-    const int t0 = FOSCAR_T0(it);
+    const int t0 = first + it * stride;
     constexpr int CODE_CHUNKS = kTileTokens * NCH;
     // paged: the ids of this lane's chunks first (see issue_full's)
     uint32_t idc[CODE_CHUNKS / 32] = {};
@@ -2044,7 +2034,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
       p.scales_aligned ? (int)(!PAGED || p.page_shift >= 6 || (!CH && (NCH << p.page_shift) >= 32)) : 0;
   auto issue_full = [&](int it, const uint32_t* ids) {
     const uint32_t st = smem_u32(wsm) + (it % kStages) * STAGE_BYTES;
-    const int t0 = FOSCAR_T0(it);
+    const int t0 = first + it * stride;
     // row of token t0 (contiguous: from row0, where kc and the scale bases start; FOSCAR_L2_ONLY: the warp's first)
     long long trow = FOSCAR_L2_ONLY && !PAGED ? first : t0;
     if constexpr (PAGED && CH) trow = id_row(ids[0], t0);  // (its page holds the whole sub-tile)
@@ -2536,7 +2526,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     const float* kz = ks + KM_BYTES / 4;
     const float* vs = ks + 2 * KM_BYTES / 4;
     const float* vz = vs + kTileTokens * NG;
-    const int t0 = FOSCAR_T0(it);
+    const int t0 = first + it * stride;
 
     // ---- QK: 4 m16 token tiles, folded per group into log2-domain scores s[mt][i] (TP: mt a pair of m16 tiles,
     // 2mt and 2mt + 1, in columns 0-3 and 4-7)
@@ -3047,7 +3037,6 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   FOSCAR_TL(9, (unsigned)start | ((unsigned long long)(unsigned)end << 32));
   for (; it < full_steps; ++it) step(it, std::true_type{});
   for (; it < iters; ++it) step(it, std::false_type{});
-#undef FOSCAR_T0
 
   // PDL: the next grid (the merge kernel, launched with PDL: FOSCAR_MERGE_PDL) may be scheduled once every CTA
   // is here. Here, not at the kernel's start: the merge's programs waiting on the SMs from the start made
