@@ -698,7 +698,7 @@ KNOB_BUILDS = {"FOSCAR_STAGES": ("3",), "FOSCAR_MERGE_WARP": ("0",), "FOSCAR_FUS
                # paged instances prefetch with it in builds that prefetch (KNOB_UNITS: the paged unit)
                "FOSCAR_PREWAIT_PAGED": ("1", "FOSCAR_PREWAIT_PREFETCH=4"),
                "FOSCAR_MIN_BLOCKS": ("2",), "FOSCAR_SEQ_CHUNK_CAP": ("0",), "FOSCAR_KEEP_SHORT": ("1",),
-               "FOSCAR_WAVE_FIT": ("1",)}
+               "FOSCAR_WAVE_FIT": ("1",), "FOSCAR_PAGE_CHECK": ("1",)}
 
 
 def kernel_knobs() -> set[str]:
@@ -712,7 +712,7 @@ def test_knob_builds_cover_every_knob_of_the_kernel():
 
 
 # the unit a knob acts in, where that is not the contiguous BF16 one (its build and its reference compile that unit)
-KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu",
+KNOB_UNITS = {"FOSCAR_PREWAIT_PAGED": "decode_mode_bf16_paged.cu", "FOSCAR_PAGE_CHECK": "decode_mode_bf16_paged.cu",
               # 1 moves only INT4's channel-wise K instances (back to the BF16 PV)
               "FOSCAR_IMMA_PV_INT4": "decode_mode_bf16_channel.cu"}
 # knobs that act only in the host code of launch() (FOSCAR_PREWAIT_WAVE: which CTAs prefetch, a launch parameter): a

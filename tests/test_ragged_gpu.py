@@ -714,6 +714,43 @@ def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, bat
         assert sum(counts) == want, counts
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("bad_id", [-1, "num_pages", 1 << 30])
+@pytest.mark.parametrize("seq", [0, 1])
+@pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
+def test_a_page_check_build_gives_nan_rows_for_a_page_outside_the_pool(operand, method, seq, bad_id):
+    """In a FOSCAR_PAGE_CHECK=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; bench/NOTES.md §124), a page id
+    outside the pool in the table that ``plan.run`` is handed (-1 as padding, ``num_pages``, a garbage id) makes the
+    rows of its sequence NaN, output and LSE, where the default build reads past the pool. The other sequences' rows
+    are bit for bit those of the clean table and match the fp64 reference, and the context stays usable: the clean
+    table again gives the first answer. Sequence 0 is split into chunks (one bad chunk among several, merged), 1 is
+    one chunk."""
+    from foscar.kernels import decode_cuda
+
+    if not decode_cuda.PAGE_CHECK_BUILT:
+        pytest.skip("needs a FOSCAR_PAGE_CHECK=1 build (FOSCAR_NVCC_DEFINES=FOSCAR_PAGE_CHECK=1)")
+    q, cache = _case(_cuda(), batch=3, num_qo_heads=8, num_kv_heads=2, head_dim=128, seq_lens=[6000, 700, 40],
+                     bits=2, group_size=128)
+    paged = foscar.paginate(cache, 16)
+    plan = foscar.plan_decode(paged, 8, backend="cuda", operand=operand, method=method)
+    out, lse = (t.clone() for t in plan.run(q, paged, return_lse=True))
+    ref = foscar.reference_decode(q, paged)
+    tol = 1e-1 if operand == "fp8" else 1e-2
+    for b in range(3):
+        assert float((out[b].double() - ref[b]).norm() / ref[b].norm()) < tol, b
+    slot = int(paged.kv_indptr[seq]) + 5  # the sixth page of sequence seq
+    clean = paged.kv_indices[slot].clone()
+    paged.kv_indices[slot] = paged.k_codes.shape[0] if bad_id == "num_pages" else bad_id
+    got, got_lse = (t.clone() for t in plan.run(q, paged, return_lse=True))
+    torch.cuda.synchronize()
+    assert torch.isnan(got[seq]).all() and torch.isnan(got_lse[seq]).all()
+    others = [b for b in range(3) if b != seq]
+    assert torch.equal(got[others], out[others]) and torch.equal(got_lse[others], lse[others])
+    paged.kv_indices[slot] = clean
+    again, again_lse = plan.run(q, paged, return_lse=True)
+    assert torch.equal(again, out) and torch.equal(again_lse, lse)
+
+
 # the fields of a quantized cache, contiguous or paged, that hold per-token data
 _CACHE_FIELDS = ("k_codes", "v_codes", "k_scale", "k_offset", "v_scale", "v_offset")
 

@@ -102,7 +102,7 @@ extern "C" cudaError_t foscar_folded_decode_sm90(const FoscarDecodeArgs* args, c
       p.wave_slots = sms / a.num_kv_heads;
   }
 #endif
-#if FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED
+#if FOSCAR_PAGE_CHECK || (FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED)
   p.num_pages = a.num_pages;
 #endif
   // 16-byte scale copies need rows / pages of whole 16-byte chunks and 16-byte aligned bases (a view

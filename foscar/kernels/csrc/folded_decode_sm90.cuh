@@ -93,6 +93,9 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
+#ifndef FOSCAR_PAGE_CHECK  // 1: an A/B build (session 79) whose paged CTAs read their chunk's page ids once, beside the
+#define FOSCAR_PAGE_CHECK 0  // ids of the first sub-tiles, and on an id outside 0 .. num_pages - 1 read no token and give
+#endif                       // the rows NaN (output and LSE) instead of reading past the pool; 0: the ids are trusted
 #ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile's codes
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
@@ -680,12 +683,13 @@ struct Params {
   int max_ctas_per_sm;  // host launch only: 0 as many CTAs an SM as fit; k > 0 at most k (launch() pads the dynamic
                         // shared memory where more would fit; bench/NOTES.md §67)
   int pdl;              // host launch only: 1 launches with programmatic dependent launch (bench/NOTES.md §73)
+#if FOSCAR_PAGE_CHECK || (FOSCAR_PREWAIT_PREFETCH > 0 && FOSCAR_PREWAIT_PAGED)
+  int num_pages;        // paged: the pool's pages (k_codes' first dimension); the page check (FOSCAR_PAGE_CHECK) and
+                        // the prefetch before the wait (FOSCAR_PREWAIT_PAGED) take ids at or past it as bad
+#endif
 #if FOSCAR_PREWAIT_PREFETCH > 0
   int prewait_ctas;     // set by launch(): CTAs cta_index() < this prefetch before the wait (FOSCAR_PREWAIT_WAVE: the
                         // launch's first wave, SMs x CTAs an SM; else all); 0 where the launch has no PDL
-#if FOSCAR_PREWAIT_PAGED
-  int num_pages;        // paged: the pool's pages (k_codes' first dimension); the prefetch skips ids at or past it
-#endif
 #endif
 #if FOSCAR_TIMELINE
   // [1 + kTimelineFields * timeline_records] or nullptr: a record counter, then one record a CTA (the layout below)
@@ -1645,6 +1649,9 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
       den += e * sm_l[w * 8 + head];
     }
     float o[V], lse2;
+#if FOSCAR_PAGE_CHECK
+    if (s_work[4]) den = __int_as_float(0x7fffffff);  // a page id outside the pool: no token was read, the row is NaN
+#endif
     finalize_row<V>(num, den, mx, o, lse2);
     const int hq = hkv * p.gqa + head;
     if (count == 1 && !p.fixed_window) {  // the whole sequence: final output
@@ -1814,7 +1821,7 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   }
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
   // (kept there, they pushed the channel-wise instances into spills)
-  __shared__ __align__(16) int s_work[4];
+  __shared__ __align__(16) int s_work[FOSCAR_PAGE_CHECK ? 8 : 4];  // FOSCAR_PAGE_CHECK: [4] a bad page id (below)
   if (threadIdx.x == 0) {
     s_work[0] = work.b;
     s_work[1] = work.first;
@@ -1860,7 +1867,23 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   uint8_t* wsm = smem + warp * kStages * STAGE_BYTES;
   const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
+#if FOSCAR_PAGE_CHECK
+  // paged: the CTA's threads read the chunk's page ids (kv_indices[page0 + j] for the pages j of [start, end), within
+  // kv_indices: paged_length clips the range); on an id outside the pool no warp reads a token and the epilogue
+  // writes the rows NaN (output and LSE; a NaN partial makes the merged row NaN)
+  bool bad_pages = false;
+  if constexpr (PAGED) {
+    unsigned bad = 0;
+    const int j0 = start >> p.page_shift, npg = end > start ? ((end - 1) >> p.page_shift) - j0 + 1 : 0;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < npg; j += kWarps * 32) bad |= (unsigned)__ldg(pages + j0 + j) >= (unsigned)p.num_pages;
+    bad_pages = __syncthreads_or(bad) != 0;
+  }
+  if (threadIdx.x == 0) s_work[4] = bad_pages;  // read by the epilogue, after its __syncthreads (no register across)
+  const int iters = first < end && !bad_pages ? (end - first + stride - 1) / stride : 0;
+#else
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;
+#endif
 
   // paged: the page ids of a sub-tile's 64 tokens (0 past the end) in this warp's ring of kStages slots
   // after the stages (slot it % kStages), copied by 4-byte cp.async in the commit group of sub-tile
