@@ -93,9 +93,9 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
-#ifndef FOSCAR_PAGE_CHECK  // 1: an A/B build (session 79) whose paged CTAs read their chunk's page ids once, beside the
-#define FOSCAR_PAGE_CHECK 0  // ids of the first sub-tiles, and on an id outside 0 .. num_pages - 1 read no token and give
-#endif                       // the rows NaN (output and LSE) instead of reading past the pool; 0: the ids are trusted
+#ifndef FOSCAR_PAGE_CHECK  // 1: an A/B build (session 79) whose paged CTAs read their chunk's page ids once, before
+#define FOSCAR_PAGE_CHECK 0  // the loop, and on an id outside 0 .. num_pages - 1 read no token and give the rows NaN
+#endif                       // (output and LSE) instead of reading past the pool; 0: the ids are trusted
 #ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile's codes
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
@@ -1876,7 +1876,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
     unsigned bad = 0;
     const int j0 = start >> p.page_shift, npg = end > start ? ((end - 1) >> p.page_shift) - j0 + 1 : 0;
 #pragma unroll 4
-    for (int j = threadIdx.x; j < npg; j += kWarps * 32) bad |= (unsigned)__ldg(pages + j0 + j) >= (unsigned)p.num_pages;
+    for (int j = threadIdx.x; j < npg; j += kWarps * 32)
+      bad |= (unsigned)__ldg(pages + j0 + j) >= (unsigned)p.num_pages;
     bad_pages = __syncthreads_or(bad) != 0;
   }
   if (threadIdx.x == 0) s_work[4] = bad_pages;  // read by the epilogue, after its __syncthreads (no register across)
