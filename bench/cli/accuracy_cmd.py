@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from bench.choice import Choice
 from bench.accuracy_grid import DATA_KIND_NAMES, VARIANT_NAMES
+from bench.choice import Choice
 from bench.cli.app import app
 from bench.cli.options import (
     FLAG,

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
-from bench.choice import Choice
 from bench.accuracy_grid import ROTATIONS
+from bench.choice import Choice
 from bench.devices import parse_devices, refuse_shard
 from bench.engine import OutputFormat
 from bench.shard import Shard, parse_shard
