@@ -365,6 +365,20 @@ def test_every_choice_option_survives_typers_enum_conversion_by_str():
             assert f"{member}" == member.value  # messages print the value, not "Bits.int2"
 
 
+def test_build_options_makes_a_path_of_a_string_for_a_path_field():
+    """typer 0.26-0.28 hand an ``Optional[Path]`` option (``--out``, ``--config``) over as ``str`` (session 79: the
+    accuracy command's ``out`` arrived as a string under 0.27.3); the options dataclasses get a ``Path`` either way."""
+    from types import SimpleNamespace
+
+    from bench.accuracy import AccuracyOptions
+    from bench.cli.options import build_options
+
+    ctx = SimpleNamespace(params={"out": "runs/a", "kv_file": None})
+    opts = build_options(AccuracyOptions, ctx)
+    assert opts.out == Path("runs/a") and isinstance(opts.out, Path) and opts.kv_file is None
+    assert build_options(AccuracyOptions, SimpleNamespace(params={}), out=Path("b")).out == Path("b")
+
+
 def test_every_commands_help_fits_80_columns_uncut():
     """At 80 columns rich's help cut 11 of ``foscar bench --help``'s values with "…" (a flag pair's second name took
     a column of its own; a 30-character word in --out's help); no command's help cuts a word, and a config key in

@@ -100,7 +100,8 @@ def build_options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
     parsed parameters: each field takes ``given[name]``, else the command's parameter of the
     same name (``ctx.params``); ``None`` or an empty list (a flag not given: typer passes
     ``[]`` for a repeatable one) leaves the field's default. The items of a list that are
-    choices (``str`` Enums) become their values.
+    choices (``str`` Enums) become their values; a string for a ``Path`` field (typer 0.26-0.28
+    hand ``Optional[Path]`` options over as ``str``) becomes a ``Path``.
     """
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -109,6 +110,8 @@ def build_options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
             continue
         if isinstance(value, (list, tuple)):
             value = [v.value if isinstance(v, Enum) else v for v in value]
+        elif isinstance(value, str) and str(f.type).startswith("Path"):  # typer 0.26-0.28 pass a Path option as str
+            value = Path(value)
         values[f.name] = value
     return cls(**values)
 
