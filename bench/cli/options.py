@@ -40,8 +40,9 @@ def enum_parser(enum: type[E]) -> Callable[[Any], E]:
     """typer's ``parser=`` for an option whose values are ``enum``'s: the member whose value is given, else a
     usage error that names the allowed values ("'h300' is not one of 'auto', 'h100', ...").
 
-    typer's own coercion of an Enum goes through pydantic, whose message starts "Value error, "; this parser keeps
-    click's wording. Use it through :func:`enum_option`.
+    typer 0.29's own coercion of an Enum goes through pydantic, whose message starts "Value error, "; this parser
+    keeps click's wording. Use it through :func:`enum_option`, with a :class:`bench.choice.Choice`: typer 0.26-0.28
+    convert its result once more by ``str()``.
     """
     allowed = ", ".join(repr(m.value) for m in enum)
 
@@ -56,9 +57,10 @@ def enum_parser(enum: type[E]) -> Callable[[Any], E]:
     return parse
 
 
-def enum_option(enum: type[Enum], *names: str, help: str, metavar: str | None = None) -> Any:
+def enum_option(enum: type[Choice], *names: str, help: str, metavar: str | None = None) -> Any:
     """A ``typer.Option`` whose values are ``enum``'s (one value, or a list when the parameter is one): parsed by
-    :func:`enum_parser`, shown as ``<a|b|c>`` in the help."""
+    :func:`enum_parser`, shown as ``<a|b|c>`` in the help. ``enum`` is a :class:`bench.choice.Choice` (a plain ``str``
+    Enum's members became ``None`` under typer 0.26-0.28; ``tests/test_cli.py`` checks every option)."""
     return typer.Option(*names, parser=enum_parser(enum), metavar=metavar or choices(m.value for m in enum), help=help)
 
 

@@ -1574,7 +1574,8 @@ __host__ __device__ constexpr int merge_row_floats() {
 // kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count, this CTA's slot), parked in shared
-// memory across the loop. PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
+// memory across the loop (FOSCAR_PAGE_CHECK builds: [4] nonzero where the chunk holds a page id outside the
+// pool). PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
 // FM: the instance holds the in-kernel merge (fused_merge_in); MW: its merge may take merge_rows_warp (merge_chunks).
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK, bool FM, bool MW>
 __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const int* s_work,
