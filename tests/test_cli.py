@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 import pytest
@@ -377,6 +378,31 @@ def test_build_options_makes_a_path_of_a_string_for_a_path_field():
     opts = build_options(AccuracyOptions, ctx)
     assert opts.out == Path("runs/a") and isinstance(opts.out, Path) and opts.kv_file is None
     assert build_options(AccuracyOptions, SimpleNamespace(params={}), out=Path("b")).out == Path("b")
+
+
+def test_takes_path_reads_the_fields_type_not_its_spelling():
+    """build_options recognised a Path field by its annotation's text (``"Path | None"``) until session 80; an
+    ``Optional[Path]`` or ``Union[str, Path]`` field would have kept a string. Now the resolved type decides."""
+    import typing
+
+    from bench.cli.options import takes_path
+
+    for hint in (Path, Optional[Path], typing.Union[str, Path], Path | None):
+        assert takes_path(hint), hint
+    for hint in (str, Optional[str], int, list[Path], typing.Any):
+        assert not takes_path(hint), hint
+    # every command's options dataclass resolves its types (build_options calls get_type_hints on it), and each
+    # field spelled with Path is one that takes a path
+    import dataclasses
+    import importlib
+
+    for module, name in [("bench.run", "BenchOptions"), ("bench.accuracy", "AccuracyOptions"),
+                         ("bench.ablate", "AblateOptions"), ("bench.eval_model", "EvalOptions"),
+                         ("bench.model_speed_study", "ModelSpeedOptions")]:
+        cls = getattr(importlib.import_module(module), name)
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            assert takes_path(hints[f.name]) == ("Path" in str(f.type)), (name, f.name, f.type)
 
 
 def test_every_commands_help_fits_80_columns_uncut():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import types
+import typing
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -106,16 +108,24 @@ def build_options(cls: type[T], ctx: typer.Context, **given: Any) -> T:
     hand ``Optional[Path]`` options over as ``str``) becomes a ``Path``.
     """
     values: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)  # the fields' types, resolved (the dataclasses' modules postpone annotations)
     for f in dataclasses.fields(cls):
         value = given[f.name] if f.name in given else ctx.params.get(f.name)
         if value is None or (isinstance(value, (list, tuple)) and not value):
             continue
         if isinstance(value, (list, tuple)):
             value = [v.value if isinstance(v, Enum) else v for v in value]
-        elif isinstance(value, str) and str(f.type).startswith("Path"):  # typer 0.26-0.28 pass a Path option as str
+        elif isinstance(value, str) and takes_path(hints[f.name]):  # typer 0.26-0.28 pass a Path option as str
             value = Path(value)
         values[f.name] = value
     return cls(**values)
+
+
+def takes_path(hint: Any) -> bool:
+    """Whether a field of type ``hint`` holds a ``Path``: ``Path`` itself, or a union with it
+    (``Path | None``, ``Optional[Path]``, ``Union[Path, str]``)."""
+    unions = (typing.Union, types.UnionType)
+    return hint is Path or (typing.get_origin(hint) in unions and Path in typing.get_args(hint))
 
 
 def bit_widths(bits: Optional[list[Bits]]) -> Optional[list[int]]:
