@@ -1178,3 +1178,41 @@ def test_plan_long_chunk_of_reads_the_room_setting_and_takes_an_empty_batch(monk
     monkeypatch.setenv("FOSCAR_LONG_CHUNK_ROOM", "on")
     with pytest.raises(ValueError, match="FOSCAR_LONG_CHUNK_ROOM"):
         decode_cuda.plan_long_chunk_of(cache, torch.device("cpu"), None)
+
+
+def page_check_ids(start: int, end: int, page_shift: int, warps: int = 4, tile: int = 64) -> list[set[int]]:
+    """Python mirror of the FOSCAR_PAGE_CHECK build's enumeration (folded_decode_sm90.cuh, before the loop): the page
+    indices (into the sequence's kv_indices) that each warp's lanes read for a chunk of tokens [start, end)."""
+    first0, stride = start, warps * tile
+    tile_shift = max(6 - page_shift, 0)
+    read = []
+    for warp in range(warps):
+        first = first0 + warp * tile
+        n = ((end - first + stride - 1) // stride) << tile_shift if first < end else 0
+        ids = set()
+        for lane in range(32):
+            for i in range(lane, n, 32):
+                t = first + (i >> tile_shift) * stride + ((i & ((1 << tile_shift) - 1)) << page_shift)
+                if t < end:
+                    ids.add(t >> page_shift)
+        read.append(ids)
+    return read
+
+
+@pytest.mark.parametrize("page_shift", range(0, 9))
+def test_the_page_check_reads_each_warps_pages_and_no_other(page_shift):
+    """Each warp of the page-check build reads the ids of exactly the pages its own sub-tiles touch (so a bad id
+    anywhere in the chunk turns the rows NaN, and no id past the chunk is read), for pages of 1-256 tokens and chunks
+    that start on a multiple of 256 tokens (the kernel's chunk alignment) and end anywhere."""
+    import random
+
+    rng = random.Random(page_shift)
+    for _ in range(60):
+        chunk = 256 * rng.randint(1, 40)
+        start = chunk * rng.randint(0, 5)
+        end = start + rng.randint(1, chunk)
+        read = page_check_ids(start, end, page_shift)
+        for warp, ids in enumerate(read):  # the pages of the warp's own tokens
+            own = {t >> page_shift for t in range(start + warp * 64, end) if (t - start) // 64 % 4 == warp}
+            assert ids == own, (page_shift, start, end, warp)
+        assert set().union(*read) == set(range(start >> page_shift, ((end - 1) >> page_shift) + 1))

@@ -716,15 +716,16 @@ def test_a_wave_fit_build_schedule_is_the_host_mirror(monkeypatch, workload, bat
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("bad_id", [-1, "num_pages", 1 << 30])
-@pytest.mark.parametrize("seq", [0, 1])
+@pytest.mark.parametrize("seq, page", [(0, 5), (1, 5), (0, -1), (1, -1)])
 @pytest.mark.parametrize("operand, method", [("bf16", "folded"), ("fp8", "folded"), ("bf16", "per-value")])
-def test_a_page_check_build_gives_nan_rows_for_a_page_outside_the_pool(operand, method, seq, bad_id):
-    """In a FOSCAR_PAGE_CHECK=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; bench/NOTES.md §124), a page id
+def test_a_page_check_build_gives_nan_rows_for_a_page_outside_the_pool(operand, method, seq, page, bad_id):
+    """In a FOSCAR_PAGE_CHECK=1 build (``FOSCAR_NVCC_DEFINES``; skipped in others; NOTES §124, §125), a page id
     outside the pool in the table that ``plan.run`` is handed (-1 as padding, ``num_pages``, a garbage id) makes the
     rows of its sequence NaN, output and LSE, where the default build reads past the pool. The other sequences' rows
     are bit for bit those of the clean table and match the fp64 reference, and the context stays usable: the clean
     table again gives the first answer. Sequence 0 is split into chunks (one bad chunk among several, merged), 1 is
-    one chunk."""
+    one chunk. The bad id is the sequence's sixth page (tokens 80-95: warp 1's first sub-tile) or its last (a part of
+    a page, in the last warp that reads tokens; each warp checks only its own sub-tiles' pages, §125)."""
     from foscar.kernels import decode_cuda
 
     if not decode_cuda.PAGE_CHECK_BUILT:
@@ -738,7 +739,7 @@ def test_a_page_check_build_gives_nan_rows_for_a_page_outside_the_pool(operand, 
     tol = 1e-1 if operand == "fp8" else 1e-2
     for b in range(3):
         assert float((out[b].double() - ref[b]).norm() / ref[b].norm()) < tol, b
-    slot = int(paged.kv_indptr[seq]) + 5  # the sixth page of sequence seq
+    slot = int(paged.kv_indptr[seq]) + 5 if page == 5 else int(paged.kv_indptr[seq + 1]) - 1
     clean = paged.kv_indices[slot].clone()
     paged.kv_indices[slot] = paged.k_codes.shape[0] if bad_id == "num_pages" else bad_id
     got, got_lse = (t.clone() for t in plan.run(q, paged, return_lse=True))

@@ -104,8 +104,9 @@ KEEP_SHORT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_KEEP_SHORT")
 # others (find_work's wave fit; splits.schedule's wave_slots), which the merge kernel's ranges from the lengths do not
 # follow, so its plans read the kernel's chunk table
 WAVE_FIT_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_WAVE_FIT")
-# built with FOSCAR_PAGE_CHECK=1 (an A/B build, bench/NOTES.md §124): a paged CTA checks its chunk's page ids once and
-# on an id outside the pool reads no token and writes NaN rows (output and LSE) instead of reading past the pool
+# built with FOSCAR_PAGE_CHECK=1 (an A/B build, bench/NOTES.md §124-§125): each warp of a paged CTA checks its
+# sub-tiles' page ids once, and on an id outside the pool reads no token; the rows are then NaN (output and LSE)
+# instead of reads past the pool
 PAGE_CHECK_BUILT = defined_on(NVCC_FLAGS, "FOSCAR_PAGE_CHECK")
 
 

@@ -1574,7 +1574,7 @@ __host__ __device__ constexpr int merge_row_floats() {
 // kernel (FOSCAR_FUSED_MERGE: the last CTA of the sequence merges). o_acc: this warp's output
 // accumulators (folded BF16: 2^E O for planes in place; O with the integer PV), m_run / l_part: its running max and denominator
 // (per lane, before the sum over rows); s_work: the work's (b, first slot, count, this CTA's slot), parked in shared
-// memory across the loop (FOSCAR_PAGE_CHECK builds: [4] nonzero where the chunk holds a page id outside the
+// memory across the loop (FOSCAR_PAGE_CHECK builds: [4 + w] nonzero where warp w met a page id outside the
 // pool). PK: columns h and h + 4 hold two parts of head h's output (pv_packable), added here.
 // FM: the instance holds the in-kernel merge (fused_merge_in); MW: its merge may take merge_rows_warp (merge_chunks).
 template <int BITS, int HEAD_DIM, int GROUP, int MODE, bool CH, bool PK, bool FM, bool MW>
@@ -1651,7 +1651,10 @@ __device__ __forceinline__ void epilogue(const Params& p, uint8_t* smem, const i
     }
     float o[V], lse2;
 #if FOSCAR_PAGE_CHECK
-    if (s_work[4]) den = __int_as_float(0x7fffffff);  // a page id outside the pool: no token was read, the row is NaN
+    bool bad_pages = false;  // a warp met a page id outside the pool and read no token: the row is NaN
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) bad_pages |= s_work[4 + w] != 0;
+    if (bad_pages) den = __int_as_float(0x7fffffff);
 #endif
     finalize_row<V>(num, den, mx, o, lse2);
     const int hq = hkv * p.gqa + head;
@@ -1822,7 +1825,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   }
   // what the epilogue needs of the work, parked in shared memory instead of registers across the loop
   // (kept there, they pushed the channel-wise instances into spills)
-  __shared__ __align__(16) int s_work[FOSCAR_PAGE_CHECK ? 8 : 4];  // FOSCAR_PAGE_CHECK: [4] a bad page id (below)
+  __shared__ __align__(16) int s_work[FOSCAR_PAGE_CHECK ? 4 + kWarps : 4];  // FOSCAR_PAGE_CHECK: [4 + w] warp w met a
+  // page id outside the pool (below)
   if (threadIdx.x == 0) {
     s_work[0] = work.b;
     s_work[1] = work.first;
@@ -1869,19 +1873,26 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   const int first = start + warp * kTileTokens;
   const int stride = kWarps * kTileTokens;
 #if FOSCAR_PAGE_CHECK
-  // paged: the CTA's threads read the chunk's page ids (kv_indices[page0 + j] for the pages j of [start, end), within
-  // kv_indices: paged_length clips the range); on an id outside the pool no warp reads a token and the epilogue
-  // writes the rows NaN (output and LSE; a NaN partial makes the merged row NaN)
+  // paged: each warp's lanes read the page ids of the warp's own sub-tiles (first, first + stride, ... < end). A
+  // sub-tile's 64 tokens start on a multiple of 64 (every chunk starts on a multiple of 256), so they span
+  // 2^tile_shift whole pages, or lie in one page of 64 tokens or more: one load a lane for each 512 tokens of the
+  // warp's share at 16-token pages. On an id outside 0 .. num_pages - 1 the warp reads no token, and its flag,
+  // s_work[4 + warp], makes the epilogue write the rows NaN (output and LSE; a NaN partial makes the merged row NaN).
+  // Per warp, with no block barrier: the CTA-wide form (every thread over the chunk's ids, __syncthreads_or) spilled
+  // up to 44 B in the paged channel-wise instances, this one at most 28 B (bench/NOTES.md §125).
+  // tests/test_decode_cuda.py mirrors the enumeration (every page of the chunk, none outside it).
   bool bad_pages = false;
   if constexpr (PAGED) {
     unsigned bad = 0;
-    const int j0 = start >> p.page_shift, npg = end > start ? ((end - 1) >> p.page_shift) - j0 + 1 : 0;
-#pragma unroll 4
-    for (int j = threadIdx.x; j < npg; j += kWarps * 32)
-      bad |= (unsigned)__ldg(pages + j0 + j) >= (unsigned)p.num_pages;
-    bad_pages = __syncthreads_or(bad) != 0;
+    const int tile_shift = max(6 - p.page_shift, 0);
+    const int n = first < end ? ((end - first + stride - 1) / stride) << tile_shift : 0;  // the warp's (sub-tile, page)s
+    for (int i = lane; i < n; i += 32) {
+      const int t = first + (i >> tile_shift) * stride + ((i & ((1 << tile_shift) - 1)) << p.page_shift);
+      if (t < end) bad |= (unsigned)__ldg(pages + (t >> p.page_shift)) >= (unsigned)p.num_pages;
+    }
+    bad_pages = __any_sync(0xffffffffu, bad);
   }
-  if (threadIdx.x == 0) s_work[4] = bad_pages;  // read by the epilogue, after its __syncthreads (no register across)
+  if (lane == 0) s_work[4 + warp] = bad_pages;  // read by the epilogue, after its __syncthreads (no register across)
   const int iters = first < end && !bad_pages ? (end - first + stride - 1) / stride : 0;
 #else
   const int iters = first < end ? (end - first + stride - 1) / stride : 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 80, call 2. At most LIMIT (default 540) s. Any GPU.
+# Prepared in session 80 (not run: no machine came), for a later call. At most LIMIT (default 540) s. Any GPU.
 #   On an H200 first (if one comes): issue 12's Status bench (results/2026-12-07-s69/probes/status.sh, its expectation
 #   in its header; session 76 measured 5 of 8 large INT2 points at >= 85% of the ceiling, NOTES §121), then the suite.
 #   The GPU suite with the default build at -n 4 (session 79 ran it at -n 8: 126 of 131 failures were CUDA out of
@@ -17,4 +17,4 @@ timeout $(( $(left) - 15 )) python -m pytest -v -m gpu -n 4 --durations=40 tests
   > $W/suite.log
 echo "G: rc=${PIPESTATUS[0]} left=$(left)"; tail -2 $W/suite.log; grep -c "PASSED" $W/suite.log
 grep -E "(FAILED|ERROR) " $W/suite.log | head -20; grep -A42 "slowest" $W/suite.log; cp $W/suite.log $OUT/suite.txt
-probe_end s80c2
+probe_end s81c2
