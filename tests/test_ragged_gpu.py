@@ -724,8 +724,9 @@ def test_a_page_check_build_gives_nan_rows_for_a_page_outside_the_pool(operand, 
     rows of its sequence NaN, output and LSE, where the default build reads past the pool. The other sequences' rows
     are bit for bit those of the clean table and match the fp64 reference, and the context stays usable: the clean
     table again gives the first answer. Sequence 0 is split into chunks (one bad chunk among several, merged), 1 is
-    one chunk. The bad id is the sequence's sixth page (tokens 80-95: warp 1's first sub-tile) or its last (a part of
-    a page, in the last warp that reads tokens; each warp checks only its own sub-tiles' pages, §125)."""
+    one chunk. The bad id is the sequence's sixth page (tokens 80-95: warp 1's first sub-tile) or its last (in the
+    sequence's last sub-tile; a part of a page in the 700-token one), since each warp checks only its own sub-tiles'
+    pages (§125)."""
     from foscar.kernels import decode_cuda
 
     if not decode_cuda.PAGE_CHECK_BUILT:

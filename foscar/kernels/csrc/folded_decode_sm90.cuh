@@ -1885,7 +1885,8 @@ __global__ void __launch_bounds__(kWarps * 32, (launch_min_blocks<BITS, HEAD_DIM
   if constexpr (PAGED) {
     unsigned bad = 0;
     const int tile_shift = max(6 - p.page_shift, 0);
-    const int n = first < end ? ((end - first + stride - 1) / stride) << tile_shift : 0;  // the warp's (sub-tile, page)s
+    // the warp's (sub-tile, page) pairs, i -> sub-tile i >> tile_shift, its page i & (2^tile_shift - 1)
+    const int n = first < end ? ((end - first + stride - 1) / stride) << tile_shift : 0;
     for (int i = lane; i < n; i += 32) {
       const int t = first + (i >> tile_shift) * stride + ((i & ((1 << tile_shift) - 1)) << p.page_shift);
       if (t < end) bad |= (unsigned)__ldg(pages + (t >> p.page_shift)) >= (unsigned)p.num_pages;
