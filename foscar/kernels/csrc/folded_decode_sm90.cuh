@@ -93,9 +93,9 @@ namespace foscar {
 #ifndef FOSCAR_TILE_PROBE  // 1: a probe build (session 43) whose contiguous token-wise instances read K and V from one
 #define FOSCAR_TILE_PROBE 0  // buffer of 64-token blocks at p.k_codes (scripts/tile_layout_probe.py); 0: none of it
 #endif
-#ifndef FOSCAR_PAGE_CHECK  // 1: an A/B build (session 79) whose paged CTAs read their chunk's page ids once, before
-#define FOSCAR_PAGE_CHECK 0  // the loop, and on an id outside 0 .. num_pages - 1 read no token and give the rows NaN
-#endif                       // (output and LSE) instead of reading past the pool; 0: the ids are trusted
+#ifndef FOSCAR_PAGE_CHECK  // 1: an A/B build (sessions 79-80) whose paged warps read their sub-tiles' page ids once,
+#define FOSCAR_PAGE_CHECK 0  // before the loop, and on an id outside 0 .. num_pages - 1 read no token; the rows are NaN
+#endif                       // (output and LSE) instead of reads past the pool; 0: the ids are trusted
 #ifndef FOSCAR_L2_ONLY  // 1: a probe build (session 50) whose contiguous instances copy every full sub-tile's codes
 #define FOSCAR_L2_ONLY 0  // and token-wise scales from the warp's first sub-tile (L2 hits after the first step; the
 #endif                    // outputs are wrong): the decode's time with its loads out of DRAM's way (bench/NOTES.md §94;
